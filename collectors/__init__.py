@@ -1,0 +1,1 @@
+"""Collectors: read replication state from monitored clusters and publish observation records."""

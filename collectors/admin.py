@@ -1,0 +1,140 @@
+"""Admin API source: one Metadata request per poll (all topics), topic configs on a slower cadence.
+
+Works for ZooKeeper-mode and KRaft clusters alike: the Metadata response holds the live brokers
+(those registered and, in KRaft, unfenced), the active controller, and for every partition its
+leader (-1 when there is none), leader epoch, replicas in assignment order, ISR and offline replicas.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+from collectors.records import cluster_record, topic_record
+from krm.config import ClusterConfig, CollectorConfig
+
+log = logging.getLogger(__name__)
+
+TOPIC_CONFIGS = ("min.insync.replicas", "unclean.leader.election.enable")
+
+
+class AdminSource:
+    """Polls one cluster. Construct validates nothing and opens nothing; the first poll connects."""
+
+    source = "admin"
+
+    def __init__(self, cluster: ClusterConfig, settings: CollectorConfig) -> None:
+        self.cluster = cluster
+        self.settings = settings
+        self._admin: Any = None
+        self._poll_id = 0
+        self._known_brokers: dict[int, dict[str, Any]] = {}  # every broker seen live since start
+        self._configs: dict[str, tuple[int | None, bool | None]] = {}
+        self._configs_at = 0.0
+        self._degraded = False
+
+    def poll(self) -> list[dict[str, Any]]:
+        """One poll: a `cluster` record, then one `topic` record per topic. Never raises for an
+        unreachable cluster: the failure is itself the observation (a cluster record with `error`)."""
+        self._poll_id += 1
+        try:
+            admin = self._client()
+            md = admin._get_cluster_metadata(topics=None)  # one MetadataRequest for all topics
+            observed_at_ms = int(time.time() * 1000)
+            topics = [t for t in md["topics"] if t["error_code"] == 0]
+            self._refresh_configs(admin, [t["topic"] for t in topics])
+        except Exception as e:  # noqa: BLE001 - any client failure becomes an observation
+            self._close()
+            if not self._degraded:
+                log.warning("cluster %s unreachable through the Admin API: %s", self.cluster.name, e)
+                self._degraded = True
+            return [cluster_record(self.cluster.name, self.source, self._poll_id, int(time.time() * 1000),
+                                   controller_id=None, brokers=[], topic_count=0, partition_count=0,
+                                   error=f"{type(e).__name__}: {e}")]
+        if self._degraded:
+            log.warning("cluster %s reachable again", self.cluster.name)
+            self._degraded = False
+        return self._records(md, topics, observed_at_ms)
+
+    def close(self) -> None:
+        self._close()
+
+    # ------------------------------------------------------------------ internals
+
+    def _records(self, md: dict[str, Any], topics: list[dict[str, Any]], observed_at_ms: int) -> list[dict[str, Any]]:
+        live = {b["node_id"]: b for b in md["brokers"]}
+        for bid, b in live.items():
+            self._known_brokers[bid] = b
+        referenced = {r for t in topics for p in t["partitions"] for r in p["replicas"]}
+        brokers = [
+            {"id": bid, "host": b.get("host") if b else None, "port": b.get("port") if b else None,
+             "rack": b.get("rack") if b else None, "live": bid in live}
+            for bid in sorted(set(self._known_brokers) | referenced)
+            for b in [live.get(bid) or self._known_brokers.get(bid)]
+        ]
+        controller = md.get("controller_id")
+        records = [cluster_record(
+            self.cluster.name, self.source, self._poll_id, observed_at_ms,
+            controller_id=controller if controller is not None and controller >= 0 else None, brokers=brokers,
+            topic_count=len(topics), partition_count=sum(len(t["partitions"]) for t in topics),
+        )]
+        for t in topics:
+            min_isr, unclean = self._configs.get(t["topic"], (None, None))
+            parts = [{"partition": p["partition"], "leader": p["leader"], "leader_epoch": p.get("leader_epoch"),
+                      "replicas": list(p["replicas"]), "isr": list(p["isr"]),
+                      "offline_replicas": list(p.get("offline_replicas") or [])} for p in t["partitions"]]
+            records.append(topic_record(
+                self.cluster.name, self.source, self._poll_id, observed_at_ms, topic=t["topic"], live_brokers=live,
+                partitions=parts, min_insync_replicas=min_isr, unclean_leader_election=unclean,
+            ))
+        return records
+
+    def _refresh_configs(self, admin: Any, topics: list[str]) -> None:
+        """Topic configs change rarely: fetch all every config_refresh_s, and new topics at once.
+        Values are the effective ones (topic override, else broker default)."""
+        from kafka.admin import ConfigResource, ConfigResourceType
+
+        due = time.monotonic() - self._configs_at >= self.settings.config_refresh_s
+        wanted = topics if due else [t for t in topics if t not in self._configs]
+        if not wanted:
+            return
+        resources = [ConfigResource(ConfigResourceType.TOPIC, t, configs={k: None for k in TOPIC_CONFIGS})
+                     for t in wanted]
+        fresh: dict[str, tuple[int | None, bool | None]] = {}
+        for response in admin.describe_configs(resources):
+            for res in response.to_object()["resources"]:
+                if res["error_code"] != 0:
+                    continue
+                entries = {e["config_names"]: e["config_value"] for e in res["config_entries"]}
+                min_isr = entries.get("min.insync.replicas")
+                unclean = entries.get("unclean.leader.election.enable")
+                fresh[res["resource_name"]] = (
+                    int(min_isr) if min_isr is not None else None,
+                    unclean.lower() == "true" if unclean is not None else None,
+                )
+        if due:
+            self._configs = fresh
+            self._configs_at = time.monotonic()
+        else:
+            self._configs.update(fresh)
+
+    def _client(self) -> Any:
+        if self._admin is None:
+            from kafka.admin import KafkaAdminClient
+
+            self._admin = KafkaAdminClient(
+                bootstrap_servers=self.cluster.bootstrap_servers.split(","),
+                client_id=f"krm-collector-{self.cluster.name}",
+                request_timeout_ms=self.settings.request_timeout_ms,
+                api_version_auto_timeout_ms=self.settings.request_timeout_ms,
+            )
+        return self._admin
+
+    def _close(self) -> None:
+        if self._admin is not None:
+            try:
+                self._admin.close()
+            except Exception:  # noqa: BLE001 - closing a broken client must not mask the real error
+                pass
+            self._admin = None

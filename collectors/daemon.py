@@ -1,0 +1,59 @@
+"""The collector daemon: one thread per monitored cluster, polling at a fixed rate."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from typing import Any
+
+from collectors.admin import AdminSource
+from collectors.publisher import Publisher
+from krm.config import Config
+
+log = logging.getLogger(__name__)
+
+
+class Collector:
+    def __init__(self, config: Config) -> None:
+        self.config = config
+        self.publisher = Publisher(config.observations)
+        self.sources = [AdminSource(c, config.collector) for c in config.clusters]
+        self._stop = threading.Event()
+        self._threads: list[threading.Thread] = []
+        self.polls = 0
+        self.last_poll_s: dict[str, float] = {}
+
+    def start(self) -> Collector:
+        self.publisher.start()
+        for src in self.sources:
+            t = threading.Thread(target=self._loop, args=(src,), name=f"krm-collect-{src.cluster.name}", daemon=True)
+            t.start()
+            self._threads.append(t)
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        for t in self._threads:
+            t.join(timeout=10)
+        for src in self.sources:
+            src.close()
+        self.publisher.close()
+
+    def wait(self) -> None:
+        while not self._stop.is_set():
+            self._stop.wait(1.0)
+
+    def _loop(self, src: Any) -> None:
+        interval = self.config.collector.poll_interval_s
+        next_at = time.monotonic()
+        while not self._stop.is_set():
+            t0 = time.monotonic()
+            try:
+                self.publisher.publish(src.poll())
+            except Exception:  # noqa: BLE001 - keep polling; the failure is logged with its cause
+                log.exception("poll of cluster %s failed", src.cluster.name)
+            self.polls += 1
+            self.last_poll_s[src.cluster.name] = time.monotonic() - t0
+            next_at = max(next_at + interval, time.monotonic())  # fixed rate, no burst after a slow poll
+            self._stop.wait(max(0.0, next_at - time.monotonic()))

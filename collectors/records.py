@@ -1,0 +1,35 @@
+"""Build observation records (schemas/observation.py) from what a source read. Pure functions."""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+from schemas.observation import SCHEMA_VERSION
+
+
+def envelope(kind: str, cluster: str, source: str, poll_id: int, observed_at_ms: int) -> dict[str, Any]:
+    return {"v": SCHEMA_VERSION, "kind": kind, "cluster": cluster, "source": source, "poll_id": poll_id,
+            "observed_at_ms": observed_at_ms}
+
+
+def cluster_record(cluster: str, source: str, poll_id: int, observed_at_ms: int, *, controller_id: int | None,
+                   brokers: Iterable[dict[str, Any]], topic_count: int, partition_count: int,
+                   error: str | None = None) -> dict[str, Any]:
+    rec = envelope("cluster", cluster, source, poll_id, observed_at_ms)
+    rec["cluster_state"] = {
+        "controller_id": controller_id, "brokers": sorted(brokers, key=lambda b: b["id"]),
+        "topic_count": topic_count, "partition_count": partition_count, "error": error,
+    }
+    return rec
+
+
+def topic_record(cluster: str, source: str, poll_id: int, observed_at_ms: int, *, topic: str,
+                 live_brokers: Iterable[int], partitions: Iterable[dict[str, Any]],
+                 min_insync_replicas: int | None, unclean_leader_election: bool | None) -> dict[str, Any]:
+    rec = envelope("topic", cluster, source, poll_id, observed_at_ms)
+    rec["topic_state"] = {
+        "topic": topic, "min_insync_replicas": min_insync_replicas,
+        "unclean_leader_election": unclean_leader_election, "live_brokers": sorted(live_brokers),
+        "partitions": sorted(partitions, key=lambda p: p["partition"]),
+    }
+    return rec

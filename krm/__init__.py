@@ -1,0 +1,1 @@
+"""kafka-replication-monitor: CLI, configuration and the local test cluster."""

@@ -1,0 +1,186 @@
+"""Typed configuration, loaded once from a TOML file and validated before anything connects.
+
+Errors name the file and the key, e.g. `krm.toml: [collector] poll_interval_s must be > 0`.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from krm.errors import ConfigError
+
+_NAME = re.compile(r"^[A-Za-z0-9._-]+$")
+
+
+@dataclass(frozen=True)
+class ClusterConfig:
+    """One monitored Kafka cluster."""
+
+    name: str
+    bootstrap_servers: str
+    zookeeper: str | None = None  # host:port[/chroot], ZooKeeper-mode clusters only
+
+
+@dataclass(frozen=True)
+class ObservationsConfig:
+    """The Kafka topic the collectors publish to and the pipeline reads.
+
+    Production: a separate, healthy Kafka cluster, so the monitor still works while the monitored
+    cluster is broken. Locally it may be the monitored cluster itself.
+    """
+
+    bootstrap_servers: str
+    topic: str = "krm.observations"
+    partitions: int = 1
+    replication_factor: int = 1
+
+
+@dataclass(frozen=True)
+class CollectorConfig:
+    poll_interval_s: float = 2.0
+    config_refresh_s: float = 30.0  # topic configs change rarely; refreshed on new topics too
+    request_timeout_ms: int = 5000
+
+
+@dataclass(frozen=True)
+class PipelineConfig:
+    data_dir: Path
+    metrics_host: str = "127.0.0.1"
+    metrics_port: int = 9308
+    spark_master: str = "local[2]"
+    starting_offsets: str = "latest"  # only for a pipeline with no checkpoint yet
+    flap_window_s: float = 300.0  # an incident reopening within this window is the same incident
+    history_trigger_s: float = 10.0  # observations/quarantine Delta appends (beside the alert path)
+
+
+@dataclass(frozen=True)
+class Config:
+    clusters: tuple[ClusterConfig, ...]
+    observations: ObservationsConfig
+    collector: CollectorConfig
+    pipeline: PipelineConfig
+    source: Path | None = field(default=None, compare=False)
+
+    def cluster(self, name: str) -> ClusterConfig:
+        for c in self.clusters:
+            if c.name == name:
+                return c
+        raise ConfigError(f"no cluster named {name!r} in {self.source}")
+
+
+def load_config(path: str | Path) -> Config:
+    path = Path(path)
+    try:
+        raw = tomllib.loads(path.read_text())
+    except FileNotFoundError:
+        raise ConfigError(f"config file {path} does not exist") from None
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"{path}: not valid TOML: {e}") from None
+    return parse_config(raw, source=path)
+
+
+def parse_config(raw: dict[str, Any], source: Path | None = None) -> Config:
+    where = str(source) if source else "<config>"
+    r = _Reader(where)
+    known = {"clusters", "observations", "collector", "pipeline"}
+    r.no_unknown("", raw, known)
+
+    clusters_raw = raw.get("clusters")
+    if not isinstance(clusters_raw, list) or not clusters_raw:
+        raise ConfigError(f"{where}: at least one [[clusters]] table is required")
+    clusters = []
+    for i, c in enumerate(clusters_raw):
+        sec = f"[[clusters]] #{i + 1}"
+        r.no_unknown(sec, c, {"name", "bootstrap_servers", "zookeeper"})
+        name = r.string(sec, c, "name")
+        if not _NAME.match(name):
+            raise ConfigError(f"{where}: {sec} name {name!r} may hold only letters, digits, '.', '_', '-'")
+        clusters.append(
+            ClusterConfig(
+                name=name,
+                bootstrap_servers=r.string(sec, c, "bootstrap_servers"),
+                zookeeper=r.string(sec, c, "zookeeper", required=False),
+            )
+        )
+    names = [c.name for c in clusters]
+    if len(set(names)) != len(names):
+        raise ConfigError(f"{where}: cluster names must be unique, got {names}")
+
+    o = raw.get("observations", {})
+    r.no_unknown("[observations]", o, {"bootstrap_servers", "topic", "partitions", "replication_factor"})
+    observations = ObservationsConfig(
+        bootstrap_servers=r.string("[observations]", o, "bootstrap_servers", default=clusters[0].bootstrap_servers),
+        topic=r.string("[observations]", o, "topic", default="krm.observations"),
+        partitions=r.number("[observations]", o, "partitions", 1, int, minimum=1),
+        replication_factor=r.number("[observations]", o, "replication_factor", 1, int, minimum=1),
+    )
+
+    k = raw.get("collector", {})
+    r.no_unknown("[collector]", k, {"poll_interval_s", "config_refresh_s", "request_timeout_ms"})
+    collector = CollectorConfig(
+        poll_interval_s=r.number("[collector]", k, "poll_interval_s", 2.0, float, minimum=0.05),
+        config_refresh_s=r.number("[collector]", k, "config_refresh_s", 30.0, float, minimum=0.0),
+        request_timeout_ms=r.number("[collector]", k, "request_timeout_ms", 5000, int, minimum=100),
+    )
+
+    p = raw.get("pipeline", {})
+    r.no_unknown(
+        "[pipeline]",
+        p,
+        {"data_dir", "metrics_host", "metrics_port", "spark_master", "starting_offsets", "flap_window_s", "history_trigger_s"},
+    )
+    data_dir = Path(r.string("[pipeline]", p, "data_dir", default="krm-data"))
+    if not data_dir.is_absolute() and source is not None:
+        data_dir = source.parent / data_dir
+    starting = r.string("[pipeline]", p, "starting_offsets", default="latest")
+    if starting not in ("latest", "earliest"):
+        raise ConfigError(f"{where}: [pipeline] starting_offsets must be 'latest' or 'earliest', got {starting!r}")
+    pipeline = PipelineConfig(
+        data_dir=data_dir,
+        metrics_host=r.string("[pipeline]", p, "metrics_host", default="127.0.0.1"),
+        metrics_port=r.number("[pipeline]", p, "metrics_port", 9308, int, minimum=0, maximum=65535),
+        spark_master=r.string("[pipeline]", p, "spark_master", default="local[2]"),
+        starting_offsets=starting,
+        flap_window_s=r.number("[pipeline]", p, "flap_window_s", 300.0, float, minimum=0.0),
+        history_trigger_s=r.number("[pipeline]", p, "history_trigger_s", 10.0, float, minimum=0.0),
+    )
+    return Config(tuple(clusters), observations, collector, pipeline, source)
+
+
+class _Reader:
+    """Typed access to one TOML table, raising ConfigError that names file, table and key."""
+
+    def __init__(self, where: str) -> None:
+        self.where = where
+
+    def no_unknown(self, sec: str, table: Any, known: set[str]) -> None:
+        if not isinstance(table, dict):
+            raise ConfigError(f"{self.where}: {sec or 'top level'} must be a table")
+        unknown = sorted(set(table) - known)
+        if unknown:
+            raise ConfigError(f"{self.where}: {sec or 'top level'}: unknown key(s) {unknown}; known: {sorted(known)}")
+
+    def string(self, sec: str, t: dict, key: str, default: str | None = None, required: bool = True) -> Any:
+        if key not in t:
+            if default is not None or not required:
+                return default
+            raise ConfigError(f"{self.where}: {sec} is missing required key {key!r}")
+        v = t[key]
+        if not isinstance(v, str) or not v.strip():
+            raise ConfigError(f"{self.where}: {sec} {key} must be a non-empty string, got {v!r}")
+        return v.strip()
+
+    def number(self, sec: str, t: dict, key: str, default: Any, kind: type, minimum: float | None = None,
+               maximum: float | None = None) -> Any:
+        v = t.get(key, default)
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or (kind is int and not isinstance(v, int)):
+            raise ConfigError(f"{self.where}: {sec} {key} must be {'an integer' if kind is int else 'a number'}, got {v!r}")
+        if minimum is not None and v < minimum:
+            raise ConfigError(f"{self.where}: {sec} {key} must be >= {minimum}, got {v}")
+        if maximum is not None and v > maximum:
+            raise ConfigError(f"{self.where}: {sec} {key} must be <= {maximum}, got {v}")
+        return kind(v)

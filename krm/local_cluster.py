@@ -1,0 +1,441 @@
+"""A real local Kafka 3.9 cluster from Maven Central jars: ZooKeeper mode (optional chroot) or KRaft.
+
+Used by `krm local-cluster`, `krm demo` and the test suite's session fixtures. Every process is a
+real JVM started detached (it outlives the CLI call that started it), logs to files under the
+cluster's folder, listens on free loopback ports and carries the JMX exporter agent. The cluster's
+state (pids, ports) lives in `<root>/state.json`, so later CLI calls can kill, pause or stop it.
+
+Timing settings differ from Kafka's defaults only where fault tests would otherwise wait:
+ZooKeeper session 6 s (default 18 s), KRaft broker session 6 s (default 9 s),
+replica.lag.time.max.ms 10 s (default 30 s). Override any broker setting with `broker_config`.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from krm.errors import ClusterError
+from krm.paths import CONF_DIR, REPO_ROOT, jar_group
+
+log = logging.getLogger(__name__)
+
+KRAFT_CONTROLLER_ID = 1000
+JVM_OPTS = ["-Xms64m", "-Xmx384m", "-XX:+UseSerialGC", "-Djava.awt.headless=true"]
+DEFAULT_HOME = Path(os.environ.get("KRM_HOME", REPO_ROOT / ".krm"))
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def clusters_root() -> Path:
+    return DEFAULT_HOME / "clusters"
+
+
+def _port_open(port: int) -> bool:
+    with socket.socket() as s:
+        s.settimeout(0.2)
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+def _pid_state(pid: int | None) -> str:
+    """'running', 'paused' (SIGSTOPped), or 'dead' for a pid of ours."""
+    if not pid:
+        return "dead"
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return "dead"
+    state = stat[stat.rindex(")") + 2]
+    if state in "ZX":
+        return "dead"
+    return "paused" if state in "Tt" else "running"
+
+
+@dataclass
+class Node:
+    """One JVM of the cluster: a broker, the ZooKeeper server or the KRaft controller."""
+
+    role: str  # broker | zookeeper | controller
+    id: int
+    port: int
+    jmx_port: int | None = None
+    pid: int | None = None
+
+    @property
+    def name(self) -> str:
+        return f"broker-{self.id}" if self.role == "broker" else self.role
+
+
+@dataclass
+class LocalCluster:
+    root: Path
+    mode: str = "zk"
+    brokers: int = 3
+    chroot: str | None = None
+    broker_config: dict[str, str] = field(default_factory=dict)
+    nodes: dict[str, Node] = field(default_factory=dict)
+    cluster_id: str = ""
+    metrics_port: int = 0
+
+    # ---------------------------------------------------------------- construction and state
+
+    def __post_init__(self) -> None:
+        if self.mode not in ("zk", "kraft"):
+            raise ClusterError(f"mode must be 'zk' or 'kraft', got {self.mode!r}")
+        if self.brokers < 1:
+            raise ClusterError(f"--brokers must be at least 1, got {self.brokers}")
+        if self.chroot is not None:
+            if self.mode != "zk":
+                raise ClusterError("--chroot applies to ZooKeeper mode only")
+            if not self.chroot.startswith("/") or self.chroot == "/" or self.chroot.endswith("/"):
+                raise ClusterError(f"--chroot must look like /kafka_cluster_01, got {self.chroot!r}")
+        self.root = Path(self.root)
+
+    @property
+    def name(self) -> str:
+        return self.root.name
+
+    @classmethod
+    def load(cls, root: Path) -> LocalCluster:
+        state_file = Path(root) / "state.json"
+        if not state_file.exists():
+            raise ClusterError(f"no local cluster at {root}: start one with `krm local-cluster up`")
+        s = json.loads(state_file.read_text())
+        c = cls(root=Path(root), mode=s["mode"], brokers=len([n for n in s["nodes"].values() if n["role"] == "broker"]),
+                chroot=s.get("chroot"), broker_config=s.get("broker_config", {}), cluster_id=s.get("cluster_id", ""),
+                metrics_port=s.get("metrics_port", 0))
+        c.nodes = {k: Node(**v) for k, v in s["nodes"].items()}
+        return c
+
+    def _save(self) -> None:
+        state = {
+            "mode": self.mode, "chroot": self.chroot, "broker_config": self.broker_config,
+            "cluster_id": self.cluster_id, "metrics_port": self.metrics_port,
+            "nodes": {k: vars(n) for k, n in self.nodes.items()},
+        }
+        tmp = self.root / "state.json.tmp"
+        tmp.write_text(json.dumps(state, indent=2))
+        tmp.replace(self.root / "state.json")
+
+    @property
+    def broker_ids(self) -> list[int]:
+        return sorted(n.id for n in self.nodes.values() if n.role == "broker")
+
+    def broker(self, broker_id: int) -> Node:
+        node = self.nodes.get(f"broker-{broker_id}")
+        if node is None:
+            raise ClusterError(f"no broker {broker_id} in cluster {self.name}; brokers: {self.broker_ids}")
+        return node
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return ",".join(f"127.0.0.1:{self.broker(b).port}" for b in self.broker_ids)
+
+    @property
+    def zookeeper(self) -> str | None:
+        zk = self.nodes.get("zookeeper")
+        return f"127.0.0.1:{zk.port}{self.chroot or ''}" if zk else None
+
+    @property
+    def config_path(self) -> Path:
+        return self.root / "krm.toml"
+
+    # ---------------------------------------------------------------- lifecycle
+
+    def up(self, timeout_s: float = 120.0) -> LocalCluster:
+        """Lay out folders, start every process and wait until all brokers are registered."""
+        if (self.root / "state.json").exists() and any(
+            _pid_state(n.pid) != "dead" for n in LocalCluster.load(self.root).nodes.values()
+        ):
+            raise ClusterError(f"cluster {self.name} is already running at {self.root}; `krm local-cluster down` first")
+        jar_group("kafka")  # fail early with the setup hint
+        if self.root.exists():  # `up` always makes a new cluster: stale ZooKeeper/KRaft data would clash
+            shutil.rmtree(self.root)
+        self.root.mkdir(parents=True)
+        self.cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        self.nodes = {}
+        if self.mode == "zk":
+            self.nodes["zookeeper"] = Node("zookeeper", 0, free_port())
+        else:
+            self.nodes["controller"] = Node("controller", KRAFT_CONTROLLER_ID, free_port())
+        for i in range(1, self.brokers + 1):
+            self.nodes[f"broker-{i}"] = Node("broker", i, free_port(), jmx_port=free_port())
+        self.metrics_port = free_port()
+        for node in self.nodes.values():
+            self._write_node_config(node)
+        self._write_krm_config()
+        self._save()
+        try:
+            if self.mode == "zk":
+                self._launch(self.nodes["zookeeper"])
+                self._wait_port(self.nodes["zookeeper"], timeout_s)
+            else:
+                self._format_storage()
+                self._launch(self.nodes["controller"])
+            for b in self.broker_ids:
+                self._launch(self.broker(b))
+            self.wait_for_brokers(self.broker_ids, timeout_s)
+        except BaseException:
+            self.down()
+            raise
+        return self
+
+    def down(self) -> None:
+        """Stop every process (SIGKILL: the data is throwaway) and wait until they are gone."""
+        for node in self.nodes.values():
+            if node.pid and _pid_state(node.pid) != "dead":
+                try:
+                    os.kill(node.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+        for node in self.nodes.values():
+            self._reap(node)
+            node.pid = None
+        if (self.root / "state.json").exists():
+            self._save()
+
+    def kill(self, broker_id: int) -> None:
+        """SIGKILL one broker: no controlled shutdown, exactly like seeds/002's `kill`."""
+        node = self._live_broker(broker_id)
+        os.kill(node.pid, signal.SIGKILL)  # type: ignore[arg-type]
+        self._reap(node)
+        node.pid = None
+        self._save()
+
+    def start(self, broker_id: int, wait: bool = True, timeout_s: float = 90.0) -> None:
+        node = self.broker(broker_id)
+        if _pid_state(node.pid) != "dead":
+            raise ClusterError(f"broker {broker_id} is already running (pid {node.pid})")
+        self._launch(node)
+        if wait:
+            self.wait_for_brokers([broker_id], timeout_s)
+
+    def pause(self, broker_id: int) -> None:
+        node = self._live_broker(broker_id)
+        os.kill(node.pid, signal.SIGSTOP)  # type: ignore[arg-type]
+
+    def resume(self, broker_id: int) -> None:
+        node = self.broker(broker_id)
+        if _pid_state(node.pid) == "dead":
+            raise ClusterError(f"broker {broker_id} is not running; use `start`")
+        os.kill(node.pid, signal.SIGCONT)  # type: ignore[arg-type]
+
+    def status(self) -> dict[str, Any]:
+        """Machine-readable description; the `up --json` contract is a subset of this."""
+        return {
+            "name": self.name,
+            "mode": self.mode,
+            "cluster_id": self.cluster_id,
+            "bootstrap_servers": self.bootstrap_servers,
+            "zookeeper": self.zookeeper,
+            "controller": (
+                {"id": n.id, "port": n.port, "pid": n.pid, "state": _pid_state(n.pid)}
+                if (n := self.nodes.get("controller")) else None
+            ),
+            "brokers": {
+                str(b): {
+                    "pid": self.broker(b).pid,
+                    "port": self.broker(b).port,
+                    "jmx_port": self.broker(b).jmx_port,
+                    "state": _pid_state(self.broker(b).pid),
+                    "log": str(self.root / f"broker-{b}" / "logs" / "server.log"),
+                }
+                for b in self.broker_ids
+            },
+            "config": str(self.config_path),
+            "metrics_port": self.metrics_port,
+            "root": str(self.root),
+        }
+
+    def wait_for_brokers(self, broker_ids: list[int], timeout_s: float) -> None:
+        """Block until every given broker is in the cluster metadata (registered and unfenced)."""
+        from kafka.admin import KafkaAdminClient  # imported late: the CLI's --help stays fast
+
+        deadline = time.monotonic() + timeout_s
+        want = set(broker_ids)
+        last_err: Exception | None = None
+        while time.monotonic() < deadline:
+            for b in broker_ids:
+                node = self.broker(b)
+                if _pid_state(node.pid) == "dead":
+                    raise ClusterError(f"broker {b} exited while starting; see {self._log_hint(node)}")
+            live_ports = [self.broker(b).port for b in self.broker_ids if _port_open(self.broker(b).port)]
+            if live_ports:
+                try:
+                    admin = KafkaAdminClient(
+                        bootstrap_servers=[f"127.0.0.1:{p}" for p in live_ports],
+                        request_timeout_ms=3000, api_version_auto_timeout_ms=3000, client_id="krm-local-cluster",
+                    )
+                    try:
+                        seen = {b["node_id"] for b in admin.describe_cluster()["brokers"]}
+                    finally:
+                        admin.close()
+                    if want <= seen:
+                        return
+                except Exception as e:  # noqa: BLE001 - any client error means "not ready yet"
+                    last_err = e
+            time.sleep(0.3)
+        raise ClusterError(f"brokers {sorted(want)} not registered after {timeout_s:.0f}s (last error: {last_err}); "
+                           f"see logs under {self.root}")
+
+    # ---------------------------------------------------------------- internals
+
+    def _live_broker(self, broker_id: int) -> Node:
+        node = self.broker(broker_id)
+        if _pid_state(node.pid) == "dead":
+            raise ClusterError(f"broker {broker_id} is not running")
+        return node
+
+    def _node_dir(self, node: Node) -> Path:
+        return self.root / node.name
+
+    def _log_hint(self, node: Node) -> str:
+        d = self._node_dir(node)
+        return f"{d / 'logs' / 'server.log'} and {d / 'stdout.log'}"
+
+    def _write_node_config(self, node: Node) -> None:
+        d = self._node_dir(node)
+        (d / "data").mkdir(parents=True, exist_ok=True)
+        (d / "logs").mkdir(parents=True, exist_ok=True)
+        if node.role == "zookeeper":
+            lines = [f"dataDir={d / 'data'}", f"clientPort={node.port}", "clientPortAddress=127.0.0.1",
+                     "tickTime=1000", "maxClientCnxns=0", "admin.enableServer=false"]
+            (d / "zoo.cfg").write_text("\n".join(lines) + "\n")
+            return
+        n = self.brokers
+        props: dict[str, Any] = {"log.dirs": d / "data"}
+        if node.role == "controller":
+            props |= {
+                "process.roles": "controller",
+                "node.id": node.id,
+                "controller.quorum.voters": f"{node.id}@127.0.0.1:{node.port}",
+                "controller.listener.names": "CONTROLLER",
+                "listeners": f"CONTROLLER://127.0.0.1:{node.port}",
+                "listener.security.protocol.map": "CONTROLLER:PLAINTEXT",
+                "broker.session.timeout.ms": 6000,
+            }
+        else:
+            props |= {
+                "listeners": f"PLAINTEXT://127.0.0.1:{node.port}",
+                "advertised.listeners": f"PLAINTEXT://127.0.0.1:{node.port}",
+                "num.partitions": 1,
+                "default.replication.factor": 1,
+                "auto.create.topics.enable": "false",
+                "offsets.topic.replication.factor": min(3, n),
+                "offsets.topic.num.partitions": 5,
+                "transaction.state.log.replication.factor": min(3, n),
+                "transaction.state.log.min.isr": 1,
+                "group.initial.rebalance.delay.ms": 0,
+                "replica.lag.time.max.ms": 10000,
+                "num.network.threads": 2,
+                "num.io.threads": 2,
+                "background.threads": 2,
+            }
+            if self.mode == "zk":
+                props |= {"broker.id": node.id, "zookeeper.connect": self._zk_connect(),
+                          "zookeeper.session.timeout.ms": 6000}
+            else:
+                ctl = self.nodes["controller"]
+                props |= {
+                    "process.roles": "broker",
+                    "node.id": node.id,
+                    "controller.quorum.voters": f"{ctl.id}@127.0.0.1:{ctl.port}",
+                    "controller.listener.names": "CONTROLLER",
+                    "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+                    "inter.broker.listener.name": "PLAINTEXT",
+                    "broker.heartbeat.interval.ms": 1000,
+                }
+            props |= self.broker_config
+        (d / "server.properties").write_text("".join(f"{k}={v}\n" for k, v in props.items()))
+
+    def _zk_connect(self) -> str:
+        return f"127.0.0.1:{self.nodes['zookeeper'].port}{self.chroot or ''}"
+
+    def _write_krm_config(self) -> None:
+        zk = f'zookeeper = "{self.zookeeper}"\n' if self.mode == "zk" else ""
+        self.config_path.write_text(
+            f"# krm configuration for local cluster {self.name!r} ({self.mode} mode), written by `krm local-cluster up`.\n"
+            f"[[clusters]]\nname = \"{self.name}\"\nbootstrap_servers = \"{self.bootstrap_servers}\"\n{zk}\n"
+            f"[observations]\nbootstrap_servers = \"{self.bootstrap_servers}\"\ntopic = \"krm.observations\"\n"
+            f"replication_factor = {min(3, self.brokers)}\n\n"
+            f"[collector]\npoll_interval_s = 1.0\n\n"
+            f"[pipeline]\ndata_dir = \"{self.root / 'krm-data'}\"\nmetrics_port = {self.metrics_port}\n"
+        )
+
+    def _java(self, node: Node, main: list[str]) -> list[str]:
+        kafka_cp = str(jar_group("kafka")[0].parent / "*")
+        cmd = ["java", *JVM_OPTS, f"-Dlog4j.configuration=file:{CONF_DIR / 'kafka-log4j.properties'}",
+               f"-Dkafka.logs.dir={self._node_dir(node) / 'logs'}"]
+        if node.jmx_port:
+            agent = jar_group("agent")[0]
+            cmd.append(f"-javaagent:{agent}=127.0.0.1:{node.jmx_port}:{CONF_DIR / 'jmx-exporter.yaml'}")
+        return cmd + ["-cp", kafka_cp, *main]
+
+    def _command(self, node: Node) -> list[str]:
+        d = self._node_dir(node)
+        if node.role == "zookeeper":
+            return self._java(node, ["org.apache.zookeeper.server.ZooKeeperServerMain", str(d / "zoo.cfg")])
+        return self._java(node, ["kafka.Kafka", str(d / "server.properties")])
+
+    def _format_storage(self) -> None:
+        """KRaft: format every node's log dir with the cluster id, in parallel (one JVM each)."""
+        procs = []
+        for node in self.nodes.values():
+            props = self._node_dir(node) / "server.properties"
+            cmd = self._java(Node(node.role, node.id, node.port), ["kafka.tools.StorageTool", "format", "-t",
+                                                                 self.cluster_id, "-c", str(props), "--ignore-formatted"])
+            out = open(self._node_dir(node) / "format.log", "w")
+            procs.append((node, subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL), out))
+        for node, p, out in procs:
+            rc = p.wait(timeout=120)
+            out.close()
+            if rc != 0:
+                raise ClusterError(f"formatting {node.name} failed (exit {rc}); see {self._node_dir(node) / 'format.log'}")
+
+    def _launch(self, node: Node) -> None:
+        d = self._node_dir(node)
+        with open(d / "stdout.log", "ab") as out:
+            p = subprocess.Popen(self._command(node), stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                 start_new_session=True, cwd=d)
+        node.pid = p.pid
+        self._save()
+
+    def _wait_port(self, node: Node, timeout_s: float) -> None:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if _port_open(node.port):
+                return
+            if _pid_state(node.pid) == "dead":
+                break
+            time.sleep(0.1)
+        raise ClusterError(f"{node.name} did not open port {node.port}; see {self._log_hint(node)}")
+
+    @staticmethod
+    def _reap(node: Node) -> None:
+        """Wait until a killed pid is gone; reap it if it is our child, so it leaves no zombie."""
+        if not node.pid:
+            return
+        for _ in range(200):
+            try:
+                if os.waitpid(node.pid, os.WNOHANG) != (0, 0):
+                    return
+            except ChildProcessError:
+                pass
+            if _pid_state(node.pid) == "dead":
+                return
+            time.sleep(0.05)

@@ -1,0 +1,1 @@
+"""The Spark Structured Streaming pipeline: observations in; incidents, history and /metrics out."""

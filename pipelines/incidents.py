@@ -1,0 +1,171 @@
+"""Incident lifecycle: findings of successive polls in, open -> update -> resolve changes out. Pure.
+
+An incident is identified by its key (cluster, type, topic, partition, broker). Each poll of a
+*scope* (one topic's partitions, or a whole cluster's brokers) says which keys of that scope are
+unhealthy at that moment: those open or stay open, every other open incident of the scope resolves.
+
+Restart safety: all times are observation times, never the wall clock, and the incident id is a hash
+of the key and the opening observation time, so replaying a micro-batch after a crash reproduces the
+same ids and the same changes. An observation no newer than what an incident already reflects is a
+replay and changes nothing. Flapping: an incident that reopens within `flap_window_ms` of its
+resolution is the same incident (reopened), not a new page.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field, replace
+from typing import Any, Iterable
+
+Key = tuple[str, str, str | None, int | None, int | None]  # cluster, type, topic, partition, broker
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One unhealthy subject seen by one poll (what a detector emits)."""
+
+    cluster: str
+    scope: str
+    type: str
+    severity: str
+    topic: str | None
+    partition: int | None
+    broker: int | None
+    cause: str | None
+    details: dict[str, Any]
+    observed_at_ms: int
+    poll_id: int
+
+    @property
+    def key(self) -> Key:
+        return (self.cluster, self.type, self.topic, self.partition, self.broker)
+
+
+@dataclass(frozen=True)
+class ScopePoll:
+    """One poll of one scope: the observation that can resolve the scope's incidents."""
+
+    cluster: str
+    scope: str
+    poll_id: int
+    observed_at_ms: int
+
+
+@dataclass(frozen=True)
+class Incident:
+    incident_id: str
+    cluster: str
+    scope: str
+    type: str
+    severity: str
+    topic: str | None
+    partition: int | None
+    broker: int | None
+    cause: str | None
+    details: dict[str, Any]
+    opened_at_ms: int
+    last_seen_at_ms: int
+    resolved_at_ms: int | None
+    status: str  # open | resolved
+    reopen_count: int = 0
+
+    @property
+    def key(self) -> Key:
+        return (self.cluster, self.type, self.topic, self.partition, self.broker)
+
+
+def incident_id(key: Key, opened_at_ms: int) -> str:
+    text = "|".join("" if k is None else str(k) for k in key) + f"|{opened_at_ms}"
+    return hashlib.sha1(text.encode()).hexdigest()[:20]
+
+
+@dataclass
+class IncidentBook:
+    """The open incidents (and those resolved within the flap window), keyed for O(1) updates."""
+
+    flap_window_ms: int
+    _by_key: dict[Key, Incident] = field(default_factory=dict)
+    _by_scope: dict[tuple[str, str], set[Key]] = field(default_factory=dict)
+
+    @classmethod
+    def from_incidents(cls, flap_window_ms: int, incidents: Iterable[Incident]) -> IncidentBook:
+        book = cls(flap_window_ms)
+        for inc in sorted(incidents, key=lambda i: i.opened_at_ms):
+            book._put(inc)
+        return book
+
+    def open_incidents(self) -> list[Incident]:
+        return [i for i in self._by_key.values() if i.status == "open"]
+
+    def apply(self, polls: Iterable[ScopePoll], findings: Iterable[Finding]) -> list[Incident]:
+        """Advance through polls in observation order; return every incident that changed."""
+        polls = list(polls)
+        by_poll: dict[tuple[str, str, int], list[Finding]] = {}
+        for f in findings:
+            by_poll.setdefault((f.cluster, f.scope, f.poll_id), []).append(f)
+        known = {(p.cluster, p.scope, p.poll_id) for p in polls}
+        # A finding whose poll marker is missing still opens incidents (it cannot resolve any).
+        extra = [ScopePoll(c, s, pid, fs[0].observed_at_ms) for (c, s, pid), fs in by_poll.items() if (c, s, pid) not in known]
+        changed: dict[str, Incident] = {}
+        ordered = sorted([*polls, *extra], key=lambda p: (p.observed_at_ms, p.poll_id))
+        for poll in ordered:
+            now_bad = {f.key: f for f in by_poll.get((poll.cluster, poll.scope, poll.poll_id), [])}
+            for f in now_bad.values():
+                inc = self._observe(f)
+                if inc is not None:
+                    changed[inc.incident_id] = inc
+            for key in list(self._by_scope.get((poll.cluster, poll.scope), ())):
+                inc = self._by_key[key]
+                if key in now_bad or inc.status != "open" or poll.observed_at_ms <= inc.last_seen_at_ms:
+                    continue
+                resolved = replace(inc, status="resolved", resolved_at_ms=poll.observed_at_ms)
+                self._put(resolved)
+                changed[resolved.incident_id] = resolved
+        if ordered:
+            self._evict(ordered[-1].observed_at_ms)
+        return list(changed.values())
+
+    # ------------------------------------------------------------------ internals
+
+    def _observe(self, f: Finding) -> Incident | None:
+        inc = self._by_key.get(f.key)
+        if inc is not None and inc.status == "open":
+            if f.observed_at_ms <= inc.last_seen_at_ms:
+                return None  # replayed observation
+            updated = replace(inc, last_seen_at_ms=f.observed_at_ms, cause=f.cause, details=f.details,
+                              severity=f.severity)
+            self._put(updated)
+            return updated
+        if inc is not None and inc.resolved_at_ms is not None:
+            if f.observed_at_ms <= inc.resolved_at_ms:
+                return None  # replayed: this observation came before the resolution we already know
+            if f.observed_at_ms - inc.resolved_at_ms <= self.flap_window_ms:
+                reopened = replace(inc, status="open", resolved_at_ms=None, last_seen_at_ms=f.observed_at_ms,
+                                   cause=f.cause, details=f.details, severity=f.severity,
+                                   reopen_count=inc.reopen_count + 1)
+                self._put(reopened)
+                return reopened
+        new = Incident(
+            incident_id=incident_id(f.key, f.observed_at_ms), cluster=f.cluster, scope=f.scope, type=f.type,
+            severity=f.severity, topic=f.topic, partition=f.partition, broker=f.broker, cause=f.cause,
+            details=f.details, opened_at_ms=f.observed_at_ms, last_seen_at_ms=f.observed_at_ms, resolved_at_ms=None,
+            status="open",
+        )
+        self._put(new)
+        return new
+
+    def _put(self, inc: Incident) -> None:
+        self._by_key[inc.key] = inc
+        self._by_scope.setdefault((inc.cluster, inc.scope), set()).add(inc.key)
+
+    def _evict(self, now_ms: int) -> None:
+        """Forget resolved incidents past the flap window: memory stays bounded by open problems."""
+        stale = [k for k, i in self._by_key.items()
+                 if i.status == "resolved" and now_ms - (i.resolved_at_ms or 0) > self.flap_window_ms]
+        for k in stale:
+            inc = self._by_key.pop(k)
+            keys = self._by_scope.get((inc.cluster, inc.scope))
+            if keys is not None:
+                keys.discard(k)
+                if not keys:
+                    del self._by_scope[(inc.cluster, inc.scope)]

@@ -1,0 +1,1 @@
+"""Observation record schemas shared by collectors and pipelines."""

@@ -1,0 +1,144 @@
+"""The observation record: the one contract between collectors and pipeline, defined once.
+
+A record is a JSON object on the observations topic. Its shape is declared below as a small tree of
+field specs; `spark_schema()` turns the tree into the pipeline's StructType and `check()` validates a
+collector's dict against the same tree before it is published. Bump SCHEMA_VERSION on any change
+that is not purely additive; the pipeline quarantines versions it does not know.
+
+Kinds of record (field `kind`):
+- `cluster`: one per poll per cluster: brokers (live or not), controller, and the poll's size, so
+  the pipeline knows what a complete poll is. `error` is set when the cluster could not be reached.
+- `topic`: one per topic per poll: topic configs, the live broker ids of that poll (so each record
+  can be judged on its own), and every partition's leader, epoch, replicas, ISR and offline replicas.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from krm.errors import SchemaError
+
+SCHEMA_VERSION = 1
+KINDS = ("cluster", "topic")
+
+
+@dataclass(frozen=True)
+class Scalar:
+    name: str  # string | int | long | bool
+
+
+@dataclass(frozen=True)
+class Array:
+    element: Any
+
+
+@dataclass(frozen=True)
+class Struct:
+    fields: tuple[tuple[str, Any, bool], ...]  # (name, type, required)
+
+
+STRING, INT, LONG, BOOL = Scalar("string"), Scalar("int"), Scalar("long"), Scalar("bool")
+
+BROKER = Struct((
+    ("id", INT, True),
+    ("host", STRING, False),
+    ("port", INT, False),
+    ("rack", STRING, False),
+    ("live", BOOL, True),
+))
+
+PARTITION = Struct((
+    ("partition", INT, True),
+    ("leader", INT, True),  # -1: no leader
+    ("leader_epoch", INT, False),
+    ("replicas", Array(INT), True),  # assignment order: replicas[0] is the preferred leader
+    ("isr", Array(INT), True),
+    ("offline_replicas", Array(INT), False),
+))
+
+CLUSTER_STATE = Struct((
+    ("controller_id", INT, False),  # -1 or null: no active controller known
+    ("brokers", Array(BROKER), True),
+    ("topic_count", INT, True),
+    ("partition_count", INT, True),
+    ("error", STRING, False),  # set when the poll failed; brokers is then empty
+))
+
+TOPIC_STATE = Struct((
+    ("topic", STRING, True),
+    ("min_insync_replicas", INT, False),
+    ("unclean_leader_election", BOOL, False),
+    ("live_brokers", Array(INT), True),
+    ("partitions", Array(PARTITION), True),
+))
+
+OBSERVATION = Struct((
+    ("v", INT, True),
+    ("kind", STRING, True),
+    ("cluster", STRING, True),
+    ("source", STRING, True),  # admin | zookeeper | jmx | probe
+    ("poll_id", LONG, True),  # increases by one per poll of one collector for one cluster
+    ("observed_at_ms", LONG, True),  # epoch milliseconds when the source answered
+    ("cluster_state", CLUSTER_STATE, False),
+    ("topic_state", TOPIC_STATE, False),
+))
+
+_PY_TYPES: dict[str, tuple[type, ...]] = {"string": (str,), "int": (int,), "long": (int,), "bool": (bool,)}
+_INT_RANGE = {"int": (-(2**31), 2**31 - 1), "long": (-(2**63), 2**63 - 1)}
+
+
+def check(record: dict[str, Any]) -> dict[str, Any]:
+    """Validate a record against OBSERVATION; returns it unchanged or raises SchemaError."""
+    _check(OBSERVATION, record, "$")
+    if record["v"] != SCHEMA_VERSION:
+        raise SchemaError(f"$.v: expected {SCHEMA_VERSION}, got {record['v']}")
+    kind = record["kind"]
+    if kind not in KINDS:
+        raise SchemaError(f"$.kind: expected one of {KINDS}, got {kind!r}")
+    body = f"{kind}_state"
+    if record.get(body) is None:
+        raise SchemaError(f"$.{body}: required for kind {kind!r}")
+    return record
+
+
+def _check(t: Any, value: Any, path: str) -> None:
+    if isinstance(t, Scalar):
+        ok = isinstance(value, _PY_TYPES[t.name]) and not (t.name != "bool" and isinstance(value, bool))
+        if not ok:
+            raise SchemaError(f"{path}: expected {t.name}, got {type(value).__name__} {value!r}")
+        if t.name in _INT_RANGE:
+            lo, hi = _INT_RANGE[t.name]
+            if not lo <= value <= hi:
+                raise SchemaError(f"{path}: {value} does not fit in {t.name}")
+    elif isinstance(t, Array):
+        if not isinstance(value, list):
+            raise SchemaError(f"{path}: expected a list, got {type(value).__name__}")
+        for i, item in enumerate(value):
+            _check(t.element, item, f"{path}[{i}]")
+    else:
+        if not isinstance(value, dict):
+            raise SchemaError(f"{path}: expected an object, got {type(value).__name__}")
+        for name, ft, required in t.fields:
+            v = value.get(name)
+            if v is None:
+                if required:
+                    raise SchemaError(f"{path}.{name}: required field is missing")
+                continue
+            _check(ft, v, f"{path}.{name}")
+
+
+def spark_schema(t: Any = OBSERVATION) -> Any:
+    """The same tree as a pyspark StructType (pyspark imported here only: collectors don't need it)."""
+    from pyspark.sql import types as T
+
+    if isinstance(t, Scalar):
+        return {"string": T.StringType(), "int": T.IntegerType(), "long": T.LongType(), "bool": T.BooleanType()}[t.name]
+    if isinstance(t, Array):
+        return T.ArrayType(spark_schema(t.element), containsNull=False)
+    return T.StructType([T.StructField(n, spark_schema(ft), nullable=True) for n, ft, _ in t.fields])
+
+
+def required_paths(t: Struct = OBSERVATION, prefix: str = "") -> list[str]:
+    """Dotted paths of the top-level required fields; the pipeline quarantines records missing one."""
+    return [f"{prefix}{n}" for n, _, req in t.fields if req]

@@ -1,0 +1,104 @@
+"""Incident lifecycle cases: open, update, resolve, replay after restart, flapping."""
+
+import pytest
+
+from pipelines.incidents import Finding, IncidentBook, ScopePoll, incident_id
+
+pytestmark = pytest.mark.unit
+
+T = "OFFLINE_PARTITION"
+
+
+def poll(pid, t, scope="topic:a"):
+    return ScopePoll("c1", scope, pid, t)
+
+
+def bad(pid, t, partition=0, cause="single_replica_on_dead_broker", scope="topic:a"):
+    return Finding("c1", scope, T, "critical", "a", partition, None, cause, {"must_return": [1]}, t, pid)
+
+
+def test_1_opens_on_first_unhealthy_poll():
+    book = IncidentBook(60_000)
+    changed = book.apply([poll(1, 1000)], [bad(1, 1000)])
+    assert [(i.status, i.opened_at_ms) for i in changed] == [("open", 1000)]
+    assert changed[0].incident_id == incident_id(("c1", T, "a", 0, None), 1000)
+
+
+def test_2_stays_open_and_updates_last_seen():
+    book = IncidentBook(60_000)
+    book.apply([poll(1, 1000)], [bad(1, 1000)])
+    changed = book.apply([poll(2, 2000)], [bad(2, 2000, cause="all_isr_replicas_dead")])
+    assert [(i.status, i.last_seen_at_ms, i.cause) for i in changed] == [("open", 2000, "all_isr_replicas_dead")]
+    assert len(book.open_incidents()) == 1
+
+
+def test_3_resolves_when_scope_polled_healthy():
+    book = IncidentBook(60_000)
+    book.apply([poll(1, 1000)], [bad(1, 1000)])
+    changed = book.apply([poll(2, 2000)], [])
+    assert [(i.status, i.resolved_at_ms) for i in changed] == [("resolved", 2000)]
+    assert book.open_incidents() == []
+
+
+def test_4_poll_of_another_scope_does_not_resolve():
+    book = IncidentBook(60_000)
+    book.apply([poll(1, 1000)], [bad(1, 1000)])
+    assert book.apply([poll(2, 2000, scope="topic:b")], []) == []
+    assert len(book.open_incidents()) == 1
+
+
+def test_5_open_and_resolve_within_one_batch_in_time_order():
+    book = IncidentBook(60_000)
+    changed = book.apply([poll(2, 2000), poll(1, 1000)], [bad(1, 1000)])
+    assert [(i.status, i.opened_at_ms, i.resolved_at_ms) for i in changed] == [("resolved", 1000, 2000)]
+
+
+def test_6_replayed_batch_after_restart_changes_nothing_new():
+    first = IncidentBook(60_000)
+    opened = first.apply([poll(1, 1000), poll(2, 2000)], [bad(1, 1000), bad(2, 2000)])
+    # restart: the book is rebuilt from the stored incidents, then the same batch is replayed
+    again = IncidentBook.from_incidents(60_000, opened)
+    replayed = again.apply([poll(1, 1000), poll(2, 2000)], [bad(1, 1000), bad(2, 2000)])
+    assert replayed == []
+    assert [i.incident_id for i in again.open_incidents()] == [opened[0].incident_id]
+
+
+def test_7_replay_of_a_batch_that_resolved_does_not_reopen():
+    book = IncidentBook(60_000)
+    book.apply([poll(1, 1000)], [bad(1, 1000)])
+    stored = book.apply([poll(2, 2000), poll(3, 3000)], [bad(2, 2000)])  # seen at 2000, resolved at 3000
+    restarted = IncidentBook.from_incidents(60_000, stored)
+    assert restarted.apply([poll(2, 2000), poll(3, 3000)], [bad(2, 2000)]) == []
+    assert restarted.open_incidents() == []
+
+
+def test_8_reopen_within_flap_window_is_the_same_incident():
+    book = IncidentBook(60_000)
+    first = book.apply([poll(1, 1000)], [bad(1, 1000)])[0]
+    book.apply([poll(2, 2000)], [])
+    reopened = book.apply([poll(3, 30_000)], [bad(3, 30_000)])
+    assert [(i.incident_id, i.status, i.reopen_count) for i in reopened] == [(first.incident_id, "open", 1)]
+
+
+def test_9_reopen_after_flap_window_is_a_new_incident():
+    book = IncidentBook(10_000)
+    first = book.apply([poll(1, 1000)], [bad(1, 1000)])[0]
+    book.apply([poll(2, 2000)], [])
+    later = book.apply([poll(3, 50_000)], [bad(3, 50_000)])
+    assert len(later) == 1 and later[0].incident_id != first.incident_id and later[0].opened_at_ms == 50_000
+
+
+def test_10_partitions_are_separate_incidents():
+    book = IncidentBook(60_000)
+    changed = book.apply([poll(1, 1000)], [bad(1, 1000, partition=0), bad(1, 1000, partition=1)])
+    assert sorted(i.partition for i in changed) == [0, 1]
+    changed = book.apply([poll(2, 2000)], [bad(2, 2000, partition=1)])
+    assert sorted((i.partition, i.status) for i in changed) == [(0, "resolved"), (1, "open")]
+
+
+def test_11_resolved_incidents_are_forgotten_after_the_flap_window():
+    book = IncidentBook(1_000)
+    book.apply([poll(1, 1000)], [bad(1, 1000)])
+    book.apply([poll(2, 2000)], [])
+    book.apply([poll(3, 10_000, scope="topic:b")], [])
+    assert book._by_key == {}

@@ -1,0 +1,16 @@
+import pytest
+
+from pipelines.detectors.offline import classify_offline
+from tests.golden_offline import CASES
+
+pytestmark = pytest.mark.unit
+
+
+@pytest.mark.parametrize("num,leader,replicas,isr,live,cause,must_return,reason", CASES, ids=[f"case{c[0]}" for c in CASES])
+def test_offline_golden(num, leader, replicas, isr, live, cause, must_return, reason):
+    verdict = classify_offline(leader, replicas, isr, live)
+    if cause is None:
+        assert verdict is None, reason
+    else:
+        assert verdict is not None, reason
+        assert (verdict.cause, verdict.must_return) == (cause, must_return), reason
