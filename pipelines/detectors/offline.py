@@ -54,24 +54,19 @@ def classify_offline(leader: int, replicas: Sequence[int], isr: Sequence[int],
     return OfflineVerdict(LIVE_ISR_NO_LEADER, (), live_isr)
 
 
-def offline_columns() -> dict[str, Any]:
-    """The same rule as Spark Columns over a frame with `leader`, `replicas`, `isr`, `live_brokers`.
-
-    Returns {"is_offline", "cause", "must_return", "live_isr"}; built-in expressions only (no UDF).
-    """
+def offline_columns(leader: Any, replicas: Any, isr: Any, live: Any) -> dict[str, Any]:
+    """The same rule as Spark Columns (built-in expressions only, no UDF), over any four columns or
+    lambda variables: {"is_offline", "cause", "must_return", "live_isr"}."""
     from pyspark.sql import functions as F
 
-    live = F.col("live_brokers")
     is_live = lambda b: F.array_contains(live, b)  # noqa: E731
-    offline = (F.col("leader") == -1) | ~is_live(F.col("leader"))
-    live_isr = F.filter(F.col("replicas"), lambda b: is_live(b) & F.array_contains(F.col("isr"), b))
-    dead_isr = F.filter(F.col("isr"), lambda b: ~is_live(b))
-    single = (F.size("replicas") == 1) & ~is_live(F.element_at("replicas", 1))
-    cause = (F.when(single, F.lit(SINGLE_REPLICA))
-             .when(F.size(live_isr) == 0, F.lit(ALL_ISR_DEAD))
-             .otherwise(F.lit(LIVE_ISR_NO_LEADER)))
-    must_return = (F.when(single, F.slice("replicas", 1, 1))
-                   .when(F.size(live_isr) == 0, dead_isr)
-                   .otherwise(F.array().cast("array<int>")))
-    live_isr_out = F.when(single | (F.size(live_isr) == 0), F.array().cast("array<int>")).otherwise(live_isr)
+    empty = F.array().cast("array<int>")
+    offline = (leader == -1) | ~is_live(leader)
+    live_isr = F.filter(replicas, lambda b: is_live(b) & F.array_contains(isr, b))
+    dead_isr = F.filter(isr, lambda b: ~is_live(b))
+    single = (F.size(replicas) == 1) & ~is_live(F.element_at(replicas, 1))
+    no_live_isr = F.size(live_isr) == 0
+    cause = F.when(single, F.lit(SINGLE_REPLICA)).when(no_live_isr, F.lit(ALL_ISR_DEAD)).otherwise(F.lit(LIVE_ISR_NO_LEADER))
+    must_return = F.when(single, F.slice(replicas, 1, 1)).when(no_live_isr, dead_isr).otherwise(empty)
+    live_isr_out = F.when(single | no_live_isr, empty).otherwise(live_isr)
     return {"is_offline": offline, "cause": cause, "must_return": must_return, "live_isr": live_isr_out}

@@ -1,0 +1,94 @@
+"""Kafka source and parsing: raw observation bytes to typed rows, or to quarantine with a reason."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from krm.config import Config
+from schemas.observation import KINDS, OBSERVATION, SCHEMA_VERSION, Array, Scalar, Struct, spark_schema
+
+
+def read_observations(spark: Any, config: Config) -> Any:
+    """The observations topic as a streaming DataFrame (Spark's Kafka source)."""
+    return (
+        spark.readStream.format("kafka")
+        .option("kafka.bootstrap.servers", config.observations.bootstrap_servers)
+        .option("subscribe", config.observations.topic)
+        .option("startingOffsets", config.pipeline.starting_offsets)
+        # Retention may delete records while the pipeline is down: keep going, Spark logs the gap.
+        .option("failOnDataLoss", "false")
+        .load()
+    )
+
+
+def _missing(t: Struct, col: Any, path: str) -> list[tuple[Any, str]]:
+    """(condition, reason) pairs that flag a required field missing anywhere in the tree."""
+    from pyspark.sql import functions as F
+
+    out: list[tuple[Any, str]] = []
+    for name, ft, required in t.fields:
+        c = col[name]
+        if required:
+            out.append((c.isNull(), f"required field {path}{name} is missing or not a {_type_name(ft)}"))
+        if isinstance(ft, Struct):
+            out += [(col.isNotNull() & c.isNotNull() & cond, r) for cond, r in _missing(ft, c, f"{path}{name}.")]
+        elif isinstance(ft, Array) and isinstance(ft.element, Struct):
+            names = [n for n, _, req in ft.element.fields if req]
+            if names:
+                cond = F.exists(c, lambda x: _any_null(x, names))
+                out.append((c.isNotNull() & cond, f"required field {path}{name}[].{{{','.join(names)}}} is missing or of the wrong type"))
+    return out
+
+
+def _type_name(t: Any) -> str:
+    return t.name if isinstance(t, Scalar) else ("list" if isinstance(t, Array) else "object")
+
+
+def _any_null(x: Any, names: list[str]) -> Any:
+    cond = x[names[0]].isNull()
+    for n in names[1:]:
+        cond = cond | x[n].isNull()
+    return cond
+
+
+def parse(raw: Any) -> Any:
+    """Columns: the observation's fields, plus kafka_* provenance, `raw` text and `reject_reason`
+    (null for a good record). Nothing is dropped here: callers split on `reject_reason`."""
+    from pyspark.sql import functions as F
+
+    text = F.col("value").cast("string")
+    obs = F.from_json(text, spark_schema(), {"mode": "PERMISSIVE"})
+    df = raw.select(
+        text.alias("raw"), obs.alias("o"), F.col("topic").alias("kafka_topic"),
+        F.col("partition").alias("kafka_partition"), F.col("offset").alias("kafka_offset"),
+        F.col("timestamp").alias("kafka_timestamp"),
+    )
+    o = F.col("o")
+    reason = F.when(F.col("raw").isNull(), F.lit("empty record value"))
+    reason = reason.when(o.isNull() | o["v"].isNull(),
+                         F.lit("not a JSON observation object (malformed JSON, or no integer 'v')"))
+    reason = reason.when(o["v"] != SCHEMA_VERSION, F.concat(F.lit("unsupported schema version "), o["v"].cast("string")))
+    reason = reason.when(~o["kind"].isin(*KINDS), F.concat(F.lit("unknown kind "), F.coalesce(o["kind"], F.lit("null"))))
+    for cond, why in _missing(OBSERVATION, o, ""):
+        reason = reason.when(cond, F.lit(why))
+    for kind in KINDS:
+        reason = reason.when((o["kind"] == kind) & o[f"{kind}_state"].isNull(),
+                             F.lit(f"{kind}_state is required for kind '{kind}'"))
+    return df.select("*", reason.alias("reject_reason"))
+
+
+def valid(parsed: Any) -> Any:
+    """Good records, flattened to the observation's own columns."""
+    from pyspark.sql import functions as F
+
+    return parsed.where(F.col("reject_reason").isNull()).select("o.*", "kafka_timestamp")
+
+
+def rejected(parsed: Any) -> Any:
+    """Quarantine rows: the raw text, where it came from and why it was refused."""
+    from pyspark.sql import functions as F
+
+    return parsed.where(F.col("reject_reason").isNotNull()).select(
+        "raw", F.col("reject_reason").alias("reason"), "kafka_topic", "kafka_partition", "kafka_offset",
+        "kafka_timestamp", F.current_timestamp().alias("quarantined_at"),
+    )

@@ -1,0 +1,193 @@
+"""Wiring only: observations topic -> (alert path, history path) -> incidents, Delta tables, /metrics.
+
+Two streaming queries read the same topic:
+- the alert path (trigger: as soon as data arrives) parses, detects, advances the incident book,
+  publishes the new /metrics snapshot, and only then upserts the changed incidents to Delta;
+- the history path (trigger: every `history_trigger_s`) appends every observation to the
+  `observations` table and every refused record to `quarantine`. Heavy writes never delay alerts.
+Both checkpoint under `<data_dir>/checkpoints`; a restart resumes where each left off.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from pathlib import Path
+from typing import Any
+
+from krm.config import Config
+from pipelines import findings as F_
+from pipelines.incident_store import IncidentStore
+from pipelines.incidents import Finding, IncidentBook, ScopePoll
+from pipelines.ingest import parse, read_observations, rejected, valid
+from pipelines.metrics import ClusterView, PipelineState
+
+log = logging.getLogger(__name__)
+
+
+_STOPPED = ("py4j.protocol.Py4JJavaError: An error occurred while calling krm.foreachBatch.\n"
+            ": java.lang.InterruptedException")
+
+
+def interruptible(handler: Any) -> Any:
+    """Wrap a foreachBatch handler so that a query stop mid-batch ends quietly.
+
+    Stopping interrupts the running Spark job; the handler then fails with a Py4JJavaError whose
+    text (a Python traceback around a Java stack) is long enough to overflow the stack of the regex
+    Spark uses to recognise an interruption (StreamExecution.PROXY_ERROR). Re-raising a short error
+    in the shape that regex expects lets Spark classify it as a stop: the batch is not committed
+    and is replayed on restart.
+    """
+
+    def run(batch: Any, batch_id: int) -> None:
+        try:
+            handler(batch, batch_id)
+        except Exception as e:
+            if "java.lang.InterruptedException" in str(e)[:4000]:
+                raise RuntimeError(_STOPPED) from None
+            raise
+
+    return run
+
+
+class Tables:
+    """Paths of the Delta tables and checkpoints under one data dir."""
+
+    def __init__(self, data_dir: Path) -> None:
+        self.root = Path(data_dir)
+        self.incidents = self.root / "tables" / "incidents"
+        self.observations = self.root / "tables" / "observations"
+        self.quarantine = self.root / "tables" / "quarantine"
+        self.checkpoints = self.root / "checkpoints"
+        self.logs = self.root / "logs"
+
+
+class AlertPath:
+    """foreachBatch handler of the alert query; its input is already `findings.alert_rows`.
+
+    The plan is built once on the stream, not per batch: building a DataFrame from Python costs about
+    a second of py4j calls, executing the prepared plan on a small batch about 0.2 s.
+    """
+
+    def __init__(self, state: PipelineState, book: IncidentBook, store: IncidentStore) -> None:
+        self.state = state
+        self.book = book
+        self.store = store
+
+    def __call__(self, batch: Any, batch_id: int) -> None:
+        t0 = time.perf_counter()
+        rows = batch.collect()
+        polls, found, clusters = split_rows(rows)
+        changed = self.book.apply(polls, found)
+        snap = self.state.snapshot
+        views = dict(snap.clusters)
+        for name, view in clusters.items():
+            if name not in views or view.newest_observed_ms >= views[name].newest_observed_ms:
+                views[name] = view
+        self.state.update(clusters=views, open_incidents=tuple(self.book.open_incidents()), batches=snap.batches + 1,
+                          last_batch_s=time.perf_counter() - t0)
+        t_metrics = time.perf_counter() - t0
+        self.store.upsert(changed)  # after /metrics: the alert is already visible
+        log.debug("alert batch %d: %d rows, %.3fs to /metrics, %.3fs total", batch_id, len(rows), t_metrics,
+                  time.perf_counter() - t0)
+
+
+def split_rows(rows: list[Any]) -> tuple[list[ScopePoll], list[Finding], dict[str, ClusterView]]:
+    polls: list[ScopePoll] = []
+    found: list[Finding] = []
+    clusters: dict[str, ClusterView] = {}
+    for r in rows:
+        if r.row_type == "finding":
+            found.append(Finding(r.cluster, r.scope, r.type, r.severity, r.topic, r.partition, r.broker, r.cause,
+                                 json.loads(r.details), r.observed_at_ms, r.poll_id))
+        elif r.row_type == "poll":
+            polls.append(ScopePoll(r.cluster, r.scope, r.poll_id, r.observed_at_ms))
+        else:
+            prev = clusters.get(r.cluster)
+            if prev is None or r.observed_at_ms >= prev.newest_observed_ms:
+                cs = json.loads(r.details)
+                clusters[r.cluster] = ClusterView(
+                    brokers=tuple((b["id"], bool(b["live"])) for b in cs.get("brokers", [])),
+                    controller_id=cs.get("controller_id"), error=cs.get("error"), newest_observed_ms=r.observed_at_ms)
+    return polls, found, clusters
+
+
+class HistoryPath:
+    """foreachBatch handler of the history query (input: `ingest.parse` of the stream): idempotent
+    Delta appends (txnAppId/txnVersion), so a replayed batch is not written twice."""
+
+    def __init__(self, state: PipelineState, tables: Tables, app_id: str) -> None:
+        self.state = state
+        self.tables = tables
+        self.app_id = app_id
+
+    def __call__(self, batch: Any, batch_id: int) -> None:
+        from pyspark.sql import functions as F
+
+        parsed = batch.persist()
+        try:
+            good = valid(parsed).withColumn("date", F.to_date(F.timestamp_millis("observed_at_ms")))
+            (good.write.format("delta").mode("append").partitionBy("date")
+             .option("txnAppId", f"{self.app_id}-observations").option("txnVersion", batch_id)
+             .save(str(self.tables.observations)))
+            bad = rejected(parsed).persist()
+            n_bad = bad.count()
+            if n_bad:
+                (bad.write.format("delta").mode("append")
+                 .option("txnAppId", f"{self.app_id}-quarantine").option("txnVersion", batch_id)
+                 .save(str(self.tables.quarantine)))
+                log.warning("quarantined %d observation records (see the quarantine table)", n_bad)
+                self.state.add_quarantined(n_bad)
+            bad.unpersist()
+        finally:
+            parsed.unpersist()
+
+
+class Pipeline:
+    """Construct validates paths only; start() opens Spark queries and the incident table."""
+
+    def __init__(self, config: Config, spark: Any, state: PipelineState | None = None) -> None:
+        self.config = config
+        self.spark = spark
+        self.state = state or PipelineState()
+        self.tables = Tables(config.pipeline.data_dir)
+        self.queries: list[Any] = []
+
+    def start(self) -> Pipeline:
+        flap_ms = int(self.config.pipeline.flap_window_s * 1000)
+        store = IncidentStore(self.tables.incidents)
+        recent = store.load_recent(since_ms=int(time.time() * 1000) - flap_ms - 3_600_000)
+        book = IncidentBook.from_incidents(flap_ms, recent)
+        self.state.update(open_incidents=tuple(book.open_incidents()))
+        if recent:
+            log.info("resuming with %d open incidents from %s", len(book.open_incidents()), self.tables.incidents)
+
+        raw = read_observations(self.spark, self.config)
+        sc = self.spark.sparkContext
+        sc.setLocalProperty("spark.scheduler.pool", "alerts")
+        alert = (F_.alert_rows(valid(parse(raw))).writeStream.queryName("krm-alerts").foreachBatch(interruptible(AlertPath(self.state, book, store)))
+                 .option("checkpointLocation", str(self.tables.checkpoints / "alerts")).start())
+        sc.setLocalProperty("spark.scheduler.pool", "history")
+        history = (parse(raw).writeStream.queryName("krm-history")
+                   .foreachBatch(interruptible(HistoryPath(self.state, self.tables, app_id="krm-history")))
+                   .trigger(processingTime=f"{self.config.pipeline.history_trigger_s} seconds")
+                   .option("checkpointLocation", str(self.tables.checkpoints / "history")).start())
+        sc.setLocalProperty("spark.scheduler.pool", None)
+        self.queries = [alert, history]
+        return self
+
+    def stop(self) -> None:
+        logging.getLogger("py4j.clientserver").setLevel(logging.CRITICAL)  # interrupted batches are expected now
+        for q in self.queries:
+            try:
+                q.stop()
+            except Exception:  # noqa: BLE001 - stopping the others matters more
+                log.exception("stopping query %s failed", q.name)
+        self.queries = []
+
+    def check_alive(self) -> None:
+        """Raise the first query's failure, if any query died."""
+        for q in self.queries:
+            if not q.isActive and q.exception() is not None:
+                raise RuntimeError(f"streaming query {q.name} failed: {q.exception()}")

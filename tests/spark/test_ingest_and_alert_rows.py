@@ -1,0 +1,67 @@
+"""Parsing, quarantine reasons and the alert path's collected rows, on a static batch of records."""
+
+import json
+
+import pytest
+
+from collectors.records import cluster_record, topic_record
+from pipelines.findings import alert_rows
+from pipelines.ingest import parse, rejected, valid
+
+pytestmark = pytest.mark.spark
+
+
+def _batch(spark, values):
+    rows = [(None if v is None else v.encode(), "krm.observations", 0, i) for i, v in enumerate(values)]
+    return spark.createDataFrame(rows, "value binary, topic string, partition int, offset long").selectExpr(
+        "*", "current_timestamp() as timestamp")
+
+
+def _topic(poll_id=7, t=1_000, live=(1, 3), parts=None):
+    parts = parts or [
+        {"partition": 0, "leader": 1, "leader_epoch": 0, "replicas": [1], "isr": [1], "offline_replicas": []},
+        {"partition": 1, "leader": -1, "leader_epoch": 3, "replicas": [2], "isr": [2], "offline_replicas": [2]},
+    ]
+    return topic_record("c1", "admin", poll_id, t, topic="rf1", live_brokers=live, partitions=parts,
+                        min_insync_replicas=1, unclean_leader_election=False)
+
+
+def _cluster(poll_id=7, t=1_000, error=None):
+    brokers = [] if error else [{"id": 1, "live": True}, {"id": 2, "live": False}, {"id": 3, "live": True}]
+    return cluster_record("c1", "admin", poll_id, t, controller_id=1, brokers=brokers, topic_count=1,
+                          partition_count=2, error=error)
+
+
+BAD = [
+    ("{not json", "not a JSON observation object"),
+    (json.dumps({**_cluster(), "v": 99}), "unsupported schema version 99"),
+    (json.dumps({**_cluster(), "kind": "gossip"}), "unknown kind gossip"),
+    (json.dumps({k: v for k, v in _cluster().items() if k != "observed_at_ms"}), "required field observed_at_ms is missing"),
+    (json.dumps({**_topic(), "topic_state": None}), "topic_state is required for kind 'topic'"),
+    (json.dumps({**_topic(), "poll_id": "seven"}), "required field poll_id is missing or not a long"),
+    (json.dumps(_topic(parts=[{"partition": 0, "replicas": [1], "isr": [1]}])), "partitions[].{partition,leader,replicas,isr} is missing"),
+]
+
+
+def test_bad_records_are_quarantined_with_their_reason(spark):
+    good = [json.dumps(_topic()), json.dumps(_cluster())]
+    parsed = parse(_batch(spark, good + [b for b, _ in BAD]))
+    assert valid(parsed).count() == 2
+    reasons = [r.reason for r in rejected(parsed).orderBy("kafka_offset").collect()]
+    assert len(reasons) == len(BAD)
+    for got, (_, want) in zip(reasons, BAD):
+        assert want in got
+
+
+def test_alert_rows_hold_findings_markers_and_cluster_state(spark):
+    rows = alert_rows(valid(parse(_batch(spark, [json.dumps(_topic()), json.dumps(_cluster())])))).collect()
+    kinds = sorted((r.row_type, r.scope) for r in rows)
+    assert kinds == [("cluster", "cluster"), ("finding", "topic:rf1"), ("poll", "cluster"), ("poll", "topic:rf1")]
+    finding = next(r for r in rows if r.row_type == "finding")
+    assert (finding.topic, finding.partition, finding.cause) == ("rf1", 1, "single_replica_on_dead_broker")
+    assert json.loads(finding.details)["must_return"] == [2]
+
+
+def test_failed_cluster_poll_resolves_nothing(spark):
+    rows = alert_rows(valid(parse(_batch(spark, [json.dumps(_cluster(error="NoBrokersAvailable"))])))).collect()
+    assert [(r.row_type, r.scope) for r in rows] == [("cluster", "cluster")]
