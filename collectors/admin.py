@@ -33,6 +33,7 @@ class AdminSource:
         self._configs: dict[str, tuple[int | None, bool | None]] = {}
         self._configs_at = 0.0
         self._degraded = False
+        self._last_node: Any = None
 
     def poll(self) -> list[dict[str, Any]]:
         """One poll: a `cluster` record, then one `topic` record per topic. Never raises for an
@@ -40,10 +41,9 @@ class AdminSource:
         self._poll_id += 1
         try:
             admin = self._client()
-            md = admin._get_cluster_metadata(topics=None)  # one MetadataRequest for all topics
+            md = self._metadata(admin)
             observed_at_ms = int(time.time() * 1000)
             topics = [t for t in md["topics"] if t["error_code"] == 0]
-            self._refresh_configs(admin, [t["topic"] for t in topics])
         except Exception as e:  # noqa: BLE001 - any client failure becomes an observation
             self._close()
             if not self._degraded:
@@ -55,6 +55,10 @@ class AdminSource:
         if self._degraded:
             log.warning("cluster %s reachable again", self.cluster.name)
             self._degraded = False
+        try:
+            self._refresh_configs(admin, [t["topic"] for t in topics])
+        except Exception as e:  # noqa: BLE001 - stale configs beat a lost poll
+            log.warning("cluster %s: topic configs not refreshed (%s); using the last known values", self.cluster.name, e)
         return self._records(md, topics, observed_at_ms)
 
     def close(self) -> None:
@@ -89,6 +93,33 @@ class AdminSource:
                 partitions=parts, min_insync_replicas=min_isr, unclean_leader_election=unclean,
             ))
         return records
+
+    def _metadata(self, admin: Any) -> dict[str, Any]:
+        """One MetadataRequest for all topics, to the broker that answered last; on a connection
+        failure, to the next broker the client knows. A dead broker costs one refused connection
+        in one poll, not a failed poll."""
+        from kafka.protocol.metadata import MetadataRequest
+
+        client = admin._client
+        version = client.api_version(MetadataRequest, max_version=8)
+        if version >= 8:
+            request = MetadataRequest[version](topics=None, allow_auto_topic_creation=False,
+                                               include_cluster_authorized_operations=False,
+                                               include_topic_authorized_operations=False)
+        else:
+            request = MetadataRequest[version](topics=None, allow_auto_topic_creation=False)
+        known = [b.nodeId for b in client.cluster.brokers()] or [client.least_loaded_node()]
+        order = sorted(known, key=lambda n: (n != self._last_node, n))
+        last_error: Exception | None = None
+        for node in order:
+            try:
+                response = admin.send_request(request, node_id=node)
+            except Exception as e:  # noqa: BLE001 - try the next broker
+                last_error = e
+                continue
+            self._last_node = node
+            return response.to_object()
+        raise last_error or RuntimeError("no broker to ask")
 
     def _refresh_configs(self, admin: Any, topics: list[str]) -> None:
         """Topic configs change rarely: fetch all every config_refresh_s, and new topics at once.

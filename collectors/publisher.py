@@ -13,6 +13,8 @@ from schemas.observation import check
 
 log = logging.getLogger(__name__)
 
+FLUSH_TIMEOUT_S = 10.0
+
 
 def record_key(record: dict[str, Any]) -> bytes:
     """Records of one subject share a key, so they stay in order on one partition."""
@@ -57,9 +59,17 @@ class Publisher:
                 log.error("collector produced an invalid record, not published: %s", e)
                 continue
             futures.append(self._producer.send(self.settings.topic, key=record_key(rec), value=rec))
-        self._producer.flush()
+        try:
+            self._producer.flush(timeout=FLUSH_TIMEOUT_S)
+        except Exception as e:  # noqa: BLE001 - counted below as dropped; the next poll goes on
+            log.error("observations topic %s did not take a poll's records within %ss: %s", self.settings.topic,
+                      FLUSH_TIMEOUT_S, e)
         failed = 0
         for f in futures:
+            if not f.is_done:
+                failed += 1
+                last = TimeoutError("not acknowledged in time")
+                continue
             try:
                 f.get(timeout=0)
             except Exception as e:  # noqa: BLE001
@@ -88,9 +98,11 @@ def ensure_topic(settings: ObservationsConfig) -> None:
         raise SourceUnavailable(f"observations cluster {settings.bootstrap_servers} unreachable: {e}") from e
     try:
         if settings.topic not in admin.list_topics():
-            admin.create_topics([NewTopic(settings.topic, settings.partitions, settings.replication_factor,
+            # The monitor's own topic must survive the broker failures it reports (seeds/002's lesson).
+            rf = settings.replication_factor or min(3, len(admin.describe_cluster()["brokers"]))
+            admin.create_topics([NewTopic(settings.topic, settings.partitions, rf,
                                           topic_configs={"retention.ms": str(24 * 3600 * 1000)})])
-            log.info("created observations topic %s", settings.topic)
+            log.info("created observations topic %s (replication factor %d)", settings.topic, rf)
     except TopicAlreadyExistsError:
         pass
     finally:

@@ -36,7 +36,7 @@ class ObservationsConfig:
     bootstrap_servers: str
     topic: str = "krm.observations"
     partitions: int = 1
-    replication_factor: int = 1
+    replication_factor: int | None = None  # default: min(3, brokers) of the observations cluster
 
 
 @dataclass(frozen=True)
@@ -116,7 +116,8 @@ def parse_config(raw: dict[str, Any], source: Path | None = None) -> Config:
         bootstrap_servers=r.string("[observations]", o, "bootstrap_servers", default=clusters[0].bootstrap_servers),
         topic=r.string("[observations]", o, "topic", default="krm.observations"),
         partitions=r.number("[observations]", o, "partitions", 1, int, minimum=1),
-        replication_factor=r.number("[observations]", o, "replication_factor", 1, int, minimum=1),
+        replication_factor=(r.number("[observations]", o, "replication_factor", 1, int, minimum=1)
+                            if "replication_factor" in o else None),
     )
 
     k = raw.get("collector", {})

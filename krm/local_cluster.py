@@ -221,19 +221,24 @@ class LocalCluster:
         node = self.broker(broker_id)
         if _pid_state(node.pid) != "dead":
             raise ClusterError(f"broker {broker_id} is already running (pid {node.pid})")
+        if self.mode == "zk":
+            self._await_zk_deregistration(broker_id)
         self._launch(node)
         if wait:
             self.wait_for_brokers([broker_id], timeout_s)
 
     def pause(self, broker_id: int) -> None:
+        """SIGSTOP: the broker keeps its sockets and ZooKeeper session but answers nothing."""
         node = self._live_broker(broker_id)
         os.kill(node.pid, signal.SIGSTOP)  # type: ignore[arg-type]
+        self._await_state(node, "paused")
 
     def resume(self, broker_id: int) -> None:
         node = self.broker(broker_id)
         if _pid_state(node.pid) == "dead":
             raise ClusterError(f"broker {broker_id} is not running; use `start`")
         os.kill(node.pid, signal.SIGCONT)  # type: ignore[arg-type]
+        self._await_state(node, "running")
 
     def status(self) -> dict[str, Any]:
         """Machine-readable description; the `up --json` contract is a subset of this."""
@@ -372,7 +377,7 @@ class LocalCluster:
             f"# krm configuration for local cluster {self.name!r} ({self.mode} mode), written by `krm local-cluster up`.\n"
             f"[[clusters]]\nname = \"{self.name}\"\nbootstrap_servers = \"{self.bootstrap_servers}\"\n{zk}\n"
             f"[observations]\nbootstrap_servers = \"{self.bootstrap_servers}\"\ntopic = \"krm.observations\"\n"
-            f"replication_factor = {min(3, self.brokers)}\n\n"
+            f"\n"
             f"[collector]\npoll_interval_s = 1.0\n\n"
             f"[pipeline]\ndata_dir = \"{self.root / 'krm-data'}\"\nmetrics_port = {self.metrics_port}\n"
         )
@@ -424,6 +429,30 @@ class LocalCluster:
                 break
             time.sleep(0.1)
         raise ClusterError(f"{node.name} did not open port {node.port}; see {self._log_hint(node)}")
+
+    def _await_zk_deregistration(self, broker_id: int, timeout_s: float = 20.0) -> None:
+        """A broker restarted before ZooKeeper expired its killed predecessor's session dies with
+        NodeExists on /brokers/ids/<id> (KafkaZkClient.registerBroker). Wait for the node to go."""
+        from kazoo.client import KazooClient
+
+        zk = KazooClient(hosts=self.zookeeper, timeout=5.0)
+        zk.start(timeout=10)
+        try:
+            deadline = time.monotonic() + timeout_s
+            while zk.exists(f"/brokers/ids/{broker_id}") and time.monotonic() < deadline:
+                time.sleep(0.2)
+        finally:
+            zk.stop()
+            zk.close()
+
+    @staticmethod
+    def _await_state(node: Node, state: str) -> None:
+        """Signals land asynchronously; return once the kernel shows the new state."""
+        for _ in range(100):
+            if _pid_state(node.pid) == state:
+                return
+            time.sleep(0.02)
+        raise ClusterError(f"{node.name} (pid {node.pid}) did not become {state}")
 
     @staticmethod
     def _reap(node: Node) -> None:

@@ -1,0 +1,63 @@
+# kafka-replication-monitor — the two commands of the README, and what they need.
+#
+#   make demo   install what is missing, then replay seeds/002 on a real local cluster
+#   make test   install what is missing, then run the whole test suite
+#
+# Installs are idempotent and cached: the venv in .venv, jars in .cache/jars (from Maven Central,
+# pinned in jvm/*.xml), Debian packages only if their command is missing. A second run needs no
+# network: every step is guarded by a stamp file or a `command -v` check.
+
+SHELL := /bin/bash
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+MVN := mvn -q -B -s jvm/settings.xml -Dmaven.repo.local=$(CURDIR)/.cache/m2
+JARS := .cache/jars
+STAMPS := .cache/stamps
+SPARK_EXCLUDES := -DexcludeGroupIds=org.apache.hadoop,org.scala-lang,org.scala-lang.modules,org.lz4,org.xerial.snappy,org.slf4j,com.google.code.findbugs,org.antlr -DexcludeArtifactIds=spark-tags_2.13
+PYTEST_ARGS ?=
+
+.PHONY: demo test setup system-packages jars venv unit clean
+
+demo: setup
+	$(VENV)/bin/krm demo
+
+test: setup
+	$(VENV)/bin/python -m pytest $(PYTEST_ARGS)
+
+unit: setup
+	$(VENV)/bin/python -m pytest -m unit $(PYTEST_ARGS)
+
+setup: system-packages jars venv
+
+system-packages:
+	@missing=(); \
+	command -v java >/dev/null || missing+=(openjdk-17-jre-headless); \
+	command -v mvn >/dev/null || missing+=(maven); \
+	$(PYTHON) -c 'import venv, ensurepip' 2>/dev/null || missing+=(python3-venv); \
+	if [ $${#missing[@]} -gt 0 ]; then \
+	  echo "installing Debian packages: $${missing[*]}"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$${missing[@]}" >/dev/null; \
+	fi
+
+jars: $(STAMPS)/jars
+
+$(STAMPS)/jars: jvm/kafka-pom.xml jvm/spark-pom.xml jvm/agent-pom.xml jvm/settings.xml
+	@echo "fetching jars from Maven Central into $(JARS) (once) ..."
+	rm -rf $(JARS) && mkdir -p $(STAMPS)
+	$(MVN) -f jvm/kafka-pom.xml dependency:copy-dependencies -DoutputDirectory=$(CURDIR)/$(JARS)/kafka
+	$(MVN) -f jvm/agent-pom.xml dependency:copy-dependencies -DoutputDirectory=$(CURDIR)/$(JARS)/agent
+	$(MVN) -f jvm/spark-pom.xml dependency:copy-dependencies -DincludeScope=runtime $(SPARK_EXCLUDES) -DoutputDirectory=$(CURDIR)/$(JARS)/spark
+	touch $@
+
+venv: $(STAMPS)/venv
+
+$(STAMPS)/venv: pyproject.toml
+	@echo "creating $(VENV) and installing pinned Python packages (once) ..."
+	mkdir -p $(STAMPS)
+	[ -x $(VENV)/bin/python ] || $(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install -q --upgrade pip
+	$(VENV)/bin/pip install -q -e '.[test]'
+	touch $@
+
+clean:
+	rm -rf $(VENV) .cache .krm .pytest_cache

@@ -1,0 +1,190 @@
+"""`krm`: the command line. Subcommands parse arguments and call library code; no logic lives here."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+from pathlib import Path
+from typing import Any, Sequence
+
+from krm.errors import KrmError
+
+log = logging.getLogger("krm")
+
+
+def _setup_logging(level: str) -> None:
+    logging.basicConfig(level=getattr(logging, level.upper()), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    # kafka-python reports every refused connection; krm logs the degraded state once instead.
+    logging.getLogger("kafka").setLevel(logging.CRITICAL)
+    logging.getLogger("kazoo").setLevel(logging.WARNING)
+    logging.getLogger("py4j").setLevel(logging.WARNING)
+
+
+def _resolve_config(path: str | None) -> Path:
+    """--config, else $KRM_CONFIG, else ./krm.toml; otherwise an error listing local cluster configs."""
+    from krm.local_cluster import clusters_root
+
+    if path:
+        if not Path(path).exists():
+            raise KrmError(f"config file {path} does not exist")
+        return Path(path)
+    for candidate in (os.environ.get("KRM_CONFIG"), "krm.toml"):
+        if candidate and Path(candidate).exists():
+            return Path(candidate)
+    local = sorted(clusters_root().glob("*/krm.toml"))
+    hint = "".join(f"\n  --config {p}" for p in local) or "\n  (none: `krm local-cluster up` writes one)"
+    raise KrmError("no config: pass --config FILE, set KRM_CONFIG, or create ./krm.toml. Local clusters:" + hint)
+
+
+def _cluster_root(name: str) -> Path:
+    from krm.local_cluster import clusters_root
+
+    return clusters_root() / name
+
+
+# ---------------------------------------------------------------------------------------- commands
+
+
+def cmd_local_cluster(args: argparse.Namespace) -> int:
+    from krm.local_cluster import LocalCluster
+
+    root = _cluster_root(args.name)
+    if args.action == "up":
+        if not args.json:
+            print(f"starting {args.brokers}-broker {args.mode} cluster {args.name!r} ...", file=sys.stderr)
+        c = LocalCluster(root=root, mode=args.mode, brokers=args.brokers, chroot=args.chroot,
+                         broker_config=dict(kv.split("=", 1) for kv in args.broker_config)).up()
+        _print_status(c.status(), args.json)
+        return 0
+    c = LocalCluster.load(root)
+    if args.action == "status":
+        _print_status(c.status(), args.json)
+    elif args.action == "down":
+        c.down()
+        print(f"cluster {args.name!r} stopped (data kept in {root} until the next `up`)")
+    else:
+        getattr(c, args.action)(args.broker_id)
+        state = c.status()["brokers"][str(args.broker_id)]["state"]
+        print(f"broker {args.broker_id}: {args.action} done, now {state}")
+    return 0
+
+
+def _print_status(status: dict[str, Any], as_json: bool) -> None:
+    if as_json:
+        print(json.dumps(status, indent=2))
+        return
+    print(f"cluster {status['name']} ({status['mode']}): bootstrap {status['bootstrap_servers']}")
+    if status["zookeeper"]:
+        print(f"  zookeeper  {status['zookeeper']}")
+    for bid, b in status["brokers"].items():
+        print(f"  broker {bid:>3}  port {b['port']}  pid {b['pid'] or '-':>7}  {b['state']}")
+    print(f"  krm config {status['config']}")
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from krm.config import load_config
+    from krm.runner import Monitor
+
+    config = load_config(_resolve_config(args.config))
+    collect, pipeline = {"run": (True, True), "collect": (True, False), "pipeline": (False, True)}[args.command]
+    monitor = Monitor(config, collect=collect, pipeline=pipeline).start()
+    parts = [n for n, on in (("collector", collect), ("pipeline", pipeline)) if on]
+    log.info("%s running for clusters %s%s", " + ".join(parts), ", ".join(c.name for c in config.clusters),
+             f"; metrics at {monitor.metrics_url}" if pipeline else "")
+    monitor.run_forever()
+    return 0
+
+
+def cmd_incidents(args: argparse.Namespace) -> int:
+    from krm.config import load_config
+    from pipelines.incident_store import IncidentStore, to_json_obj
+    from pipelines.job import Tables
+
+    config = load_config(_resolve_config(args.config))
+    incidents = IncidentStore(Tables(config.pipeline.data_dir).incidents).read(open_only=args.open, types=args.type)
+    if args.json:
+        print(json.dumps([to_json_obj(i) for i in incidents], indent=2))
+        return 0
+    if not incidents:
+        print("no incidents" + (" open" if args.open else ""))
+        return 0
+    for i in incidents:
+        o = to_json_obj(i)
+        subject = f"{i.topic}/{i.partition}" if i.topic is not None else (f"broker {i.broker}" if i.broker is not None else "-")
+        print(f"{o['status']:<9}{i.severity:<9}{i.type:<20}{i.cluster:<14}{subject:<28}{i.cause or '':<32}"
+              f"opened {o['opened_at']}" + (f"  resolved {o['resolved_at']}" if o["resolved_at"] else ""))
+    return 0
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from krm.demo import run_demo
+
+    return run_demo(keep=args.keep, brokers=args.brokers)
+
+
+# ---------------------------------------------------------------------------------------- parser
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="krm", description="kafka-replication-monitor: Kafka replication health, live and historical.")
+    p.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    d = sub.add_parser("demo", help="local cluster + collector + pipeline; kill a broker holding RF-1 partitions; watch alerts")
+    d.add_argument("--brokers", type=int, default=3)
+    d.add_argument("--keep", action="store_true", help="leave the cluster running at the end")
+    d.set_defaults(func=cmd_demo)
+
+    lc = sub.add_parser("local-cluster", help="a real local Kafka 3.9 cluster (ZooKeeper or KRaft mode) for trying krm")
+    lcs = lc.add_subparsers(dest="action", required=True, metavar="ACTION")
+    up = lcs.add_parser("up", help="start a new cluster (wipes an earlier one of the same name)")
+    up.add_argument("--mode", choices=["zk", "kraft"], default="zk")
+    up.add_argument("--brokers", type=int, default=3)
+    up.add_argument("--chroot", help="ZooKeeper chroot, e.g. /kafka_cluster_01 (zk mode)")
+    up.add_argument("--broker-config", action="append", default=[], metavar="KEY=VALUE",
+                    help="extra broker setting, repeatable (e.g. replica.lag.time.max.ms=5000)")
+    up.add_argument("--json", action="store_true")
+    for action, helptext in (("kill", "SIGKILL one broker"), ("start", "start a stopped broker"),
+                             ("pause", "SIGSTOP one broker"), ("resume", "SIGCONT a paused broker")):
+        a = lcs.add_parser(action, help=helptext)
+        a.add_argument("broker_id", type=int, metavar="BROKER_ID")
+    st = lcs.add_parser("status", help="processes, ports and states")
+    st.add_argument("--json", action="store_true")
+    lcs.add_parser("down", help="stop every process of the cluster")
+    for sp in lcs.choices.values():
+        sp.add_argument("--name", default="default", help="which local cluster (several can run at once)")
+    lc.set_defaults(func=cmd_local_cluster)
+
+    for name, helptext in (("run", "collectors + pipeline + /metrics in one process"),
+                           ("collect", "only the collectors: poll clusters, publish observations"),
+                           ("pipeline", "only the pipeline: observations -> incidents, Delta tables, /metrics")):
+        r = sub.add_parser(name, help=helptext)
+        r.add_argument("--config", help="krm TOML config (default: $KRM_CONFIG or ./krm.toml)")
+        r.set_defaults(func=cmd_run)
+
+    i = sub.add_parser("incidents", help="incidents from the Delta table")
+    i.add_argument("--config")
+    i.add_argument("--open", action="store_true", help="only open incidents")
+    i.add_argument("--type", action="append", help="only this incident type (repeatable)")
+    i.add_argument("--json", action="store_true")
+    i.set_defaults(func=cmd_incidents)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    _setup_logging(args.log_level)
+    try:
+        return int(args.func(args) or 0)
+    except KrmError as e:
+        print(f"krm: error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

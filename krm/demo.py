@@ -1,0 +1,135 @@
+"""`krm demo`: seeds/002 replayed on a real local cluster, narrated in a few lines.
+
+A 3-broker ZooKeeper-mode cluster under the chroot /kafka_cluster_01, a replication-factor-1 topic
+(chosen, as in the incident, to save replication traffic) and an RF-3 topic for contrast. The
+collector and pipeline run; one broker is SIGKILLed; the leaderless partitions appear on /metrics
+with their cause; the broker comes back and the incidents resolve. Every JVM logs to files.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+from krm.scrape import scrape, series
+
+RF1_TOPIC = "dw_test_kafka_0816000"
+RF3_TOPIC = "orders"
+VICTIM = 2
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.t0 = time.monotonic()
+
+    def say(self, msg: str) -> None:
+        print(f"[{time.monotonic() - self.t0:6.1f}s] {msg}", flush=True)
+
+
+def run_demo(keep: bool = False, brokers: int = 3) -> int:
+    from kafka.admin import KafkaAdminClient, NewTopic
+
+    from krm.config import load_config
+    from krm.local_cluster import LocalCluster, clusters_root
+    from krm.runner import Monitor
+    from pipelines.incident_store import IncidentStore
+    from pipelines.job import Tables
+
+    logging.getLogger().setLevel(logging.WARNING)
+    clock = _Clock()
+    say = clock.say
+    say(f"starting a real {brokers}-broker Kafka 3.9 cluster (ZooKeeper mode, chroot /kafka_cluster_01) ...")
+    cluster = LocalCluster(root=clusters_root() / "demo", mode="zk", brokers=brokers, chroot="/kafka_cluster_01").up()
+    monitor: Monitor | None = None
+    try:
+        say(f"cluster up: bootstrap {cluster.bootstrap_servers}, ZooKeeper {cluster.zookeeper}")
+        admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap_servers, client_id="krm-demo")
+        admin.create_topics([NewTopic(RF1_TOPIC, brokers * 2, 1), NewTopic(RF3_TOPIC, brokers, min(3, brokers))])
+        admin.close()
+        say(f"created topic {RF1_TOPIC} ({brokers * 2} partitions, replication factor 1) "
+            f"and {RF3_TOPIC} ({brokers} partitions, RF {min(3, brokers)})")
+
+        config = load_config(cluster.config_path)
+        say("starting the collector and the Spark pipeline (first start takes ~15 s) ...")
+        monitor = Monitor(config).start()
+        url = monitor.metrics_url
+        _wait(lambda: _healthy(url, cluster.name, brokers), 90, "the pipeline's first healthy view")
+        say(f"monitoring: {brokers} brokers up, 0 offline partitions  ({url})")
+
+        doomed = _partitions_on(cluster, RF1_TOPIC, VICTIM)
+        say(f"killing broker {VICTIM} with SIGKILL, as in seeds/002; it is the only replica of "
+            f"{RF1_TOPIC} partitions {sorted(doomed)}")
+        cluster.kill(VICTIM)
+        t_kill = time.monotonic()
+        seen: set[tuple[str, str]] = set()
+
+        def alerts() -> bool:
+            for s in series(scrape(url), "krm_partition_offline", cluster=cluster.name):
+                k = (s.labels["topic"], s.labels["partition"])
+                if k not in seen:
+                    seen.add(k)
+                    say(f"  ALERT  krm_partition_offline topic={k[0]} partition={k[1]} "
+                        f"cause={s.labels['cause']}  (+{time.monotonic() - t_kill:.1f}s after the kill)")
+            return {(RF1_TOPIC, str(p)) for p in doomed} <= seen
+
+        _wait(alerts, 90, "the offline alerts")
+        say(f"the RF-{min(3, brokers)} topic {RF3_TOPIC} moved its leaders and stayed online")
+
+        say(f"restarting broker {VICTIM} ...")
+        cluster.start(VICTIM)
+        t_start = time.monotonic()
+        _wait(lambda: not series(scrape(url), "krm_partition_offline", cluster=cluster.name), 90, "the resolution")
+        say(f"  RESOLVED  all {len(doomed)} partitions have a leader again (+{time.monotonic() - t_start:.1f}s)")
+
+        time.sleep(1.0)  # the incident upsert follows /metrics by a few hundred ms
+        incidents = [i for i in IncidentStore(Tables(config.pipeline.data_dir).incidents).read() if i.topic == RF1_TOPIC]
+        say("summary:")
+        for i in incidents:
+            dur = ((i.resolved_at_ms or i.last_seen_at_ms) - i.opened_at_ms) / 1000
+            print(f"         {i.type} {i.topic}/{i.partition} cause={i.cause} {i.status} after {dur:.1f}s "
+                  f"(must return: broker {','.join(map(str, i.details.get('must_return', [])))})")
+        print(f"\n  Lesson of seeds/002: a replication-factor-1 partition is offline for as long as its one broker"
+              f"\n  is down. Before maintenance, move such partitions off the broker.\n"
+              f"\n  History: .venv/bin/krm incidents --config {cluster.config_path}")
+        return 0
+    finally:
+        if monitor is not None:
+            monitor.stop()
+        if keep:
+            say(f"cluster left running: .venv/bin/krm local-cluster status --name demo")
+        else:
+            cluster.down()
+            say("cluster stopped")
+
+
+def _wait(check: Any, timeout_s: float, what: str) -> None:
+    from krm.errors import KrmError
+
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            if check():
+                return
+        except OSError:
+            pass  # /metrics not up yet
+        time.sleep(0.2)
+    raise KrmError(f"timed out after {timeout_s:.0f}s waiting for {what}")
+
+
+def _healthy(url: str, cluster: str, brokers: int) -> bool:
+    samples = scrape(url)
+    up = series(samples, "krm_broker_up", cluster=cluster)
+    offline = series(samples, "krm_cluster_offline_partitions", cluster=cluster)
+    return len([s for s in up if s.value == 1]) == brokers and bool(offline) and offline[0].value == 0
+
+
+def _partitions_on(cluster: Any, topic: str, broker: int) -> set[int]:
+    from kafka.admin import KafkaAdminClient
+
+    admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap_servers, client_id="krm-demo")
+    try:
+        (t,) = admin.describe_topics([topic])
+        return {p["partition"] for p in t["partitions"] if p["replicas"] == [broker]}
+    finally:
+        admin.close()

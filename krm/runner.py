@@ -1,0 +1,87 @@
+"""The monitor as one process: collector threads, the Spark pipeline and the /metrics server.
+
+`krm run`, `krm demo` and the end-to-end tests all go through `Monitor`; `krm collect` and
+`krm pipeline` use the two halves alone.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import threading
+from typing import Any
+
+from krm.config import Config
+
+log = logging.getLogger(__name__)
+
+
+class Monitor:
+    """Construct opens nothing; start() brings up the pieces asked for, stop() tears them down."""
+
+    def __init__(self, config: Config, collect: bool = True, pipeline: bool = True, spark: Any = None) -> None:
+        self.config = config
+        self.with_collector = collect
+        self.with_pipeline = pipeline
+        self._spark = spark
+        self._own_spark = spark is None
+        self.collector: Any = None
+        self.pipeline: Any = None
+        self._server: Any = None
+
+    @property
+    def metrics_url(self) -> str:
+        p = self.config.pipeline
+        return f"http://{p.metrics_host}:{p.metrics_port}/metrics"
+
+    def start(self) -> Monitor:
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+        try:
+            if self.with_collector:
+                from collectors.daemon import Collector
+
+                self.collector = Collector(self.config).start()
+            if self.with_pipeline:
+                from pipelines.job import Pipeline, Tables
+                from pipelines.metrics import PipelineState, serve
+                from pipelines.session import build_session
+
+                state = PipelineState()
+                p = self.config.pipeline
+                self._server = serve(state, p.metrics_host, p.metrics_port)
+                if self._spark is None:
+                    self._spark = build_session(p.spark_master, log_dir=Tables(p.data_dir).logs)
+                self.pipeline = Pipeline(self.config, self._spark, state).start()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def stop(self) -> None:
+        if self.pipeline is not None:
+            self.pipeline.stop()
+            self.pipeline = None
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+        if self.collector is not None:
+            self.collector.stop()
+            self.collector = None
+        if self._own_spark and self._spark is not None:
+            self._spark.stop()
+            self._spark = None
+
+    def run_forever(self) -> None:
+        """Block until SIGINT/SIGTERM or a failed query; always stops cleanly."""
+        done = threading.Event()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, lambda *_: done.set())
+        try:
+            while not done.wait(1.0):
+                if self.pipeline is not None:
+                    self.pipeline.check_alive()
+        finally:
+            log.info("stopping")
+            self.stop()

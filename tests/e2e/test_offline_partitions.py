@@ -1,0 +1,131 @@
+"""seeds/002 end to end on real clusters: RF-1 partitions of a SIGKILLed broker alert and clear.
+
+Collector -> observations topic -> Spark (Kafka source) -> incidents Delta table and /metrics, in
+ZooKeeper mode (with the chroot of seeds/002) and in KRaft mode.
+"""
+
+import os
+import signal
+import subprocess
+import time
+
+import pytest
+
+from krm.config import load_config
+from krm.runner import Monitor
+from krm.scrape import scrape, series
+from tests.helpers import KRM, create_topic, krm_json, wait_for, write_config
+
+pytestmark = pytest.mark.e2e
+
+CAUSE = "single_replica_on_dead_broker"
+
+
+def _offline(url, cluster, topic):
+    return {(int(s.labels["partition"]), s.labels["cause"])
+            for s in series(scrape(url), "krm_partition_offline", cluster=cluster) if s.labels["topic"] == topic}
+
+
+def _open_incidents(config_path, topic):
+    return {i["incident_id"]: i for i in krm_json("incidents", "--open", "--config", str(config_path))
+            if i["topic"] == topic}
+
+
+def _healthy(url, cluster, brokers):
+    s = scrape(url)
+    up = series(s, "krm_broker_up", cluster=cluster)
+    off = series(s, "krm_cluster_offline_partitions", cluster=cluster)
+    return len([x for x in up if x.value == 1]) == brokers and off and off[0].value == 0
+
+
+@pytest.mark.parametrize("mode", ["zk", "kraft"])
+def test_killed_broker_takes_exactly_its_rf1_partitions_offline(mode, request, spark, tmp_path):
+    cluster = request.getfixturevalue(f"{mode}_cluster")
+    topic = f"rf1-{mode}"
+    victim = 2
+    assignment = create_topic(cluster, topic, partitions=6, rf=1)
+    expected = {p for p, replicas in assignment.items() if replicas == [victim]}
+    assert expected, "the assignment left nothing on the victim; the test would prove nothing"
+
+    config_path = write_config(cluster, tmp_path)
+    monitor = Monitor(load_config(config_path), spark=spark).start()
+    try:
+        url = monitor.metrics_url
+        wait_for(lambda: _healthy(url, cluster.name, 3), 90, "a healthy first view")
+
+        cluster.kill(victim)
+        t_kill = time.monotonic()
+        want = {(p, CAUSE) for p in expected}
+        wait_for(lambda: _offline(url, cluster.name, topic) == want, 60, f"offline series {sorted(want)}")
+        print(f"\n[{mode}] SIGKILL -> krm_partition_offline on /metrics: {time.monotonic() - t_kill:.1f}s")
+        # Nothing else in the cluster is reported offline (RF-3 topics moved their leaders).
+        others = [s for s in series(scrape(url), "krm_partition_offline", cluster=cluster.name) if s.labels["topic"] != topic]
+        assert others == []
+        broker_up = {s.labels["broker"]: s.value for s in series(scrape(url), "krm_broker_up", cluster=cluster.name)}
+        assert broker_up == {"1": 1.0, "2": 0.0, "3": 1.0}
+
+        incidents = wait_for(lambda: (lambda o: o if len(o) == len(expected) else None)(_open_incidents(config_path, topic)),
+                             30, "open incidents in the Delta table")
+        assert {(i["partition"], i["type"], i["cause"], i["status"]) for i in incidents.values()} == {
+            (p, "OFFLINE_PARTITION", CAUSE, "open") for p in expected}
+        assert all(i["details"]["must_return"] == [victim] for i in incidents.values())
+
+        cluster.start(victim)
+        wait_for(lambda: _offline(url, cluster.name, topic) == set(), 60, "the offline series to clear")
+        wait_for(lambda: _open_incidents(config_path, topic) == {}, 30, "the incidents to resolve")
+        resolved = [i for i in krm_json("incidents", "--config", str(config_path)) if i["topic"] == topic]
+        assert sorted(i["incident_id"] for i in resolved) == sorted(incidents)
+        assert all(i["status"] == "resolved" and i["resolved_at"] for i in resolved)
+    finally:
+        monitor.stop()
+        if cluster.status()["brokers"][str(victim)]["state"] == "dead":
+            cluster.start(victim)
+
+
+def test_pipeline_killed_mid_incident_neither_loses_nor_duplicates(zk_cluster, tmp_path):
+    """`krm run` SIGKILLed (driver and its JVM) while partitions are offline, then restarted."""
+    cluster = zk_cluster
+    topic = "rf1-restart"
+    victim = 3
+    assignment = create_topic(cluster, topic, partitions=6, rf=1)
+    expected = {p for p, replicas in assignment.items() if replicas == [victim]}
+    config_path = write_config(cluster, tmp_path)
+    url = load_config(config_path).pipeline
+    url = f"http://{url.metrics_host}:{url.metrics_port}/metrics"
+    env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"}
+
+    def start_run():
+        log = open(tmp_path / "krm-run.log", "a")
+        return subprocess.Popen([KRM, "run", "--config", str(config_path)], stdout=log, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, start_new_session=True, env=env)
+
+    run = start_run()
+    try:
+        wait_for(lambda: _healthy(url, cluster.name, 3), 120, "krm run to report a healthy cluster")
+        cluster.kill(victim)
+        want = {(p, CAUSE) for p in expected}
+        wait_for(lambda: _offline(url, cluster.name, topic) == want, 60, "the offline alerts")
+        before = wait_for(lambda: (lambda o: o if len(o) == len(expected) else None)(_open_incidents(config_path, topic)),
+                          30, "open incidents stored")
+
+        os.killpg(run.pid, signal.SIGKILL)  # the Python driver and its Spark JVM, no goodbye
+        run.wait(timeout=30)
+        run = start_run()
+        wait_for(lambda: _offline(url, cluster.name, topic) == want, 120, "the alerts after the restart")
+        after = _open_incidents(config_path, topic)
+        assert sorted(after) == sorted(before), "restart must keep the same incidents, not open new ones"
+        assert {i["opened_at"] for i in after.values()} == {i["opened_at"] for i in before.values()}
+
+        cluster.start(victim)
+        wait_for(lambda: _open_incidents(config_path, topic) == {}, 60, "resolution after the restart")
+        every = [i for i in krm_json("incidents", "--config", str(config_path)) if i["topic"] == topic]
+        assert sorted(i["incident_id"] for i in every) == sorted(before), "no duplicate incidents"
+    finally:
+        if run.poll() is None:
+            os.killpg(run.pid, signal.SIGTERM)
+            try:
+                run.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                os.killpg(run.pid, signal.SIGKILL)
+        if cluster.status()["brokers"][str(victim)]["state"] == "dead":
+            cluster.start(victim)

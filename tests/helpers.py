@@ -1,0 +1,70 @@
+"""Small helpers shared by integration and end-to-end tests."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+from typing import Any, Callable
+
+from krm.local_cluster import LocalCluster, free_port
+
+KRM = str(Path(sys.executable).parent / "krm")
+
+
+def wait_for(check: Callable[[], Any], timeout_s: float, what: str, interval_s: float = 0.2) -> Any:
+    """Poll until check() returns something truthy; fail naming what never happened."""
+    deadline = time.monotonic() + timeout_s
+    last_exc: Exception | None = None
+    while time.monotonic() < deadline:
+        try:
+            result = check()
+            if result:
+                return result
+        except Exception as e:  # noqa: BLE001 - e.g. /metrics not listening yet
+            last_exc = e
+        time.sleep(interval_s)
+    raise AssertionError(f"timed out after {timeout_s}s waiting for {what} (last error: {last_exc})")
+
+
+def write_config(cluster: LocalCluster, tmp: Path, poll_interval_s: float = 1.0) -> Path:
+    """A krm config for `cluster` with its own data dir, metrics port and observations topic."""
+    tag = uuid.uuid4().hex[:8]
+    zk = f'zookeeper = "{cluster.zookeeper}"\n' if cluster.zookeeper else ""
+    path = tmp / f"krm-{tag}.toml"
+    path.write_text(
+        f'[[clusters]]\nname = "{cluster.name}"\nbootstrap_servers = "{cluster.bootstrap_servers}"\n{zk}\n'
+        f'[observations]\nbootstrap_servers = "{cluster.bootstrap_servers}"\ntopic = "krm.obs.{tag}"\n\n'
+        f"[collector]\npoll_interval_s = {poll_interval_s}\n\n"
+        f'[pipeline]\ndata_dir = "{tmp / ("data-" + tag)}"\nmetrics_port = {free_port()}\nhistory_trigger_s = 5.0\n'
+    )
+    return path
+
+
+def krm_json(*args: str) -> Any:
+    out = subprocess.run([KRM, *args, "--json"], capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"})
+    assert out.returncode == 0, f"krm {' '.join(args)} failed: {out.stderr}"
+    return json.loads(out.stdout)
+
+
+def create_topic(cluster: LocalCluster, name: str, partitions: int, rf: int) -> dict[int, list[int]]:
+    """Create a topic and return its assignment (partition -> replicas)."""
+    from kafka.admin import KafkaAdminClient, NewTopic
+
+    admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap_servers, client_id="krm-tests")
+    try:
+        admin.create_topics([NewTopic(name, partitions, rf)])
+
+        def described() -> dict[int, list[int]] | None:
+            (t,) = admin.describe_topics([name])
+            parts = {p["partition"]: list(p["replicas"]) for p in t["partitions"] if p["leader"] >= 0}
+            return parts if len(parts) == partitions else None
+
+        return wait_for(described, 30, f"topic {name} to have leaders")
+    finally:
+        admin.close()

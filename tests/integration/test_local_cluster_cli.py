@@ -1,0 +1,64 @@
+"""`krm local-cluster` as a user runs it: the --json contract and broker control, on a real cluster."""
+
+import os
+import subprocess
+
+import pytest
+
+from tests.helpers import KRM
+
+pytestmark = pytest.mark.integration
+
+
+def _krm(home, *args):
+    return subprocess.run([KRM, "local-cluster", *args], capture_output=True, text=True, timeout=180,
+                          env={**os.environ, "KRM_HOME": str(home)})
+
+
+def test_up_json_status_and_broker_control(tmp_path):
+    import json
+
+    from kazoo.client import KazooClient
+
+    up = _krm(tmp_path, "up", "--mode", "zk", "--brokers", "1", "--chroot", "/kafka_cluster_01", "--json",
+              "--name", "cli")
+    assert up.returncode == 0, up.stderr
+    try:
+        info = json.loads(up.stdout)
+        assert info["bootstrap_servers"].startswith("127.0.0.1:")
+        assert info["zookeeper"].endswith("/kafka_cluster_01")
+        assert set(info["brokers"]) == {"1"} and info["brokers"]["1"]["pid"] > 0
+        assert os.path.exists(info["config"]) and "metrics_port" in open(info["config"]).read()
+
+        # The broker registered under the chroot, exactly where seeds/002 looked.
+        zk_hosts = info["zookeeper"].split("/")[0]
+        zk = KazooClient(hosts=zk_hosts)
+        zk.start(timeout=10)
+        try:
+            assert zk.get_children("/kafka_cluster_01/brokers/ids") == ["1"]
+        finally:
+            zk.stop()
+
+        def state():
+            st = _krm(tmp_path, "status", "--json", "--name", "cli")
+            assert st.returncode == 0, st.stderr
+            return json.loads(st.stdout)["brokers"]["1"]["state"]
+
+        assert state() == "running"
+        assert _krm(tmp_path, "pause", "1", "--name", "cli").returncode == 0
+        assert state() == "paused"
+        assert _krm(tmp_path, "resume", "1", "--name", "cli").returncode == 0
+        assert state() == "running"
+        assert _krm(tmp_path, "kill", "1", "--name", "cli").returncode == 0
+        assert state() == "dead"
+        assert _krm(tmp_path, "start", "1", "--name", "cli").returncode == 0
+        assert state() == "running"
+    finally:
+        down = _krm(tmp_path, "down", "--name", "cli")
+    assert down.returncode == 0, down.stderr
+
+
+def test_unknown_cluster_is_a_clear_error(tmp_path):
+    out = _krm(tmp_path, "status", "--name", "nope")
+    assert out.returncode == 2
+    assert "no local cluster" in out.stderr and "krm local-cluster up" in out.stderr
