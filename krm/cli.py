@@ -119,6 +119,40 @@ def cmd_incidents(args: argparse.Namespace) -> int:
     return 0
 
 
+def _int_list(text: str) -> list[int]:
+    try:
+        return [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated broker ids, got {text!r}") from None
+
+
+def _racks(text: str) -> dict[int, str]:
+    try:
+        return {int(b): r for b, r in (item.split(":", 1) for item in text.split(",") if item.strip())}
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected BROKER:RACK pairs like 0:a,1:b, got {text!r}") from None
+
+
+def cmd_assign_simulate(args: argparse.Namespace) -> int:
+    from collections import Counter
+
+    from krm.assignment import assign
+
+    result = assign(args.brokers, args.partitions, args.replication_factor, start_index=args.start_index,
+                    replica_shift=args.replica_shift, start_partition=args.start_partition, racks=args.racks)
+    if args.json:
+        print(json.dumps({str(p): r for p, r in sorted(result.items())}))
+        return 0
+    for p, r in sorted(result.items()):
+        print(f"partition {p:>4}: {r}")
+    leaders = Counter(r[0] for r in result.values())
+    replicas = Counter(b for r in result.values() for b in r)
+    print("broker  leaders  replicas")
+    for b in args.brokers:
+        print(f"{b:>6}  {leaders[b]:>7}  {replicas[b]:>8}")
+    return 0
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     from krm.demo import run_demo
 
@@ -164,6 +198,22 @@ def build_parser() -> argparse.ArgumentParser:
         r = sub.add_parser(name, help=helptext)
         r.add_argument("--config", help="krm TOML config (default: $KRM_CONFIG or ./krm.toml)")
         r.set_defaults(func=cmd_run)
+
+    asg = sub.add_parser("assign", help="Kafka's replica assignment, reproduced exactly")
+    asub = asg.add_subparsers(dest="action", required=True, metavar="ACTION")
+    sim = asub.add_parser("simulate", help="where AdminUtils.assignReplicasToBrokers puts each replica",
+                          description="Kafka's ZooKeeper-mode assignment (topic creation, partition expansion, "
+                                      "reassignment --generate). The broker list order matters: creation uses the "
+                                      "controller's unsorted list, expansion a sorted one (seeds/000).")
+    sim.add_argument("--brokers", type=_int_list, required=True, help="broker ids in Kafka's order, e.g. 0,1,4,2,3")
+    sim.add_argument("--partitions", type=int, required=True, help="how many partitions to place")
+    sim.add_argument("--replication-factor", type=int, required=True)
+    sim.add_argument("--start-index", type=int, default=-1, help="first replica's start index (default: random, as Kafka)")
+    sim.add_argument("--replica-shift", type=int, help="initial replica shift (default: the start index, as Kafka)")
+    sim.add_argument("--start-partition", type=int, default=-1, help="first partition id (expansion: current count)")
+    sim.add_argument("--racks", type=_racks, help="rack of every broker, e.g. 0:a,1:a,2:b (rack-aware placement)")
+    sim.add_argument("--json", action="store_true")
+    sim.set_defaults(func=cmd_assign_simulate)
 
     i = sub.add_parser("incidents", help="incidents from the Delta table")
     i.add_argument("--config")

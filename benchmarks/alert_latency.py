@@ -1,0 +1,110 @@
+"""Alert latency on a real local cluster: broker SIGKILL -> krm_partition_offline on /metrics.
+
+For each of N rounds: SIGKILL a broker that is the only replica of some RF-1 partitions, scrape
+/metrics every 50 ms until every such partition is reported offline, then restart the broker and
+wait for the series to clear. Two latencies per round:
+
+- kill -> alert: wall clock from os.kill to the first scrape showing all of them;
+- controller -> alert (ZooKeeper mode only): from the ZooKeeper modification time (mtime) of the
+  partition's `state` znode, i.e. the controller's write of `leader: -1`, to that same scrape.
+  Same machine, same clock.
+
+Usage: .venv/bin/python benchmarks/alert_latency.py [--mode zk|kraft] [--rounds 20] [--poll 1.0]
+Prints one line per round and a p50/p95 summary (append it to benchmarks/BENCHMARKS.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from krm.config import load_config  # noqa: E402
+from krm.local_cluster import LocalCluster  # noqa: E402
+from krm.runner import Monitor  # noqa: E402
+from krm.scrape import scrape, series  # noqa: E402
+from tests.helpers import create_topic, wait_for, write_config  # noqa: E402
+
+
+def pct(values: list[float], q: float) -> float:
+    s = sorted(values)
+    return s[min(len(s) - 1, int(round(q * (len(s) - 1))))]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--mode", choices=["zk", "kraft"], default="zk")
+    ap.add_argument("--rounds", type=int, default=20)
+    ap.add_argument("--poll", type=float, default=1.0, help="collector poll interval, seconds")
+    args = ap.parse_args()
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+
+    tmp = Path(tempfile.mkdtemp(prefix="krm-bench-"))
+    cluster = LocalCluster(root=tmp / "bench", mode=args.mode, brokers=3,
+                           chroot="/kafka_cluster_01" if args.mode == "zk" else None).up()
+    monitor = None
+    try:
+        assignment = create_topic(cluster, "bench-rf1", partitions=6, rf=1)
+        config = load_config(write_config(cluster, tmp, poll_interval_s=args.poll))
+        monitor = Monitor(config).start()
+        url = monitor.metrics_url
+        wait_for(lambda: series(scrape(url), "krm_cluster_offline_partitions", cluster=cluster.name), 120, "/metrics")
+        zk = None
+        if args.mode == "zk":
+            from kazoo.client import KazooClient
+
+            zk = KazooClient(hosts=cluster.zookeeper)
+            zk.start(timeout=10)
+        kill_lat: list[float] = []
+        ctl_lat: list[float] = []
+        for rnd in range(args.rounds):
+            victim = 1 + rnd % 3
+            doomed = {str(p) for p, r in assignment.items() if r == [victim]}
+            if not doomed:
+                continue
+            cluster.kill(victim)
+            t_kill = time.time()
+            while True:
+                got = {s.labels["partition"] for s in series(scrape(url), "krm_partition_offline", cluster=cluster.name)
+                       if s.labels["topic"] == "bench-rf1"}
+                if doomed <= got:
+                    t_alert = time.time()
+                    break
+                if time.time() - t_kill > 90:
+                    raise SystemExit(f"round {rnd}: no alert after 90 s")
+                time.sleep(0.05)
+            kill_lat.append(t_alert - t_kill)
+            line = f"round {rnd:2d} broker {victim}: kill->alert {t_alert - t_kill:5.2f}s"
+            if zk is not None:
+                p = sorted(doomed)[0]
+                data, stat = zk.get(f"/brokers/topics/bench-rf1/partitions/{p}/state")
+                assert json.loads(data)["leader"] == -1
+                ctl_lat.append(t_alert - stat.mtime / 1000)
+                line += f"  controller->alert {ctl_lat[-1]:5.2f}s  (kill->controller {stat.mtime / 1000 - t_kill:5.2f}s)"
+            print(line, flush=True)
+            cluster.start(victim)
+            wait_for(lambda: not series(scrape(url), "krm_partition_offline", cluster=cluster.name), 90, "clear")
+        print(f"\nmode={args.mode} poll={args.poll}s rounds={len(kill_lat)}")
+        print(f"kill -> /metrics        p50 {statistics.median(kill_lat):.2f}s  p95 {pct(kill_lat, 0.95):.2f}s  "
+              f"max {max(kill_lat):.2f}s")
+        if ctl_lat:
+            print(f"controller -> /metrics  p50 {statistics.median(ctl_lat):.2f}s  p95 {pct(ctl_lat, 0.95):.2f}s  "
+                  f"max {max(ctl_lat):.2f}s")
+        if zk is not None:
+            zk.stop()
+        return 0
+    finally:
+        if monitor is not None:
+            monitor.stop()
+        cluster.down()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,45 @@
+"""The CLI's contracts that need no cluster: `assign simulate --json`, errors, --help."""
+
+import json
+
+import pytest
+
+from krm.cli import main
+
+pytestmark = pytest.mark.unit
+
+
+def test_assign_simulate_json_contract(capsys):
+    rc = main(["assign", "simulate", "--brokers", "0,1,4,2,3", "--partitions", "3", "--replication-factor", "2",
+               "--start-index", "0", "--json"])
+    assert rc == 0
+    assert json.loads(capsys.readouterr().out) == {"0": [0, 1], "1": [1, 4], "2": [4, 2]}
+
+
+def test_assign_simulate_rejects_what_kafka_rejects(capsys):
+    rc = main(["assign", "simulate", "--brokers", "0,1", "--partitions", "2", "--replication-factor", "3"])
+    assert rc == 2
+    assert "larger than available brokers: 2" in capsys.readouterr().err
+
+
+def test_bad_racks_argument_is_a_usage_error(capsys):
+    with pytest.raises(SystemExit) as e:
+        main(["assign", "simulate", "--brokers", "0,1", "--partitions", "1", "--replication-factor", "1",
+              "--racks", "zero:a"])
+    assert e.value.code == 2
+    assert "BROKER:RACK" in capsys.readouterr().err
+
+
+def test_incidents_without_config_says_what_to_do(capsys, monkeypatch, tmp_path):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("KRM_CONFIG", raising=False)
+    assert main(["incidents"]) == 2
+    assert "pass --config FILE" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("cmd", [[], ["local-cluster"], ["assign", "simulate"], ["incidents"], ["run"], ["demo"]])
+def test_every_command_has_help(cmd, capsys):
+    with pytest.raises(SystemExit) as e:
+        main([*cmd, "--help"])
+    assert e.value.code == 0
+    assert "usage:" in capsys.readouterr().out
