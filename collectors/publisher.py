@@ -42,6 +42,12 @@ class Publisher:
             client_id="krm-collector",
             acks=1,
             linger_ms=5,
+            # A paused (not dead) leader holds requests until they time out: keep that short so the
+            # retry goes to the new leader within a poll or two instead of after 30 s.
+            request_timeout_ms=5000,
+            retries=5,
+            retry_backoff_ms=200,
+            metadata_max_age_ms=10000,
             max_request_size=8 * 1024 * 1024,
             value_serializer=lambda v: json.dumps(v, separators=(",", ":")).encode(),
         )

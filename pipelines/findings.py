@@ -3,14 +3,15 @@
 Only what the driver needs comes back: findings (unhealthy subjects: they grow with problems, not
 with partition count), one marker per polled scope (what can resolve incidents) and each cluster's
 broker list. Every record maps to an array of such rows that is exploded in the same projection:
-one scan of the batch, no shuffle, no union, one Spark job.
+one scan of the batch, no shuffle, no union, one Spark job. Healthy partitions cost two cheap
+predicates; only unhealthy ones are turned into finding structs.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from pipelines.detectors import offline
+from pipelines.detectors import brokers, isr, offline
 
 ROW_FIELDS = [("row_type", "string"), ("scope", "string"), ("type", "string"), ("severity", "string"),
               ("topic", "string"), ("partition", "int"), ("broker", "int"), ("cause", "string"),
@@ -25,40 +26,73 @@ def _row(**values: Any) -> Any:
 
 
 def topic_rows(obs: Any) -> Any:
-    """For a `topic` record: its poll marker, then one finding per offline partition."""
+    """For a `topic` record: its poll marker, then the findings of its unhealthy partitions."""
     from pyspark.sql import functions as F
 
     ts = obs["topic_state"]
     live = ts["live_brokers"]
-    scope = F.concat(F.lit("topic:"), ts["topic"])
+    topic = ts["topic"]
+    scope = F.concat(F.lit("topic:"), topic)
 
-    def cols(p: Any) -> dict[str, Any]:
+    def off(p: Any) -> dict[str, Any]:
         return offline.offline_columns(p["leader"], p["replicas"], p["isr"], live)
 
-    def finding(p: Any) -> Any:
-        c = cols(p)
-        details = F.to_json(F.struct(
-            p["leader"].alias("leader"), p["leader_epoch"].alias("leader_epoch"), p["replicas"].alias("replicas"),
-            p["isr"].alias("isr"), live.alias("live_brokers"), c["must_return"].alias("must_return"),
-            c["live_isr"].alias("live_isr"), ts["unclean_leader_election"].alias("unclean_leader_election"),
-        ))
-        return _row(row_type=F.lit("finding"), scope=scope, type=F.lit(offline.TYPE),
-                    severity=F.lit(offline.SEVERITY), topic=ts["topic"], partition=p["partition"],
-                    cause=c["cause"], details=details)
+    def isr_cols(p: Any) -> dict[str, Any]:
+        return isr.isr_columns(p["replicas"], p["isr"], ts["min_insync_replicas"])
 
-    offline_parts = F.filter(ts["partitions"], lambda p: cols(p)["is_offline"])
-    return F.concat(F.array(_row(row_type=F.lit("poll"), scope=scope, topic=ts["topic"])),
-                    F.transform(offline_parts, finding))
+    def partition_findings(p: Any) -> Any:
+        o, i = off(p), isr_cols(p)
+        base = [p["leader"].alias("leader"), p["leader_epoch"].alias("leader_epoch"), p["replicas"].alias("replicas"),
+                p["isr"].alias("isr")]
+        offline_details = F.to_json(F.struct(
+            *base, live.alias("live_brokers"), o["must_return"].alias("must_return"), o["live_isr"].alias("live_isr"),
+            ts["unclean_leader_election"].alias("unclean_leader_election")))
+        isr_details = F.to_json(F.struct(
+            *base, i["out_of_sync"].alias("out_of_sync"), i["effective_min_isr"].alias("effective_min_isr"),
+            ts["min_insync_replicas"].alias("min_insync_replicas"),
+            F.struct(i["cli_under_min_isr"].alias("under_min_isr"), i["cli_at_min_isr"].alias("at_min_isr"))
+            .alias("cli_view")))
+
+        def finding(kind: str, cause: Any, details: Any) -> Any:
+            severity = offline.SEVERITY if kind == offline.TYPE else isr.SEVERITY[kind]
+            return _row(row_type=F.lit("finding"), scope=scope, type=F.lit(kind), severity=F.lit(severity),
+                        topic=topic, partition=p["partition"], cause=cause, details=details)
+
+        healthy_leader = ~o["is_offline"]
+        candidates = F.array(
+            F.when(o["is_offline"], finding(offline.TYPE, o["cause"], offline_details)),
+            F.when(healthy_leader & i["under_replicated"], finding(isr.UNDER_REPLICATED, F.lit(None), isr_details)),
+            F.when(healthy_leader & i["under_min_isr"], finding(isr.UNDER_MIN_ISR, F.lit(None), isr_details)),
+            F.when(healthy_leader & i["at_min_isr"], finding(isr.AT_MIN_ISR, F.lit(None), isr_details)),
+        )
+        return F.filter(candidates, lambda x: x.isNotNull())
+
+    unhealthy = F.filter(ts["partitions"],
+                         lambda p: off(p)["is_offline"] | (F.size(p["isr"]) < F.size(p["replicas"])))
+    return F.concat(F.array(_row(row_type=F.lit("poll"), scope=scope, topic=topic)),
+                    F.flatten(F.transform(unhealthy, partition_findings)))
 
 
 def cluster_rows(obs: Any) -> Any:
-    """For a `cluster` record: its state, plus a poll marker when the poll succeeded."""
+    """For a `cluster` record: its state; when the poll succeeded, a poll marker and the findings
+    about brokers and the controller."""
     from pyspark.sql import functions as F
 
     cs = obs["cluster_state"]
-    state = _row(row_type=F.lit("cluster"), scope=F.lit("cluster"), details=F.to_json(cs))
-    marker = _row(row_type=F.lit("poll"), scope=F.lit("cluster"))
-    return F.when(cs["error"].isNull(), F.array(state, marker)).otherwise(F.array(state))
+    b = brokers.broker_columns(cs)
+    scope = F.lit("cluster")
+    state = _row(row_type=F.lit("cluster"), scope=scope, details=F.to_json(cs))
+    marker = _row(row_type=F.lit("poll"), scope=scope)
+    down = F.transform(b["down"], lambda br: _row(
+        row_type=F.lit("finding"), scope=scope, type=F.lit(brokers.BROKER_DOWN),
+        severity=F.lit(brokers.SEVERITY[brokers.BROKER_DOWN]), broker=br["id"], cause=F.lit(brokers.NOT_REGISTERED),
+        details=F.to_json(F.struct(br["host"].alias("host"), br["port"].alias("port"), br["rack"].alias("rack")))))
+    no_controller = F.filter(F.array(F.when(b["no_controller"], _row(
+        row_type=F.lit("finding"), scope=scope, type=F.lit(brokers.CONTROLLER_ANOMALY),
+        severity=F.lit(brokers.SEVERITY[brokers.CONTROLLER_ANOMALY]), cause=F.lit(brokers.NO_CONTROLLER),
+        details=F.lit("{}")))), lambda x: x.isNotNull())
+    ok = F.concat(F.array(state, marker), down, no_controller)
+    return F.when(cs["error"].isNull(), ok).otherwise(F.array(state))
 
 
 def alert_rows(observations: Any) -> Any:

@@ -13,8 +13,24 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
-from pipelines.detectors import offline
+from pipelines.detectors import isr, offline
 from pipelines.incidents import Incident
+
+
+# incident type -> per-partition series (present only while the incident is open)
+PARTITION_SERIES = {
+    offline.TYPE: ("krm_partition_offline", "Partition has no live leader (1 while offline).", ["cause"]),
+    isr.UNDER_REPLICATED: ("krm_partition_under_replicated", "Partition ISR is smaller than its replica set.", []),
+    isr.UNDER_MIN_ISR: ("krm_partition_under_min_isr",
+                        "ISR below min(min.insync.replicas, RF): acks=all producers are refused.", []),
+    isr.AT_MIN_ISR: ("krm_partition_at_min_isr", "ISR lost members down to the effective min ISR.", []),
+}
+# incident type -> per-cluster count (always present)
+CLUSTER_COUNTS = {
+    offline.TYPE: ("krm_cluster_offline_partitions", "Partitions without a live leader."),
+    isr.UNDER_REPLICATED: ("krm_cluster_under_replicated_partitions", "Partitions with a leader and |ISR| < RF."),
+    isr.UNDER_MIN_ISR: ("krm_cluster_under_min_isr_partitions", "Partitions below the effective min ISR."),
+}
 
 
 @dataclass(frozen=True)
@@ -70,19 +86,20 @@ class KrmCollector:
         snap = self.state.snapshot
         now = self.clock()
 
-        offline_g = GaugeMetricFamily("krm_partition_offline", "Partition has no live leader (1 while offline).",
-                                      labels=["cluster", "topic", "partition", "cause"])
-        offline_count: Counter[str] = Counter()
+        per_partition = {t: GaugeMetricFamily(name, doc, labels=["cluster", "topic", "partition"] + extra)
+                         for t, (name, doc, extra) in PARTITION_SERIES.items()}
+        per_cluster: Counter[tuple[str, str]] = Counter()
         open_count: Counter[tuple[str, str, str]] = Counter()
         for inc in snap.open_incidents:
             open_count[(inc.cluster, inc.type, inc.severity)] += 1
-            if inc.type == offline.TYPE:
-                offline_count[inc.cluster] += 1
-                offline_g.add_metric([inc.cluster, inc.topic or "", str(inc.partition), inc.cause or ""], 1)
-        yield offline_g
+            per_cluster[(inc.cluster, inc.type)] += 1
+            fam = per_partition.get(inc.type)
+            if fam is not None:
+                extra = [inc.cause or ""] if inc.type == offline.TYPE else []
+                fam.add_metric([inc.cluster, inc.topic or "", str(inc.partition), *extra], 1)
+        yield from per_partition.values()
 
-        cluster_offline = GaugeMetricFamily("krm_cluster_offline_partitions", "Partitions without a live leader.",
-                                            labels=["cluster"])
+        counts = {t: GaugeMetricFamily(name, doc, labels=["cluster"]) for t, (name, doc) in CLUSTER_COUNTS.items()}
         age = GaugeMetricFamily("krm_observation_age_seconds",
                                 "Seconds since the newest observation the pipeline processed was taken.",
                                 labels=["cluster"])
@@ -91,12 +108,13 @@ class KrmCollector:
         broker_up = GaugeMetricFamily("krm_broker_up", "1 if the broker is registered with the cluster.",
                                       labels=["cluster", "broker"])
         for name, view in sorted(snap.clusters.items()):
-            cluster_offline.add_metric([name], offline_count[name])
+            for t, fam in counts.items():
+                fam.add_metric([name], per_cluster[(name, t)])
             age.add_metric([name], max(0.0, now - view.newest_observed_ms / 1000))
             reachable.add_metric([name], 0 if view.error else 1)
             for bid, live in view.brokers:
                 broker_up.add_metric([name, str(bid)], 1 if live else 0)
-        yield from (cluster_offline, age, reachable, broker_up)
+        yield from (*counts.values(), age, reachable, broker_up)
 
         incidents = GaugeMetricFamily("krm_incidents_open", "Open incidents.", labels=["cluster", "type", "severity"])
         for (c, t, s), n in sorted(open_count.items()):

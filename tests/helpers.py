@@ -31,14 +31,17 @@ def wait_for(check: Callable[[], Any], timeout_s: float, what: str, interval_s: 
     raise AssertionError(f"timed out after {timeout_s}s waiting for {what} (last error: {last_exc})")
 
 
-def write_config(cluster: LocalCluster, tmp: Path, poll_interval_s: float = 1.0) -> Path:
-    """A krm config for `cluster` with its own data dir, metrics port and observations topic."""
+def write_config(cluster: LocalCluster, tmp: Path, poll_interval_s: float = 1.0,
+                 observations_on: LocalCluster | None = None) -> Path:
+    """A krm config for `cluster` with its own data dir, metrics port and observations topic
+    (on `observations_on`, a separate cluster as in production, or on the monitored one)."""
+    obs = (observations_on or cluster).bootstrap_servers
     tag = uuid.uuid4().hex[:8]
     zk = f'zookeeper = "{cluster.zookeeper}"\n' if cluster.zookeeper else ""
     path = tmp / f"krm-{tag}.toml"
     path.write_text(
         f'[[clusters]]\nname = "{cluster.name}"\nbootstrap_servers = "{cluster.bootstrap_servers}"\n{zk}\n'
-        f'[observations]\nbootstrap_servers = "{cluster.bootstrap_servers}"\ntopic = "krm.obs.{tag}"\n\n'
+        f'[observations]\nbootstrap_servers = "{obs}"\ntopic = "krm.obs.{tag}"\n\n'
         f"[collector]\npoll_interval_s = {poll_interval_s}\n\n"
         f'[pipeline]\ndata_dir = "{tmp / ("data-" + tag)}"\nmetrics_port = {free_port()}\nhistory_trigger_s = 5.0\n'
     )
@@ -52,13 +55,14 @@ def krm_json(*args: str) -> Any:
     return json.loads(out.stdout)
 
 
-def create_topic(cluster: LocalCluster, name: str, partitions: int, rf: int) -> dict[int, list[int]]:
+def create_topic(cluster: LocalCluster, name: str, partitions: int, rf: int,
+                 configs: dict[str, str] | None = None) -> dict[int, list[int]]:
     """Create a topic and return its assignment (partition -> replicas)."""
     from kafka.admin import KafkaAdminClient, NewTopic
 
     admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap_servers, client_id="krm-tests")
     try:
-        admin.create_topics([NewTopic(name, partitions, rf)])
+        admin.create_topics([NewTopic(name, partitions, rf, topic_configs=configs or {})])
 
         def described() -> dict[int, list[int]] | None:
             (t,) = admin.describe_topics([name])

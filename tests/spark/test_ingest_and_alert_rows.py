@@ -55,11 +55,27 @@ def test_bad_records_are_quarantined_with_their_reason(spark):
 
 def test_alert_rows_hold_findings_markers_and_cluster_state(spark):
     rows = alert_rows(valid(parse(_batch(spark, [json.dumps(_topic()), json.dumps(_cluster())])))).collect()
-    kinds = sorted((r.row_type, r.scope) for r in rows)
-    assert kinds == [("cluster", "cluster"), ("finding", "topic:rf1"), ("poll", "cluster"), ("poll", "topic:rf1")]
-    finding = next(r for r in rows if r.row_type == "finding")
+    kinds = sorted((r.row_type, r.scope, r.type) for r in rows)
+    assert kinds == [("cluster", "cluster", None), ("finding", "cluster", "BROKER_DOWN"),
+                     ("finding", "topic:rf1", "OFFLINE_PARTITION"), ("poll", "cluster", None), ("poll", "topic:rf1", None)]
+    assert next(r for r in rows if r.type == "BROKER_DOWN").broker == 2
+    finding = next(r for r in rows if r.type == "OFFLINE_PARTITION")
     assert (finding.topic, finding.partition, finding.cause) == ("rf1", 1, "single_replica_on_dead_broker")
     assert json.loads(finding.details)["must_return"] == [2]
+
+
+def test_isr_findings_and_missing_controller(spark):
+    parts = [{"partition": 0, "leader": 1, "leader_epoch": 0, "replicas": [1, 3, 2], "isr": [1], "offline_replicas": []}]
+    topic = topic_record("c1", "admin", 7, 1_000, topic="t3", live_brokers=[1, 2, 3], partitions=parts,
+                         min_insync_replicas=2, unclean_leader_election=False)
+    cluster = cluster_record("c1", "admin", 7, 1_000, controller_id=None, brokers=[{"id": 1, "live": True}],
+                             topic_count=1, partition_count=1)
+    rows = alert_rows(valid(parse(_batch(spark, [json.dumps(topic), json.dumps(cluster)])))).collect()
+    found = {r.type: r for r in rows if r.row_type == "finding"}
+    assert set(found) == {"UNDER_REPLICATED", "UNDER_MIN_ISR", "CONTROLLER_ANOMALY"}
+    details = json.loads(found["UNDER_MIN_ISR"].details)
+    assert details["out_of_sync"] == [3, 2] and details["effective_min_isr"] == 2
+    assert found["CONTROLLER_ANOMALY"].cause == "no_active_controller"
 
 
 def test_failed_cluster_poll_resolves_nothing(spark):

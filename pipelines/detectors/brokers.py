@@ -1,0 +1,39 @@
+"""BROKER_DOWN and CONTROLLER_ANOMALY: judged on each successful `cluster` record.
+
+- BROKER_DOWN: a broker the cluster knows (it holds replicas, or the collector saw it alive) is not
+  in the Metadata response's broker list, i.e. it is not registered: its ZooKeeper session expired
+  (ZooKeeper mode) or the controller fenced it (KRaft). Cause `not_registered`.
+- CONTROLLER_ANOMALY, cause `no_active_controller`: the Metadata response names no controller
+  (ZooKeeper mode: no broker holds /controller). KRaft answers clients with a random live broker
+  as "controller" (KIP-590), so this cause only fires in ZooKeeper mode; more than one active
+  controller needs every broker's ActiveControllerCount (JMX source).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+BROKER_DOWN = "BROKER_DOWN"
+CONTROLLER_ANOMALY = "CONTROLLER_ANOMALY"
+SEVERITY = {BROKER_DOWN: "critical", CONTROLLER_ANOMALY: "critical"}
+NOT_REGISTERED = "not_registered"
+NO_CONTROLLER = "no_active_controller"
+
+
+def down_brokers(brokers: Iterable[dict[str, Any]]) -> list[int]:
+    return sorted(b["id"] for b in brokers if not b["live"])
+
+
+def controller_missing(controller_id: int | None) -> bool:
+    return controller_id is None or controller_id < 0
+
+
+def broker_columns(cluster_state: Any) -> dict[str, Any]:
+    """Spark form: {"down": array of broker structs not live, "no_controller": boolean}."""
+    from pyspark.sql import functions as F
+
+    cid = cluster_state["controller_id"]
+    return {
+        "down": F.filter(cluster_state["brokers"], lambda b: ~b["live"]),
+        "no_controller": cid.isNull() | (cid < 0),
+    }

@@ -1,0 +1,83 @@
+"""UNDER_REPLICATED, UNDER_MIN_ISR and AT_MIN_ISR: the ISR against the assignment and min ISR.
+
+The broker's definitions (`core/src/main/scala/kafka/cluster/Partition.scala`, Kafka 3.9):
+- under-replicated: the partition has a leader and |ISR| < replication factor;
+- under min ISR: |ISR| < effectiveMinIsr, where effectiveMinIsr = min(min.insync.replicas, RF):
+  a min.insync.replicas above the replication factor is clamped, not enforced;
+- at min ISR: |ISR| == effectiveMinIsr.
+These are what the broker enforces (acks=all producers get NotEnoughReplicas under min ISR), so
+they drive the incidents. Partitions without a live leader are OFFLINE_PARTITION instead.
+
+kafka-topics sees it differently (`tools/src/main/java/org/apache/kafka/tools/TopicCommand.java`,
+`PartitionDescription`, read from the 3.9.1 jar): `--under-min-isr-partitions` compares |ISR| with
+the raw min.insync.replicas and lists leaderless partitions too; `--at-min-isr-partitions` uses the
+raw value. `details.cli_view` records what kafka-topics would say where it differs.
+
+At min ISR by the broker's definition holds permanently for every healthy partition whose RF equals
+its min ISR (e.g. RF 1): that is a configuration choice, not an event. AT_MIN_ISR therefore opens
+only when the partition got there by losing ISR members (|ISR| < RF).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+UNDER_REPLICATED = "UNDER_REPLICATED"
+UNDER_MIN_ISR = "UNDER_MIN_ISR"
+AT_MIN_ISR = "AT_MIN_ISR"
+SEVERITY = {UNDER_REPLICATED: "warning", UNDER_MIN_ISR: "critical", AT_MIN_ISR: "warning"}
+DEFAULT_MIN_ISR = 1  # Kafka's default min.insync.replicas; used when the config is unknown
+
+
+@dataclass(frozen=True)
+class IsrVerdict:
+    types: tuple[str, ...]  # subset of (UNDER_REPLICATED, UNDER_MIN_ISR, AT_MIN_ISR), in that order
+    effective_min_isr: int
+    out_of_sync: tuple[int, ...]  # replicas not in the ISR, in assignment order
+    cli_view: dict[str, bool]  # kafka-topics' verdicts where they differ from the broker's
+
+
+def effective_min_isr(min_insync_replicas: int | None, replicas: Sequence[int]) -> int:
+    return min(min_insync_replicas if min_insync_replicas is not None else DEFAULT_MIN_ISR, len(replicas))
+
+
+def classify_isr(replicas: Sequence[int], isr: Sequence[int], min_insync_replicas: int | None) -> IsrVerdict:
+    """For a partition with a live leader (offline partitions are classified by `offline`)."""
+    eff = effective_min_isr(min_insync_replicas, replicas)
+    n = len(isr)
+    under_rep = n < len(replicas)
+    types = []
+    if under_rep:
+        types.append(UNDER_REPLICATED)
+    if n < eff:
+        types.append(UNDER_MIN_ISR)
+    elif n == eff and under_rep:
+        types.append(AT_MIN_ISR)
+    raw = min_insync_replicas if min_insync_replicas is not None else DEFAULT_MIN_ISR
+    cli: dict[str, bool] = {}
+    if (n < raw) != (n < eff):
+        cli["under_min_isr"] = n < raw
+    if (n == raw) != (n == eff):
+        cli["at_min_isr"] = n == raw
+    return IsrVerdict(tuple(types), eff, tuple(r for r in replicas if r not in isr), cli)
+
+
+def isr_columns(replicas: Any, isr: Any, min_insync_replicas: Any) -> dict[str, Any]:
+    """The same rule as Spark Columns: {"under_replicated", "under_min_isr", "at_min_isr",
+    "effective_min_isr", "out_of_sync", "cli_under_min_isr", "cli_at_min_isr"}."""
+    from pyspark.sql import functions as F
+
+    raw = F.coalesce(min_insync_replicas, F.lit(DEFAULT_MIN_ISR))
+    eff = F.least(raw, F.size(replicas))
+    n = F.size(isr)
+    under_rep = n < F.size(replicas)
+    return {
+        "under_replicated": under_rep,
+        "under_min_isr": n < eff,
+        "at_min_isr": (n == eff) & under_rep,
+        "effective_min_isr": eff,
+        "out_of_sync": F.filter(replicas, lambda r: ~F.array_contains(isr, r)),
+        "cli_under_min_isr": n < raw,
+        "cli_at_min_isr": n == raw,
+    }

@@ -1,0 +1,32 @@
+import pytest
+
+from pipelines.detectors.brokers import controller_missing, down_brokers
+from pipelines.detectors.isr import classify_isr
+from tests.golden_isr import CASES
+
+pytestmark = pytest.mark.unit
+
+
+@pytest.mark.parametrize("num,replicas,isr,min_isr,types,eff,cli,reason", CASES, ids=[f"case{c[0]}" for c in CASES])
+def test_isr_golden(num, replicas, isr, min_isr, types, eff, cli, reason):
+    v = classify_isr(replicas, isr, min_isr)
+    assert (v.types, v.effective_min_isr) == (types, eff), reason
+    assert v.cli_view == cli, reason
+
+
+def test_out_of_sync_in_assignment_order():
+    assert classify_isr([3, 1, 2], [1], 2).out_of_sync == (3, 2)
+
+
+@pytest.mark.parametrize("brokers,down", [
+    ([{"id": 1, "live": True}, {"id": 2, "live": False}], [2]),
+    ([{"id": 1, "live": True}], []),
+    ([], []),
+])
+def test_down_brokers(brokers, down):
+    assert down_brokers(brokers) == down
+
+
+@pytest.mark.parametrize("cid,missing", [(None, True), (-1, True), (0, False), (3, False)])
+def test_controller_missing(cid, missing):
+    assert controller_missing(cid) is missing

@@ -1,0 +1,54 @@
+"""/metrics built from a snapshot: per-partition series only while unhealthy, aggregates always."""
+
+import pytest
+from prometheus_client import CollectorRegistry
+
+from pipelines.incidents import Incident
+from pipelines.metrics import ClusterView, KrmCollector, PipelineState
+
+pytestmark = pytest.mark.unit
+
+
+def _inc(type_, partition, cause=None, severity="critical"):
+    return Incident(f"id-{type_}-{partition}", "c1", "topic:t", type_, severity, "t", partition, None, cause, {},
+                    1000, 2000, None, "open")
+
+
+def _registry(state, now=12.5):
+    reg = CollectorRegistry(auto_describe=False)
+    reg.register(KrmCollector(state, clock=lambda: now))
+    return reg
+
+
+def test_healthy_cluster_has_aggregates_and_no_partition_series():
+    state = PipelineState()
+    state.update(clusters={"c1": ClusterView(((1, True), (2, True)), 1, None, 10_000)})
+    reg = _registry(state)
+    assert reg.get_sample_value("krm_cluster_offline_partitions", {"cluster": "c1"}) == 0
+    assert reg.get_sample_value("krm_cluster_under_min_isr_partitions", {"cluster": "c1"}) == 0
+    assert reg.get_sample_value("krm_broker_up", {"cluster": "c1", "broker": "2"}) == 1
+    assert reg.get_sample_value("krm_observation_age_seconds", {"cluster": "c1"}) == pytest.approx(2.5)
+    names = {m.name for m in reg.collect() for s in m.samples}
+    assert not any(n.startswith("krm_partition_") for n in names)
+
+
+def test_open_incidents_become_series_and_counts():
+    state = PipelineState()
+    state.update(clusters={"c1": ClusterView(((1, True), (2, False)), 1, None, 10_000)},
+                 open_incidents=(_inc("OFFLINE_PARTITION", 0, "single_replica_on_dead_broker"),
+                                 _inc("UNDER_REPLICATED", 1, severity="warning"), _inc("UNDER_MIN_ISR", 1)))
+    reg = _registry(state)
+    assert reg.get_sample_value("krm_partition_offline", {"cluster": "c1", "topic": "t", "partition": "0",
+                                                          "cause": "single_replica_on_dead_broker"}) == 1
+    assert reg.get_sample_value("krm_partition_under_replicated", {"cluster": "c1", "topic": "t", "partition": "1"}) == 1
+    assert reg.get_sample_value("krm_partition_under_min_isr", {"cluster": "c1", "topic": "t", "partition": "1"}) == 1
+    assert reg.get_sample_value("krm_cluster_offline_partitions", {"cluster": "c1"}) == 1
+    assert reg.get_sample_value("krm_incidents_open", {"cluster": "c1", "type": "UNDER_REPLICATED",
+                                                       "severity": "warning"}) == 1
+    assert reg.get_sample_value("krm_broker_up", {"cluster": "c1", "broker": "2"}) == 0
+
+
+def test_unreachable_cluster_is_visible():
+    state = PipelineState()
+    state.update(clusters={"c1": ClusterView((), None, "NoBrokersAvailable", 10_000)})
+    assert _registry(state).get_sample_value("krm_cluster_reachable", {"cluster": "c1"}) == 0
