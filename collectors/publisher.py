@@ -13,8 +13,6 @@ from schemas.observation import check
 
 log = logging.getLogger(__name__)
 
-FLUSH_TIMEOUT_S = 10.0
-
 
 def record_key(record: dict[str, Any]) -> bytes:
     """Records of one subject share a key, so they stay in order on one partition."""
@@ -48,48 +46,47 @@ class Publisher:
             retries=5,
             retry_backoff_ms=200,
             metadata_max_age_ms=10000,
+            max_block_ms=1000,  # a full buffer drops (and counts) records instead of stalling polls
+            max_in_flight_requests_per_connection=1,  # retries keep each subject's records in order
             max_request_size=8 * 1024 * 1024,
             value_serializer=lambda v: json.dumps(v, separators=(",", ":")).encode(),
         )
         return self
 
     def publish(self, records: list[dict[str, Any]]) -> None:
-        """Send one poll's records and wait for them: the alert path wants them on the topic now."""
-        futures = []
+        """Hand one poll's records to the producer and return: the poll loop never waits on the
+        observations topic (its leader may sit on the very broker that just died). The producer
+        sends within linger_ms; delivery failures are counted and logged by the callbacks."""
         for rec in records:
             try:
                 check(rec)
             except Exception as e:  # noqa: BLE001 - a collector bug must not stop the other records
-                with self._lock:
-                    self.invalid += 1
+                self._count("invalid")
                 log.error("collector produced an invalid record, not published: %s", e)
                 continue
-            futures.append(self._producer.send(self.settings.topic, key=record_key(rec), value=rec))
-        try:
-            self._producer.flush(timeout=FLUSH_TIMEOUT_S)
-        except Exception as e:  # noqa: BLE001 - counted below as dropped; the next poll goes on
-            log.error("observations topic %s did not take a poll's records within %ss: %s", self.settings.topic,
-                      FLUSH_TIMEOUT_S, e)
-        failed = 0
-        for f in futures:
-            if not f.is_done:
-                failed += 1
-                last = TimeoutError("not acknowledged in time")
-                continue
             try:
-                f.get(timeout=0)
-            except Exception as e:  # noqa: BLE001
-                failed += 1
-                last = e
+                future = self._producer.send(self.settings.topic, key=record_key(rec), value=rec)
+            except Exception as e:  # noqa: BLE001 - buffer full (max_block_ms) or producer closed
+                self._failed(e)
+                continue
+            future.add_callback(lambda _md: self._count("sent"))
+            future.add_errback(self._failed)
+
+    def _count(self, what: str) -> None:
         with self._lock:
-            self.sent += len(futures) - failed
-            self.dropped += failed
-        if failed:
-            log.error("%d observation records could not be published to %s: %s", failed, self.settings.topic, last)
+            setattr(self, what, getattr(self, what) + 1)
+
+    def _failed(self, e: Exception) -> None:
+        with self._lock:
+            self.dropped += 1
+            first = self.dropped == 1 or self.dropped % 1000 == 0
+        if first:
+            log.error("observation records could not be published to %s (%d dropped so far): %s",
+                      self.settings.topic, self.dropped, e)
 
     def close(self) -> None:
         if self._producer is not None:
-            self._producer.close(timeout=5)
+            self._producer.close(timeout=5)  # flushes what is still buffered
             self._producer = None
 
 

@@ -70,7 +70,10 @@ class Monitor:
             self.collector.stop()
             self.collector = None
         if self._own_spark and self._spark is not None:
-            self._spark.stop()
+            try:
+                self._spark.stop()
+            except Exception as e:  # noqa: BLE001 - the JVM may have received the same SIGINT/SIGTERM
+                log.warning("Spark did not stop cleanly (%s)", type(e).__name__)
             self._spark = None
 
     def run_forever(self) -> None:

@@ -69,8 +69,23 @@ def topic_rows(obs: Any) -> Any:
 
     unhealthy = F.filter(ts["partitions"],
                          lambda p: off(p)["is_offline"] | (F.size(p["isr"]) < F.size(p["replicas"])))
-    return F.concat(F.array(_row(row_type=F.lit("poll"), scope=scope, topic=topic)),
-                    F.flatten(F.transform(unhealthy, partition_findings)))
+    marker = _row(row_type=F.lit("poll"), scope=scope, topic=topic, details=broker_counts(ts["partitions"]))
+    return F.concat(F.array(marker), F.flatten(F.transform(unhealthy, partition_findings)))
+
+
+def broker_counts(partitions: Any) -> Any:
+    """Per broker of one topic, as JSON [[broker, leaders, replicas, preferred_not_leading], ...]:
+    the inputs of krm_broker_leaders / krm_broker_replicas and of leader-skew detection. The
+    preferred leader is the first replica (Kafka's definition)."""
+    from pyspark.sql import functions as F
+
+    leaders = F.transform(partitions, lambda p: p["leader"])
+    all_replicas = F.flatten(F.transform(partitions, lambda p: p["replicas"]))
+    not_leading = F.transform(F.filter(partitions, lambda p: F.element_at(p["replicas"], 1) != p["leader"]),
+                              lambda p: F.element_at(p["replicas"], 1))
+    count = lambda arr, b: F.size(F.filter(arr, lambda x: x == b))  # noqa: E731
+    return F.to_json(F.transform(F.array_distinct(all_replicas),
+                                 lambda b: F.array(b, count(leaders, b), count(all_replicas, b), count(not_leading, b))))
 
 
 def cluster_rows(obs: Any) -> Any:

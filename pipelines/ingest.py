@@ -17,6 +17,14 @@ def read_observations(spark: Any, config: Config) -> Any:
         .option("startingOffsets", config.pipeline.starting_offsets)
         # Retention may delete records while the pipeline is down: keep going, Spark logs the gap.
         .option("failOnDataLoss", "false")
+        # Spark's driver lists offsets through a Kafka AdminClient whose default timeout is 60 s:
+        # when the broker leading an observations partition dies, that stalled every batch for a
+        # minute. Short timeouts and fresh metadata make it retry against the new leader instead.
+        .option("kafka.default.api.timeout.ms", "5000")
+        .option("kafka.request.timeout.ms", "5000")
+        .option("kafka.metadata.max.age.ms", "5000")
+        .option("kafka.reconnect.backoff.max.ms", "1000")
+        .option("fetchOffset.retryIntervalMs", "200")
         .load()
     )
 

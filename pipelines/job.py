@@ -21,6 +21,7 @@ from pipelines import findings as F_
 from pipelines.incident_store import IncidentStore
 from pipelines.incidents import Finding, IncidentBook, ScopePoll
 from pipelines.ingest import parse, read_observations, rejected, valid
+from pipelines.load import BrokerLoad, TopicLoad
 from pipelines.metrics import ClusterView, PipelineState
 
 log = logging.getLogger(__name__)
@@ -74,35 +75,41 @@ class AlertPath:
         self.state = state
         self.book = book
         self.store = store
+        self.counts = BrokerLoad()
 
     def __call__(self, batch: Any, batch_id: int) -> None:
         t0 = time.perf_counter()
         rows = batch.collect()
-        polls, found, clusters = split_rows(rows)
+        polls, found, clusters, counts = split_rows(rows)
         changed = self.book.apply(polls, found)
+        self.counts.update(counts)
         snap = self.state.snapshot
         views = dict(snap.clusters)
         for name, view in clusters.items():
             if name not in views or view.newest_observed_ms >= views[name].newest_observed_ms:
                 views[name] = view
         self.state.update(clusters=views, open_incidents=tuple(self.book.open_incidents()), batches=snap.batches + 1,
-                          last_batch_s=time.perf_counter() - t0)
+                          broker_load=self.counts.totals(), last_batch_s=time.perf_counter() - t0)
         t_metrics = time.perf_counter() - t0
         self.store.upsert(changed)  # after /metrics: the alert is already visible
         log.debug("alert batch %d: %d rows, %.3fs to /metrics, %.3fs total", batch_id, len(rows), t_metrics,
                   time.perf_counter() - t0)
 
 
-def split_rows(rows: list[Any]) -> tuple[list[ScopePoll], list[Finding], dict[str, ClusterView]]:
+def split_rows(rows: list[Any]) -> tuple[list[ScopePoll], list[Finding], dict[str, ClusterView], list[TopicLoad]]:
     polls: list[ScopePoll] = []
     found: list[Finding] = []
     clusters: dict[str, ClusterView] = {}
+    counts: list[TopicLoad] = []
     for r in rows:
         if r.row_type == "finding":
             found.append(Finding(r.cluster, r.scope, r.type, r.severity, r.topic, r.partition, r.broker, r.cause,
                                  json.loads(r.details), r.observed_at_ms, r.poll_id))
         elif r.row_type == "poll":
             polls.append(ScopePoll(r.cluster, r.scope, r.poll_id, r.observed_at_ms))
+            if r.topic is not None and r.details:
+                counts.append(TopicLoad(r.cluster, r.topic, r.observed_at_ms,
+                                        {b: (lead, rep, npref) for b, lead, rep, npref in json.loads(r.details)}))
         else:
             prev = clusters.get(r.cluster)
             if prev is None or r.observed_at_ms >= prev.newest_observed_ms:
@@ -110,7 +117,7 @@ def split_rows(rows: list[Any]) -> tuple[list[ScopePoll], list[Finding], dict[st
                 clusters[r.cluster] = ClusterView(
                     brokers=tuple((b["id"], bool(b["live"])) for b in cs.get("brokers", [])),
                     controller_id=cs.get("controller_id"), error=cs.get("error"), newest_observed_ms=r.observed_at_ms)
-    return polls, found, clusters
+    return polls, found, clusters, counts
 
 
 class HistoryPath:
@@ -182,8 +189,8 @@ class Pipeline:
         for q in self.queries:
             try:
                 q.stop()
-            except Exception:  # noqa: BLE001 - stopping the others matters more
-                log.exception("stopping query %s failed", q.name)
+            except Exception as e:  # noqa: BLE001 - e.g. the JVM already went down with the same signal
+                log.warning("a streaming query did not stop cleanly (%s: %s)", type(e).__name__, str(e)[:200])
         self.queries = []
 
     def check_alive(self) -> None:

@@ -45,6 +45,7 @@ class ClusterView:
 class Snapshot:
     clusters: dict[str, ClusterView] = field(default_factory=dict)
     open_incidents: tuple[Incident, ...] = ()
+    broker_load: dict[str, dict[int, tuple[int, int, int]]] = field(default_factory=dict)
     batches: int = 0
     last_batch_s: float = 0.0
     records_quarantined: int = 0
@@ -107,14 +108,21 @@ class KrmCollector:
                                       labels=["cluster"])
         broker_up = GaugeMetricFamily("krm_broker_up", "1 if the broker is registered with the cluster.",
                                       labels=["cluster", "broker"])
+        leaders = GaugeMetricFamily("krm_broker_leaders", "Partitions led by the broker.", labels=["cluster", "broker"])
+        replicas = GaugeMetricFamily("krm_broker_replicas", "Replicas assigned to the broker.", labels=["cluster", "broker"])
         for name, view in sorted(snap.clusters.items()):
             for t, fam in counts.items():
                 fam.add_metric([name], per_cluster[(name, t)])
             age.add_metric([name], max(0.0, now - view.newest_observed_ms / 1000))
             reachable.add_metric([name], 0 if view.error else 1)
-            for bid, live in view.brokers:
+            load = snap.broker_load.get(name, {})
+            for bid in sorted({b for b, _ in view.brokers} | set(load)):
+                live = dict(view.brokers).get(bid, False)
                 broker_up.add_metric([name, str(bid)], 1 if live else 0)
-        yield from (*counts.values(), age, reachable, broker_up)
+                lead, rep, _ = load.get(bid, (0, 0, 0))
+                leaders.add_metric([name, str(bid)], lead)
+                replicas.add_metric([name, str(bid)], rep)
+        yield from (*counts.values(), age, reachable, broker_up, leaders, replicas)
 
         incidents = GaugeMetricFamily("krm_incidents_open", "Open incidents.", labels=["cluster", "type", "severity"])
         for (c, t, s), n in sorted(open_count.items()):

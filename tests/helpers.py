@@ -31,6 +31,21 @@ def wait_for(check: Callable[[], Any], timeout_s: float, what: str, interval_s: 
     raise AssertionError(f"timed out after {timeout_s}s waiting for {what} (last error: {last_exc})")
 
 
+def wait_equal(get: Callable[[], Any], want: Any, timeout_s: float, what: str) -> Any:
+    """wait_for(get() == want), reporting the last value seen when it never happened."""
+    seen: list[Any] = []
+
+    def check() -> bool:
+        seen.append(get())
+        return seen[-1] == want
+
+    try:
+        wait_for(check, timeout_s, what)
+    except AssertionError as e:
+        raise AssertionError(f"{e}; last value: {seen[-1] if seen else None!r}") from None
+    return seen[-1]
+
+
 def write_config(cluster: LocalCluster, tmp: Path, poll_interval_s: float = 1.0,
                  observations_on: LocalCluster | None = None) -> Path:
     """A krm config for `cluster` with its own data dir, metrics port and observations topic

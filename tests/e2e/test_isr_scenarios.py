@@ -10,7 +10,7 @@ import pytest
 from krm.config import load_config
 from krm.runner import Monitor
 from krm.scrape import scrape, series
-from tests.helpers import create_topic, krm_json, wait_for, write_config
+from tests.helpers import create_topic, krm_json, wait_equal, wait_for, write_config
 
 pytestmark = pytest.mark.e2e
 
@@ -21,19 +21,6 @@ def _partition_series(url, cluster, topic):
                  "krm_partition_offline"):
         out |= {name for s in series(scrape(url), name, cluster=cluster) if s.labels.get("topic") == topic}
     return out
-
-
-def _until_series(url, cluster, topic, want, timeout_s, what):
-    seen = []
-
-    def check():
-        seen.append(_partition_series(url, cluster, topic))
-        return seen[-1] == want
-
-    try:
-        wait_for(check, timeout_s, what)
-    except AssertionError as e:
-        raise AssertionError(f"{e}; last /metrics view: {seen[-1] if seen else None}") from None
 
 
 def test_followers_paused_one_by_one(kraft_cluster, zk_cluster, spark, tmp_path):
@@ -51,12 +38,11 @@ def test_followers_paused_one_by_one(kraft_cluster, zk_cluster, spark, tmp_path)
         assert _partition_series(url, cluster.name, topic) == set()
 
         cluster.pause(f1)
-        _until_series(url, cluster.name, topic, {"krm_partition_under_replicated", "krm_partition_at_min_isr"}, 60,
-                      "UNDER_REPLICATED + AT_MIN_ISR")
+        view = lambda: _partition_series(url, cluster.name, topic)  # noqa: E731
+        wait_equal(view, {"krm_partition_under_replicated", "krm_partition_at_min_isr"}, 60, "URP + AT_MIN_ISR")
 
         cluster.pause(f2)
-        _until_series(url, cluster.name, topic, {"krm_partition_under_replicated", "krm_partition_under_min_isr"}, 60,
-                      "UNDER_MIN_ISR")
+        wait_equal(view, {"krm_partition_under_replicated", "krm_partition_under_min_isr"}, 60, "UNDER_MIN_ISR")
         incidents = wait_for(lambda: (lambda xs: xs if {i["type"] for i in xs} >= {"UNDER_REPLICATED", "UNDER_MIN_ISR"}
                                       else None)([i for i in krm_json("incidents", "--open", "--config", str(config_path))
                                                   if i["topic"] == topic]), 30, "incidents stored")
@@ -69,7 +55,7 @@ def test_followers_paused_one_by_one(kraft_cluster, zk_cluster, spark, tmp_path)
 
         cluster.resume(f1)
         cluster.resume(f2)
-        _until_series(url, cluster.name, topic, set(), 90, "full ISR again")
+        wait_equal(view, set(), 90, "full ISR again")
         wait_for(lambda: not [i for i in krm_json("incidents", "--open", "--config", str(config_path))
                               if i["topic"] == topic or i["type"] == "BROKER_DOWN"], 30, "all resolved")
     finally:

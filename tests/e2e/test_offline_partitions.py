@@ -14,7 +14,7 @@ import pytest
 from krm.config import load_config
 from krm.runner import Monitor
 from krm.scrape import scrape, series
-from tests.helpers import KRM, create_topic, krm_json, wait_for, write_config
+from tests.helpers import KRM, create_topic, krm_json, wait_equal, wait_for, write_config
 
 pytestmark = pytest.mark.e2e
 
@@ -56,7 +56,7 @@ def test_killed_broker_takes_exactly_its_rf1_partitions_offline(mode, request, s
         cluster.kill(victim)
         t_kill = time.monotonic()
         want = {(p, CAUSE) for p in expected}
-        wait_for(lambda: _offline(url, cluster.name, topic) == want, 60, f"offline series {sorted(want)}")
+        wait_equal(lambda: _offline(url, cluster.name, topic), want, 60, f"offline series {sorted(want)}")
         print(f"\n[{mode}] SIGKILL -> krm_partition_offline on /metrics: {time.monotonic() - t_kill:.1f}s")
         # Nothing else in the cluster is reported offline (RF-3 topics moved their leaders).
         others = [s for s in series(scrape(url), "krm_partition_offline", cluster=cluster.name) if s.labels["topic"] != topic]
@@ -104,14 +104,14 @@ def test_pipeline_killed_mid_incident_neither_loses_nor_duplicates(zk_cluster, t
         wait_for(lambda: _healthy(url, cluster.name, 3), 120, "krm run to report a healthy cluster")
         cluster.kill(victim)
         want = {(p, CAUSE) for p in expected}
-        wait_for(lambda: _offline(url, cluster.name, topic) == want, 60, "the offline alerts")
+        wait_equal(lambda: _offline(url, cluster.name, topic), want, 60, "the offline alerts")
         before = wait_for(lambda: (lambda o: o if len(o) == len(expected) else None)(_open_incidents(config_path, topic)),
                           30, "open incidents stored")
 
         os.killpg(run.pid, signal.SIGKILL)  # the Python driver and its Spark JVM, no goodbye
         run.wait(timeout=30)
         run = start_run()
-        wait_for(lambda: _offline(url, cluster.name, topic) == want, 120, "the alerts after the restart")
+        wait_equal(lambda: _offline(url, cluster.name, topic), want, 120, "the alerts after the restart")
         after = _open_incidents(config_path, topic)
         assert sorted(after) == sorted(before), "restart must keep the same incidents, not open new ones"
         assert {i["opened_at"] for i in after.values()} == {i["opened_at"] for i in before.values()}

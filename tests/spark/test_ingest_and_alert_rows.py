@@ -81,3 +81,17 @@ def test_isr_findings_and_missing_controller(spark):
 def test_failed_cluster_poll_resolves_nothing(spark):
     rows = alert_rows(valid(parse(_batch(spark, [json.dumps(_cluster(error="NoBrokersAvailable"))])))).collect()
     assert [(r.row_type, r.scope) for r in rows] == [("cluster", "cluster")]
+
+
+def test_poll_marker_carries_per_broker_counts(spark):
+    parts = [
+        {"partition": 0, "leader": 1, "replicas": [1, 2], "isr": [1, 2]},
+        {"partition": 1, "leader": 1, "replicas": [2, 1], "isr": [2, 1]},  # preferred 2, led by 1
+        {"partition": 2, "leader": -1, "replicas": [3], "isr": [3]},
+    ]
+    rec = topic_record("c1", "admin", 7, 1_000, topic="t", live_brokers=[1, 2], partitions=parts,
+                       min_insync_replicas=1, unclean_leader_election=False)
+    rows = alert_rows(valid(parse(_batch(spark, [json.dumps(rec)])))).collect()
+    marker = next(r for r in rows if r.row_type == "poll")
+    counts = {b: (lead, rep, npref) for b, lead, rep, npref in json.loads(marker.details)}
+    assert counts == {1: (2, 2, 0), 2: (0, 2, 1), 3: (0, 1, 1)}
