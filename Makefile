@@ -4,8 +4,9 @@
 #   make test   install what is missing, then run the whole test suite
 #
 # Installs are idempotent and cached: the venv in .venv, jars in .cache/jars (from Maven Central,
-# pinned in jvm/*.xml), Debian packages only if their command is missing. A second run needs no
-# network: every step is guarded by a stamp file or a `command -v` check.
+# pinned in jvm/*.xml), Debian packages only if their command is missing (a JDK, Maven, and
+# Prometheus for promtool; services are not started: policy-rc.d blocks them during the install).
+# A second run needs no network: every step is guarded by a stamp file or a `command -v` check.
 
 SHELL := /bin/bash
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
@@ -31,12 +32,16 @@ setup: system-packages jars venv
 
 system-packages:
 	@missing=(); \
-	command -v java >/dev/null || missing+=(openjdk-17-jre-headless); \
+	command -v javac >/dev/null || missing+=(openjdk-17-jdk-headless); \
 	command -v mvn >/dev/null || missing+=(maven); \
+	command -v promtool >/dev/null || missing+=(prometheus); \
 	$(PYTHON) -c 'import venv, ensurepip' 2>/dev/null || missing+=(python3-venv); \
 	if [ $${#missing[@]} -gt 0 ]; then \
 	  echo "installing Debian packages: $${missing[*]}"; \
-	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$${missing[@]}" >/dev/null; \
+	  blocker=; if [ ! -e /usr/sbin/policy-rc.d ]; then blocker=/usr/sbin/policy-rc.d; \
+	    printf '#!/bin/sh\nexit 101\n' > $$blocker; chmod +x $$blocker; fi; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$${missing[@]}" >/dev/null; \
+	  rc=$$?; [ -z "$$blocker" ] || rm -f $$blocker; [ $$rc -eq 0 ] || exit $$rc; \
 	fi
 
 jars: $(STAMPS)/jars

@@ -43,6 +43,8 @@ def main() -> int:
     ap.add_argument("--mode", choices=["zk", "kraft"], default="zk")
     ap.add_argument("--rounds", type=int, default=20)
     ap.add_argument("--poll", type=float, default=1.0, help="collector poll interval, seconds")
+    ap.add_argument("--separate-observations", action="store_true",
+                    help="put the observations topic on a second (1-broker KRaft) cluster, as recommended in production")
     args = ap.parse_args()
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
@@ -50,9 +52,12 @@ def main() -> int:
     cluster = LocalCluster(root=tmp / "bench", mode=args.mode, brokers=3,
                            chroot="/kafka_cluster_01" if args.mode == "zk" else None).up()
     monitor = None
+    obs_cluster = None
     try:
+        if args.separate_observations:
+            obs_cluster = LocalCluster(root=tmp / "observations", mode="kraft", brokers=1).up()
         assignment = create_topic(cluster, "bench-rf1", partitions=6, rf=1)
-        config = load_config(write_config(cluster, tmp, poll_interval_s=args.poll))
+        config = load_config(write_config(cluster, tmp, poll_interval_s=args.poll, observations_on=obs_cluster))
         monitor = Monitor(config).start()
         url = monitor.metrics_url
         wait_for(lambda: series(scrape(url), "krm_cluster_offline_partitions", cluster=cluster.name), 120, "/metrics")
@@ -91,7 +96,8 @@ def main() -> int:
             print(line, flush=True)
             cluster.start(victim)
             wait_for(lambda: not series(scrape(url), "krm_partition_offline", cluster=cluster.name), 90, "clear")
-        print(f"\nmode={args.mode} poll={args.poll}s rounds={len(kill_lat)}")
+        where = "separate cluster" if obs_cluster else "the monitored cluster"
+        print(f"\nmode={args.mode} poll={args.poll}s rounds={len(kill_lat)} observations topic on {where}")
         print(f"kill -> /metrics        p50 {statistics.median(kill_lat):.2f}s  p95 {pct(kill_lat, 0.95):.2f}s  "
               f"max {max(kill_lat):.2f}s")
         if ctl_lat:
@@ -104,6 +110,8 @@ def main() -> int:
         if monitor is not None:
             monitor.stop()
         cluster.down()
+        if obs_cluster is not None:
+            obs_cluster.down()
 
 
 if __name__ == "__main__":

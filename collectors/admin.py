@@ -40,8 +40,13 @@ class AdminSource:
         unreachable cluster: the failure is itself the observation (a cluster record with `error`)."""
         self._poll_id += 1
         try:
-            admin = self._client()
-            md = self._metadata(admin)
+            try:
+                admin = self._client()
+                md = self._metadata(admin)
+            except Exception:  # noqa: BLE001 - every known broker failed: start over from bootstrap once
+                self._close()
+                admin = self._client()
+                md = self._metadata(admin)
             observed_at_ms = int(time.time() * 1000)
             topics = [t for t in md["topics"] if t["error_code"] == 0]
         except Exception as e:  # noqa: BLE001 - any client failure becomes an observation

@@ -51,7 +51,7 @@ class PipelineConfig:
     data_dir: Path
     metrics_host: str = "127.0.0.1"
     metrics_port: int = 9308
-    spark_master: str = "local[2]"
+    spark_master: str = "local[2,4]"
     starting_offsets: str = "latest"  # only for a pipeline with no checkpoint yet
     flap_window_s: float = 300.0  # an incident reopening within this window is the same incident
     history_trigger_s: float = 10.0  # observations/quarantine Delta appends (beside the alert path)
@@ -144,7 +144,7 @@ def parse_config(raw: dict[str, Any], source: Path | None = None) -> Config:
         data_dir=data_dir,
         metrics_host=r.string("[pipeline]", p, "metrics_host", default="127.0.0.1"),
         metrics_port=r.number("[pipeline]", p, "metrics_port", 9308, int, minimum=0, maximum=65535),
-        spark_master=r.string("[pipeline]", p, "spark_master", default="local[2]"),
+        spark_master=r.string("[pipeline]", p, "spark_master", default="local[2,4]"),
         starting_offsets=starting,
         flap_window_s=r.number("[pipeline]", p, "flap_window_s", 300.0, float, minimum=0.0),
         history_trigger_s=r.number("[pipeline]", p, "history_trigger_s", 10.0, float, minimum=0.0),

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -160,6 +161,8 @@ class Pipeline:
         self.state = state or PipelineState()
         self.tables = Tables(config.pipeline.data_dir)
         self.queries: list[Any] = []
+        self._starters: dict[str, Any] = {}
+        self._stopping = threading.Event()
 
     def start(self) -> Pipeline:
         flap_ms = int(self.config.pipeline.flap_window_s * 1000)
@@ -171,20 +174,44 @@ class Pipeline:
             log.info("resuming with %d open incidents from %s", len(book.open_incidents()), self.tables.incidents)
 
         raw = read_observations(self.spark, self.config)
-        sc = self.spark.sparkContext
-        sc.setLocalProperty("spark.scheduler.pool", "alerts")
-        alert = (F_.alert_rows(valid(parse(raw))).writeStream.queryName("krm-alerts").foreachBatch(interruptible(AlertPath(self.state, book, store)))
-                 .option("checkpointLocation", str(self.tables.checkpoints / "alerts")).start())
-        sc.setLocalProperty("spark.scheduler.pool", "history")
-        history = (parse(raw).writeStream.queryName("krm-history")
-                   .foreachBatch(interruptible(HistoryPath(self.state, self.tables, app_id="krm-history")))
-                   .trigger(processingTime=f"{self.config.pipeline.history_trigger_s} seconds")
-                   .option("checkpointLocation", str(self.tables.checkpoints / "history")).start())
-        sc.setLocalProperty("spark.scheduler.pool", None)
-        self.queries = [alert, history]
+        alert_path = interruptible(AlertPath(self.state, book, store))
+        history_path = interruptible(HistoryPath(self.state, self.tables, app_id="krm-history"))
+
+        def start_alerts() -> Any:
+            return self._in_pool("alerts", lambda: (
+                F_.alert_rows(valid(parse(raw))).writeStream.queryName("krm-alerts").foreachBatch(alert_path)
+                .option("checkpointLocation", str(self.tables.checkpoints / "alerts")).start()))
+
+        def start_history() -> Any:
+            return self._in_pool("history", lambda: (
+                parse(raw).writeStream.queryName("krm-history").foreachBatch(history_path)
+                .trigger(processingTime=f"{self.config.pipeline.history_trigger_s} seconds")
+                .option("checkpointLocation", str(self.tables.checkpoints / "history")).start()))
+
+        self._starters = {"krm-alerts": start_alerts, "krm-history": start_history}
+        self.queries = [start_alerts(), start_history()]
+        self._watchdog = threading.Thread(target=self._watch, name="krm-query-watchdog", daemon=True)
+        self._watchdog.start()
         return self
 
+    def _in_pool(self, pool: str, start: Any) -> Any:
+        """Start a query in a FAIR scheduler pool, so history writes never queue ahead of alerts."""
+        sc = self.spark.sparkContext
+        sc.setLocalProperty("spark.scheduler.pool", pool)
+        try:
+            return start()
+        finally:
+            sc.setLocalProperty("spark.scheduler.pool", None)
+
+    def _watch(self) -> None:
+        while not self._stopping.wait(2.0):
+            try:
+                self.restart_failed()
+            except Exception:  # noqa: BLE001 - e.g. the JVM is going down; the next round retries
+                log.exception("could not restart a failed streaming query")
+
     def stop(self) -> None:
+        self._stopping.set()
         logging.getLogger("py4j.clientserver").setLevel(logging.CRITICAL)  # interrupted batches are expected now
         for q in self.queries:
             try:
@@ -193,8 +220,15 @@ class Pipeline:
                 log.warning("a streaming query did not stop cleanly (%s: %s)", type(e).__name__, str(e)[:200])
         self.queries = []
 
-    def check_alive(self) -> None:
-        """Raise the first query's failure, if any query died."""
-        for q in self.queries:
-            if not q.isActive and q.exception() is not None:
-                raise RuntimeError(f"streaming query {q.name} failed: {q.exception()}")
+    def restart_failed(self) -> int:
+        """Restart every query that died, from its checkpoint (nothing lost or duplicated); returns
+        how many. A monitor must outlive a transient failure such as a Kafka fetch timing out."""
+        restarted = 0
+        for i, q in enumerate(list(self.queries)):
+            if q.isActive or q.exception() is None:
+                continue
+            log.error("streaming query %s failed; restarting it from its checkpoint: %s", q.name,
+                      str(q.exception())[:300])
+            self.queries[i] = self._starters[q.name]()
+            restarted += 1
+        return restarted

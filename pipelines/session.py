@@ -9,7 +9,7 @@ from typing import Any
 from krm.paths import CONF_DIR, jar_group
 
 
-def build_session(master: str = "local[2]", app_name: str = "krm-pipeline", log_dir: Path | None = None,
+def build_session(master: str = "local[2,4]", app_name: str = "krm-pipeline", log_dir: Path | None = None,
                   extra: dict[str, str] | None = None) -> Any:
     from pyspark.sql import SparkSession
 

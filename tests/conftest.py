@@ -15,7 +15,7 @@ os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 def spark(tmp_path_factory):
     from pipelines.session import build_session
 
-    session = build_session(master="local[2]", app_name="krm-tests", log_dir=tmp_path_factory.mktemp("spark-logs"))
+    session = build_session(master="local[2,4]", app_name="krm-tests", log_dir=tmp_path_factory.mktemp("spark-logs"))
     yield session
     session.stop()
 
