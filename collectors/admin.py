@@ -34,6 +34,7 @@ class AdminSource:
         self._configs_at = 0.0
         self._degraded = False
         self._last_node: Any = None
+        self._live_last: dict[int, dict[str, Any]] = {}  # brokers alive at the last successful poll
 
     def poll(self) -> list[dict[str, Any]]:
         """One poll: a `cluster` record, then one `topic` record per topic. Never raises for an
@@ -43,9 +44,10 @@ class AdminSource:
             try:
                 admin = self._client()
                 md = self._metadata(admin)
-            except Exception:  # noqa: BLE001 - every known broker failed: start over from bootstrap once
-                self._close()
-                admin = self._client()
+            except Exception:  # noqa: BLE001 - the client's view is stale: start over once, asking
+                self._close()      # first the brokers that were alive at the last poll but did not just fail
+                failed = self._last_node
+                admin = self._client(avoid=failed)
                 md = self._metadata(admin)
             observed_at_ms = int(time.time() * 1000)
             topics = [t for t in md["topics"] if t["error_code"] == 0]
@@ -75,6 +77,7 @@ class AdminSource:
         live = {b["node_id"]: b for b in md["brokers"]}
         for bid, b in live.items():
             self._known_brokers[bid] = b
+        self._live_last = live
         referenced = {r for t in topics for p in t["partitions"] for r in p["replicas"]}
         brokers = [
             {"id": bid, "host": b.get("host") if b else None, "port": b.get("port") if b else None,
@@ -155,12 +158,13 @@ class AdminSource:
         else:
             self._configs.update(fresh)
 
-    def _client(self) -> Any:
+    def _client(self, avoid: Any = None) -> Any:
         if self._admin is None:
             from kafka.admin import KafkaAdminClient
 
+            seen = [f"{b['host']}:{b['port']}" for bid, b in sorted(self._live_last.items()) if bid != avoid]
             self._admin = KafkaAdminClient(
-                bootstrap_servers=self.cluster.bootstrap_servers.split(","),
+                bootstrap_servers=seen + self.cluster.bootstrap_servers.split(","),
                 client_id=f"krm-collector-{self.cluster.name}",
                 request_timeout_ms=self.settings.request_timeout_ms,
                 api_version_auto_timeout_ms=self.settings.request_timeout_ms,

@@ -97,7 +97,7 @@ def run_demo(keep: bool = False, brokers: int = 3) -> int:
         if monitor is not None:
             monitor.stop()
         if keep:
-            say(f"cluster left running: .venv/bin/krm local-cluster status --name demo")
+            say("cluster left running: .venv/bin/krm local-cluster status --name demo")
         else:
             cluster.down()
             say("cluster stopped")

@@ -43,8 +43,9 @@ def _missing(t: Struct, col: Any, path: str) -> list[tuple[Any, str]]:
         elif isinstance(ft, Array) and isinstance(ft.element, Struct):
             names = [n for n, _, req in ft.element.fields if req]
             if names:
-                cond = F.exists(c, lambda x: _any_null(x, names))
-                out.append((c.isNotNull() & cond, f"required field {path}{name}[].{{{','.join(names)}}} is missing or of the wrong type"))
+                cond = F.exists(c, _any_null(names))
+                why = f"required field {path}{name}[].{{{','.join(names)}}} is missing or of the wrong type"
+                out.append((c.isNotNull() & cond, why))
     return out
 
 
@@ -52,11 +53,16 @@ def _type_name(t: Any) -> str:
     return t.name if isinstance(t, Scalar) else ("list" if isinstance(t, Array) else "object")
 
 
-def _any_null(x: Any, names: list[str]) -> Any:
-    cond = x[names[0]].isNull()
-    for n in names[1:]:
-        cond = cond | x[n].isNull()
-    return cond
+def _any_null(names: list[str]) -> Any:
+    """A one-argument predicate for F.exists: is any of `names` null in the element?"""
+
+    def pred(x: Any) -> Any:
+        cond = x[names[0]].isNull()
+        for n in names[1:]:
+            cond = cond | x[n].isNull()
+        return cond
+
+    return pred
 
 
 def parse(raw: Any) -> Any:
