@@ -220,7 +220,7 @@ def build_parser() -> argparse.ArgumentParser:
     i.add_argument("--open", action="store_true", help="only open incidents")
     i.add_argument("--type", action="append", help="only this incident type (repeatable)")
     i.add_argument("--json", action="store_true")
-    i.set_defaults(func=cmd_incidents)
+    i.set_defaults(func=cmd_incidents, hard_exit=True)
     return p
 
 
@@ -228,12 +228,29 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     _setup_logging(args.log_level)
     try:
-        return int(args.func(args) or 0)
+        rc = int(args.func(args) or 0)
     except KrmError as e:
         print(f"krm: error: {e}", file=sys.stderr)
-        return 2
+        rc = 2
     except KeyboardInterrupt:
-        return 130
+        rc = 130
+    if getattr(args, "hard_exit", False) and argv is None:
+        _exit_now(rc)
+    return rc
+
+
+def _exit_now(rc: int) -> None:
+    """Exit without running native destructors, for commands that read Delta tables through pyarrow.
+
+    pyarrow's worker threads can still be joinable when the interpreter tears down its C++ statics,
+    which aborts with "terminate called without an active exception" *after* the output was printed
+    (delta-io/delta-rs#2184, apache/arrow#34314): seen here as a flaky non-zero exit of
+    `krm incidents`. Nothing is left to flush once stdout and stderr are.
+    """
+    sys.stdout.flush()
+    sys.stderr.flush()
+    logging.shutdown()
+    os._exit(rc)
 
 
 if __name__ == "__main__":

@@ -163,6 +163,7 @@ class Pipeline:
         self.queries: list[Any] = []
         self._starters: dict[str, Any] = {}
         self._stopping = threading.Event()
+        self._watchdog: threading.Thread | None = None
 
     def start(self) -> Pipeline:
         flap_ms = int(self.config.pipeline.flap_window_s * 1000)
@@ -212,6 +213,8 @@ class Pipeline:
 
     def stop(self) -> None:
         self._stopping.set()
+        if self._watchdog is not None:
+            self._watchdog.join(timeout=30)  # no restart may race with the stop below
         logging.getLogger("py4j.clientserver").setLevel(logging.CRITICAL)  # interrupted batches are expected now
         for q in self.queries:
             try:
