@@ -1,4 +1,5 @@
-"""Admin API source: one Metadata request per poll (all topics), topic configs on a slower cadence.
+"""Admin API source: one Metadata request per poll (all topics), then every replica's LEO and every
+leader's HW (collectors/offsets.py, two requests per broker), topic configs on a slower cadence.
 
 Works for ZooKeeper-mode and KRaft clusters alike: the Metadata response holds the live brokers
 (those registered and, in KRaft, unfenced), the active controller, and for every partition its
@@ -11,6 +12,8 @@ import logging
 import time
 from typing import Any
 
+from collectors import offsets
+from collectors.memory import PartitionMemory
 from collectors.records import cluster_record, topic_record
 from krm.config import ClusterConfig, CollectorConfig
 
@@ -35,6 +38,9 @@ class AdminSource:
         self._degraded = False
         self._last_node: Any = None
         self._live_last: dict[int, dict[str, Any]] = {}  # brokers alive at the last successful poll
+        self._memory = PartitionMemory()
+        self._replica_lag_time_max_ms: int | None = None
+        self.last_offsets: offsets.OffsetsRound | None = None  # for benchmarks and logs
 
     def poll(self) -> list[dict[str, Any]]:
         """One poll: a `cluster` record, then one `topic` record per topic. Never raises for an
@@ -63,17 +69,27 @@ class AdminSource:
             log.warning("cluster %s reachable again", self.cluster.name)
             self._degraded = False
         try:
-            self._refresh_configs(admin, [t["topic"] for t in topics])
+            self._refresh_configs(admin, [t["topic"] for t in topics], [b["node_id"] for b in md["brokers"]])
         except Exception as e:  # noqa: BLE001 - stale configs beat a lost poll
             log.warning("cluster %s: topic configs not refreshed (%s); using the last known values", self.cluster.name, e)
-        return self._records(md, topics, observed_at_ms)
+        live = {b["node_id"] for b in md["brokers"]}
+        replica_of, leader_of = offsets.plan(
+            ((t["topic"], p["partition"], p["leader"], p["replicas"]) for t in topics for p in t["partitions"]), live)
+        try:
+            found = offsets.fetch(admin._client, replica_of, leader_of, self.settings.offsets_timeout_ms / 1000)
+        except Exception as e:  # noqa: BLE001 - metadata without offsets is still worth publishing
+            log.warning("cluster %s: offsets not fetched (%s)", self.cluster.name, e)
+            found = offsets.OffsetsRound()
+        self.last_offsets = found
+        return self._records(md, topics, observed_at_ms, found)
 
     def close(self) -> None:
         self._close()
 
     # ------------------------------------------------------------------ internals
 
-    def _records(self, md: dict[str, Any], topics: list[dict[str, Any]], observed_at_ms: int) -> list[dict[str, Any]]:
+    def _records(self, md: dict[str, Any], topics: list[dict[str, Any]], observed_at_ms: int,
+                 found: offsets.OffsetsRound) -> list[dict[str, Any]]:
         live = {b["node_id"]: b for b in md["brokers"]}
         for bid, b in live.items():
             self._known_brokers[bid] = b
@@ -81,7 +97,8 @@ class AdminSource:
         referenced = {r for t in topics for p in t["partitions"] for r in p["replicas"]}
         brokers = [
             {"id": bid, "host": b.get("host") if b else None, "port": b.get("port") if b else None,
-             "rack": b.get("rack") if b else None, "live": bid in live}
+             "rack": b.get("rack") if b else None, "live": bid in live,
+             "reachable": (bid in found.answered) if bid in found.asked else None}
             for bid in sorted(set(self._known_brokers) | referenced)
             for b in [live.get(bid) or self._known_brokers.get(bid)]
         ]
@@ -90,16 +107,28 @@ class AdminSource:
             self.cluster.name, self.source, self._poll_id, observed_at_ms,
             controller_id=controller if controller is not None and controller >= 0 else None, brokers=brokers,
             topic_count=len(topics), partition_count=sum(len(t["partitions"]) for t in topics),
+            replica_lag_time_max_ms=self._replica_lag_time_max_ms,
         )]
+        present = set()
         for t in topics:
             min_isr, unclean = self._configs.get(t["topic"], (None, None))
-            parts = [{"partition": p["partition"], "leader": p["leader"], "leader_epoch": p.get("leader_epoch"),
-                      "replicas": list(p["replicas"]), "isr": list(p["isr"]),
-                      "offline_replicas": list(p.get("offline_replicas") or [])} for p in t["partitions"]]
+            name = t["topic"]
+            parts = []
+            for p in t["partitions"]:
+                pid = p["partition"]
+                present.add((name, pid))
+                part = {"partition": pid, "leader": p["leader"], "leader_epoch": p.get("leader_epoch"),
+                        "replicas": list(p["replicas"]), "isr": list(p["isr"]),
+                        "offline_replicas": list(p.get("offline_replicas") or []),
+                        "high_watermark": found.hw.get((name, pid)),
+                        "replica_offsets": [{"broker": r, "log_end_offset": found.leo[(name, pid, r)]}
+                                            for r in p["replicas"] if (name, pid, r) in found.leo]}
+                parts.append(self._memory.annotate(name, part, observed_at_ms))
             records.append(topic_record(
                 self.cluster.name, self.source, self._poll_id, observed_at_ms, topic=t["topic"], live_brokers=live,
                 partitions=parts, min_insync_replicas=min_isr, unclean_leader_election=unclean,
             ))
+        self._memory.forget_missing(present)
         return records
 
     def _metadata(self, admin: Any) -> dict[str, Any]:
@@ -126,26 +155,39 @@ class AdminSource:
                 last_error = e
                 continue
             self._last_node = node
+            try:
+                client.cluster.update_metadata(response)  # so the offsets round can reach new brokers
+            except Exception as e:  # noqa: BLE001 - the client's own refresh will catch up
+                log.debug("client metadata not updated: %s", e)
             return response.to_object()
         raise last_error or RuntimeError("no broker to ask")
 
-    def _refresh_configs(self, admin: Any, topics: list[str]) -> None:
+    def _refresh_configs(self, admin: Any, topics: list[str], brokers: list[int]) -> None:
         """Topic configs change rarely: fetch all every config_refresh_s, and new topics at once.
-        Values are the effective ones (topic override, else broker default)."""
+        Values are the effective ones (topic override, else broker default). With them, one
+        broker's replica.lag.time.max.ms: the default HW-stall window."""
         from kafka.admin import ConfigResource, ConfigResourceType
 
         due = time.monotonic() - self._configs_at >= self.settings.config_refresh_s
         wanted = topics if due else [t for t in topics if t not in self._configs]
-        if not wanted:
+        if not wanted and self._replica_lag_time_max_ms is not None:
             return
         resources = [ConfigResource(ConfigResourceType.TOPIC, t, configs={k: None for k in TOPIC_CONFIGS})
                      for t in wanted]
+        if (due or self._replica_lag_time_max_ms is None) and self._last_node in brokers:
+            # a broker config is answered only by that broker: ask the one that just answered metadata
+            resources.append(ConfigResource(ConfigResourceType.BROKER, str(self._last_node),
+                                            configs={"replica.lag.time.max.ms": None}))
         fresh: dict[str, tuple[int | None, bool | None]] = {}
         for response in admin.describe_configs(resources):
             for res in response.to_object()["resources"]:
                 if res["error_code"] != 0:
                     continue
                 entries = {e["config_names"]: e["config_value"] for e in res["config_entries"]}
+                if res["resource_type"] == ConfigResourceType.BROKER.value:
+                    lag = entries.get("replica.lag.time.max.ms")
+                    self._replica_lag_time_max_ms = int(lag) if lag is not None else None
+                    continue
                 min_isr = entries.get("min.insync.replicas")
                 unclean = entries.get("unclean.leader.election.enable")
                 fresh[res["resource_name"]] = (

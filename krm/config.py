@@ -44,6 +44,7 @@ class CollectorConfig:
     poll_interval_s: float = 2.0
     config_refresh_s: float = 30.0  # topic configs change rarely; refreshed on new topics too
     request_timeout_ms: int = 5000
+    offsets_timeout_ms: int = 1000  # how long a poll waits for brokers' offsets; later = unreachable
 
 
 @dataclass(frozen=True)
@@ -121,11 +122,12 @@ def parse_config(raw: dict[str, Any], source: Path | None = None) -> Config:
     )
 
     k = raw.get("collector", {})
-    r.no_unknown("[collector]", k, {"poll_interval_s", "config_refresh_s", "request_timeout_ms"})
+    r.no_unknown("[collector]", k, {"poll_interval_s", "config_refresh_s", "request_timeout_ms", "offsets_timeout_ms"})
     collector = CollectorConfig(
         poll_interval_s=r.number("[collector]", k, "poll_interval_s", 2.0, float, minimum=0.05),
         config_refresh_s=r.number("[collector]", k, "config_refresh_s", 30.0, float, minimum=0.0),
         request_timeout_ms=r.number("[collector]", k, "request_timeout_ms", 5000, int, minimum=100),
+        offsets_timeout_ms=r.number("[collector]", k, "offsets_timeout_ms", 1000, int, minimum=50),
     )
 
     p = raw.get("pipeline", {})

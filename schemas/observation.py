@@ -9,7 +9,10 @@ Kinds of record (field `kind`):
 - `cluster`: one per poll per cluster: brokers (live or not), controller, and the poll's size, so
   the pipeline knows what a complete poll is. `error` is set when the cluster could not be reached.
 - `topic`: one per topic per poll: topic configs, the live broker ids of that poll (so each record
-  can be judged on its own), and every partition's leader, epoch, replicas, ISR and offline replicas.
+  can be judged on its own), and every partition's leader, epoch, replicas, ISR and offline replicas,
+  the leader's high watermark, each replica's log end offset, and what consecutive polls reveal
+  (write rate, HW stalled since, the previous state when an epoch changed or an offset went back).
+Additions are optional fields, so version 1 records of older collectors stay valid.
 """
 
 from __future__ import annotations
@@ -38,14 +41,28 @@ class Struct:
     fields: tuple[tuple[str, Any, bool], ...]  # (name, type, required)
 
 
-STRING, INT, LONG, BOOL = Scalar("string"), Scalar("int"), Scalar("long"), Scalar("bool")
+STRING, INT, LONG, BOOL, DOUBLE = Scalar("string"), Scalar("int"), Scalar("long"), Scalar("bool"), Scalar("double")
 
 BROKER = Struct((
     ("id", INT, True),
     ("host", STRING, False),
     ("port", INT, False),
     ("rack", STRING, False),
-    ("live", BOOL, True),
+    ("live", BOOL, True),  # registered (ZooKeeper) / unfenced (KRaft): the controller's view
+    ("reachable", BOOL, False),  # answered the collector's offsets requests in time; null: not asked
+))
+
+REPLICA_OFFSET = Struct((
+    ("broker", INT, True),
+    ("log_end_offset", LONG, True),  # that replica's own LEO (ListOffsets, replica id -2)
+))
+
+PREVIOUS = Struct((  # the partition at the previous poll (last known offsets), see collectors/memory.py
+    ("leader", INT, True),
+    ("leader_epoch", INT, False),
+    ("isr", Array(INT), True),
+    ("high_watermark", LONG, False),
+    ("replica_offsets", Array(REPLICA_OFFSET), False),
 ))
 
 PARTITION = Struct((
@@ -55,6 +72,11 @@ PARTITION = Struct((
     ("replicas", Array(INT), True),  # assignment order: replicas[0] is the preferred leader
     ("isr", Array(INT), True),
     ("offline_replicas", Array(INT), False),
+    ("high_watermark", LONG, False),  # the leader's; null when the leader did not answer
+    ("replica_offsets", Array(REPLICA_OFFSET), False),  # replicas that answered, in assignment order
+    ("write_rate", DOUBLE, False),  # messages/s appended to the leader since the previous poll
+    ("hw_stalled_since_ms", LONG, False),  # HW unmoved since then while the leader's LEO is ahead
+    ("previous", PREVIOUS, False),  # only when the leader epoch changed or an offset went backwards
 ))
 
 CLUSTER_STATE = Struct((
@@ -63,6 +85,7 @@ CLUSTER_STATE = Struct((
     ("topic_count", INT, True),
     ("partition_count", INT, True),
     ("error", STRING, False),  # set when the poll failed; brokers is then empty
+    ("replica_lag_time_max_ms", LONG, False),  # a broker's replica.lag.time.max.ms (HW-stall window)
 ))
 
 TOPIC_STATE = Struct((
@@ -84,7 +107,8 @@ OBSERVATION = Struct((
     ("topic_state", TOPIC_STATE, False),
 ))
 
-_PY_TYPES: dict[str, tuple[type, ...]] = {"string": (str,), "int": (int,), "long": (int,), "bool": (bool,)}
+_PY_TYPES: dict[str, tuple[type, ...]] = {"string": (str,), "int": (int,), "long": (int,), "bool": (bool,),
+                                          "double": (int, float)}
 _INT_RANGE = {"int": (-(2**31), 2**31 - 1), "long": (-(2**63), 2**63 - 1)}
 
 
@@ -133,7 +157,8 @@ def spark_schema(t: Any = OBSERVATION) -> Any:
     from pyspark.sql import types as T
 
     if isinstance(t, Scalar):
-        return {"string": T.StringType(), "int": T.IntegerType(), "long": T.LongType(), "bool": T.BooleanType()}[t.name]
+        return {"string": T.StringType(), "int": T.IntegerType(), "long": T.LongType(), "bool": T.BooleanType(),
+                "double": T.DoubleType()}[t.name]
     if isinstance(t, Array):
         return T.ArrayType(spark_schema(t.element), containsNull=False)
     return T.StructType([T.StructField(n, spark_schema(ft), nullable=True) for n, ft, _ in t.fields])

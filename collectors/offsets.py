@@ -1,0 +1,130 @@
+"""Offsets source: every replica's log end offset and every leader's high watermark, batched per broker.
+
+Two ListOffsets requests per broker per poll, never one per partition, all brokers in parallel:
+- replica id -2 (ListOffsetsRequest.DEBUGGING_REPLICA_ID), LATEST, for every partition the broker
+  holds a replica of. Kafka answers it from any replica, not only the leader
+  (`KafkaApis.handleListOffsetRequest`: fetchOnlyFromLeader = replicaId != DEBUGGING_REPLICA_ID),
+  and with no isolation level (only consumers, replica id -1, get one), so
+  `Partition.fetchOffsetForTimestamp` returns that replica's own `logEndOffset` (Kafka 3.9,
+  core/src/main/scala/kafka/server/KafkaApis.scala and kafka/cluster/Partition.scala).
+- replica id -1 (a consumer), READ_UNCOMMITTED, LATEST, to each leader for the partitions it leads:
+  the same code path returns the leader's `highWatermark`.
+
+Everything is sent at once and waited for until one deadline: a broker that does not answer in time
+(dead, SIGSTOPped, overloaded) costs the poll at most that deadline and is reported as unreachable,
+which is itself the direct reachability probe (the controller only notices a dead broker after the
+ZooKeeper session or KRaft heartbeat timeout).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+log = logging.getLogger(__name__)
+
+DEBUGGING_REPLICA_ID = -2
+CONSUMER_REPLICA_ID = -1
+LATEST_TIMESTAMP = -1
+READ_UNCOMMITTED = 0
+
+TopicPartition = tuple[str, int]
+
+
+@dataclass
+class OffsetsRound:
+    """What one round of ListOffsets requests learnt."""
+
+    leo: dict[tuple[str, int, int], int] = field(default_factory=dict)  # (topic, partition, broker) -> LEO
+    hw: dict[TopicPartition, int] = field(default_factory=dict)  # (topic, partition) -> leader's HW
+    answered: set[int] = field(default_factory=set)  # brokers that answered every request sent to them
+    asked: set[int] = field(default_factory=set)
+    requests: int = 0
+
+    @property
+    def unanswered(self) -> set[int]:
+        return self.asked - self.answered
+
+
+def plan(partitions: Iterable[tuple[str, int, int, list[int]]], live: set[int]
+         ) -> tuple[dict[int, list[TopicPartition]], dict[int, list[TopicPartition]]]:
+    """From (topic, partition, leader, replicas): which partitions to ask each live broker for its
+    own LEO, and which to ask each live leader for its HW. Dead brokers and leaderless partitions
+    are not asked: they cannot answer and must not slow the poll."""
+    replica_of: dict[int, list[TopicPartition]] = {}
+    leader_of: dict[int, list[TopicPartition]] = {}
+    for topic, partition, leader, replicas in partitions:
+        for b in replicas:
+            if b in live:
+                replica_of.setdefault(b, []).append((topic, partition))
+        if leader >= 0 and leader in live:
+            leader_of.setdefault(leader, []).append((topic, partition))
+    return replica_of, leader_of
+
+
+def _request(version: int, replica_id: int, tps: list[TopicPartition]) -> Any:
+    from kafka.protocol.list_offsets import ListOffsetsRequest
+
+    by_topic: dict[str, list[int]] = {}
+    for t, p in tps:
+        by_topic.setdefault(t, []).append(p)
+    if version >= 4:
+        topics = [(t, [(p, -1, LATEST_TIMESTAMP) for p in ps]) for t, ps in by_topic.items()]  # -1: no epoch check
+    else:
+        topics = [(t, [(p, LATEST_TIMESTAMP) for p in ps]) for t, ps in by_topic.items()]
+    if version >= 2:
+        return ListOffsetsRequest[version](replica_id=replica_id, isolation_level=READ_UNCOMMITTED, topics=topics)
+    return ListOffsetsRequest[version](replica_id=replica_id, topics=topics)
+
+
+def fetch(client: Any, replica_of: dict[int, list[TopicPartition]], leader_of: dict[int, list[TopicPartition]],
+          timeout_s: float) -> OffsetsRound:
+    """Send both kinds of request to every broker concurrently; collect answers until `timeout_s`.
+
+    `client` is kafka-python's KafkaClient (the admin client's). Requests still unanswered at the
+    deadline are abandoned: the client fails them after the same timeout and drops the connection.
+    """
+    from kafka.protocol.list_offsets import ListOffsetsRequest
+
+    version = client.api_version(ListOffsetsRequest, max_version=5)
+    result = OffsetsRound()
+    todo: list[tuple[int, str, Any]] = []
+    for b, tps in replica_of.items():
+        todo.append((b, "leo", _request(version, DEBUGGING_REPLICA_ID, tps)))
+    for b, tps in leader_of.items():
+        todo.append((b, "hw", _request(version, CONSUMER_REPLICA_ID, tps)))
+    result.asked = {b for b, _, _ in todo}
+    result.requests = len(todo)
+    timeout_ms = max(1, int(timeout_s * 1000))
+    deadline = time.monotonic() + timeout_s
+    sent: list[tuple[int, str, Any]] = []
+    while True:
+        for item in list(todo):
+            b = item[0]
+            if client.ready(b, metadata_priority=False):
+                sent.append((b, item[1], client.send(b, item[2], wakeup=False, request_timeout_ms=timeout_ms)))
+                todo.remove(item)
+        remaining = deadline - time.monotonic()
+        if (not todo and all(f.is_done for _, _, f in sent)) or remaining <= 0:
+            break
+        client.poll(timeout_ms=max(1, min(50, int(remaining * 1000))))
+    failed = {b for b, _, _ in todo}
+    for b, kind, f in sent:
+        if not f.is_done or f.failed():
+            failed.add(b)
+            continue
+        for topic, parts in f.value.topics:
+            for part in parts:
+                partition, error_code, offset = part[0], part[1], part[3]
+                if error_code != 0 or offset < 0:
+                    continue  # not (or no longer) a replica / the leader: skip, never guess
+                if kind == "leo":
+                    result.leo[(topic, partition, b)] = offset
+                else:
+                    result.hw[(topic, partition)] = offset
+    result.answered = result.asked - failed
+    if failed:
+        log.debug("offsets: no answer within %.1fs from brokers %s", timeout_s, sorted(failed))
+    return result

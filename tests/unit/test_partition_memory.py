@@ -1,0 +1,65 @@
+"""collectors/memory.py and collectors/offsets.plan: what consecutive polls reveal, without a broker."""
+
+import pytest
+
+from collectors.memory import PartitionMemory
+from collectors.offsets import plan
+
+pytestmark = pytest.mark.unit
+
+
+def part(leader=1, epoch=0, isr=(1, 2, 3), hw=100, leos=None, replicas=(1, 2, 3)):
+    leos = leos if leos is not None else {b: hw for b in replicas}
+    return {"partition": 0, "leader": leader, "leader_epoch": epoch, "replicas": list(replicas), "isr": list(isr),
+            "high_watermark": hw, "replica_offsets": [{"broker": b, "log_end_offset": o} for b, o in leos.items()]}
+
+
+def test_first_poll_carries_nothing_derived():
+    p = PartitionMemory().annotate("t", part(), 1_000)
+    assert p["hw_stalled_since_ms"] is None and "write_rate" not in p and "previous" not in p
+
+
+def test_write_rate_is_leader_leo_delta_per_second():
+    m = PartitionMemory()
+    m.annotate("t", part(hw=100), 1_000)
+    p = m.annotate("t", part(hw=300), 3_000)
+    assert p["write_rate"] == 100.0
+
+
+def test_idle_partition_is_not_stalled_and_stall_clock_starts_when_leo_passes_hw():
+    m = PartitionMemory()
+    assert m.annotate("t", part(hw=100), 1_000)["hw_stalled_since_ms"] is None  # LEO == HW: idle
+    assert m.annotate("t", part(hw=100, leos={1: 150, 2: 150, 3: 100}), 2_000)["hw_stalled_since_ms"] == 2_000
+    assert m.annotate("t", part(hw=100, leos={1: 190, 2: 190, 3: 100}), 4_000)["hw_stalled_since_ms"] == 2_000
+    # the HW moves: a new clock (if still behind), not a continued stall
+    assert m.annotate("t", part(hw=120, leos={1: 190, 2: 190, 3: 120}), 6_000)["hw_stalled_since_ms"] == 6_000
+    assert m.annotate("t", part(hw=190), 8_000)["hw_stalled_since_ms"] is None
+
+
+def test_previous_only_when_epoch_changes_or_offsets_go_back():
+    m = PartitionMemory()
+    m.annotate("t", part(hw=100), 1_000)
+    assert "previous" not in m.annotate("t", part(hw=110), 2_000)
+    p = m.annotate("t", part(leader=2, epoch=1, isr=(2,), hw=90, leos={2: 90}), 3_000)
+    assert p["previous"]["leader"] == 1 and p["previous"]["isr"] == [1, 2, 3] and p["previous"]["high_watermark"] == 110
+
+
+def test_dead_replica_keeps_its_last_known_leo_so_its_truncation_shows_on_return():
+    m = PartitionMemory()
+    m.annotate("t", part(hw=100, leos={1: 100, 2: 100, 3: 100}), 1_000)
+    m.annotate("t", part(leader=2, epoch=1, isr=(2, 3), hw=100, leos={2: 100, 3: 100}), 2_000)  # 1 is dead
+    p = m.annotate("t", part(leader=2, epoch=1, isr=(2, 3), hw=100, leos={1: 80, 2: 100, 3: 100}), 3_000)
+    assert {"broker": 1, "log_end_offset": 100} in p["previous"]["replica_offsets"]
+
+
+def test_forget_missing_drops_deleted_partitions():
+    m = PartitionMemory()
+    m.annotate("t", part(hw=100), 1_000)
+    m.forget_missing(set())
+    assert "write_rate" not in m.annotate("t", part(hw=200), 2_000)
+
+
+def test_plan_asks_live_replicas_for_leos_and_live_leaders_for_hws():
+    replica_of, leader_of = plan([("t", 0, 1, [1, 2, 3]), ("t", 1, -1, [3]), ("u", 0, 2, [2, 3])], live={1, 2})
+    assert replica_of == {1: [("t", 0)], 2: [("t", 0), ("u", 0)]}
+    assert leader_of == {1: [("t", 0)], 2: [("u", 0)]}
