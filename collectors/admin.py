@@ -127,6 +127,7 @@ class AdminSource:
             records.append(topic_record(
                 self.cluster.name, self.source, self._poll_id, observed_at_ms, topic=t["topic"], live_brokers=live,
                 partitions=parts, min_insync_replicas=min_isr, unclean_leader_election=unclean,
+                replica_lag_time_max_ms=self._replica_lag_time_max_ms,
             ))
         self._memory.forget_missing(present)
         return records

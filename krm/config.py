@@ -56,6 +56,10 @@ class PipelineConfig:
     starting_offsets: str = "latest"  # only for a pipeline with no checkpoint yet
     flap_window_s: float = 300.0  # an incident reopening within this window is the same incident
     history_trigger_s: float = 10.0  # observations/quarantine Delta appends (beside the alert path)
+    hw_stall_window_s: float | None = None  # None: each cluster's replica.lag.time.max.ms
+    replica_lag_messages: int = 10_000  # REPLICA_LAG when a follower is this many messages behind ...
+    replica_lag_seconds: float = 30.0  # ... or this many seconds at the partition's recent write rate
+    event_hold_s: float = 900.0  # events (unclean election, truncation, regression) stay open this long
 
 
 @dataclass(frozen=True)
@@ -134,7 +138,8 @@ def parse_config(raw: dict[str, Any], source: Path | None = None) -> Config:
     r.no_unknown(
         "[pipeline]",
         p,
-        {"data_dir", "metrics_host", "metrics_port", "spark_master", "starting_offsets", "flap_window_s", "history_trigger_s"},
+        {"data_dir", "metrics_host", "metrics_port", "spark_master", "starting_offsets", "flap_window_s",
+         "history_trigger_s", "hw_stall_window_s", "replica_lag_messages", "replica_lag_seconds", "event_hold_s"},
     )
     data_dir = Path(r.string("[pipeline]", p, "data_dir", default="krm-data"))
     if not data_dir.is_absolute() and source is not None:
@@ -150,6 +155,11 @@ def parse_config(raw: dict[str, Any], source: Path | None = None) -> Config:
         starting_offsets=starting,
         flap_window_s=r.number("[pipeline]", p, "flap_window_s", 300.0, float, minimum=0.0),
         history_trigger_s=r.number("[pipeline]", p, "history_trigger_s", 10.0, float, minimum=0.0),
+        hw_stall_window_s=(r.number("[pipeline]", p, "hw_stall_window_s", 30.0, float, minimum=0.0)
+                           if "hw_stall_window_s" in p else None),
+        replica_lag_messages=r.number("[pipeline]", p, "replica_lag_messages", 10_000, int, minimum=1),
+        replica_lag_seconds=r.number("[pipeline]", p, "replica_lag_seconds", 30.0, float, minimum=0.0),
+        event_hold_s=r.number("[pipeline]", p, "event_hold_s", 900.0, float, minimum=0.0),
     )
     return Config(tuple(clusters), observations, collector, pipeline, source)
 

@@ -9,9 +9,19 @@ predicates; only unhealthy ones are turned into finding structs.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
-from pipelines.detectors import brokers, isr, offline
+from pipelines.detectors import brokers, hw_stall, isr, lag, offline, truncation, unclean
+
+
+@dataclass(frozen=True)
+class DetectorSettings:
+    """Thresholds baked into the plan (it is built once per stream)."""
+
+    hw_stall_window_ms: int | None = None  # None: each cluster's replica.lag.time.max.ms
+    lag_messages: int = lag.DEFAULT_MESSAGES
+    lag_seconds: float = lag.DEFAULT_SECONDS
 
 ROW_FIELDS = [("row_type", "string"), ("scope", "string"), ("type", "string"), ("severity", "string"),
               ("topic", "string"), ("partition", "int"), ("broker", "int"), ("cause", "string"),
@@ -22,10 +32,10 @@ def _row(**values: Any) -> Any:
     """A struct with every ROW_FIELDS field, nulls where not given, so all rows share one type."""
     from pyspark.sql import functions as F
 
-    return F.struct(*[(values[n] if n in values else F.lit(None)).cast(t).alias(n) for n, t in ROW_FIELDS])
+    return F.struct(*[(values[n] if values.get(n) is not None else F.lit(None)).cast(t).alias(n) for n, t in ROW_FIELDS])
 
 
-def topic_rows(obs: Any) -> Any:
+def topic_rows(obs: Any, observed_at_ms: Any, settings: DetectorSettings) -> Any:
     """For a `topic` record: its poll marker, then the findings of its unhealthy partitions."""
     from pyspark.sql import functions as F
 
@@ -33,6 +43,14 @@ def topic_rows(obs: Any) -> Any:
     live = ts["live_brokers"]
     topic = ts["topic"]
     scope = F.concat(F.lit("topic:"), topic)
+    window = (F.lit(settings.hw_stall_window_ms) if settings.hw_stall_window_ms is not None
+              else F.coalesce(ts["replica_lag_time_max_ms"], F.lit(hw_stall.DEFAULT_WINDOW_MS)))
+
+    def stall(p: Any) -> dict[str, Any]:
+        return hw_stall.stall_columns(p, observed_at_ms, window)
+
+    def lags(p: Any) -> Any:
+        return lag.lag_columns(p, F.lit(settings.lag_messages), F.lit(settings.lag_seconds))
 
     def off(p: Any) -> dict[str, Any]:
         return offline.offline_columns(p["leader"], p["replicas"], p["isr"], live)
@@ -53,10 +71,26 @@ def topic_rows(obs: Any) -> Any:
             F.struct(i["cli_under_min_isr"].alias("under_min_isr"), i["cli_at_min_isr"].alias("at_min_isr"))
             .alias("cli_view")))
 
-        def finding(kind: str, cause: Any, details: Any) -> Any:
-            severity = offline.SEVERITY if kind == offline.TYPE else isr.SEVERITY[kind]
-            return _row(row_type=F.lit("finding"), scope=scope, type=F.lit(kind), severity=F.lit(severity),
-                        topic=topic, partition=p["partition"], cause=cause, details=details)
+        def finding(kind: str, cause: Any, details: Any, severity: Any = None, broker: Any = None) -> Any:
+            if severity is None:
+                severity = F.lit(offline.SEVERITY if kind == offline.TYPE else isr.SEVERITY[kind])
+            return _row(row_type=F.lit("finding"), scope=scope, type=F.lit(kind), severity=severity,
+                        topic=topic, partition=p["partition"], broker=broker, cause=cause, details=details)
+
+        st = stall(p)
+        prev = p["previous"]
+        offsets_details = [p["high_watermark"].alias("high_watermark"),
+                           hw_stall.leo_of(F.coalesce(p["replica_offsets"], F.array()), p["leader"]).alias("leader_leo")]
+        stall_details = F.to_json(F.struct(
+            *base, *offsets_details, st["stalled_ms"].alias("stalled_ms"),
+            p["hw_stalled_since_ms"].alias("hw_stalled_since_ms"), window.alias("window_ms"),
+            st["holding_back"].alias("holding_back"), st["unreachable"].alias("unreachable")))
+        change_details = F.to_json(F.struct(
+            *base, *offsets_details, prev["leader"].alias("previous_leader"),
+            prev["leader_epoch"].alias("previous_leader_epoch"), prev["isr"].alias("previous_isr"),
+            prev["high_watermark"].alias("previous_high_watermark"),
+            (prev["high_watermark"] - p["high_watermark"]).alias("hw_lost"),
+            ts["unclean_leader_election"].alias("unclean_leader_election")))
 
         healthy_leader = ~o["is_offline"]
         candidates = F.array(
@@ -64,11 +98,32 @@ def topic_rows(obs: Any) -> Any:
             F.when(healthy_leader & i["under_replicated"], finding(isr.UNDER_REPLICATED, F.lit(None), isr_details)),
             F.when(healthy_leader & i["under_min_isr"], finding(isr.UNDER_MIN_ISR, F.lit(None), isr_details)),
             F.when(healthy_leader & i["at_min_isr"], finding(isr.AT_MIN_ISR, F.lit(None), isr_details)),
+            F.when(healthy_leader & st["stalled"],
+                   finding(hw_stall.TYPE, st["cause"], stall_details, F.lit(hw_stall.SEVERITY))),
+            F.when(unclean.unclean_column(p),
+                   finding(unclean.TYPE, F.lit(None), change_details, F.lit(unclean.SEVERITY))),
+            F.when(truncation.regression_column(p),
+                   finding(truncation.REGRESSION, F.lit(None), change_details,
+                           F.lit(truncation.SEVERITY[truncation.REGRESSION]))),
         )
-        return F.filter(candidates, lambda x: x.isNotNull())
+        lag_findings = F.transform(lags(p), lambda x: finding(
+            lag.TYPE, F.lit(None), F.to_json(F.struct(*base, x["messages"].alias("lag_messages"),
+                                                     x["seconds"].alias("lag_seconds"), x["in_isr"].alias("in_isr"),
+                                                     x["leader_leo"].alias("leader_leo"),
+                                                     x["follower_leo"].alias("follower_leo"),
+                                                     p["write_rate"].alias("write_rate"))),
+            F.lit(lag.SEVERITY), x["broker"]))
+        truncation_findings = F.transform(truncation.truncation_column(p), lambda x: finding(
+            truncation.TRUNCATION, x["cause"], F.to_json(F.struct(
+                *base, x["before"].alias("log_end_offset_before"), x["after"].alias("log_end_offset_after"),
+                (x["before"] - x["after"]).alias("truncated_messages"),
+                prev["high_watermark"].alias("previous_high_watermark"))),
+            F.when(x["cause"] == truncation.BELOW_HW, F.lit("critical")).otherwise(F.lit("warning")), x["broker"]))
+        return F.concat(F.filter(candidates, lambda x: x.isNotNull()), lag_findings, truncation_findings)
 
     unhealthy = F.filter(ts["partitions"],
-                         lambda p: off(p)["is_offline"] | (F.size(p["isr"]) < F.size(p["replicas"])))
+                         lambda p: off(p)["is_offline"] | (F.size(p["isr"]) < F.size(p["replicas"]))
+                         | p["previous"].isNotNull() | stall(p)["stalled"] | (F.size(lags(p)) > 0))
     marker = _row(row_type=F.lit("poll"), scope=scope, topic=topic, details=broker_counts(ts["partitions"]))
     return F.concat(F.array(marker), F.flatten(F.transform(unhealthy, partition_findings)))
 
@@ -110,11 +165,12 @@ def cluster_rows(obs: Any) -> Any:
     return F.when(cs["error"].isNull(), ok).otherwise(F.array(state))
 
 
-def alert_rows(observations: Any) -> Any:
+def alert_rows(observations: Any, settings: DetectorSettings | None = None) -> Any:
     """Everything the driver needs from one micro-batch: cluster, poll_id, observed_at_ms + ROW_FIELDS."""
     from pyspark.sql import functions as F
 
     o = F.struct(*[F.col(c) for c in ("cluster_state", "topic_state")])
-    rows = F.when(F.col("kind") == "topic", topic_rows(o)).otherwise(cluster_rows(o))
+    rows = F.when(F.col("kind") == "topic", topic_rows(o, F.col("observed_at_ms"), settings or DetectorSettings())) \
+        .otherwise(cluster_rows(o))
     return observations.select("cluster", "poll_id", "observed_at_ms", F.explode(rows).alias("r")).select(
         "cluster", "poll_id", "observed_at_ms", "r.*")

@@ -8,7 +8,8 @@ Restart safety: all times are observation times, never the wall clock, and the i
 of the key and the opening observation time, so replaying a micro-batch after a crash reproduces the
 same ids and the same changes. An observation no newer than what an incident already reflects is a
 replay and changes nothing. Flapping: an incident that reopens within `flap_window_ms` of its
-resolution is the same incident (reopened), not a new page.
+resolution is the same incident (reopened), not a new page. Events, seen by one poll only (an
+unclean election, a truncation), are held open for `hold_ms[type]` after they were last seen.
 """
 
 from __future__ import annotations
@@ -84,12 +85,14 @@ class IncidentBook:
     """The open incidents (and those resolved within the flap window), keyed for O(1) updates."""
 
     flap_window_ms: int
+    hold_ms: dict[str, int] = field(default_factory=dict)  # type -> stays open this long after last seen (events)
     _by_key: dict[Key, Incident] = field(default_factory=dict)
     _by_scope: dict[tuple[str, str], set[Key]] = field(default_factory=dict)
 
     @classmethod
-    def from_incidents(cls, flap_window_ms: int, incidents: Iterable[Incident]) -> IncidentBook:
-        book = cls(flap_window_ms)
+    def from_incidents(cls, flap_window_ms: int, incidents: Iterable[Incident],
+                       hold_ms: dict[str, int] | None = None) -> IncidentBook:
+        book = cls(flap_window_ms, dict(hold_ms or {}))
         for inc in sorted(incidents, key=lambda i: i.opened_at_ms):
             book._put(inc)
         return book
@@ -118,6 +121,8 @@ class IncidentBook:
                 inc = self._by_key[key]
                 if key in now_bad or inc.status != "open" or poll.observed_at_ms <= inc.last_seen_at_ms:
                     continue
+                if poll.observed_at_ms - inc.last_seen_at_ms < self.hold_ms.get(inc.type, 0):
+                    continue  # an event (seen once) stays open for its hold time
                 resolved = replace(inc, status="resolved", resolved_at_ms=poll.observed_at_ms)
                 self._put(resolved)
                 changed[resolved.incident_id] = resolved

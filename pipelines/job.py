@@ -53,6 +53,21 @@ def interruptible(handler: Any) -> Any:
     return run
 
 
+def detector_settings(config: Config) -> F_.DetectorSettings:
+    p = config.pipeline
+    return F_.DetectorSettings(
+        hw_stall_window_ms=None if p.hw_stall_window_s is None else int(p.hw_stall_window_s * 1000),
+        lag_messages=p.replica_lag_messages, lag_seconds=p.replica_lag_seconds)
+
+
+def event_hold_ms(config: Config) -> dict[str, int]:
+    """Incident types that are events (seen by one poll) and how long they stay open."""
+    from pipelines.detectors import truncation, unclean
+
+    hold = int(config.pipeline.event_hold_s * 1000)
+    return {unclean.TYPE: hold, truncation.REGRESSION: hold, truncation.TRUNCATION: hold}
+
+
 class Tables:
     """Paths of the Delta tables and checkpoints under one data dir."""
 
@@ -169,7 +184,7 @@ class Pipeline:
         flap_ms = int(self.config.pipeline.flap_window_s * 1000)
         store = IncidentStore(self.tables.incidents)
         recent = store.load_recent(since_ms=int(time.time() * 1000) - flap_ms - 3_600_000)
-        book = IncidentBook.from_incidents(flap_ms, recent)
+        book = IncidentBook.from_incidents(flap_ms, recent, hold_ms=event_hold_ms(self.config))
         self.state.update(open_incidents=tuple(book.open_incidents()))
         if recent:
             log.info("resuming with %d open incidents from %s", len(book.open_incidents()), self.tables.incidents)
@@ -180,7 +195,7 @@ class Pipeline:
 
         def start_alerts() -> Any:
             return self._in_pool("alerts", lambda: (
-                F_.alert_rows(valid(parse(raw))).writeStream.queryName("krm-alerts").foreachBatch(alert_path)
+                F_.alert_rows(valid(parse(raw)), detector_settings(self.config)).writeStream.queryName("krm-alerts").foreachBatch(alert_path)
                 .option("checkpointLocation", str(self.tables.checkpoints / "alerts")).start()))
 
         def start_history() -> Any:

@@ -13,7 +13,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
-from pipelines.detectors import isr, offline
+from pipelines.detectors import hw_stall, isr, lag, offline
 from pipelines.incidents import Incident
 
 
@@ -99,6 +99,7 @@ class KrmCollector:
                 extra = [inc.cause or ""] if inc.type == offline.TYPE else []
                 fam.add_metric([inc.cluster, inc.topic or "", str(inc.partition), *extra], 1)
         yield from per_partition.values()
+        yield from _offset_series(snap.open_incidents, now)
 
         counts = {t: GaugeMetricFamily(name, doc, labels=["cluster"]) for t, (name, doc) in CLUSTER_COUNTS.items()}
         age = GaugeMetricFamily("krm_observation_age_seconds",
@@ -134,6 +135,27 @@ class KrmCollector:
         yield CounterMetricFamily("krm_pipeline_batches", "Alert-path micro-batches processed.", value=snap.batches)
         yield CounterMetricFamily("krm_pipeline_records_quarantined", "Observation records sent to quarantine.",
                                   value=snap.records_quarantined)
+
+
+def _offset_series(incidents: tuple[Incident, ...], now: float) -> Iterator[Any]:
+    """krm_partition_hw_stall_seconds and krm_replica_lag_messages, from the open HW_STALL and
+    REPLICA_LAG incidents (the figures of their latest observation; the stall keeps counting)."""
+    from prometheus_client.core import GaugeMetricFamily
+
+    stall = GaugeMetricFamily("krm_partition_hw_stall_seconds",
+                              "Seconds the leader's high watermark has not moved while its LEO is ahead.",
+                              labels=["cluster", "topic", "partition"])
+    lagging = GaugeMetricFamily("krm_replica_lag_messages", "Leader LEO minus this follower's LEO.",
+                                labels=["cluster", "topic", "partition", "broker"])
+    for inc in incidents:
+        if inc.type == hw_stall.TYPE and inc.details.get("hw_stalled_since_ms") is not None:
+            stall.add_metric([inc.cluster, inc.topic or "", str(inc.partition)],
+                             max(0.0, now - inc.details["hw_stalled_since_ms"] / 1000))
+        elif inc.type == lag.TYPE and inc.details.get("lag_messages") is not None:
+            lagging.add_metric([inc.cluster, inc.topic or "", str(inc.partition), str(inc.broker)],
+                               inc.details["lag_messages"])
+    yield stall
+    yield lagging
 
 
 def serve(state: PipelineState, host: str, port: int) -> Any:

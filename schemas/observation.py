@@ -93,6 +93,7 @@ TOPIC_STATE = Struct((
     ("min_insync_replicas", INT, False),
     ("unclean_leader_election", BOOL, False),
     ("live_brokers", Array(INT), True),
+    ("replica_lag_time_max_ms", LONG, False),  # as in the cluster record: each record stands alone
     ("partitions", Array(PARTITION), True),
 ))
 

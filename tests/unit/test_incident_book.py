@@ -102,3 +102,13 @@ def test_11_resolved_incidents_are_forgotten_after_the_flap_window():
     book.apply([poll(2, 2000)], [])
     book.apply([poll(3, 10_000, scope="topic:b")], [])
     assert book._by_key == {}
+
+
+def test_events_stay_open_for_their_hold_time_then_resolve():
+    """An unclean election is seen by one poll only; it must not resolve at the next one."""
+    book = IncidentBook(60_000, hold_ms={"UNCLEAN_LEADER_ELECTION": 10_000})
+    event = Finding("c1", "topic:a", "UNCLEAN_LEADER_ELECTION", "critical", "a", 0, None, None, {}, 1000, 1)
+    assert [i.status for i in book.apply([poll(1, 1000)], [event])] == ["open"]
+    assert book.apply([poll(2, 3000)], []) == []  # within the hold: still open, nothing changed
+    changed = book.apply([poll(3, 11_000)], [])
+    assert [(i.status, i.resolved_at_ms) for i in changed] == [("resolved", 11_000)]

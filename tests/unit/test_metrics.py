@@ -62,3 +62,16 @@ def test_broker_leaders_and_replicas_always_present():
     assert reg.get_sample_value("krm_broker_leaders", {"cluster": "c1", "broker": "1"}) == 3
     assert reg.get_sample_value("krm_broker_replicas", {"cluster": "c1", "broker": "1"}) == 5
     assert reg.get_sample_value("krm_broker_leaders", {"cluster": "c1", "broker": "2"}) == 0
+
+
+def test_hw_stall_keeps_counting_and_lag_is_per_follower():
+    stall = Incident("s", "c1", "topic:t", "HW_STALL", "critical", "t", 3, None, "isr_follower_unreachable",
+                     {"hw_stalled_since_ms": 4_500}, 1000, 2000, None, "open")
+    lagging = Incident("l", "c1", "topic:t", "REPLICA_LAG", "warning", "t", 3, 2, None, {"lag_messages": 1234},
+                       1000, 2000, None, "open")
+    state = PipelineState()
+    state.update(clusters={"c1": ClusterView(((1, True),), 1, None, 10_000)}, open_incidents=(stall, lagging))
+    reg = _registry(state, now=12.5)
+    labels = {"cluster": "c1", "topic": "t", "partition": "3"}
+    assert reg.get_sample_value("krm_partition_hw_stall_seconds", labels) == pytest.approx(8.0)
+    assert reg.get_sample_value("krm_replica_lag_messages", {**labels, "broker": "2"}) == 1234

@@ -1,0 +1,65 @@
+"""REPLICA_LAG: a follower behind its leader, in messages and in estimated seconds.
+
+Lag in messages is the leader's LEO minus the follower's LEO, both read in the same poll with
+ListOffsets (collectors/offsets.py). The time lag is an estimate: that many messages divided by the
+rate at which the leader's log grew since the previous poll (`write_rate`); it is unknown (null) for
+a partition nobody writes to, whose lag in messages then says everything. A follower opens an
+incident when either figure reaches its threshold; followers that did not answer are not judged
+here (BROKER_DOWN, UNDER_REPLICATED and HW_STALL cover them).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+TYPE = "REPLICA_LAG"
+SEVERITY = "warning"
+DEFAULT_MESSAGES = 10_000
+DEFAULT_SECONDS = 30.0
+
+
+@dataclass(frozen=True)
+class Lag:
+    broker: int
+    messages: int
+    seconds: float | None
+    in_isr: bool
+
+
+def follower_lags(leader: int, isr: list[int], leos: dict[int, int], write_rate: float | None,
+                  max_messages: int, max_seconds: float) -> list[Lag]:
+    if leader < 0 or leader not in leos:
+        return []
+    out = []
+    for b, leo in leos.items():
+        if b == leader:
+            continue
+        messages = max(0, leos[leader] - leo)
+        seconds = messages / write_rate if write_rate else None
+        if messages > 0 and (messages >= max_messages or (seconds is not None and seconds >= max_seconds)):
+            out.append(Lag(b, messages, seconds, b in isr))
+    return sorted(out, key=lambda x: x.broker)
+
+
+def lag_columns(p: Any, max_messages: Any, max_seconds: Any) -> Any:
+    """The same rule as a Spark Column: array<struct<broker, messages, seconds, in_isr, leader_leo,
+    follower_leo>> of the lagging followers of one partition struct."""
+    from pyspark.sql import functions as F
+
+    from pipelines.detectors.hw_stall import leo_of
+
+    offsets = F.coalesce(p["replica_offsets"], F.array())
+    leader_leo = leo_of(offsets, p["leader"])
+    rate = p["write_rate"]
+
+    def one(o: Any) -> Any:
+        messages = F.greatest(leader_leo - o["log_end_offset"], F.lit(0))
+        seconds = F.when(rate > 0, messages / rate)
+        return F.struct(o["broker"].alias("broker"), messages.alias("messages"), seconds.alias("seconds"),
+                        F.array_contains(p["isr"], o["broker"]).alias("in_isr"), leader_leo.alias("leader_leo"),
+                        o["log_end_offset"].alias("follower_leo"))
+
+    cands = F.transform(F.filter(offsets, lambda o: (o["broker"] != p["leader"]) & leader_leo.isNotNull()), one)
+    return F.filter(cands, lambda x: (x["messages"] > 0) & (
+        (x["messages"] >= max_messages) | F.coalesce(x["seconds"] >= max_seconds, F.lit(False))))

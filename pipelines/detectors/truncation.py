@@ -1,0 +1,72 @@
+"""OFFSET_REGRESSION and LOG_TRUNCATION: offsets that went backwards between two polls.
+
+- OFFSET_REGRESSION: the partition's high watermark is lower than before. Everything at or above the
+  new HW that consumers could already read was committed, and is lost: the signature of an unclean
+  election (seeds/003). Critical.
+- LOG_TRUNCATION: one replica's log end offset is lower than before. A follower becoming follower of
+  a new leader truncates to where the leader's epoch ended (KIP-101, `Partition.truncateTo` via
+  `AbstractFetcherThread.truncateToEpochEndOffsets`), which is normal for an uncommitted suffix
+  (cause `uncommitted_suffix`, warning) and data loss when it cuts below the HW the partition had
+  (cause `below_high_watermark`, critical).
+Offsets compared are the last known ones (collectors/memory.py), so a broker that was down shows its
+truncation on the first poll after it returns. Both are events (held open for `event_hold_s`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+REGRESSION = "OFFSET_REGRESSION"
+TRUNCATION = "LOG_TRUNCATION"
+SEVERITY = {REGRESSION: "critical"}
+UNCOMMITTED = "uncommitted_suffix"
+BELOW_HW = "below_high_watermark"
+TRUNCATION_SEVERITY = {UNCOMMITTED: "warning", BELOW_HW: "critical"}
+
+
+@dataclass(frozen=True)
+class Truncated:
+    broker: int
+    before: int
+    after: int
+    cause: str
+
+
+def hw_regressed(hw: int | None, previous_hw: int | None) -> bool:
+    return hw is not None and previous_hw is not None and hw < previous_hw
+
+
+def truncations(leos: dict[int, int], previous_leos: dict[int, int], previous_hw: int | None) -> list[Truncated]:
+    out = []
+    for b, after in sorted(leos.items()):
+        before = previous_leos.get(b)
+        if before is not None and after < before:
+            below = previous_hw is not None and after < previous_hw
+            out.append(Truncated(b, before, after, BELOW_HW if below else UNCOMMITTED))
+    return out
+
+
+def regression_column(p: Any) -> Any:
+    from pyspark.sql import functions as F
+
+    prev = p["previous"]
+    return F.coalesce(prev.isNotNull() & (p["high_watermark"] < prev["high_watermark"]), F.lit(False))
+
+
+def truncation_column(p: Any) -> Any:
+    """array<struct<broker, before, after, cause>> of the replicas whose LEO went backwards."""
+    from pyspark.sql import functions as F
+
+    from pipelines.detectors.hw_stall import leo_of
+
+    prev = p["previous"]
+    before_offsets = F.coalesce(prev["replica_offsets"], F.array())
+    cur = F.coalesce(p["replica_offsets"], F.array())
+    rows = F.transform(cur, lambda o: F.struct(
+        o["broker"].alias("broker"), leo_of(before_offsets, o["broker"]).alias("before"),
+        o["log_end_offset"].alias("after"),
+        F.when(o["log_end_offset"] < prev["high_watermark"], F.lit(BELOW_HW)).otherwise(F.lit(UNCOMMITTED))
+        .alias("cause")))
+    return F.when(prev.isNotNull(), F.filter(rows, lambda x: x["before"].isNotNull() & (x["after"] < x["before"]))) \
+        .otherwise(F.array().cast("array<struct<broker:int,before:bigint,after:bigint,cause:string>>"))

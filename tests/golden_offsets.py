@@ -1,0 +1,50 @@
+"""Golden cases for the offset detectors: HW_STALL, REPLICA_LAG, UNCLEAN_LEADER_ELECTION,
+OFFSET_REGRESSION, LOG_TRUNCATION. Each case has a number and a one-line reason; the Python rules
+(tests/unit) and the Spark columns (tests/spark) must both agree with it.
+"""
+
+# HW_STALL: (number, leader, isr, hw, leos {broker: LEO}, stalled since, observed at, window,
+#            expected (cause, holding_back) or None, reason)
+STALL = [
+    (1, 1, [1, 2, 3], 100, {1: 100, 2: 100, 3: 100}, None, 50_000, 30_000, None,
+     "idle partition (LEO == HW): never stalled"),
+    (2, 1, [1, 2, 3], 100, {1: 150, 2: 150, 3: 100}, 40_000, 50_000, 30_000, None,
+     "HW behind for 10 s of a 30 s window: not yet"),
+    (3, 1, [1, 2, 3], 100, {1: 150, 2: 150, 3: 100}, 10_000, 50_000, 30_000, ("isr_follower_not_caught_up", [3]),
+     "40 s behind: follower 3 sits at the HW and holds it"),
+    (4, 1, [1, 2, 3], 100, {1: 150, 2: 150}, 10_000, 50_000, 30_000, ("isr_follower_unreachable", [3]),
+     "follower 3 did not answer (SIGSTOP): it is the one holding the HW"),
+    (5, 1, [1, 2, 3], None, {1: 150, 2: 150}, 10_000, 50_000, 30_000, None,
+     "leader did not report a HW: no verdict, never a guess"),
+    (6, 1, [1, 2, 3], 100, {1: 150, 2: 150, 3: 100}, 20_000, 50_000, 30_000, ("isr_follower_not_caught_up", [3]),
+     "exactly the window: stalled"),
+]
+
+# REPLICA_LAG: (number, leader, isr, leos, write_rate, max messages, max seconds,
+#               expected [(broker, messages, seconds)], reason)
+LAG = [
+    (1, 1, [1, 2, 3], {1: 100, 2: 100, 3: 100}, 50.0, 1000, 30.0, [], "everyone at the leader's LEO"),
+    (2, 1, [1, 2, 3], {1: 5000, 2: 4990, 3: 3000}, None, 1000, 30.0, [(3, 2000, None)],
+     "no write rate known: judged by messages only; 10 behind is fine, 2000 is not"),
+    (3, 1, [1, 2], {1: 5000, 2: 4990, 3: 4000}, 20.0, 100_000, 30.0, [(3, 1000, 50.0)],
+     "1000 messages at 20/s is 50 s behind: over the time threshold though under the message one"),
+    (4, 1, [1, 2, 3], {2: 10, 3: 0}, 20.0, 1, 1.0, [], "the leader did not answer: no reference, no verdict"),
+    (5, 2, [2, 3], {1: 9_000, 2: 100, 3: 100}, 0.0, 1, 1.0, [],
+     "a replica ahead of its leader (a deposed leader's suffix) is not lagging"),
+]
+
+# Changes between polls: (number, leader, previous leader, previous isr, hw, previous hw, leos, previous leos,
+#                         expected unclean, expected regression, expected truncations [(broker, cause)], reason)
+CHANGE = [
+    (1, 2, 1, [1, 2, 3], 100, 100, {2: 100}, {1: 100, 2: 100}, False, False, [],
+     "clean fail-over: 2 was in the ISR"),
+    (2, 2, 1, [1], 80, 120, {2: 80, 3: 80}, {1: 120, 2: 80, 3: 80}, True, True, [],
+     "seeds/003: 2 out of the ISR elected; the HW falls 120 -> 80"),
+    (3, 2, -1, [1], 80, 120, {2: 80}, {1: 120, 2: 80}, True, True, [],
+     "elected after a leaderless spell: compared with the ISR kept while leaderless"),
+    (4, 2, 2, [2, 3], 80, 80, {1: 80, 2: 80, 3: 80}, {1: 120, 2: 80, 3: 80}, False, False, [(1, "uncommitted_suffix")],
+     "old leader back: truncates to 80; the previous HW was 80, so only uncommitted data went"),
+    (5, 2, 2, [2, 3], 80, 120, {1: 80, 2: 80}, {1: 120, 2: 80}, False, True, [(1, "below_high_watermark")],
+     "truncation below the HW the partition had: committed data lost"),
+    (6, -1, 1, [1], None, 120, {}, {1: 120}, False, False, [], "leader gone: offline, not unclean (yet)"),
+]

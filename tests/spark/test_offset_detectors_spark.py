@@ -1,0 +1,81 @@
+"""The offset detectors' Spark plan (findings.alert_rows) against tests/golden_offsets.py: one topic
+record per golden case, all cases in one batch, so the collected findings also check the wiring
+(type, subject broker, cause) and that partitions of other cases do not leak into each other."""
+
+import json
+
+import pytest
+
+from collectors.records import topic_record
+from pipelines.findings import DetectorSettings, alert_rows
+from pipelines.ingest import parse, valid
+from tests.golden_offsets import CHANGE, LAG, STALL
+
+pytestmark = pytest.mark.spark
+
+
+def _batch(spark, records):
+    rows = [(json.dumps(r).encode(), "krm.observations", 0, i) for i, r in enumerate(records)]
+    return spark.createDataFrame(rows, "value binary, topic string, partition int, offset long").selectExpr(
+        "*", "current_timestamp() as timestamp")
+
+
+def _record(topic, now, leader, isr, replicas, **fields):
+    part = {"partition": 0, "leader": leader, "leader_epoch": 5, "replicas": replicas, "isr": isr, **fields}
+    return topic_record("c1", "admin", 1, now, topic=topic, live_brokers=replicas, partitions=[part],
+                        min_insync_replicas=1, unclean_leader_election=True)
+
+
+def _offsets(leos):
+    return [{"broker": b, "log_end_offset": o} for b, o in sorted(leos.items())]
+
+
+def _findings(spark, records, settings):
+    rows = alert_rows(valid(parse(_batch(spark, records))), settings).collect()
+    out = {}
+    for r in rows:
+        if r.row_type == "finding":
+            out.setdefault(r.topic, []).append(r)
+    return out
+
+
+def test_hw_stall_plan_matches_golden_cases(spark):
+    records = [_record(f"stall-{n}", now, leader, isr, [1, 2, 3], high_watermark=hw, replica_offsets=_offsets(leos),
+                       hw_stalled_since_ms=since)
+               for n, leader, isr, hw, leos, since, now, _w, _e, _r in STALL]
+    found = _findings(spark, records, DetectorSettings(hw_stall_window_ms=30_000))
+    for n, *_rest, expected, reason in STALL:
+        got = [f for f in found.get(f"stall-{n}", []) if f.type == "HW_STALL"]
+        want = [] if expected is None else [expected]
+        assert [(f.cause, json.loads(f.details)["holding_back"]) for f in got] == [tuple(w) for w in want], reason
+
+
+@pytest.mark.parametrize("settings", sorted({(c[5], c[6]) for c in LAG}))
+def test_replica_lag_plan_matches_golden_cases(spark, settings):
+    cases = [c for c in LAG if (c[5], c[6]) == settings]
+    records = [_record(f"lag-{n}", 1_000, leader, isr, sorted({*isr, *leos}), replica_offsets=_offsets(leos),
+                       write_rate=rate)
+               for n, leader, isr, leos, rate, *_ in cases]
+    found = _findings(spark, records, DetectorSettings(lag_messages=settings[0], lag_seconds=settings[1]))
+    for n, *_rest, expected, reason in cases:
+        got = sorted((f.broker, json.loads(f.details)["lag_messages"], json.loads(f.details).get("lag_seconds"))
+                     for f in found.get(f"lag-{n}", []) if f.type == "REPLICA_LAG")
+        assert got == expected, reason
+
+
+def test_changes_between_polls_plan_matches_golden_cases(spark):
+    records = []
+    for n, leader, pleader, pisr, hw, phw, leos, pleos, *_ in CHANGE:
+        previous = {"leader": pleader, "leader_epoch": 4, "isr": pisr, "high_watermark": phw,
+                    "replica_offsets": _offsets(pleos)}
+        replicas = sorted({*pisr, *leos, *pleos} - {-1})
+        isr = [leader] if leader >= 0 else pisr
+        records.append(_record(f"change-{n}", 1_000, leader, isr, replicas, high_watermark=hw,
+                               replica_offsets=_offsets(leos), previous=previous))
+    found = _findings(spark, records, DetectorSettings())
+    for n, *_rest, unclean, regression, truncs, reason in CHANGE:
+        fs = found.get(f"change-{n}", [])
+        types = {f.type for f in fs}
+        assert ("UNCLEAN_LEADER_ELECTION" in types) is unclean, reason
+        assert ("OFFSET_REGRESSION" in types) is regression, reason
+        assert sorted((f.broker, f.cause) for f in fs if f.type == "LOG_TRUNCATION") == truncs, reason

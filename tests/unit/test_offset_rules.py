@@ -1,0 +1,33 @@
+"""The offset detectors' Python rules against tests/golden_offsets.py."""
+
+import pytest
+
+from pipelines.detectors.hw_stall import classify_stall
+from pipelines.detectors.lag import follower_lags
+from pipelines.detectors.truncation import hw_regressed, truncations
+from pipelines.detectors.unclean import is_unclean
+from tests.golden_offsets import CHANGE, LAG, STALL
+
+pytestmark = pytest.mark.unit
+
+
+@pytest.mark.parametrize("case", STALL, ids=[f"stall-{c[0]}" for c in STALL])
+def test_hw_stall(case):
+    _n, leader, isr, hw, leos, since, now, window, expected, reason = case
+    got = classify_stall(leader, isr, hw, leos, since, now, window)
+    assert (None if got is None else (got.cause, list(got.holding_back))) == expected, reason
+
+
+@pytest.mark.parametrize("case", LAG, ids=[f"lag-{c[0]}" for c in LAG])
+def test_replica_lag(case):
+    _n, leader, isr, leos, rate, max_m, max_s, expected, reason = case
+    got = [(x.broker, x.messages, x.seconds) for x in follower_lags(leader, isr, leos, rate, max_m, max_s)]
+    assert got == expected, reason
+
+
+@pytest.mark.parametrize("case", CHANGE, ids=[f"change-{c[0]}" for c in CHANGE])
+def test_changes_between_polls(case):
+    _n, leader, pleader, pisr, hw, phw, leos, pleos, unclean, regression, truncs, reason = case
+    assert is_unclean(leader, pleader, pisr) is unclean, reason
+    assert hw_regressed(hw, phw) is regression, reason
+    assert [(t.broker, t.cause) for t in truncations(leos, pleos, phw)] == truncs, reason
