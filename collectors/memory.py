@@ -27,6 +27,7 @@ class Seen:
     hw: int | None  # last known leader HW
     leos: tuple[tuple[int, int], ...]  # (broker, last known LEO)
     hw_since_ms: int | None  # set while HW == hw and leader LEO > hw
+    hw_peak: int | None  # the highest HW seen: what was committed, even after a regression
 
 
 class PartitionMemory:
@@ -56,13 +57,15 @@ class PartitionMemory:
                 p["write_rate"] = round((leader_leo - prev_leader_leo) * 1000.0 / dt_ms, 3)
             if _moved(prev, p, hw, leos):
                 p["previous"] = {"leader": prev.leader, "leader_epoch": prev.leader_epoch, "isr": list(prev.isr),
-                                 "high_watermark": prev.hw,
+                                 "high_watermark": prev.hw, "max_high_watermark": prev.hw_peak,
                                  "replica_offsets": [{"broker": b, "log_end_offset": o} for b, o in prev.leos]}
         # Remember the last known offsets of replicas that did not answer this time (a dead broker):
         # its truncation shows when it comes back, and a regression of a leaderless HW when it returns.
         known_hw = hw if hw is not None or prev is None else prev.hw
         known_leos = tuple(sorted({**dict(prev.leos if prev else ()), **dict(leos)}.items()))
-        self._seen[key] = Seen(at_ms, p["leader"], p.get("leader_epoch"), tuple(p["isr"]), known_hw, known_leos, since)
+        peak = max((h for h in (hw, prev.hw_peak if prev else None) if h is not None), default=None)
+        self._seen[key] = Seen(at_ms, p["leader"], p.get("leader_epoch"), tuple(p["isr"]), known_hw, known_leos, since,
+                               peak)
         return p
 
     def forget_missing(self, present: set[tuple[str, int]]) -> None:

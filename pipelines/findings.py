@@ -117,7 +117,8 @@ def topic_rows(obs: Any, observed_at_ms: Any, settings: DetectorSettings) -> Any
             truncation.TRUNCATION, x["cause"], F.to_json(F.struct(
                 *base, x["before"].alias("log_end_offset_before"), x["after"].alias("log_end_offset_after"),
                 (x["before"] - x["after"]).alias("truncated_messages"),
-                prev["high_watermark"].alias("previous_high_watermark"))),
+                prev["high_watermark"].alias("previous_high_watermark"),
+                prev["max_high_watermark"].alias("max_high_watermark"))),
             F.when(x["cause"] == truncation.BELOW_HW, F.lit("critical")).otherwise(F.lit("warning")), x["broker"]))
         return F.concat(F.filter(candidates, lambda x: x.isNotNull()), lag_findings, truncation_findings)
 

@@ -62,6 +62,7 @@ PREVIOUS = Struct((  # the partition at the previous poll (last known offsets), 
     ("leader_epoch", INT, False),
     ("isr", Array(INT), True),
     ("high_watermark", LONG, False),
+    ("max_high_watermark", LONG, False),  # the highest HW this collector saw: committed data
     ("replica_offsets", Array(REPLICA_OFFSET), False),
 ))
 

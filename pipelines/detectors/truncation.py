@@ -6,8 +6,9 @@
 - LOG_TRUNCATION: one replica's log end offset is lower than before. A follower becoming follower of
   a new leader truncates to where the leader's epoch ended (KIP-101, `Partition.truncateTo` via
   `AbstractFetcherThread.truncateToEpochEndOffsets`), which is normal for an uncommitted suffix
-  (cause `uncommitted_suffix`, warning) and data loss when it cuts below the HW the partition had
-  (cause `below_high_watermark`, critical).
+  (cause `uncommitted_suffix`, warning) and data loss when it cuts below the highest HW the
+  partition had (cause `below_high_watermark`, critical): an HW that already regressed after an
+  unclean election does not hide what was committed before it.
 Offsets compared are the last known ones (collectors/memory.py), so a broker that was down shows its
 truncation on the first poll after it returns. Both are events (held open for `event_hold_s`).
 """
@@ -38,6 +39,7 @@ def hw_regressed(hw: int | None, previous_hw: int | None) -> bool:
 
 
 def truncations(leos: dict[int, int], previous_leos: dict[int, int], previous_hw: int | None) -> list[Truncated]:
+    """`previous_hw`: the highest HW the partition had (previous.max_high_watermark)."""
     out = []
     for b, after in sorted(leos.items()):
         before = previous_leos.get(b)
@@ -66,7 +68,8 @@ def truncation_column(p: Any) -> Any:
     rows = F.transform(cur, lambda o: F.struct(
         o["broker"].alias("broker"), leo_of(before_offsets, o["broker"]).alias("before"),
         o["log_end_offset"].alias("after"),
-        F.when(o["log_end_offset"] < prev["high_watermark"], F.lit(BELOW_HW)).otherwise(F.lit(UNCOMMITTED))
+        F.when(o["log_end_offset"] < F.coalesce(prev["max_high_watermark"], prev["high_watermark"]), F.lit(BELOW_HW))
+        .otherwise(F.lit(UNCOMMITTED))
         .alias("cause")))
     return F.when(prev.isNotNull(), F.filter(rows, lambda x: x["before"].isNotNull() & (x["after"] < x["before"]))) \
         .otherwise(F.array().cast("array<struct<broker:int,before:bigint,after:bigint,cause:string>>"))

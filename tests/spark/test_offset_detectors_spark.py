@@ -67,7 +67,7 @@ def test_changes_between_polls_plan_matches_golden_cases(spark):
     records = []
     for n, leader, pleader, pisr, hw, phw, leos, pleos, *_ in CHANGE:
         previous = {"leader": pleader, "leader_epoch": 4, "isr": pisr, "high_watermark": phw,
-                    "replica_offsets": _offsets(pleos)}
+                    "max_high_watermark": phw, "replica_offsets": _offsets(pleos)}
         replicas = sorted({*pisr, *leos, *pleos} - {-1})
         isr = [leader] if leader >= 0 else pisr
         records.append(_record(f"change-{n}", 1_000, leader, isr, replicas, high_watermark=hw,

@@ -63,3 +63,11 @@ def test_plan_asks_live_replicas_for_leos_and_live_leaders_for_hws():
     replica_of, leader_of = plan([("t", 0, 1, [1, 2, 3]), ("t", 1, -1, [3]), ("u", 0, 2, [2, 3])], live={1, 2})
     assert replica_of == {1: [("t", 0)], 2: [("t", 0), ("u", 0)]}
     assert leader_of == {1: [("t", 0)], 2: [("u", 0)]}
+
+
+def test_peak_hw_survives_a_regression():
+    m = PartitionMemory()
+    m.annotate("t", part(hw=150), 1_000)
+    m.annotate("t", part(leader=2, epoch=1, isr=(2,), hw=50, leos={2: 50}), 2_000)
+    p = m.annotate("t", part(leader=2, epoch=1, isr=(2,), hw=50, leos={1: 50, 2: 50}), 3_000)
+    assert p["previous"]["high_watermark"] == 50 and p["previous"]["max_high_watermark"] == 150

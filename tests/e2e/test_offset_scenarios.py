@@ -1,0 +1,131 @@
+"""Offsets-based incidents on a real ZooKeeper-mode cluster (observations on the KRaft cluster).
+
+1. HW stall (issue 4, scenario 3): an acks=all producer while an ISR follower is SIGSTOPped: the
+   leader's LEO moves, its HW does not; HW_STALL names the paused follower before the ISR shrinks,
+   and resolves once the controller drops the follower from the ISR (the HW moves again).
+2. Unclean election (seeds/003, scenario 4): RF 2 with unclean.leader.election.enable; the follower
+   paused until out of the ISR; more writes; the leader SIGKILLed; the follower resumed and elected
+   out of sync -> UNCLEAN_LEADER_ELECTION and OFFSET_REGRESSION; the old leader restarted truncates
+   its log below the old HW -> LOG_TRUNCATION on it.
+Times to detect are printed (pytest -s) for the issue notes.
+"""
+
+import time
+
+import pytest
+
+from krm.config import load_config
+from krm.runner import Monitor
+from krm.scrape import scrape, series
+from tests.helpers import create_topic, krm_json, wait_for, write_config
+
+pytestmark = pytest.mark.e2e
+
+
+def _open(config_path, topic, type_):
+    return [i for i in krm_json("incidents", "--open", "--type", type_, "--config", str(config_path))
+            if i["topic"] == topic]
+
+
+def _producer(cluster, topic, acks):
+    """A producer connected and with metadata *before* any broker is paused: bootstrapping through a
+    SIGSTOPped broker would block it until the fault is over."""
+    from kafka import KafkaProducer
+
+    producer = KafkaProducer(bootstrap_servers=cluster.bootstrap_servers, acks=acks, linger_ms=0,
+                             request_timeout_ms=60_000, max_block_ms=10_000)
+    producer.send(topic, b"warm-up", partition=0).get(timeout=30)
+    return producer
+
+
+def _send(producer, topic, n):
+    return [producer.send(topic, b"m", partition=0) for _ in range(n)]
+
+
+def test_hw_stall_names_the_paused_follower_before_the_isr_shrinks(zk_cluster, kraft_cluster, spark, tmp_path):
+    cluster = zk_cluster
+    topic = "hw-stall"
+    (replicas,) = create_topic(cluster, topic, partitions=1, rf=3).values()
+    leader, follower = replicas[0], replicas[1]
+    config_path = write_config(cluster, tmp_path, observations_on=kraft_cluster,
+                               pipeline_extra="hw_stall_window_s = 2.0\n")
+    monitor = Monitor(load_config(config_path), spark=spark).start()
+    url = monitor.metrics_url
+    producer = None
+    try:
+        wait_for(lambda: series(scrape(url), "krm_cluster_offline_partitions", cluster=cluster.name), 90, "/metrics")
+        producer = _producer(cluster, topic, acks="all")
+        cluster.pause(follower)
+        paused_at = time.time()
+        _send(producer, topic, 20)  # held in the leader's purgatory: the HW cannot pass the paused follower
+        stall = wait_for(lambda: (_open(config_path, topic, "HW_STALL") or [None])[0], 60, "HW_STALL")
+        print(f"\n[hw-stall] pause -> HW_STALL incident stored {time.time() - paused_at:.1f}s")
+        assert stall["partition"] == 0 and stall["cause"] == "isr_follower_unreachable"
+        assert stall["details"]["holding_back"] == [follower]
+        assert stall["details"]["leader_leo"] > stall["details"]["high_watermark"]
+        stalled = [s for s in series(scrape(url), "krm_partition_hw_stall_seconds", cluster=cluster.name)
+                   if s.labels["topic"] == topic]
+        assert stalled and stalled[0].value >= 2.0
+        assert _open(config_path, topic, "UNDER_REPLICATED") == [], "the ISR shrank before the stall was seen"
+
+        # the controller drops the follower (replica.lag.time.max.ms 10 s): the HW moves, the stall ends
+        urp = wait_for(lambda: (_open(config_path, topic, "UNDER_REPLICATED") or [None])[0], 60, "ISR shrink")
+        assert urp["details"]["out_of_sync"] == [follower] and stall["opened_at"] < urp["opened_at"]
+        wait_for(lambda: _open(config_path, topic, "HW_STALL") == [], 30, "HW_STALL resolved after the shrink")
+        cluster.resume(follower)
+        wait_for(lambda: _open(config_path, topic, "UNDER_REPLICATED") == [], 60, "follower back in the ISR")
+    finally:
+        if producer is not None:
+            producer.close(timeout=5)
+        monitor.stop()
+        if cluster.status()["brokers"][str(follower)]["state"] == "paused":
+            cluster.resume(follower)
+
+
+def test_unclean_election_regression_and_truncation(zk_cluster, kraft_cluster, spark, tmp_path):
+    cluster = zk_cluster
+    topic = "unclean"
+    (replicas,) = create_topic(cluster, topic, partitions=1, rf=2,
+                               configs={"unclean.leader.election.enable": "true"}).values()
+    leader, follower = replicas
+    config_path = write_config(cluster, tmp_path, observations_on=kraft_cluster)
+    monitor = Monitor(load_config(config_path), spark=spark).start()
+    url = monitor.metrics_url
+    try:
+        wait_for(lambda: series(scrape(url), "krm_cluster_offline_partitions", cluster=cluster.name), 90, "/metrics")
+        producer = _producer(cluster, topic, acks="all")  # acked = on both replicas while both are in the ISR
+        for f in _send(producer, topic, 49):
+            f.get(timeout=30)
+        cluster.pause(follower)
+        wait_for(lambda: _open(config_path, topic, "UNDER_REPLICATED"), 60, "follower out of the ISR")
+        for f in _send(producer, topic, 100):  # the ISR is [leader]: only the leader has these
+            f.get(timeout=30)
+        producer.close(timeout=5)
+        time.sleep(3)  # let the collector see HW 150 on the leader
+        cluster.kill(leader)
+        wait_for(lambda: [i for i in _open(config_path, topic, "OFFLINE_PARTITION")
+                          if i["cause"] == "all_isr_replicas_dead"], 60, "leaderless, ISR [leader] dead")
+        cluster.resume(follower)
+        resumed_at = time.time()
+        unclean = wait_for(lambda: (_open(config_path, topic, "UNCLEAN_LEADER_ELECTION") or [None])[0], 90,
+                           "UNCLEAN_LEADER_ELECTION")
+        print(f"\n[unclean] follower resumed -> UNCLEAN_LEADER_ELECTION stored {time.time() - resumed_at:.1f}s")
+        assert unclean["details"]["leader"] == follower and unclean["details"]["previous_isr"] == [leader]
+        regression = wait_for(lambda: (_open(config_path, topic, "OFFSET_REGRESSION") or [None])[0], 30,
+                              "OFFSET_REGRESSION")
+        assert regression["details"]["previous_high_watermark"] == 150
+        assert regression["details"]["high_watermark"] == 50 and regression["details"]["hw_lost"] == 100
+
+        cluster.start(leader)
+        started_at = time.time()
+        trunc = wait_for(lambda: (_open(config_path, topic, "LOG_TRUNCATION") or [None])[0], 90, "LOG_TRUNCATION")
+        print(f"[unclean] old leader restarted -> LOG_TRUNCATION stored {time.time() - started_at:.1f}s")
+        assert trunc["broker"] == leader and trunc["cause"] == "below_high_watermark"
+        assert (trunc["details"]["log_end_offset_before"], trunc["details"]["log_end_offset_after"]) == (150, 50)
+    finally:
+        monitor.stop()
+        state = cluster.status()["brokers"]
+        if state[str(follower)]["state"] == "paused":
+            cluster.resume(follower)
+        if state[str(leader)]["state"] != "running":
+            cluster.start(leader)
