@@ -20,6 +20,7 @@ from krm.config import ClusterConfig, CollectorConfig
 log = logging.getLogger(__name__)
 
 TOPIC_CONFIGS = ("min.insync.replicas", "unclean.leader.election.enable")
+BROKER_CONFIGS = ("replica.lag.time.max.ms", "leader.imbalance.per.broker.percentage")
 
 
 class AdminSource:
@@ -40,6 +41,7 @@ class AdminSource:
         self._live_last: dict[int, dict[str, Any]] = {}  # brokers alive at the last successful poll
         self._memory = PartitionMemory()
         self._replica_lag_time_max_ms: int | None = None
+        self._leader_imbalance_pct: int | None = None
         self.last_offsets: offsets.OffsetsRound | None = None  # for benchmarks and logs
 
     def poll(self) -> list[dict[str, Any]]:
@@ -108,6 +110,7 @@ class AdminSource:
             controller_id=controller if controller is not None and controller >= 0 else None, brokers=brokers,
             topic_count=len(topics), partition_count=sum(len(t["partitions"]) for t in topics),
             replica_lag_time_max_ms=self._replica_lag_time_max_ms,
+            leader_imbalance_per_broker_percentage=self._leader_imbalance_pct,
         )]
         present = set()
         for t in topics:
@@ -178,7 +181,7 @@ class AdminSource:
         if (due or self._replica_lag_time_max_ms is None) and self._last_node in brokers:
             # a broker config is answered only by that broker: ask the one that just answered metadata
             resources.append(ConfigResource(ConfigResourceType.BROKER, str(self._last_node),
-                                            configs={"replica.lag.time.max.ms": None}))
+                                            configs={k: None for k in BROKER_CONFIGS}))
         fresh: dict[str, tuple[int | None, bool | None]] = {}
         for response in admin.describe_configs(resources):
             for res in response.to_object()["resources"]:
@@ -187,7 +190,9 @@ class AdminSource:
                 entries = {e["config_names"]: e["config_value"] for e in res["config_entries"]}
                 if res["resource_type"] == ConfigResourceType.BROKER.value:
                     lag = entries.get("replica.lag.time.max.ms")
+                    pct = entries.get("leader.imbalance.per.broker.percentage")
                     self._replica_lag_time_max_ms = int(lag) if lag is not None else None
+                    self._leader_imbalance_pct = int(pct) if pct is not None else None
                     continue
                 min_isr = entries.get("min.insync.replicas")
                 unclean = entries.get("unclean.leader.election.enable")

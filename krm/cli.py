@@ -62,6 +62,9 @@ def cmd_local_cluster(args: argparse.Namespace) -> int:
     c = LocalCluster.load(root)
     if args.action == "status":
         _print_status(c.status(), args.json)
+    elif args.action == "add-broker":
+        bid = c.add_broker()
+        print(f"broker {bid} added and registered; Kafka moves no existing replica to it")
     elif args.action == "down":
         c.down()
         print(f"cluster {args.name!r} stopped (data kept in {root} until the next `up`)")
@@ -185,6 +188,7 @@ def build_parser() -> argparse.ArgumentParser:
                              ("pause", "SIGSTOP one broker"), ("resume", "SIGCONT a paused broker")):
         a = lcs.add_parser(action, help=helptext)
         a.add_argument("broker_id", type=int, metavar="BROKER_ID")
+    lcs.add_parser("add-broker", help="expand the cluster by one broker (the next id)")
     st = lcs.add_parser("status", help="processes, ports and states")
     st.add_argument("--json", action="store_true")
     lcs.add_parser("down", help="stop every process of the cluster")

@@ -60,6 +60,8 @@ class PipelineConfig:
     replica_lag_messages: int = 10_000  # REPLICA_LAG when a follower is this many messages behind ...
     replica_lag_seconds: float = 30.0  # ... or this many seconds at the partition's recent write rate
     event_hold_s: float = 900.0  # events (unclean election, truncation, regression) stay open this long
+    leader_skew_tolerance: float = 0.5  # LEADER_SKEW beyond this share of the mean leaders per broker
+    replica_imbalance_tolerance: float = 0.2  # REPLICA_IMBALANCE (cluster) below this share under the mean
 
 
 @dataclass(frozen=True)
@@ -139,7 +141,8 @@ def parse_config(raw: dict[str, Any], source: Path | None = None) -> Config:
         "[pipeline]",
         p,
         {"data_dir", "metrics_host", "metrics_port", "spark_master", "starting_offsets", "flap_window_s",
-         "history_trigger_s", "hw_stall_window_s", "replica_lag_messages", "replica_lag_seconds", "event_hold_s"},
+         "history_trigger_s", "hw_stall_window_s", "replica_lag_messages", "replica_lag_seconds", "event_hold_s",
+         "leader_skew_tolerance", "replica_imbalance_tolerance"},
     )
     data_dir = Path(r.string("[pipeline]", p, "data_dir", default="krm-data"))
     if not data_dir.is_absolute() and source is not None:
@@ -160,6 +163,9 @@ def parse_config(raw: dict[str, Any], source: Path | None = None) -> Config:
         replica_lag_messages=r.number("[pipeline]", p, "replica_lag_messages", 10_000, int, minimum=1),
         replica_lag_seconds=r.number("[pipeline]", p, "replica_lag_seconds", 30.0, float, minimum=0.0),
         event_hold_s=r.number("[pipeline]", p, "event_hold_s", 900.0, float, minimum=0.0),
+        leader_skew_tolerance=r.number("[pipeline]", p, "leader_skew_tolerance", 0.5, float, minimum=0.0),
+        replica_imbalance_tolerance=r.number("[pipeline]", p, "replica_imbalance_tolerance", 0.2, float,
+                                             minimum=0.0, maximum=1.0),
     )
     return Config(tuple(clusters), observations, collector, pipeline, source)
 

@@ -227,6 +227,22 @@ class LocalCluster:
         if wait:
             self.wait_for_brokers([broker_id], timeout_s)
 
+    def add_broker(self, timeout_s: float = 90.0) -> int:
+        """Cluster expansion: a new broker (next id, free ports, the same settings) joins and is
+        registered. Kafka moves no existing replica onto it; only new topics and partitions use it."""
+        bid = max(self.broker_ids) + 1
+        node = Node("broker", bid, free_port(), jmx_port=free_port())
+        self.nodes[node.name] = node
+        self.brokers = len(self.broker_ids)
+        self._write_node_config(node)
+        self._write_krm_config()
+        self._save()
+        if self.mode == "kraft":
+            self._format_storage([node])
+        self._launch(node)
+        self.wait_for_brokers([bid], timeout_s)
+        return bid
+
     def pause(self, broker_id: int) -> None:
         """SIGSTOP: the broker keeps its sockets and ZooKeeper session but answers nothing."""
         node = self._live_broker(broker_id)
@@ -397,10 +413,10 @@ class LocalCluster:
             return self._java(node, ["org.apache.zookeeper.server.ZooKeeperServerMain", str(d / "zoo.cfg")])
         return self._java(node, ["kafka.Kafka", str(d / "server.properties")])
 
-    def _format_storage(self) -> None:
+    def _format_storage(self, nodes: list[Node] | None = None) -> None:
         """KRaft: format every node's log dir with the cluster id, in parallel (one JVM each)."""
         procs = []
-        for node in self.nodes.values():
+        for node in nodes if nodes is not None else list(self.nodes.values()):
             props = self._node_dir(node) / "server.properties"
             cmd = self._java(Node(node.role, node.id, node.port), ["kafka.tools.StorageTool", "format", "-t",
                                                                  self.cluster_id, "-c", str(props), "--ignore-formatted"])

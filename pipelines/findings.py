@@ -130,18 +130,21 @@ def topic_rows(obs: Any, observed_at_ms: Any, settings: DetectorSettings) -> Any
 
 
 def broker_counts(partitions: Any) -> Any:
-    """Per broker of one topic, as JSON [[broker, leaders, replicas, preferred_not_leading], ...]:
-    the inputs of krm_broker_leaders / krm_broker_replicas and of leader-skew detection. The
-    preferred leader is the first replica (Kafka's definition)."""
+    """The topic's size and, per broker, [broker, leaders, replicas, preferred, preferred_not_leading]
+    as JSON: the inputs of krm_broker_leaders / krm_broker_replicas and of the balance detectors. The
+    preferred leader is the first replica (Kafka's definition); a leaderless partition counts as not
+    led by its preferred replica, as in KafkaController.checkAndTriggerAutoLeaderRebalance."""
     from pyspark.sql import functions as F
 
     leaders = F.transform(partitions, lambda p: p["leader"])
+    preferred = F.transform(partitions, lambda p: F.element_at(p["replicas"], 1))
     all_replicas = F.flatten(F.transform(partitions, lambda p: p["replicas"]))
     not_leading = F.transform(F.filter(partitions, lambda p: F.element_at(p["replicas"], 1) != p["leader"]),
                               lambda p: F.element_at(p["replicas"], 1))
     count = lambda arr, b: F.size(F.filter(arr, lambda x: x == b))  # noqa: E731
-    return F.to_json(F.transform(F.array_distinct(all_replicas),
-                                 lambda b: F.array(b, count(leaders, b), count(all_replicas, b), count(not_leading, b))))
+    per_broker = F.transform(F.array_distinct(all_replicas), lambda b: F.array(
+        b, count(leaders, b), count(all_replicas, b), count(preferred, b), count(not_leading, b)))
+    return F.to_json(F.struct(F.size(partitions).alias("partitions"), per_broker.alias("brokers")))
 
 
 def cluster_rows(obs: Any) -> Any:

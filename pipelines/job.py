@@ -19,6 +19,7 @@ from typing import Any
 
 from krm.config import Config
 from pipelines import findings as F_
+from pipelines.balance import BalanceCheck, BalanceSettings
 from pipelines.incident_store import IncidentStore
 from pipelines.incidents import Finding, IncidentBook, ScopePoll
 from pipelines.ingest import parse, read_observations, rejected, valid
@@ -87,11 +88,13 @@ class AlertPath:
     a second of py4j calls, executing the prepared plan on a small batch about 0.2 s.
     """
 
-    def __init__(self, state: PipelineState, book: IncidentBook, store: IncidentStore) -> None:
+    def __init__(self, state: PipelineState, book: IncidentBook, store: IncidentStore,
+                 balance: BalanceCheck | None = None) -> None:
         self.state = state
         self.book = book
         self.store = store
         self.counts = BrokerLoad()
+        self.balance = balance or BalanceCheck()
 
     def __call__(self, batch: Any, batch_id: int) -> None:
         t0 = time.perf_counter()
@@ -99,6 +102,7 @@ class AlertPath:
         polls, found, clusters, counts = split_rows(rows)
         changed = self.book.apply(polls, found)
         self.counts.update(counts)
+        changed += self.book.apply(*self.balance.evaluate(self.counts, counts, clusters))
         snap = self.state.snapshot
         views = dict(snap.clusters)
         for name, view in clusters.items():
@@ -124,15 +128,19 @@ def split_rows(rows: list[Any]) -> tuple[list[ScopePoll], list[Finding], dict[st
         elif r.row_type == "poll":
             polls.append(ScopePoll(r.cluster, r.scope, r.poll_id, r.observed_at_ms))
             if r.topic is not None and r.details:
+                d = json.loads(r.details)
                 counts.append(TopicLoad(r.cluster, r.topic, r.observed_at_ms,
-                                        {b: (lead, rep, npref) for b, lead, rep, npref in json.loads(r.details)}))
+                                        {b: (lead, rep, pref, npref) for b, lead, rep, pref, npref in d["brokers"]},
+                                        d["partitions"]))
         else:
             prev = clusters.get(r.cluster)
             if prev is None or r.observed_at_ms >= prev.newest_observed_ms:
                 cs = json.loads(r.details)
                 clusters[r.cluster] = ClusterView(
                     brokers=tuple((b["id"], bool(b["live"])) for b in cs.get("brokers", [])),
-                    controller_id=cs.get("controller_id"), error=cs.get("error"), newest_observed_ms=r.observed_at_ms)
+                    controller_id=cs.get("controller_id"), error=cs.get("error"), newest_observed_ms=r.observed_at_ms,
+                    topic_count=cs.get("topic_count"),
+                    leader_imbalance_percentage=cs.get("leader_imbalance_per_broker_percentage"))
     return polls, found, clusters, counts
 
 
@@ -190,7 +198,9 @@ class Pipeline:
             log.info("resuming with %d open incidents from %s", len(book.open_incidents()), self.tables.incidents)
 
         raw = read_observations(self.spark, self.config)
-        alert_path = interruptible(AlertPath(self.state, book, store))
+        p = self.config.pipeline
+        balance = BalanceCheck(BalanceSettings(p.leader_skew_tolerance, p.replica_imbalance_tolerance))
+        alert_path = interruptible(AlertPath(self.state, book, store, balance))
         history_path = interruptible(HistoryPath(self.state, self.tables, app_id="krm-history"))
 
         def start_alerts() -> Any:

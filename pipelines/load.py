@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-Counts = tuple[int, int, int]  # leaders, replicas, partitions preferring this broker but led elsewhere
+Counts = tuple[int, int, int, int]  # leaders, replicas, preferred (first replica), preferred but led elsewhere
+N = 4
 
 
 @dataclass(frozen=True)
@@ -17,6 +18,7 @@ class TopicLoad:
     topic: str
     observed_at_ms: int
     by_broker: dict[int, Counts]
+    partitions: int = 0
 
 
 @dataclass
@@ -34,14 +36,26 @@ class BrokerLoad:
             if old is not None:
                 for b, c in old.by_broker.items():
                     t = totals[b]
-                    for i in range(3):
+                    for i in range(N):
                         t[i] -= c[i]
             for b, c in load.by_broker.items():
-                t = totals.setdefault(b, [0, 0, 0])
-                for i in range(3):
+                t = totals.setdefault(b, [0] * N)
+                for i in range(N):
                     t[i] += c[i]
             self._topics[key] = load
 
     def totals(self) -> dict[str, dict[int, Counts]]:
-        """cluster -> broker -> (leaders, replicas, preferred-but-not-leading); an immutable copy."""
-        return {c: {b: (t[0], t[1], t[2]) for b, t in brokers.items()} for c, brokers in self._totals.items()}
+        """cluster -> broker -> Counts; an immutable copy."""
+        return {c: {b: (t[0], t[1], t[2], t[3]) for b, t in brokers.items()} for c, brokers in self._totals.items()}
+
+    def topics(self, cluster: str) -> list[TopicLoad]:
+        return [t for (c, _), t in self._topics.items() if c == cluster]
+
+    def forget_topics(self, cluster: str, keep: set[str]) -> None:
+        """Drop deleted topics (not in the cluster's latest topic list) from the totals."""
+        for (c, topic) in [k for k in self._topics if k[0] == cluster and k[1] not in keep]:
+            old = self._topics.pop((c, topic))
+            for b, counts in old.by_broker.items():
+                t = self._totals[c][b]
+                for i in range(N):
+                    t[i] -= counts[i]

@@ -39,13 +39,15 @@ class ClusterView:
     controller_id: int | None
     error: str | None
     newest_observed_ms: int
+    topic_count: int | None = None
+    leader_imbalance_percentage: int | None = None  # the cluster's leader.imbalance.per.broker.percentage
 
 
 @dataclass(frozen=True)
 class Snapshot:
     clusters: dict[str, ClusterView] = field(default_factory=dict)
     open_incidents: tuple[Incident, ...] = ()
-    broker_load: dict[str, dict[int, tuple[int, int, int]]] = field(default_factory=dict)
+    broker_load: dict[str, dict[int, tuple[int, int, int, int]]] = field(default_factory=dict)
     batches: int = 0
     last_batch_s: float = 0.0
     records_quarantined: int = 0
@@ -120,7 +122,7 @@ class KrmCollector:
             for bid in sorted({b for b, _ in view.brokers} | set(load)):
                 live = dict(view.brokers).get(bid, False)
                 broker_up.add_metric([name, str(bid)], 1 if live else 0)
-                lead, rep, _ = load.get(bid, (0, 0, 0))
+                lead, rep, _, _ = load.get(bid, (0, 0, 0, 0))
                 leaders.add_metric([name, str(bid)], lead)
                 replicas.add_metric([name, str(bid)], rep)
         yield from (*counts.values(), age, reachable, broker_up, leaders, replicas)

@@ -87,6 +87,7 @@ CLUSTER_STATE = Struct((
     ("partition_count", INT, True),
     ("error", STRING, False),  # set when the poll failed; brokers is then empty
     ("replica_lag_time_max_ms", LONG, False),  # a broker's replica.lag.time.max.ms (HW-stall window)
+    ("leader_imbalance_per_broker_percentage", INT, False),  # a broker's, for PREFERRED_LEADER_IMBALANCE
 ))
 
 TOPIC_STATE = Struct((

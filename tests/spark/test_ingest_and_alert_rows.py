@@ -93,5 +93,7 @@ def test_poll_marker_carries_per_broker_counts(spark):
                        min_insync_replicas=1, unclean_leader_election=False)
     rows = alert_rows(valid(parse(_batch(spark, [json.dumps(rec)])))).collect()
     marker = next(r for r in rows if r.row_type == "poll")
-    counts = {b: (lead, rep, npref) for b, lead, rep, npref in json.loads(marker.details)}
-    assert counts == {1: (2, 2, 0), 2: (0, 2, 1), 3: (0, 1, 1)}
+    d = json.loads(marker.details)
+    counts = {b: (lead, rep, pref, npref) for b, lead, rep, pref, npref in d["brokers"]}
+    assert d["partitions"] == 3
+    assert counts == {1: (2, 2, 1, 0), 2: (0, 2, 1, 1), 3: (0, 1, 1, 1)}

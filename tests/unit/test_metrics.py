@@ -57,7 +57,7 @@ def test_unreachable_cluster_is_visible():
 def test_broker_leaders_and_replicas_always_present():
     state = PipelineState()
     state.update(clusters={"c1": ClusterView(((1, True), (2, True)), 1, None, 10_000)},
-                 broker_load={"c1": {1: (3, 5, 0)}})
+                 broker_load={"c1": {1: (3, 5, 2, 0)}})
     reg = _registry(state)
     assert reg.get_sample_value("krm_broker_leaders", {"cluster": "c1", "broker": "1"}) == 3
     assert reg.get_sample_value("krm_broker_replicas", {"cluster": "c1", "broker": "1"}) == 5

@@ -1,0 +1,157 @@
+"""PREFERRED_LEADER_IMBALANCE, LEADER_SKEW and REPLICA_IMBALANCE: how leadership and replicas are
+spread over the live brokers. Pure functions over per-broker and per-topic counts (pipelines/load.py),
+so the driver's work grows with topics x brokers, never with partitions.
+
+- PREFERRED_LEADER_IMBALANCE (per broker), Kafka's own rule (`KafkaController.
+  checkAndTriggerAutoLeaderRebalance`, core/src/main/scala/kafka/controller/KafkaController.scala):
+  of the partitions whose preferred replica (first in the assignment) is broker B, the share led by
+  another broker (or by nobody); above leader.imbalance.per.broker.percentage (default 10) the
+  controller would run a preferred election when auto.leader.rebalance.enable is on.
+- LEADER_SKEW (per broker): a live broker leading more or fewer partitions than the cluster's mean
+  by more than `tolerance` of the mean (default 50 %), when there are at least two leaders per
+  broker to spread. Preferred-leader imbalance says "Kafka would fix it"; skew says "it is uneven",
+  which also happens with a perfectly preferred assignment that is itself uneven.
+- REPLICA_IMBALANCE per topic: a live broker holds none of the topic's replicas although the topic
+  has enough to cover every broker, or the spread exceeds the replication factor and the largest
+  share is 1.5x the mean. Kafka's placement spreads one topic evenly when it is created; a later
+  partition expansion in ZooKeeper mode starts over from a sorted broker list and can leave brokers
+  out (seeds/000): cause `partition_expansion` when the topic grew while watched, else
+  `uneven_assignment`. Topics whose only uncovered brokers joined after the topic was laid out are
+  not reported one by one: that is the cluster-level incident below.
+- REPLICA_IMBALANCE per cluster (one per underloaded broker): a live broker holds fewer than
+  (1 - tolerance) of the mean replicas per broker (default 20 %). Cause `broker_expansion` when that
+  broker joined the cluster while watched (Kafka never moves existing replicas to a new broker by
+  itself), else `uneven_assignment`. The history lives in the driver: after a pipeline restart a
+  broker added earlier is `uneven_assignment`, and its topics are reported one by one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from pipelines.load import Counts, TopicLoad
+
+PREFERRED = "PREFERRED_LEADER_IMBALANCE"
+LEADER_SKEW = "LEADER_SKEW"
+REPLICA_IMBALANCE = "REPLICA_IMBALANCE"
+SEVERITY = {PREFERRED: "warning", LEADER_SKEW: "warning", REPLICA_IMBALANCE: "warning"}
+PARTITION_EXPANSION = "partition_expansion"
+BROKER_EXPANSION = "broker_expansion"
+UNEVEN = "uneven_assignment"
+DEFAULT_IMBALANCE_PERCENTAGE = 10  # Kafka's leader.imbalance.per.broker.percentage
+
+
+@dataclass(frozen=True)
+class BalanceFinding:
+    type: str
+    broker: int | None
+    topic: str | None
+    cause: str | None
+    details: dict[str, Any]
+
+
+@dataclass
+class AssignmentHistory:
+    """What the pipeline saw change: when each broker and each topic's partition count first
+    appeared, and when a topic's partition count last grew. Restarts start it afresh."""
+
+    cluster_first_ms: dict[str, int] = field(default_factory=dict)
+    broker_first_ms: dict[tuple[str, int], int] = field(default_factory=dict)
+    topic_partitions: dict[tuple[str, str], int] = field(default_factory=dict)
+    topic_laid_out_ms: dict[tuple[str, str], int] = field(default_factory=dict)  # first seen or last grown
+    topic_expanded_ms: dict[tuple[str, str], int] = field(default_factory=dict)
+
+    def observe_brokers(self, cluster: str, live: set[int], at_ms: int) -> None:
+        self.cluster_first_ms.setdefault(cluster, at_ms)
+        for b in live:
+            self.broker_first_ms.setdefault((cluster, b), at_ms)
+
+    def observe_topic(self, cluster: str, topic: str, partitions: int, at_ms: int) -> None:
+        key = (cluster, topic)
+        before = self.topic_partitions.get(key)
+        if before is None:
+            self.topic_laid_out_ms[key] = at_ms
+        elif partitions > before:
+            self.topic_expanded_ms[key] = at_ms
+            self.topic_laid_out_ms[key] = at_ms
+        self.topic_partitions[key] = partitions
+
+    def joined_while_watched(self, cluster: str, broker: int) -> bool:
+        first = self.broker_first_ms.get((cluster, broker))
+        return first is not None and first > self.cluster_first_ms.get(cluster, first)
+
+    def joined_after(self, cluster: str, broker: int, at_ms: int) -> bool:
+        first = self.broker_first_ms.get((cluster, broker))
+        return first is not None and first > at_ms
+
+
+def preferred_leader_imbalance(totals: dict[int, Counts], live: set[int], percentage: int) -> list[BalanceFinding]:
+    out = []
+    for b in sorted(live):
+        _leaders, _replicas, preferred, not_led = totals.get(b, (0, 0, 0, 0))
+        if preferred and not_led / preferred > percentage / 100:
+            out.append(BalanceFinding(PREFERRED, b, None, None, {
+                "preferred_partitions": preferred, "led_elsewhere": not_led,
+                "imbalance_ratio": round(not_led / preferred, 4), "threshold_percentage": percentage}))
+    return out
+
+
+def leader_skew(totals: dict[int, Counts], live: set[int], tolerance: float) -> list[BalanceFinding]:
+    if not live:
+        return []
+    leaders = {b: totals.get(b, (0, 0, 0, 0))[0] for b in live}
+    total = sum(leaders.values())
+    if total < 2 * len(live):
+        return []
+    mean = total / len(live)
+    return [BalanceFinding(LEADER_SKEW, b, None, None, {
+                "leaders": n, "mean_leaders": round(mean, 3), "deviation": round(n / mean - 1, 4),
+                "tolerance": tolerance})
+            for b, n in sorted(leaders.items()) if abs(n - mean) > tolerance * mean]
+
+
+def topic_replica_imbalance(cluster: str, loads: list[TopicLoad], live: set[int],
+                            history: AssignmentHistory) -> list[BalanceFinding]:
+    out = []
+    if not live:
+        return out
+    for load in sorted(loads, key=lambda t: t.topic):
+        counts = {b: load.by_broker.get(b, (0, 0, 0, 0))[1] for b in live}
+        total = sum(c[1] for c in load.by_broker.values())
+        if not load.partitions or not total:
+            continue
+        rf = total / load.partitions
+        mean = total / len(live)
+        lo, hi = min(counts.values()), max(counts.values())
+        uncovered = sorted(b for b, n in counts.items() if n == 0)
+        if not ((uncovered and total >= len(live)) or (hi - lo > rf and hi > 1.5 * mean)):
+            continue
+        key = (cluster, load.topic)
+        laid_out = history.topic_laid_out_ms.get(key, 0)
+        lows = [b for b, n in counts.items() if n == lo]
+        if all(history.joined_after(cluster, b, laid_out) for b in lows):
+            continue  # only brokers newer than the topic's layout are short: the cluster-level incident
+        cause = PARTITION_EXPANSION if key in history.topic_expanded_ms else UNEVEN
+        out.append(BalanceFinding(REPLICA_IMBALANCE, None, load.topic, cause, {
+            "replicas_by_broker": {str(b): n for b, n in sorted(counts.items())}, "uncovered_brokers": uncovered,
+            "partitions": load.partitions, "replication_factor": round(rf, 3)}))
+    return out
+
+
+def cluster_replica_imbalance(cluster: str, totals: dict[int, Counts], live: set[int], tolerance: float,
+                              history: AssignmentHistory) -> list[BalanceFinding]:
+    if len(live) < 2:
+        return []
+    replicas = {b: totals.get(b, (0, 0, 0, 0))[1] for b in live}
+    mean = sum(replicas.values()) / len(live)
+    if mean < 1:
+        return []
+    out = []
+    for b, n in sorted(replicas.items()):
+        if n < (1 - tolerance) * mean:
+            cause = BROKER_EXPANSION if history.joined_while_watched(cluster, b) else UNEVEN
+            out.append(BalanceFinding(REPLICA_IMBALANCE, b, None, cause, {
+                "replicas": n, "mean_replicas": round(mean, 3), "tolerance": tolerance,
+                "replicas_by_broker": {str(k): v for k, v in sorted(replicas.items())}}))
+    return out
