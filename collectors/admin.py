@@ -15,6 +15,7 @@ from typing import Any
 from collectors import offsets
 from collectors.memory import PartitionMemory
 from collectors.records import cluster_record, topic_record
+from collectors.zookeeper import ZkState
 from krm.config import ClusterConfig, CollectorConfig
 
 log = logging.getLogger(__name__)
@@ -28,9 +29,10 @@ class AdminSource:
 
     source = "admin"
 
-    def __init__(self, cluster: ClusterConfig, settings: CollectorConfig) -> None:
+    def __init__(self, cluster: ClusterConfig, settings: CollectorConfig, zk: ZkState | None = None) -> None:
         self.cluster = cluster
         self.settings = settings
+        self.zk = zk  # ZooKeeper mode: leader, epoch, ISR and live brokers come from the controller's writes
         self._admin: Any = None
         self._poll_id = 0
         self._known_brokers: dict[int, dict[str, Any]] = {}  # every broker seen live since start
@@ -96,6 +98,9 @@ class AdminSource:
         for bid, b in live.items():
             self._known_brokers[bid] = b
         self._live_last = live
+        zk_live = self.zk.live_brokers() if self.zk is not None else None
+        if zk_live is not None:  # registered in ZooKeeper: what the controller acts on
+            live = {bid: self._known_brokers.get(bid, {}) for bid in zk_live}
         referenced = {r for t in topics for p in t["partitions"] for r in p["replicas"]}
         brokers = [
             {"id": bid, "host": b.get("host") if b else None, "port": b.get("port") if b else None,
@@ -105,6 +110,8 @@ class AdminSource:
             for b in [live.get(bid) or self._known_brokers.get(bid)]
         ]
         controller = md.get("controller_id")
+        if zk_live is not None:
+            controller = self.zk.controller()  # type: ignore[union-attr]
         records = [cluster_record(
             self.cluster.name, self.source, self._poll_id, observed_at_ms,
             controller_id=controller if controller is not None and controller >= 0 else None, brokers=brokers,
@@ -122,8 +129,9 @@ class AdminSource:
                 present.add((name, pid))
                 part = {"partition": pid, "leader": p["leader"], "leader_epoch": p.get("leader_epoch"),
                         "replicas": list(p["replicas"]), "isr": list(p["isr"]),
-                        "offline_replicas": list(p.get("offline_replicas") or []),
-                        "high_watermark": found.hw.get((name, pid)),
+                        "offline_replicas": list(p.get("offline_replicas") or [])}
+                self._overlay_zk(name, part)
+                part |= {"high_watermark": found.hw.get((name, pid)),
                         "replica_offsets": [{"broker": r, "log_end_offset": found.leo[(name, pid, r)]}
                                             for r in p["replicas"] if (name, pid, r) in found.leo]}
                 parts.append(self._memory.annotate(name, part, observed_at_ms))
@@ -134,6 +142,44 @@ class AdminSource:
             ))
         self._memory.forget_missing(present)
         return records
+
+    def _overlay_zk(self, topic: str, part: dict[str, Any]) -> None:
+        """Leader, epoch and ISR as the controller wrote them to ZooKeeper, which the brokers'
+        metadata caches (and so the Admin API) trail by up to a metadata propagation."""
+        if self.zk is None:
+            return
+        zs = self.zk.partition(topic, part["partition"])
+        if zs is not None and zs.leader_epoch >= (part.get("leader_epoch") or -1):
+            part.update(leader=zs.leader, leader_epoch=zs.leader_epoch, isr=list(zs.isr), zk_mtime_ms=zs.mtime_ms)
+
+    def quick_records(self, topics: set[str]) -> list[dict[str, Any]]:
+        """Metadata-only records of `topics` straight from the ZooKeeper mirror, published as soon as a
+        state znode changes: leader, epoch, ISR (with the znode's mtime) and the assignment, no
+        offsets (`has_offsets` false, so they judge and resolve only metadata incidents)."""
+        if self.zk is None:
+            return []
+        live = self.zk.live_brokers()
+        if live is None:
+            return []
+        self._poll_id += 1
+        at = int(time.time() * 1000)
+        out = []
+        for topic in sorted(topics):
+            assignment = self.zk.assignment(topic)
+            if not assignment:
+                continue
+            parts = []
+            for pid, replicas in sorted(assignment.items()):
+                zs = self.zk.partition(topic, pid)
+                if zs is None:
+                    continue
+                parts.append({"partition": pid, "leader": zs.leader, "leader_epoch": zs.leader_epoch,
+                              "replicas": list(replicas), "isr": list(zs.isr), "zk_mtime_ms": zs.mtime_ms})
+            min_isr, unclean = self._configs.get(topic, (None, None))
+            out.append(topic_record(self.cluster.name, "zookeeper", self._poll_id, at, topic=topic, live_brokers=live,
+                                    partitions=parts, min_insync_replicas=min_isr, unclean_leader_election=unclean,
+                                    replica_lag_time_max_ms=self._replica_lag_time_max_ms, has_offsets=False))
+        return out
 
     def _metadata(self, admin: Any) -> dict[str, Any]:
         """One MetadataRequest for all topics, to the broker that answered last; on a connection

@@ -1,5 +1,6 @@
-"""The collector daemon: one thread per monitored cluster, polling at a fixed rate, and at once
-when a ZooKeeper watch says the cluster changed (ZooKeeper-mode clusters)."""
+"""The collector daemon: one thread per monitored cluster, polling at a fixed rate. In ZooKeeper
+mode a watch wakes the thread early: a partition state change publishes that topic at once from
+the ZooKeeper mirror; a broker or controller change runs full polls."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from typing import Any
 
 from collectors.admin import AdminSource
 from collectors.publisher import Publisher
-from collectors.zookeeper import ZkTrigger
+from collectors.zookeeper import ZkState
 from krm.config import Config
 
 log = logging.getLogger(__name__)
@@ -20,10 +21,11 @@ class Collector:
     def __init__(self, config: Config, zookeeper_watches: bool = True) -> None:
         self.config = config
         self.publisher = Publisher(config.observations)
-        self.sources = [AdminSource(c, config.collector) for c in config.clusters]
         self._wake = {c.name: threading.Event() for c in config.clusters}
-        self._triggers = [ZkTrigger(c, self._wake[c.name].set) for c in config.clusters
-                          if c.zookeeper and zookeeper_watches]
+        self._zk = {c.name: ZkState(c, self._wake[c.name].set) for c in config.clusters
+                    if c.zookeeper and zookeeper_watches}
+        self.sources = [AdminSource(c, config.collector, self._zk.get(c.name)) for c in config.clusters]
+        self.quick_publishes = 0
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
         self.polls = 0
@@ -35,14 +37,14 @@ class Collector:
             t = threading.Thread(target=self._loop, args=(src,), name=f"krm-collect-{src.cluster.name}", daemon=True)
             t.start()
             self._threads.append(t)
-        for trigger in self._triggers:
-            trigger.start()
+        for zk in self._zk.values():
+            zk.start()
         return self
 
     def stop(self) -> None:
         self._stop.set()
-        for trigger in self._triggers:
-            trigger.stop()
+        for zk in self._zk.values():
+            zk.stop()
         for wake in self._wake.values():
             wake.set()
         for t in self._threads:
@@ -54,9 +56,19 @@ class Collector:
     def _loop(self, src: Any) -> None:
         interval = self.config.collector.poll_interval_s
         wake = self._wake[src.cluster.name]
+        zk = self._zk.get(src.cluster.name)
         next_at = time.monotonic()
         while not self._stop.is_set():
             wake.clear()
+            dirty, poll_asked = zk.take_dirty() if zk is not None else (set(), False)
+            if dirty and not poll_asked and time.monotonic() < next_at:
+                try:  # a state znode changed: publish those topics now, the full poll stays on schedule
+                    self.publisher.publish(src.quick_records(dirty))
+                    self.quick_publishes += 1
+                except Exception:  # noqa: BLE001 - the next full poll covers it
+                    log.exception("ZooKeeper-triggered publish for cluster %s failed", src.cluster.name)
+                wake.wait(max(0.0, next_at - time.monotonic()))
+                continue
             t0 = time.monotonic()
             try:
                 self.publisher.publish(src.poll())

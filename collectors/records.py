@@ -29,9 +29,10 @@ def cluster_record(cluster: str, source: str, poll_id: int, observed_at_ms: int,
 def topic_record(cluster: str, source: str, poll_id: int, observed_at_ms: int, *, topic: str,
                  live_brokers: Iterable[int], partitions: Iterable[dict[str, Any]],
                  min_insync_replicas: int | None, unclean_leader_election: bool | None,
-                 replica_lag_time_max_ms: int | None = None) -> dict[str, Any]:
+                 replica_lag_time_max_ms: int | None = None, has_offsets: bool = True) -> dict[str, Any]:
     rec = envelope("topic", cluster, source, poll_id, observed_at_ms)
     rec["topic_state"] = {
+        "has_offsets": has_offsets,
         "topic": topic, "min_insync_replicas": min_insync_replicas,
         "unclean_leader_election": unclean_leader_election, "live_brokers": sorted(live_brokers),
         "replica_lag_time_max_ms": replica_lag_time_max_ms,

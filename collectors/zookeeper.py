@@ -1,55 +1,91 @@
-"""ZooKeeper watches (ZooKeeper-mode clusters, any chroot): poll *now* when the cluster changes.
+"""ZooKeeper source (ZooKeeper-mode clusters, any chroot): the controller's own view, kept by watches.
 
-The controller reacts to a broker's registration vanishing from /brokers/ids (its session expired)
-by electing new leaders and writing them to the partition state znodes, then telling the brokers.
-Watching /brokers/ids and /controller lets the collector run its Admin API poll within
-milliseconds of such a change instead of at the next tick; the poll is repeated a few times over
-the following second because the brokers' metadata caches trail the controller's ZooKeeper writes
-(KafkaController.onBrokerFailure -> elections -> UpdateMetadata requests).
+In ZooKeeper mode the controller writes every leader election and ISR change to the partition's
+`state` znode *before* it tells the brokers (KafkaController -> ZkPartitionStateMachine ->
+KafkaZkClient.updateLeaderAndIsr, then UpdateMetadata requests), so the brokers' metadata caches,
+and with them the Admin API, trail ZooKeeper. This module mirrors, through watches:
+- `/brokers/ids` (registered brokers; ephemeral znodes that vanish when a broker's session ends),
+- `/controller`,
+- `/brokers/topics/<t>` (the assignment: partition -> replicas),
+- `/brokers/topics/<t>/partitions/<p>/state` (leader, leader_epoch, isr, controller_epoch), with the
+  znode's modification time (`mtime`, ZooKeeper's clock at Kafka's write) and version,
+- `/admin/reassign_partitions` (present while a reassignment runs).
 
-The Admin API stays the one source of partition state, so two sources never disagree about a
-partition; ZooKeeper only says *when* to look.
+The collector then takes leader, epoch, ISR and live brokers from here, and offsets and configs
+from the Admin API: one source per field, so the two never disagree about a partition. A state
+change marks its topic dirty and wakes the collector, which publishes that topic at once (a
+metadata-only record, see collectors/admin.py) instead of at the next tick. A broker registration
+or controller change asks for a full poll, repeated over the next seconds because the brokers'
+offsets and metadata settle after the controller's writes.
+
+A dead ZooKeeper never stops the collector: it logs once and the Admin API view is used alone.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
+from dataclasses import dataclass
 from typing import Any, Callable
 
 from krm.config import ClusterConfig
 
 log = logging.getLogger(__name__)
 
-BURST_S = (0.05, 0.3, 1.0, 2.5)  # re-polls after a change: the controller and brokers catch up within these
+BURST_S = (0.05, 0.3, 1.0, 2.5)  # full re-polls after a broker or controller change
 
 
-class ZkTrigger:
-    """Construct opens nothing; start() connects and sets the watches. Never raises for a dead
-    ZooKeeper: the collector keeps its regular polls, and the condition is logged once."""
+@dataclass(frozen=True)
+class ZkPartition:
+    leader: int
+    leader_epoch: int
+    isr: tuple[int, ...]
+    controller_epoch: int | None
+    mtime_ms: int  # ZooKeeper's modification time of the state znode: when Kafka wrote it
+    version: int
 
-    def __init__(self, cluster: ClusterConfig, poll_now: Callable[[], None]) -> None:
+
+class ZkState:
+    """Construct opens nothing; start() connects and sets the watches."""
+
+    def __init__(self, cluster: ClusterConfig, wake: Callable[[], None]) -> None:
         if not cluster.zookeeper:
             raise ValueError(f"cluster {cluster.name} has no zookeeper address")
         self.cluster = cluster
-        self.poll_now = poll_now
+        self.wake = wake
         self._zk: Any = None
-        self._timers: list[threading.Timer] = []
         self._lock = threading.Lock()
+        self._brokers: set[int] | None = None
+        self._controller: int | None = None
+        self._controller_seen = False
+        self._assignments: dict[str, dict[int, tuple[int, ...]]] = {}
+        self._states: dict[tuple[str, int], ZkPartition] = {}
+        self._watched_states: set[tuple[str, int]] = set()
+        self._dirty: set[str] = set()
+        self._poll_requested = False
+        self._timers: list[threading.Timer] = []
+        self.reassigning = False
         self.events = 0
 
-    def start(self) -> ZkTrigger:
+    # ------------------------------------------------------------------ lifecycle
+
+    def start(self) -> ZkState:
         from kazoo.client import KazooClient
 
         self._zk = KazooClient(hosts=self.cluster.zookeeper, timeout=6.0, read_only=True)
-        self._zk.add_listener(self._on_state)
+        self._zk.add_listener(self._on_connection)
         try:
             self._zk.start(timeout=10)
-        except Exception as e:  # noqa: BLE001 - degrade to plain polling
-            log.warning("cluster %s: ZooKeeper %s unreachable (%s); polling without watches", self.cluster.name,
+        except Exception as e:  # noqa: BLE001 - degrade to the Admin API alone
+            log.warning("cluster %s: ZooKeeper %s unreachable (%s); using the Admin API alone", self.cluster.name,
                         self.cluster.zookeeper, e)
             return self
-        self._watch()
+        zk = self._zk
+        zk.ChildrenWatch("/brokers/ids", self._on_ids)
+        zk.DataWatch("/controller", self._on_controller)
+        zk.ChildrenWatch("/brokers/topics", self._on_topics)
+        zk.DataWatch("/admin/reassign_partitions", self._on_reassign)
         return self
 
     def stop(self) -> None:
@@ -61,39 +97,146 @@ class ZkTrigger:
             try:
                 self._zk.stop()
                 self._zk.close()
-            except Exception:  # noqa: BLE001
+            except Exception:  # noqa: BLE001 - closing a broken session must not mask anything
                 pass
             self._zk = None
 
-    def _watch(self) -> None:
-        zk = self._zk
-        first = {"ids": True, "controller": True}
+    @property
+    def connected(self) -> bool:
+        return self._zk is not None and self._zk.connected
 
-        def on_ids(children: list[str]) -> None:
-            if not first.pop("ids", False):
-                log.info("cluster %s: broker registrations changed: %s", self.cluster.name, sorted(children))
-                self._burst()
+    # ------------------------------------------------------------------ what the collector reads
 
-        def on_controller(data: bytes | None, _stat: Any) -> None:
-            if not first.pop("controller", False):
-                log.info("cluster %s: /controller changed", self.cluster.name)
-                self._burst()
+    def live_brokers(self) -> set[int] | None:
+        """Registered broker ids, or None when ZooKeeper's view is not available."""
+        with self._lock:
+            return set(self._brokers) if self._brokers is not None and self.connected else None
 
-        zk.ChildrenWatch("/brokers/ids", on_ids)
-        zk.DataWatch("/controller", on_controller)
+    def controller(self) -> int | None:
+        with self._lock:
+            return self._controller
+
+    def partition(self, topic: str, partition: int) -> ZkPartition | None:
+        if not self.connected:
+            return None
+        with self._lock:
+            return self._states.get((topic, partition))
+
+    def assignment(self, topic: str) -> dict[int, tuple[int, ...]] | None:
+        with self._lock:
+            a = self._assignments.get(topic)
+            return dict(a) if a is not None else None
+
+    def take_dirty(self) -> tuple[set[str], bool]:
+        """Topics whose state changed since the last call, and whether a full poll was asked for."""
+        with self._lock:
+            dirty, poll = self._dirty, self._poll_requested
+            self._dirty, self._poll_requested = set(), False
+            return dirty, poll
+
+    # ------------------------------------------------------------------ watches (kazoo's thread)
+
+    def _on_ids(self, children: list[str]) -> None:
+        ids = {int(c) for c in children if c.isdigit()}
+        with self._lock:
+            first = self._brokers is None
+            self._brokers = ids
+        if not first:
+            log.info("cluster %s: registered brokers now %s", self.cluster.name, sorted(ids))
+            self._burst()
+
+    def _on_controller(self, data: bytes | None, stat: Any) -> None:
+        cid = _json(data).get("brokerid") if data else None
+        with self._lock:
+            first = not self._controller_seen
+            self._controller_seen = True
+            self._controller = cid
+        if not first:
+            log.info("cluster %s: /controller now %s", self.cluster.name, cid)
+            self._burst()
+
+    def _on_reassign(self, data: bytes | None, _stat: Any) -> None:
+        self.reassigning = data is not None
+
+    def _on_topics(self, children: list[str]) -> None:
+        with self._lock:
+            new = [t for t in children if t not in self._assignments]
+            for t in new:
+                self._assignments[t] = {}
+        for t in new:
+            self._zk.DataWatch(f"/brokers/topics/{t}", self._assignment_watch(t))
+
+    def _assignment_watch(self, topic: str) -> Callable[[bytes | None, Any], Any]:
+        def on_assignment(data: bytes | None, _stat: Any) -> Any:
+            if data is None:  # topic deleted
+                with self._lock:
+                    self._assignments.pop(topic, None)
+                    for key in [k for k in self._states if k[0] == topic]:
+                        del self._states[key]
+                    self._watched_states = {k for k in self._watched_states if k[0] != topic}
+                return False
+            parts = {int(p): tuple(r) for p, r in (_json(data).get("partitions") or {}).items()}
+            with self._lock:
+                self._assignments[topic] = parts
+                new = [(topic, p) for p in parts if (topic, p) not in self._watched_states]
+                self._watched_states.update(new)
+            for t, p in new:
+                self._zk.DataWatch(f"/brokers/topics/{t}/partitions/{p}/state", self._state_watch(t, p))
+            return None
+        return on_assignment
+
+    def _state_watch(self, topic: str, partition: int) -> Callable[[bytes | None, Any], Any]:
+        seen = {"first": True}
+
+        def on_state(data: bytes | None, stat: Any) -> Any:
+            first = seen.pop("first", False)
+            if data is None or stat is None:
+                with self._lock:
+                    self._states.pop((topic, partition), None)
+                    if topic not in self._assignments:
+                        return False
+                return None
+            s = _json(data)
+            if "leader" not in s:
+                return None
+            state = ZkPartition(int(s["leader"]), int(s.get("leader_epoch", -1)), tuple(s.get("isr") or ()),
+                                s.get("controller_epoch"), int(stat.mtime), int(stat.version))
+            with self._lock:
+                self._states[(topic, partition)] = state
+                if not first:
+                    self._dirty.add(topic)
+            if not first:
+                self.events += 1
+                self.wake()
+            return None
+        return on_state
 
     def _burst(self) -> None:
         self.events += 1
         with self._lock:
+            self._timers = [t for t in self._timers if t.is_alive()]
             for delay in BURST_S:
-                t = threading.Timer(delay, self.poll_now)
+                t = threading.Timer(delay, self._request_poll)
                 t.daemon = True
                 t.start()
                 self._timers.append(t)
-            self._timers = [t for t in self._timers if t.is_alive()]
 
-    def _on_state(self, state: str) -> None:
+    def _request_poll(self) -> None:
+        with self._lock:
+            self._poll_requested = True
+        self.wake()
+
+    def _on_connection(self, state: str) -> None:
         if state == "LOST":
-            log.warning("cluster %s: ZooKeeper session lost; watches resume on reconnect", self.cluster.name)
+            log.warning("cluster %s: ZooKeeper session lost; the Admin API view is used until it returns",
+                        self.cluster.name)
         elif state == "CONNECTED" and self._zk is not None and self.events:
-            self._burst()  # whatever happened while disconnected: look now
+            threading.Timer(0.0, self._burst).start()  # whatever happened while disconnected: look now
+
+
+def _json(data: bytes) -> dict[str, Any]:
+    try:
+        value = json.loads(data.decode())
+        return value if isinstance(value, dict) else {}
+    except (ValueError, UnicodeDecodeError):
+        return {}

@@ -122,6 +122,33 @@ def cmd_incidents(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_lag(args: argparse.Namespace) -> int:
+    from krm.config import load_config
+    from krm.lag import parse_since, plot, read_lag, summarize, to_json_obj
+    from pipelines.job import Tables
+
+    config = load_config(_resolve_config(args.config))
+    since = parse_since(args.since)
+    rows = read_lag(Tables(config.pipeline.data_dir).replica_lag, args.topic, args.partition, since,
+                    cluster=args.cluster)
+    if args.plot:
+        plot(rows, args.topic, Path(args.plot))
+        print(f"wrote {args.plot} ({len(rows)} samples)", file=sys.stderr)
+    if args.json:
+        print(json.dumps([to_json_obj(r) for r in rows], indent=2))
+        return 0
+    if not rows:
+        print(f"no follower lag samples for {args.topic} in the last {args.since}")
+        return 0
+    print(f"{'cluster':<14}{'partition':>9}{'broker':>7}{'samples':>8}{'latest':>10}{'max':>10}"
+          f"{'max s':>9}{'out of ISR':>11}  max at")
+    for s in summarize(rows):
+        secs = "-" if s["max_lag_seconds"] is None else f"{s['max_lag_seconds']:.1f}"
+        print(f"{s['cluster']:<14}{s['partition']:>9}{s['broker']:>7}{s['samples']:>8}{s['latest_lag_messages']:>10}"
+              f"{s['max_lag_messages']:>10}{secs:>9}{s['samples_out_of_isr']:>11}  {s['max_lag_at']}")
+    return 0
+
+
 def _int_list(text: str) -> list[int]:
     try:
         return [int(x) for x in text.split(",") if x.strip()]
@@ -225,6 +252,16 @@ def build_parser() -> argparse.ArgumentParser:
     i.add_argument("--type", action="append", help="only this incident type (repeatable)")
     i.add_argument("--json", action="store_true")
     i.set_defaults(func=cmd_incidents, hard_exit=True)
+
+    lg = sub.add_parser("lag", help="replication-lag history of a topic (the replica_lag Delta table)")
+    lg.add_argument("--config")
+    lg.add_argument("--topic", required=True)
+    lg.add_argument("--partition", type=int)
+    lg.add_argument("--cluster", help="only this cluster (default: every cluster in the table)")
+    lg.add_argument("--since", default="1h", help="how far back: 90s, 15m, 1h, 2d (default 1h)")
+    lg.add_argument("--plot", metavar="FILE.png", help="also draw lag over time into this PNG")
+    lg.add_argument("--json", action="store_true", help="every sample, oldest first")
+    lg.set_defaults(func=cmd_lag, hard_exit=True)
     return p
 
 

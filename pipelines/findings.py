@@ -23,6 +23,9 @@ class DetectorSettings:
     lag_messages: int = lag.DEFAULT_MESSAGES
     lag_seconds: float = lag.DEFAULT_SECONDS
 
+# judged from leader / ISR / replicas alone (scope topic:<t>); every other topic finding needs offsets
+METADATA_TYPES = {offline.TYPE, isr.UNDER_REPLICATED, isr.UNDER_MIN_ISR, isr.AT_MIN_ISR}
+
 ROW_FIELDS = [("row_type", "string"), ("scope", "string"), ("type", "string"), ("severity", "string"),
               ("topic", "string"), ("partition", "int"), ("broker", "int"), ("cause", "string"),
               ("details", "string")]
@@ -43,6 +46,10 @@ def topic_rows(obs: Any, observed_at_ms: Any, settings: DetectorSettings) -> Any
     live = ts["live_brokers"]
     topic = ts["topic"]
     scope = F.concat(F.lit("topic:"), topic)
+    # Offset incidents have their own scope: a metadata-only record (ZooKeeper watch) must not
+    # resolve them, since it carries no offsets to judge them by.
+    offsets_scope = F.concat(F.lit("offsets:"), topic)
+    has_offsets = F.coalesce(ts["has_offsets"], F.lit(True))
     window = (F.lit(settings.hw_stall_window_ms) if settings.hw_stall_window_ms is not None
               else F.coalesce(ts["replica_lag_time_max_ms"], F.lit(hw_stall.DEFAULT_WINDOW_MS)))
 
@@ -74,7 +81,8 @@ def topic_rows(obs: Any, observed_at_ms: Any, settings: DetectorSettings) -> Any
         def finding(kind: str, cause: Any, details: Any, severity: Any = None, broker: Any = None) -> Any:
             if severity is None:
                 severity = F.lit(offline.SEVERITY if kind == offline.TYPE else isr.SEVERITY[kind])
-            return _row(row_type=F.lit("finding"), scope=scope, type=F.lit(kind), severity=severity,
+            in_scope = scope if kind in METADATA_TYPES else offsets_scope
+            return _row(row_type=F.lit("finding"), scope=in_scope, type=F.lit(kind), severity=severity,
                         topic=topic, partition=p["partition"], broker=broker, cause=cause, details=details)
 
         st = stall(p)
@@ -126,7 +134,9 @@ def topic_rows(obs: Any, observed_at_ms: Any, settings: DetectorSettings) -> Any
                          lambda p: off(p)["is_offline"] | (F.size(p["isr"]) < F.size(p["replicas"]))
                          | p["previous"].isNotNull() | stall(p)["stalled"] | (F.size(lags(p)) > 0))
     marker = _row(row_type=F.lit("poll"), scope=scope, topic=topic, details=broker_counts(ts["partitions"]))
-    return F.concat(F.array(marker), F.flatten(F.transform(unhealthy, partition_findings)))
+    markers = F.when(has_offsets, F.array(marker, _row(row_type=F.lit("poll"), scope=offsets_scope, topic=topic))) \
+        .otherwise(F.array(marker))
+    return F.concat(markers, F.flatten(F.transform(unhealthy, partition_findings)))
 
 
 def broker_counts(partitions: Any) -> Any:

@@ -4,7 +4,8 @@ Two streaming queries read the same topic:
 - the alert path (trigger: as soon as data arrives) parses, detects, advances the incident book,
   publishes the new /metrics snapshot, and only then upserts the changed incidents to Delta;
 - the history path (trigger: every `history_trigger_s`) appends every observation to the
-  `observations` table and every refused record to `quarantine`. Heavy writes never delay alerts.
+  `observations` table, the rows derived from it to `partition_state` and `replica_lag`
+  (pipelines/history.py), and every refused record to `quarantine`. Heavy writes never delay alerts.
 Both checkpoint under `<data_dir>/checkpoints`; a restart resumes where each left off.
 """
 
@@ -19,6 +20,7 @@ from typing import Any
 
 from krm.config import Config
 from pipelines import findings as F_
+from pipelines import history
 from pipelines.balance import BalanceCheck, BalanceSettings
 from pipelines.incident_store import IncidentStore
 from pipelines.incidents import Finding, IncidentBook, ScopePoll
@@ -77,6 +79,8 @@ class Tables:
         self.incidents = self.root / "tables" / "incidents"
         self.observations = self.root / "tables" / "observations"
         self.quarantine = self.root / "tables" / "quarantine"
+        self.partition_state = self.root / "tables" / "partition_state"
+        self.replica_lag = self.root / "tables" / "replica_lag"
         self.checkpoints = self.root / "checkpoints"
         self.logs = self.root / "logs"
 
@@ -159,9 +163,12 @@ class HistoryPath:
         parsed = batch.persist()
         try:
             good = valid(parsed).withColumn("date", F.to_date(F.timestamp_millis("observed_at_ms")))
-            (good.write.format("delta").mode("append").partitionBy("date")
-             .option("txnAppId", f"{self.app_id}-observations").option("txnVersion", batch_id)
-             .save(str(self.tables.observations)))
+            for name, frame, path in (("observations", good, self.tables.observations),
+                                      ("partition_state", history.partition_state(good), self.tables.partition_state),
+                                      ("replica_lag", history.replica_lag(good), self.tables.replica_lag)):
+                (frame.write.format("delta").mode("append").partitionBy("date")
+                 .option("txnAppId", f"{self.app_id}-{name}").option("txnVersion", batch_id)
+                 .save(str(path)))
             bad = rejected(parsed).persist()
             n_bad = bad.count()
             if n_bad:

@@ -78,6 +78,7 @@ PARTITION = Struct((
     ("write_rate", DOUBLE, False),  # messages/s appended to the leader since the previous poll
     ("hw_stalled_since_ms", LONG, False),  # HW unmoved since then while the leader's LEO is ahead
     ("previous", PREVIOUS, False),  # only when the leader epoch changed or an offset went backwards
+    ("zk_mtime_ms", LONG, False),  # ZooKeeper mode: mtime of the state znode leader/epoch/ISR came from
 ))
 
 CLUSTER_STATE = Struct((
@@ -96,6 +97,7 @@ TOPIC_STATE = Struct((
     ("unclean_leader_election", BOOL, False),
     ("live_brokers", Array(INT), True),
     ("replica_lag_time_max_ms", LONG, False),  # as in the cluster record: each record stands alone
+    ("has_offsets", BOOL, False),  # false: metadata only (ZooKeeper watch), judges no offset incident
     ("partitions", Array(PARTITION), True),
 ))
 

@@ -47,7 +47,8 @@ def wait_equal(get: Callable[[], Any], want: Any, timeout_s: float, what: str) -
 
 
 def write_config(cluster: LocalCluster, tmp: Path, poll_interval_s: float = 1.0,
-                 observations_on: LocalCluster | None = None, pipeline_extra: str = "") -> Path:
+                 observations_on: LocalCluster | None = None, pipeline_extra: str = "",
+                 collector_extra: str = "") -> Path:
     """A krm config for `cluster` with its own data dir, metrics port and observations topic
     (on `observations_on`, a separate cluster as in production, or on the monitored one)."""
     obs = (observations_on or cluster).bootstrap_servers
@@ -57,7 +58,7 @@ def write_config(cluster: LocalCluster, tmp: Path, poll_interval_s: float = 1.0,
     path.write_text(
         f'[[clusters]]\nname = "{cluster.name}"\nbootstrap_servers = "{cluster.bootstrap_servers}"\n{zk}\n'
         f'[observations]\nbootstrap_servers = "{obs}"\ntopic = "krm.obs.{tag}"\n\n'
-        f"[collector]\npoll_interval_s = {poll_interval_s}\n\n"
+        f"[collector]\npoll_interval_s = {poll_interval_s}\n{collector_extra}\n"
         f'[pipeline]\ndata_dir = "{tmp / ("data-" + tag)}"\nmetrics_port = {free_port()}\nhistory_trigger_s = 5.0\n'
         f"{pipeline_extra}"
     )

@@ -57,7 +57,8 @@ def test_alert_rows_hold_findings_markers_and_cluster_state(spark):
     rows = alert_rows(valid(parse(_batch(spark, [json.dumps(_topic()), json.dumps(_cluster())])))).collect()
     kinds = sorted((r.row_type, r.scope, r.type) for r in rows)
     assert kinds == [("cluster", "cluster", None), ("finding", "cluster", "BROKER_DOWN"),
-                     ("finding", "topic:rf1", "OFFLINE_PARTITION"), ("poll", "cluster", None), ("poll", "topic:rf1", None)]
+                     ("finding", "topic:rf1", "OFFLINE_PARTITION"), ("poll", "cluster", None),
+                     ("poll", "offsets:rf1", None), ("poll", "topic:rf1", None)]
     assert next(r for r in rows if r.type == "BROKER_DOWN").broker == 2
     finding = next(r for r in rows if r.type == "OFFLINE_PARTITION")
     assert (finding.topic, finding.partition, finding.cause) == ("rf1", 1, "single_replica_on_dead_broker")
@@ -97,3 +98,14 @@ def test_poll_marker_carries_per_broker_counts(spark):
     counts = {b: (lead, rep, pref, npref) for b, lead, rep, pref, npref in d["brokers"]}
     assert d["partitions"] == 3
     assert counts == {1: (2, 2, 1, 0), 2: (0, 2, 1, 1), 3: (0, 1, 1, 1)}
+
+
+def test_metadata_only_record_judges_and_resolves_only_metadata_incidents(spark):
+    """A ZooKeeper-triggered record has no offsets: it must not emit the offsets scope's marker,
+    which would resolve HW_STALL / REPLICA_LAG incidents it cannot judge."""
+    parts = [{"partition": 0, "leader": -1, "leader_epoch": 3, "replicas": [2], "isr": [2], "zk_mtime_ms": 990}]
+    rec = topic_record("c1", "zookeeper", 8, 1_000, topic="rf1", live_brokers=[1], partitions=parts,
+                       min_insync_replicas=1, unclean_leader_election=False, has_offsets=False)
+    rows = alert_rows(valid(parse(_batch(spark, [json.dumps(rec)])))).collect()
+    assert sorted((r.row_type, r.scope, r.type) for r in rows) == [
+        ("finding", "topic:rf1", "OFFLINE_PARTITION"), ("poll", "topic:rf1", None)]

@@ -1,0 +1,35 @@
+"""krm lag's pure parts: --since parsing and the per-follower summary."""
+
+import datetime as dt
+
+import pytest
+
+from krm.errors import KrmError
+from krm.lag import LagRow, parse_since, summarize
+
+pytestmark = pytest.mark.unit
+
+
+@pytest.mark.parametrize("text,seconds", [("90s", 90), ("15m", 900), ("1h", 3600), ("2d", 172800), ("1.5h", 5400)])
+def test_since_units(text, seconds):
+    assert parse_since(text).total_seconds() == seconds
+
+
+@pytest.mark.parametrize("text", ["1", "h", "1w", "-1h", ""])
+def test_since_refuses_what_it_cannot_read(text):
+    with pytest.raises(KrmError, match="expected a number and a unit"):
+        parse_since(text)
+
+
+def _row(t, broker, lag, in_isr=True, seconds=None):
+    at = dt.datetime(2026, 11, 22, 12, 0, t, tzinfo=dt.timezone.utc)
+    return LagRow(at, "c1", 0, broker, 1, in_isr, lag, seconds, 100 - lag, 100)
+
+
+def test_summary_per_follower_with_worst_moment():
+    rows = [_row(1, 2, 10), _row(1, 3, 0), _row(2, 2, 500, in_isr=False, seconds=12.5), _row(3, 2, 40)]
+    by_broker = {s["broker"]: s for s in summarize(rows)}
+    assert by_broker[2]["samples"] == 3 and by_broker[2]["latest_lag_messages"] == 40
+    assert by_broker[2]["max_lag_messages"] == 500 and by_broker[2]["max_lag_at"] == "2026-11-22T12:00:02.000Z"
+    assert by_broker[2]["max_lag_seconds"] == 12.5 and by_broker[2]["samples_out_of_isr"] == 1
+    assert by_broker[3]["max_lag_messages"] == 0 and by_broker[3]["max_lag_seconds"] is None
