@@ -20,7 +20,7 @@ log = logging.getLogger(__name__)
 class Collector:
     def __init__(self, config: Config, zookeeper_watches: bool = True) -> None:
         self.config = config
-        self.publisher = Publisher(config.observations)
+        self.publisher = Publisher(config.observations, int(config.collector.spool_max_mb * 1024 * 1024))
         self._wake = {c.name: threading.Event() for c in config.clusters}
         self._zk = {c.name: ZkState(c, self._wake[c.name].set) for c in config.clusters
                     if c.zookeeper and zookeeper_watches}

@@ -1,12 +1,15 @@
-"""Publishes observation records to the observations topic (JSON, keyed by cluster and subject)."""
+"""Publishes observation records to the observations topic (JSON, keyed by cluster and subject),
+through a bounded in-order spool (collectors/spool.py) that rides out an outage of that topic."""
 
 from __future__ import annotations
 
 import json
 import logging
 import threading
+import time
 from typing import Any
 
+from collectors.spool import Spool
 from krm.config import ObservationsConfig
 from krm.errors import SourceUnavailable
 from schemas.observation import check
@@ -21,17 +24,73 @@ def record_key(record: dict[str, Any]) -> bytes:
 
 
 class Publisher:
-    """Construct opens nothing; start() creates the topic if missing and connects the producer."""
+    """Construct opens nothing; start() creates the topic if missing (or later, when it can) and
+    starts the sender thread that drains the spool in order."""
 
-    def __init__(self, settings: ObservationsConfig) -> None:
+    BATCH = 500
+
+    def __init__(self, settings: ObservationsConfig, spool_max_bytes: int = 64 * 1024 * 1024) -> None:
         self.settings = settings
+        self.spool = Spool(spool_max_bytes)
         self._producer: Any = None
         self.sent = 0
-        self.dropped = 0
         self.invalid = 0
+        self.send_failures = 0
         self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._outage = False
+
+    @property
+    def dropped(self) -> int:
+        return self.spool.dropped
 
     def start(self) -> Publisher:
+        try:
+            self._connect()
+        except Exception as e:  # noqa: BLE001 - spool until the observations cluster is back
+            log.error("observations cluster %s unreachable (%s); spooling records until it returns",
+                      self.settings.bootstrap_servers, e)
+        self._thread = threading.Thread(target=self._drain, name="krm-publisher", daemon=True)
+        self._thread.start()
+        return self
+
+    def publish(self, records: list[dict[str, Any]]) -> None:
+        """Check, serialize and spool one poll's records, then return: the poll loop never waits on
+        the observations topic (its leader may sit on the very broker that just died)."""
+        items = []
+        for rec in records:
+            try:
+                check(rec)
+            except Exception as e:  # noqa: BLE001 - a collector bug must not stop the other records
+                with self._lock:
+                    self.invalid += 1
+                log.error("collector produced an invalid record, not published: %s", e)
+                continue
+            items.append((record_key(rec), json.dumps(rec, separators=(",", ":")).encode()))
+        dropped = self.spool.put(items)
+        if dropped:
+            log.error("spool full (%d bytes): dropped the %d oldest observation records (%d so far)",
+                      self.spool.max_bytes, dropped, self.spool.dropped)
+
+    def close(self, drain_timeout_s: float = 5.0) -> None:
+        """Stop after giving the sender `drain_timeout_s` to empty the spool."""
+        deadline = time.monotonic() + drain_timeout_s
+        while self.spool.depth and time.monotonic() < deadline and self._producer is not None:
+            time.sleep(0.05)
+        self._stop.set()
+        self.spool.close()
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+        if self.spool.depth:
+            log.warning("%d observation records still spooled at shutdown are lost", self.spool.depth)
+        if self._producer is not None:
+            self._producer.close(timeout=5)
+            self._producer = None
+
+    # ------------------------------------------------------------------ sender thread
+
+    def _connect(self) -> None:
         from kafka import KafkaProducer
 
         ensure_topic(self.settings)
@@ -46,48 +105,48 @@ class Publisher:
             retries=5,
             retry_backoff_ms=200,
             metadata_max_age_ms=10000,
-            max_block_ms=1000,  # a full buffer drops (and counts) records instead of stalling polls
+            max_block_ms=5000,
             max_in_flight_requests_per_connection=1,  # retries keep each subject's records in order
             max_request_size=8 * 1024 * 1024,
-            value_serializer=lambda v: json.dumps(v, separators=(",", ":")).encode(),
         )
-        return self
 
-    def publish(self, records: list[dict[str, Any]]) -> None:
-        """Hand one poll's records to the producer and return: the poll loop never waits on the
-        observations topic (its leader may sit on the very broker that just died). The producer
-        sends within linger_ms; delivery failures are counted and logged by the callbacks."""
-        for rec in records:
-            try:
-                check(rec)
-            except Exception as e:  # noqa: BLE001 - a collector bug must not stop the other records
-                self._count("invalid")
-                log.error("collector produced an invalid record, not published: %s", e)
+    def _drain(self) -> None:
+        """Send the spool's head in order; remove records only once acknowledged. On a failure keep
+        them and retry after a back-off: an outage costs spool space, never records (up to the cap)."""
+        backoff = 0.5
+        while not self._stop.is_set():
+            if self._producer is None:
+                try:
+                    self._connect()
+                except Exception:  # noqa: BLE001 - still down
+                    self._stop.wait(backoff)
+                    backoff = min(backoff * 2, 10.0)
+                    continue
+            batch = self.spool.peek(self.BATCH, timeout_s=0.5)
+            if not batch:
                 continue
             try:
-                future = self._producer.send(self.settings.topic, key=record_key(rec), value=rec)
-            except Exception as e:  # noqa: BLE001 - buffer full (max_block_ms) or producer closed
-                self._failed(e)
+                futures = [self._producer.send(self.settings.topic, key=k, value=v) for k, v in batch]
+                for f in futures:
+                    f.get(timeout=30)
+            except Exception as e:  # noqa: BLE001 - keep the batch; what did get through is sent again
+                with self._lock:
+                    self.send_failures += 1
+                if not self._outage:
+                    log.error("observations topic %s unreachable (%s): spooling (%d records waiting)",
+                              self.settings.topic, e, self.spool.depth)
+                    self._outage = True
+                self._stop.wait(backoff)
+                backoff = min(backoff * 2, 10.0)
                 continue
-            future.add_callback(lambda _md: self._count("sent"))
-            future.add_errback(self._failed)
-
-    def _count(self, what: str) -> None:
-        with self._lock:
-            setattr(self, what, getattr(self, what) + 1)
-
-    def _failed(self, e: Exception) -> None:
-        with self._lock:
-            self.dropped += 1
-            first = self.dropped == 1 or self.dropped % 1000 == 0
-        if first:
-            log.error("observation records could not be published to %s (%d dropped so far): %s",
-                      self.settings.topic, self.dropped, e)
-
-    def close(self) -> None:
-        if self._producer is not None:
-            self._producer.close(timeout=5)  # flushes what is still buffered
-            self._producer = None
+            self.spool.pop(batch)
+            with self._lock:
+                self.sent += len(batch)
+            backoff = 0.5
+            if self._outage:
+                log.warning("observations topic reachable again; spool replayed in order (%d still waiting)",
+                            self.spool.depth)
+                self._outage = False
 
 
 def ensure_topic(settings: ObservationsConfig) -> None:

@@ -45,6 +45,7 @@ class CollectorConfig:
     config_refresh_s: float = 30.0  # topic configs change rarely; refreshed on new topics too
     request_timeout_ms: int = 5000
     offsets_timeout_ms: int = 1000  # how long a poll waits for brokers' offsets; later = unreachable
+    spool_max_mb: float = 64.0  # records kept while the observations topic is unreachable
 
 
 @dataclass(frozen=True)
@@ -128,12 +129,14 @@ def parse_config(raw: dict[str, Any], source: Path | None = None) -> Config:
     )
 
     k = raw.get("collector", {})
-    r.no_unknown("[collector]", k, {"poll_interval_s", "config_refresh_s", "request_timeout_ms", "offsets_timeout_ms"})
+    r.no_unknown("[collector]", k, {"poll_interval_s", "config_refresh_s", "request_timeout_ms", "offsets_timeout_ms",
+                                    "spool_max_mb"})
     collector = CollectorConfig(
         poll_interval_s=r.number("[collector]", k, "poll_interval_s", 2.0, float, minimum=0.05),
         config_refresh_s=r.number("[collector]", k, "config_refresh_s", 30.0, float, minimum=0.0),
         request_timeout_ms=r.number("[collector]", k, "request_timeout_ms", 5000, int, minimum=100),
         offsets_timeout_ms=r.number("[collector]", k, "offsets_timeout_ms", 1000, int, minimum=50),
+        spool_max_mb=r.number("[collector]", k, "spool_max_mb", 64.0, float, minimum=0.001),
     )
 
     p = raw.get("pipeline", {})

@@ -42,14 +42,22 @@ class Monitor:
                 from collectors.daemon import Collector
 
                 self.collector = Collector(self.config).start()
+                if not self.with_pipeline:  # `krm collect`: its own health on the configured port
+                    from collectors.stats import CollectorMetrics
+                    from pipelines.metrics import serve
+
+                    p = self.config.pipeline
+                    self._server = serve(None, p.metrics_host, p.metrics_port, (CollectorMetrics(self.collector),))
             if self.with_pipeline:
+                from collectors.stats import CollectorMetrics
                 from pipelines.job import Pipeline, Tables
                 from pipelines.metrics import PipelineState, serve
                 from pipelines.session import build_session
 
                 state = PipelineState()
                 p = self.config.pipeline
-                self._server = serve(state, p.metrics_host, p.metrics_port)
+                extra = (CollectorMetrics(self.collector),) if self.collector is not None else ()
+                self._server = serve(state, p.metrics_host, p.metrics_port, extra)
                 if self._spark is None:
                     self._spark = build_session(p.spark_master, log_dir=Tables(p.data_dir).logs)
                 self.pipeline = Pipeline(self.config, self._spark, state).start()

@@ -160,11 +160,15 @@ def _offset_series(incidents: tuple[Incident, ...], now: float) -> Iterator[Any]
     yield lagging
 
 
-def serve(state: PipelineState, host: str, port: int) -> Any:
-    """Start the /metrics HTTP server on a daemon thread; returns the server (call .shutdown())."""
+def serve(state: PipelineState | None, host: str, port: int, extra: tuple[Any, ...] = ()) -> Any:
+    """Start the /metrics HTTP server on a daemon thread; returns the server (call .shutdown()).
+    `extra`: more prometheus-client collectors (the collector daemon's own health)."""
     from prometheus_client import CollectorRegistry, start_http_server
 
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(KrmCollector(state))
+    if state is not None:
+        registry.register(KrmCollector(state))
+    for c in extra:
+        registry.register(c)
     server, _thread = start_http_server(port, addr=host, registry=registry)
     return server

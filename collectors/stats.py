@@ -1,0 +1,39 @@
+"""The collector's own health on /metrics (served with the pipeline's in `krm run`)."""
+
+from __future__ import annotations
+
+from typing import Any, Iterator
+
+
+class CollectorMetrics:
+    """A prometheus-client collector reading the live counters of a collectors.daemon.Collector."""
+
+    def __init__(self, collector: Any) -> None:
+        self.collector = collector
+
+    def describe(self) -> list[Any]:
+        return []
+
+    def collect(self) -> Iterator[Any]:
+        from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+
+        c = self.collector
+        pub = c.publisher
+        yield GaugeMetricFamily("krm_collector_spool_records",
+                                "Observation records waiting for the observations topic.", value=pub.spool.depth)
+        yield GaugeMetricFamily("krm_collector_spool_bytes", "Bytes waiting in the spool.", value=pub.spool.size_bytes)
+        yield CounterMetricFamily("krm_collector_records_sent", "Records acknowledged by the observations topic.",
+                                  value=pub.sent)
+        dropped = CounterMetricFamily("krm_collector_records_dropped", "Records not published, by reason.",
+                                      labels=["reason"])
+        dropped.add_metric(["spool_full"], pub.dropped)
+        dropped.add_metric(["invalid"], pub.invalid)
+        yield dropped
+        yield CounterMetricFamily("krm_collector_polls", "Full polls run.", value=c.polls)
+        yield CounterMetricFamily("krm_collector_zookeeper_publishes",
+                                  "Topics published at once on a ZooKeeper state change.", value=c.quick_publishes)
+        last = GaugeMetricFamily("krm_collector_last_poll_seconds", "Duration of the last full poll.",
+                                 labels=["cluster"])
+        for name, seconds in sorted(c.last_poll_s.items()):
+            last.add_metric([name], seconds)
+        yield last
