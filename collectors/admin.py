@@ -9,6 +9,7 @@ leader (-1 when there is none), leader epoch, replicas in assignment order, ISR 
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from typing import Any
 
@@ -35,6 +36,7 @@ class AdminSource:
         self.zk = zk  # ZooKeeper mode: leader, epoch, ISR and live brokers come from the controller's writes
         self._admin: Any = None
         self._poll_id = 0
+        self._poll_lock = threading.Lock()
         self._known_brokers: dict[int, dict[str, Any]] = {}  # every broker seen live since start
         self._configs: dict[str, tuple[int | None, bool | None]] = {}
         self._configs_at = 0.0
@@ -49,7 +51,9 @@ class AdminSource:
     def poll(self) -> list[dict[str, Any]]:
         """One poll: a `cluster` record, then one `topic` record per topic. Never raises for an
         unreachable cluster: the failure is itself the observation (a cluster record with `error`)."""
-        self._poll_id += 1
+        with self._poll_lock:  # quick_records (another thread) numbers its records from the same sequence
+            self._poll_id += 1
+            poll_id = self._poll_id
         try:
             try:
                 admin = self._client()
@@ -66,7 +70,7 @@ class AdminSource:
             if not self._degraded:
                 log.warning("cluster %s unreachable through the Admin API: %s", self.cluster.name, e)
                 self._degraded = True
-            return [cluster_record(self.cluster.name, self.source, self._poll_id, int(time.time() * 1000),
+            return [cluster_record(self.cluster.name, self.source, poll_id, int(time.time() * 1000),
                                    controller_id=None, brokers=[], topic_count=0, partition_count=0,
                                    error=f"{type(e).__name__}: {e}")]
         if self._degraded:
@@ -77,6 +81,9 @@ class AdminSource:
         except Exception as e:  # noqa: BLE001 - stale configs beat a lost poll
             log.warning("cluster %s: topic configs not refreshed (%s); using the last known values", self.cluster.name, e)
         live = {b["node_id"] for b in md["brokers"]}
+        zk_live = self.zk.live_brokers() if self.zk is not None else None
+        if zk_live is not None:
+            live &= zk_live  # a broker whose registration vanished is not asked (it cannot answer)
         replica_of, leader_of = offsets.plan(
             ((t["topic"], p["partition"], p["leader"], p["replicas"]) for t in topics for p in t["partitions"]), live)
         try:
@@ -85,7 +92,7 @@ class AdminSource:
             log.warning("cluster %s: offsets not fetched (%s)", self.cluster.name, e)
             found = offsets.OffsetsRound()
         self.last_offsets = found
-        return self._records(md, topics, observed_at_ms, found)
+        return self._records(md, topics, observed_at_ms, found, poll_id)
 
     def close(self) -> None:
         self._close()
@@ -93,7 +100,7 @@ class AdminSource:
     # ------------------------------------------------------------------ internals
 
     def _records(self, md: dict[str, Any], topics: list[dict[str, Any]], observed_at_ms: int,
-                 found: offsets.OffsetsRound) -> list[dict[str, Any]]:
+                 found: offsets.OffsetsRound, poll_id: int) -> list[dict[str, Any]]:
         live = {b["node_id"]: b for b in md["brokers"]}
         for bid, b in live.items():
             self._known_brokers[bid] = b
@@ -113,7 +120,7 @@ class AdminSource:
         if zk_live is not None:
             controller = self.zk.controller()  # type: ignore[union-attr]
         records = [cluster_record(
-            self.cluster.name, self.source, self._poll_id, observed_at_ms,
+            self.cluster.name, self.source, poll_id, observed_at_ms,
             controller_id=controller if controller is not None and controller >= 0 else None, brokers=brokers,
             topic_count=len(topics), partition_count=sum(len(t["partitions"]) for t in topics),
             replica_lag_time_max_ms=self._replica_lag_time_max_ms,
@@ -136,7 +143,7 @@ class AdminSource:
                                             for r in p["replicas"] if (name, pid, r) in found.leo]}
                 parts.append(self._memory.annotate(name, part, observed_at_ms))
             records.append(topic_record(
-                self.cluster.name, self.source, self._poll_id, observed_at_ms, topic=t["topic"], live_brokers=live,
+                self.cluster.name, self.source, poll_id, observed_at_ms, topic=t["topic"], live_brokers=live,
                 partitions=parts, min_insync_replicas=min_isr, unclean_leader_election=unclean,
                 replica_lag_time_max_ms=self._replica_lag_time_max_ms,
             ))
@@ -161,7 +168,9 @@ class AdminSource:
         live = self.zk.live_brokers()
         if live is None:
             return []
-        self._poll_id += 1
+        with self._poll_lock:
+            self._poll_id += 1
+            poll_id = self._poll_id
         at = int(time.time() * 1000)
         out = []
         for topic in sorted(topics):
@@ -176,7 +185,7 @@ class AdminSource:
                 parts.append({"partition": pid, "leader": zs.leader, "leader_epoch": zs.leader_epoch,
                               "replicas": list(replicas), "isr": list(zs.isr), "zk_mtime_ms": zs.mtime_ms})
             min_isr, unclean = self._configs.get(topic, (None, None))
-            out.append(topic_record(self.cluster.name, "zookeeper", self._poll_id, at, topic=topic, live_brokers=live,
+            out.append(topic_record(self.cluster.name, "zookeeper", poll_id, at, topic=topic, live_brokers=live,
                                     partitions=parts, min_insync_replicas=min_isr, unclean_leader_election=unclean,
                                     replica_lag_time_max_ms=self._replica_lag_time_max_ms, has_offsets=False))
         return out
@@ -262,6 +271,7 @@ class AdminSource:
                 client_id=f"krm-collector-{self.cluster.name}",
                 request_timeout_ms=self.settings.request_timeout_ms,
                 api_version_auto_timeout_ms=self.settings.request_timeout_ms,
+                reconnect_backoff_max_ms=1000,  # a restarted broker is asked again within a second
             )
         return self._admin
 

@@ -10,6 +10,7 @@ import time
 from typing import Any
 
 from collectors.admin import AdminSource
+from collectors.jmx import JmxSource
 from collectors.publisher import Publisher
 from collectors.zookeeper import ZkState
 from krm.config import Config
@@ -22,9 +23,12 @@ class Collector:
         self.config = config
         self.publisher = Publisher(config.observations, int(config.collector.spool_max_mb * 1024 * 1024))
         self._wake = {c.name: threading.Event() for c in config.clusters}
-        self._zk = {c.name: ZkState(c, self._wake[c.name].set) for c in config.clusters
+        self._dirty = {c.name: threading.Event() for c in config.clusters}
+        self._zk = {c.name: ZkState(c, self._wake[c.name].set, self._dirty[c.name].set) for c in config.clusters
                     if c.zookeeper and zookeeper_watches}
         self.sources = [AdminSource(c, config.collector, self._zk.get(c.name)) for c in config.clusters]
+        self.jmx_sources = [JmxSource(c.name, dict(c.jmx_exporter_urls)) for c in config.clusters if c.jmx_exporter_urls]
+        self.jmx_scrapes = 0
         self.quick_publishes = 0
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
@@ -37,6 +41,15 @@ class Collector:
             t = threading.Thread(target=self._loop, args=(src,), name=f"krm-collect-{src.cluster.name}", daemon=True)
             t.start()
             self._threads.append(t)
+            if src.cluster.name in self._zk:
+                q = threading.Thread(target=self._publish_changes, args=(src,), daemon=True,
+                                     name=f"krm-zk-publish-{src.cluster.name}")
+                q.start()
+                self._threads.append(q)
+        for jmx in self.jmx_sources:
+            t = threading.Thread(target=self._scrape_loop, args=(jmx,), name=f"krm-jmx-{jmx.cluster}", daemon=True)
+            t.start()
+            self._threads.append(t)
         for zk in self._zk.values():
             zk.start()
         return self
@@ -45,12 +58,14 @@ class Collector:
         self._stop.set()
         for zk in self._zk.values():
             zk.stop()
-        for wake in self._wake.values():
+        for wake in (*self._wake.values(), *self._dirty.values()):
             wake.set()
         for t in self._threads:
             t.join(timeout=10)
         for src in self.sources:
             src.close()
+        for jmx in self.jmx_sources:
+            jmx.close()
         self.publisher.close()
 
     def _loop(self, src: Any) -> None:
@@ -60,13 +75,8 @@ class Collector:
         next_at = time.monotonic()
         while not self._stop.is_set():
             wake.clear()
-            dirty, poll_asked = zk.take_dirty() if zk is not None else (set(), False)
-            if dirty and not poll_asked and time.monotonic() < next_at:
-                try:  # a state znode changed: publish those topics now, the full poll stays on schedule
-                    self.publisher.publish(src.quick_records(dirty))
-                    self.quick_publishes += 1
-                except Exception:  # noqa: BLE001 - the next full poll covers it
-                    log.exception("ZooKeeper-triggered publish for cluster %s failed", src.cluster.name)
+            poll_asked = zk.take_poll_request() if zk is not None else False
+            if not poll_asked and time.monotonic() < next_at:
                 wake.wait(max(0.0, next_at - time.monotonic()))
                 continue
             t0 = time.monotonic()
@@ -77,4 +87,33 @@ class Collector:
             self.polls += 1
             self.last_poll_s[src.cluster.name] = time.monotonic() - t0
             next_at = max(next_at + interval, time.monotonic())  # fixed rate, no burst after a slow poll
-            wake.wait(max(0.0, next_at - time.monotonic()))  # a ZooKeeper watch may cut the wait short
+
+    def _scrape_loop(self, jmx: JmxSource) -> None:
+        """JMX scrapes on their own thread and cadence: a slow exporter never delays a poll."""
+        interval = self.config.collector.jmx_interval_s
+        next_at = time.monotonic()
+        while not self._stop.is_set():
+            try:
+                self.publisher.publish(jmx.poll())
+                self.jmx_scrapes += 1
+            except Exception:  # noqa: BLE001 - keep scraping
+                log.exception("JMX scrape of cluster %s failed", jmx.cluster)
+            next_at = max(next_at + interval, time.monotonic())
+            self._stop.wait(max(0.0, next_at - time.monotonic()))
+
+    def _publish_changes(self, src: Any) -> None:
+        """ZooKeeper mode: publish topics whose state znodes changed, at once and beside the full
+        polls (which may be waiting on a dead broker's offsets)."""
+        zk = self._zk[src.cluster.name]
+        dirty_event = self._dirty[src.cluster.name]
+        while not self._stop.is_set():
+            dirty_event.wait(1.0)
+            dirty_event.clear()
+            dirty = zk.take_dirty()
+            if not dirty:
+                continue
+            try:
+                self.publisher.publish(src.quick_records(dirty))
+                self.quick_publishes += 1
+            except Exception:  # noqa: BLE001 - the next full poll covers it
+                log.exception("ZooKeeper-triggered publish for cluster %s failed", src.cluster.name)

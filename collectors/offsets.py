@@ -100,17 +100,21 @@ def fetch(client: Any, replica_of: dict[int, list[TopicPartition]], leader_of: d
     timeout_ms = max(1, int(timeout_s * 1000))
     deadline = time.monotonic() + timeout_s
     sent: list[tuple[int, str, Any]] = []
+    refused: set[int] = set()
     while True:
         for item in list(todo):
             b = item[0]
             if client.ready(b, metadata_priority=False):
                 sent.append((b, item[1], client.send(b, item[2], wakeup=False, request_timeout_ms=timeout_ms)))
                 todo.remove(item)
+            elif client.connection_failed(b):
+                refused.add(b)  # connection refused: a dead broker answers nothing, stop waiting for it
+                todo.remove(item)
         remaining = deadline - time.monotonic()
         if (not todo and all(f.is_done for _, _, f in sent)) or remaining <= 0:
             break
         client.poll(timeout_ms=max(1, min(50, int(remaining * 1000))))
-    failed = {b for b, _, _ in todo}
+    failed = {b for b, _, _ in todo} | refused
     for b, kind, f in sent:
         if not f.is_done or f.failed():
             failed.add(b)

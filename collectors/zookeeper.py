@@ -49,11 +49,13 @@ class ZkPartition:
 class ZkState:
     """Construct opens nothing; start() connects and sets the watches."""
 
-    def __init__(self, cluster: ClusterConfig, wake: Callable[[], None]) -> None:
+    def __init__(self, cluster: ClusterConfig, wake_poll: Callable[[], None],
+                 wake_publish: Callable[[], None] | None = None) -> None:
         if not cluster.zookeeper:
             raise ValueError(f"cluster {cluster.name} has no zookeeper address")
         self.cluster = cluster
-        self.wake = wake
+        self.wake_poll = wake_poll  # a full poll is wanted (broker or controller change)
+        self.wake_publish = wake_publish or wake_poll  # topics are dirty (state znode change)
         self._zk: Any = None
         self._lock = threading.Lock()
         self._brokers: set[int] | None = None
@@ -127,12 +129,17 @@ class ZkState:
             a = self._assignments.get(topic)
             return dict(a) if a is not None else None
 
-    def take_dirty(self) -> tuple[set[str], bool]:
-        """Topics whose state changed since the last call, and whether a full poll was asked for."""
+    def take_dirty(self) -> set[str]:
+        """Topics whose state changed since the last call."""
         with self._lock:
-            dirty, poll = self._dirty, self._poll_requested
-            self._dirty, self._poll_requested = set(), False
-            return dirty, poll
+            dirty, self._dirty = self._dirty, set()
+            return dirty
+
+    def take_poll_request(self) -> bool:
+        """Whether a full poll was asked for since the last call."""
+        with self._lock:
+            asked, self._poll_requested = self._poll_requested, False
+            return asked
 
     # ------------------------------------------------------------------ watches (kazoo's thread)
 
@@ -207,7 +214,7 @@ class ZkState:
                     self._dirty.add(topic)
             if not first:
                 self.events += 1
-                self.wake()
+                self.wake_publish()
             return None
         return on_state
 
@@ -224,7 +231,7 @@ class ZkState:
     def _request_poll(self) -> None:
         with self._lock:
             self._poll_requested = True
-        self.wake()
+        self.wake_poll()
 
     def _on_connection(self, state: str) -> None:
         if state == "LOST":

@@ -23,6 +23,7 @@ class ClusterConfig:
     name: str
     bootstrap_servers: str
     zookeeper: str | None = None  # host:port[/chroot], ZooKeeper-mode clusters only
+    jmx_exporter_urls: tuple[tuple[int, str], ...] = ()  # (broker id, http://host:port/metrics)
 
 
 @dataclass(frozen=True)
@@ -46,6 +47,7 @@ class CollectorConfig:
     request_timeout_ms: int = 5000
     offsets_timeout_ms: int = 1000  # how long a poll waits for brokers' offsets; later = unreachable
     spool_max_mb: float = 64.0  # records kept while the observations topic is unreachable
+    jmx_interval_s: float = 10.0  # JMX exporter scrapes (clusters with jmx_exporter_urls)
 
 
 @dataclass(frozen=True)
@@ -103,7 +105,7 @@ def parse_config(raw: dict[str, Any], source: Path | None = None) -> Config:
     clusters = []
     for i, c in enumerate(clusters_raw):
         sec = f"[[clusters]] #{i + 1}"
-        r.no_unknown(sec, c, {"name", "bootstrap_servers", "zookeeper"})
+        r.no_unknown(sec, c, {"name", "bootstrap_servers", "zookeeper", "jmx_exporter_urls"})
         name = r.string(sec, c, "name")
         if not _NAME.match(name):
             raise ConfigError(f"{where}: {sec} name {name!r} may hold only letters, digits, '.', '_', '-'")
@@ -112,6 +114,7 @@ def parse_config(raw: dict[str, Any], source: Path | None = None) -> Config:
                 name=name,
                 bootstrap_servers=r.string(sec, c, "bootstrap_servers"),
                 zookeeper=r.string(sec, c, "zookeeper", required=False),
+                jmx_exporter_urls=_jmx_urls(where, sec, c.get("jmx_exporter_urls", [])),
             )
         )
     names = [c.name for c in clusters]
@@ -130,13 +133,14 @@ def parse_config(raw: dict[str, Any], source: Path | None = None) -> Config:
 
     k = raw.get("collector", {})
     r.no_unknown("[collector]", k, {"poll_interval_s", "config_refresh_s", "request_timeout_ms", "offsets_timeout_ms",
-                                    "spool_max_mb"})
+                                    "spool_max_mb", "jmx_interval_s"})
     collector = CollectorConfig(
         poll_interval_s=r.number("[collector]", k, "poll_interval_s", 2.0, float, minimum=0.05),
         config_refresh_s=r.number("[collector]", k, "config_refresh_s", 30.0, float, minimum=0.0),
         request_timeout_ms=r.number("[collector]", k, "request_timeout_ms", 5000, int, minimum=100),
         offsets_timeout_ms=r.number("[collector]", k, "offsets_timeout_ms", 1000, int, minimum=50),
         spool_max_mb=r.number("[collector]", k, "spool_max_mb", 64.0, float, minimum=0.001),
+        jmx_interval_s=r.number("[collector]", k, "jmx_interval_s", 10.0, float, minimum=0.1),
     )
 
     p = raw.get("pipeline", {})
@@ -171,6 +175,19 @@ def parse_config(raw: dict[str, Any], source: Path | None = None) -> Config:
                                              minimum=0.0, maximum=1.0),
     )
     return Config(tuple(clusters), observations, collector, pipeline, source)
+
+
+def _jmx_urls(where: str, sec: str, value: Any) -> tuple[tuple[int, str], ...]:
+    """`["1=http://broker1:7071/metrics", ...]`: each broker's JMX exporter endpoint."""
+    if not isinstance(value, list):
+        raise ConfigError(f"{where}: {sec} jmx_exporter_urls must be a list of \"<broker id>=<url>\" strings")
+    out = []
+    for item in value:
+        bid, _, url = str(item).partition("=")
+        if not bid.strip().isdigit() or not url.startswith(("http://", "https://")):
+            raise ConfigError(f"{where}: {sec} jmx_exporter_urls entry {item!r} is not \"<broker id>=http://host:port/metrics\"")
+        out.append((int(bid), url.strip()))
+    return tuple(out)
 
 
 class _Reader:

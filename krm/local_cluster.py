@@ -387,11 +387,16 @@ class LocalCluster:
     def _zk_connect(self) -> str:
         return f"127.0.0.1:{self.nodes['zookeeper'].port}{self.chroot or ''}"
 
+    @property
+    def jmx_exporter_urls(self) -> list[str]:
+        return [f"{b}=http://127.0.0.1:{self.broker(b).jmx_port}/metrics" for b in self.broker_ids]
+
     def _write_krm_config(self) -> None:
         zk = f'zookeeper = "{self.zookeeper}"\n' if self.mode == "zk" else ""
+        jmx = "jmx_exporter_urls = [" + ", ".join(f'"{u}"' for u in self.jmx_exporter_urls) + "]\n"
         self.config_path.write_text(
             f"# krm configuration for local cluster {self.name!r} ({self.mode} mode), written by `krm local-cluster up`.\n"
-            f"[[clusters]]\nname = \"{self.name}\"\nbootstrap_servers = \"{self.bootstrap_servers}\"\n{zk}\n"
+            f"[[clusters]]\nname = \"{self.name}\"\nbootstrap_servers = \"{self.bootstrap_servers}\"\n{zk}{jmx}\n"
             f"[observations]\nbootstrap_servers = \"{self.bootstrap_servers}\"\ntopic = \"krm.observations\"\n"
             f"\n"
             f"[collector]\npoll_interval_s = 1.0\n\n"

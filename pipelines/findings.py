@@ -179,12 +179,23 @@ def cluster_rows(obs: Any) -> Any:
     return F.when(cs["error"].isNull(), ok).otherwise(F.array(state))
 
 
+def jmx_rows(obs: Any) -> Any:
+    """For a `broker_metrics` record: the broker's own gauges (or the scrape error), for /metrics and
+    the controller split-brain check (pipelines/jmx_view.py)."""
+    from pyspark.sql import functions as F
+
+    bm = obs["broker_metrics_state"]
+    return F.array(_row(row_type=F.lit("jmx"), scope=F.lit("jmx"), broker=bm["broker"],
+                        details=F.to_json(F.struct(bm["error"].alias("error"), bm["gauges"].alias("gauges")))))
+
+
 def alert_rows(observations: Any, settings: DetectorSettings | None = None) -> Any:
     """Everything the driver needs from one micro-batch: cluster, poll_id, observed_at_ms + ROW_FIELDS."""
     from pyspark.sql import functions as F
 
-    o = F.struct(*[F.col(c) for c in ("cluster_state", "topic_state")])
-    rows = F.when(F.col("kind") == "topic", topic_rows(o, F.col("observed_at_ms"), settings or DetectorSettings())) \
-        .otherwise(cluster_rows(o))
+    o = F.struct(*[F.col(c) for c in ("cluster_state", "topic_state", "broker_metrics_state")])
+    rows = (F.when(F.col("kind") == "topic", topic_rows(o, F.col("observed_at_ms"), settings or DetectorSettings()))
+            .when(F.col("kind") == "cluster", cluster_rows(o))
+            .otherwise(jmx_rows(o)))
     return observations.select("cluster", "poll_id", "observed_at_ms", F.explode(rows).alias("r")).select(
         "cluster", "poll_id", "observed_at_ms", "r.*")

@@ -24,6 +24,7 @@ from pipelines import history
 from pipelines.balance import BalanceCheck, BalanceSettings
 from pipelines.incident_store import IncidentStore
 from pipelines.incidents import Finding, IncidentBook, ScopePoll
+from pipelines.jmx_view import JmxSample, JmxView
 from pipelines.ingest import parse, read_observations, rejected, valid
 from pipelines.load import BrokerLoad, TopicLoad
 from pipelines.metrics import ClusterView, PipelineState
@@ -99,33 +100,44 @@ class AlertPath:
         self.store = store
         self.counts = BrokerLoad()
         self.balance = balance or BalanceCheck()
+        self.jmx = JmxView()
 
     def __call__(self, batch: Any, batch_id: int) -> None:
         t0 = time.perf_counter()
         rows = batch.collect()
-        polls, found, clusters, counts = split_rows(rows)
+        polls, found, clusters, counts, jmx = split_rows(rows)
         changed = self.book.apply(polls, found)
         self.counts.update(counts)
         changed += self.book.apply(*self.balance.evaluate(self.counts, counts, clusters))
+        if jmx:
+            changed += self.book.apply(*self.jmx.update(jmx))
         snap = self.state.snapshot
         views = dict(snap.clusters)
         for name, view in clusters.items():
             if name not in views or view.newest_observed_ms >= views[name].newest_observed_ms:
                 views[name] = view
         self.state.update(clusters=views, open_incidents=tuple(self.book.open_incidents()), batches=snap.batches + 1,
-                          broker_load=self.counts.totals(), last_batch_s=time.perf_counter() - t0)
+                          broker_load=self.counts.totals(), last_batch_s=time.perf_counter() - t0,
+                          jmx=self.jmx.snapshot())
         t_metrics = time.perf_counter() - t0
         self.store.upsert(changed)  # after /metrics: the alert is already visible
         log.debug("alert batch %d: %d rows, %.3fs to /metrics, %.3fs total", batch_id, len(rows), t_metrics,
                   time.perf_counter() - t0)
 
 
-def split_rows(rows: list[Any]) -> tuple[list[ScopePoll], list[Finding], dict[str, ClusterView], list[TopicLoad]]:
+def split_rows(rows: list[Any]) -> tuple[list[ScopePoll], list[Finding], dict[str, ClusterView], list[TopicLoad],
+                                        list[JmxSample]]:
     polls: list[ScopePoll] = []
     found: list[Finding] = []
     clusters: dict[str, ClusterView] = {}
     counts: list[TopicLoad] = []
+    jmx: list[JmxSample] = []
     for r in rows:
+        if r.row_type == "jmx":
+            d = json.loads(r.details)
+            jmx.append(JmxSample(r.cluster, r.broker, r.poll_id, r.observed_at_ms, d.get("error"),
+                                 {g["name"]: g["value"] for g in d.get("gauges") or []}))
+            continue
         if r.row_type == "finding":
             found.append(Finding(r.cluster, r.scope, r.type, r.severity, r.topic, r.partition, r.broker, r.cause,
                                  json.loads(r.details), r.observed_at_ms, r.poll_id))
@@ -145,7 +157,7 @@ def split_rows(rows: list[Any]) -> tuple[list[ScopePoll], list[Finding], dict[st
                     controller_id=cs.get("controller_id"), error=cs.get("error"), newest_observed_ms=r.observed_at_ms,
                     topic_count=cs.get("topic_count"),
                     leader_imbalance_percentage=cs.get("leader_imbalance_per_broker_percentage"))
-    return polls, found, clusters, counts
+    return polls, found, clusters, counts, jmx
 
 
 class HistoryPath:
@@ -166,7 +178,7 @@ class HistoryPath:
             for name, frame, path in (("observations", good, self.tables.observations),
                                       ("partition_state", history.partition_state(good), self.tables.partition_state),
                                       ("replica_lag", history.replica_lag(good), self.tables.replica_lag)):
-                (frame.write.format("delta").mode("append").partitionBy("date")
+                (frame.write.format("delta").mode("append").partitionBy("date").option("mergeSchema", "true")
                  .option("txnAppId", f"{self.app_id}-{name}").option("txnVersion", batch_id)
                  .save(str(path)))
             bad = rejected(parsed).persist()

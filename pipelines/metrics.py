@@ -51,6 +51,7 @@ class Snapshot:
     batches: int = 0
     last_batch_s: float = 0.0
     records_quarantined: int = 0
+    jmx: dict[tuple[str, int], Any] = field(default_factory=dict)  # (cluster, broker) -> jmx_view.JmxSample
 
 
 class PipelineState:
@@ -126,6 +127,17 @@ class KrmCollector:
                 leaders.add_metric([name, str(bid)], lead)
                 replicas.add_metric([name, str(bid)], rep)
         yield from (*counts.values(), age, reachable, broker_up, leaders, replicas)
+
+        jmx_up = GaugeMetricFamily("krm_broker_jmx_up", "1 if the broker's JMX exporter answered the last scrape.",
+                                   labels=["cluster", "broker"])
+        jmx_values = GaugeMetricFamily("krm_broker_jmx", "The broker's own replication gauges (JMX exporter).",
+                                       labels=["cluster", "broker", "metric"])
+        for (cluster, broker), sample in sorted(snap.jmx.items()):
+            jmx_up.add_metric([cluster, str(broker)], 0 if sample.error else 1)
+            for metric, value in sorted(sample.gauges.items()):
+                jmx_values.add_metric([cluster, str(broker), metric], value)
+        yield jmx_up
+        yield jmx_values
 
         incidents = GaugeMetricFamily("krm_incidents_open", "Open incidents.", labels=["cluster", "type", "severity"])
         for (c, t, s), n in sorted(open_count.items()):

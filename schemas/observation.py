@@ -12,7 +12,9 @@ Kinds of record (field `kind`):
   can be judged on its own), and every partition's leader, epoch, replicas, ISR and offline replicas,
   the leader's high watermark, each replica's log end offset, and what consecutive polls reveal
   (write rate, HW stalled since, the previous state when an epoch changed or an offset went back).
-Additions are optional fields, so version 1 records of older collectors stay valid.
+- `broker_metrics`: one per broker per JMX exporter scrape: the broker's own replication gauges and
+  per-partition fetcher lag and log end offsets; `error` when the endpoint did not answer.
+Additions are optional fields (and new kinds), so version 1 records of older collectors stay valid.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from typing import Any
 from krm.errors import SchemaError
 
 SCHEMA_VERSION = 1
-KINDS = ("cluster", "topic")
+KINDS = ("cluster", "topic", "broker_metrics")
 
 
 @dataclass(frozen=True)
@@ -101,6 +103,16 @@ TOPIC_STATE = Struct((
     ("partitions", Array(PARTITION), True),
 ))
 
+BROKER_METRICS_STATE = Struct((  # one per broker per JMX scrape (collectors/jmx.py)
+    ("broker", INT, True),
+    ("endpoint", STRING, True),
+    ("error", STRING, False),  # set when the exporter did not answer; gauges are then empty
+    ("scrape_ms", DOUBLE, False),
+    ("gauges", Array(Struct((("name", STRING, True), ("value", DOUBLE, True)))), True),
+    ("partitions", Array(Struct((("metric", STRING, True), ("topic", STRING, True), ("partition", INT, True),
+                                 ("value", DOUBLE, True)))), False),
+))
+
 OBSERVATION = Struct((
     ("v", INT, True),
     ("kind", STRING, True),
@@ -110,6 +122,7 @@ OBSERVATION = Struct((
     ("observed_at_ms", LONG, True),  # epoch milliseconds when the source answered
     ("cluster_state", CLUSTER_STATE, False),
     ("topic_state", TOPIC_STATE, False),
+    ("broker_metrics_state", BROKER_METRICS_STATE, False),
 ))
 
 _PY_TYPES: dict[str, tuple[type, ...]] = {"string": (str,), "int": (int,), "long": (int,), "bool": (bool,),

@@ -109,3 +109,13 @@ def test_metadata_only_record_judges_and_resolves_only_metadata_incidents(spark)
     rows = alert_rows(valid(parse(_batch(spark, [json.dumps(rec)])))).collect()
     assert sorted((r.row_type, r.scope, r.type) for r in rows) == [
         ("finding", "topic:rf1", "OFFLINE_PARTITION"), ("poll", "topic:rf1", None)]
+
+
+def test_broker_metrics_record_becomes_one_jmx_row(spark):
+    from collectors.jmx import broker_metrics_record
+
+    rec = broker_metrics_record("c1", 3, 1_000, 2, "http://b2:7071/metrics", {"active_controller_count": 1.0},
+                                [{"metric": "log_end_offset", "topic": "t", "partition": 0, "value": 5.0}], None, 2.0)
+    rows = alert_rows(valid(parse(_batch(spark, [json.dumps(rec)])))).collect()
+    assert [(r.row_type, r.scope, r.broker) for r in rows] == [("jmx", "jmx", 2)]
+    assert json.loads(rows[0].details)["gauges"] == [{"name": "active_controller_count", "value": 1.0}]

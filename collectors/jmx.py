@@ -1,0 +1,113 @@
+"""JMX exporter source: each broker's own replication gauges, scraped from its Prometheus endpoint.
+
+The brokers run the Prometheus JMX exporter agent with conf/jmx-exporter.yaml, which keeps only
+the MBeans read here. Every broker is scraped in parallel under one timeout; an endpoint that does
+not answer is itself an observation (a record with `error`), never a crash.
+
+What a broker says about itself complements the Admin API: its UnderReplicatedPartitions and
+UnderMinIsr/AtMinIsr counts (the broker's own judgement, kafka.server:type=ReplicaManager), whether
+it thinks it is the active controller (two brokers saying so is a split brain the metadata cannot
+show), ISR shrink/expand and unclean election counters, and per partition the follower fetchers'
+ConsumerLag and each replica's LogEndOffset.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from collectors.records import envelope
+
+log = logging.getLogger(__name__)
+
+# exporter metric name (conf/jmx-exporter.yaml, lowercased) -> name in the record
+BROKER_GAUGES = {
+    "kafka_server_replicamanager_underreplicatedpartitions": "under_replicated_partitions",
+    "kafka_server_replicamanager_underminisrpartitioncount": "under_min_isr_partitions",
+    "kafka_server_replicamanager_atminisrpartitioncount": "at_min_isr_partitions",
+    "kafka_server_replicamanager_offlinereplicacount": "offline_replicas",
+    "kafka_server_replicamanager_leadercount": "leaders",
+    "kafka_server_replicamanager_partitioncount": "partitions",
+    "kafka_controller_kafkacontroller_offlinepartitionscount": "offline_partitions",
+    "kafka_controller_kafkacontroller_activecontrollercount": "active_controller_count",
+    "kafka_server_replicamanager_isrshrinkspersec": "isr_shrinks_total",
+    "kafka_server_replicamanager_isrexpandspersec": "isr_expands_total",
+    "kafka_controller_controllerstats_uncleanleaderelectionspersec": "unclean_leader_elections_total",
+}
+PARTITION_METRICS = {
+    "kafka_server_fetcherlagmetrics_consumerlag": "consumer_lag",
+    "kafka_log_log_logendoffset": "log_end_offset",
+}
+
+
+def parse_exposition(text: str) -> tuple[dict[str, float], list[dict[str, Any]]]:
+    """Prometheus text -> (broker gauges by record name, per-partition values). Pure."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    gauges: dict[str, float] = {}
+    partitions: dict[tuple[str, str, int], float] = {}
+    for family in text_string_to_metric_families(text):
+        for s in family.samples:
+            name = s.name[:-len("_total")] if s.name.endswith("_total") else s.name
+            if name in BROKER_GAUGES:
+                gauges[BROKER_GAUGES[name]] = float(s.value)
+            elif name in PARTITION_METRICS and "topic" in s.labels and "partition" in s.labels:
+                key = (PARTITION_METRICS[name], s.labels["topic"], int(s.labels["partition"]))
+                # a follower has one fetcher per leader broker: keep the largest lag
+                partitions[key] = max(partitions.get(key, float("-inf")), float(s.value))
+    parts = [{"metric": m, "topic": t, "partition": p, "value": v} for (m, t, p), v in sorted(partitions.items())]
+    return gauges, parts
+
+
+def broker_metrics_record(cluster: str, poll_id: int, observed_at_ms: int, broker: int, endpoint: str,
+                          gauges: dict[str, float], partitions: list[dict[str, Any]], error: str | None,
+                          scrape_ms: float | None) -> dict[str, Any]:
+    rec = envelope("broker_metrics", cluster, "jmx", poll_id, observed_at_ms)
+    rec["broker_metrics_state"] = {
+        "broker": broker, "endpoint": endpoint, "error": error, "scrape_ms": scrape_ms,
+        "gauges": [{"name": k, "value": v} for k, v in sorted(gauges.items())], "partitions": partitions,
+    }
+    return rec
+
+
+class JmxSource:
+    """Scrapes every broker's exporter endpoint of one cluster; `endpoints`: broker id -> URL."""
+
+    source = "jmx"
+
+    def __init__(self, cluster: str, endpoints: dict[int, str], timeout_s: float = 2.0) -> None:
+        self.cluster = cluster
+        self.endpoints = dict(endpoints)
+        self.timeout_s = timeout_s
+        self._poll_id = 0
+        self._pool = ThreadPoolExecutor(max_workers=min(16, max(1, len(endpoints))), thread_name_prefix="krm-jmx")
+        self._down: set[int] = set()
+
+    def poll(self) -> list[dict[str, Any]]:
+        self._poll_id += 1
+        results = list(self._pool.map(self._scrape, sorted(self.endpoints.items())))
+        return [broker_metrics_record(self.cluster, self._poll_id, at, b, url, g, p, err, ms)
+                for b, url, at, g, p, err, ms in results]
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+    def _scrape(self, item: tuple[int, str]) -> tuple[Any, ...]:
+        broker, url = item
+        t0 = time.perf_counter()
+        try:
+            with urllib.request.urlopen(url, timeout=self.timeout_s) as resp:  # noqa: S310 - configured URLs
+                text = resp.read().decode("utf-8", "replace")
+            gauges, parts = parse_exposition(text)
+        except Exception as e:  # noqa: BLE001 - an unreachable endpoint is the observation
+            if broker not in self._down:
+                log.warning("cluster %s broker %d: JMX exporter %s unreachable: %s", self.cluster, broker, url, e)
+                self._down.add(broker)
+            return broker, url, int(time.time() * 1000), {}, [], f"{type(e).__name__}: {e}", None
+        if broker in self._down:
+            log.warning("cluster %s broker %d: JMX exporter reachable again", self.cluster, broker)
+            self._down.discard(broker)
+        return broker, url, int(time.time() * 1000), gauges, parts, None, round((time.perf_counter() - t0) * 1000, 1)
