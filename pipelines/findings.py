@@ -171,11 +171,15 @@ def cluster_rows(obs: Any) -> Any:
         row_type=F.lit("finding"), scope=scope, type=F.lit(brokers.BROKER_DOWN),
         severity=F.lit(brokers.SEVERITY[brokers.BROKER_DOWN]), broker=br["id"], cause=F.lit(brokers.NOT_REGISTERED),
         details=F.to_json(F.struct(br["host"].alias("host"), br["port"].alias("port"), br["rack"].alias("rack")))))
+    unreachable = F.transform(b["unreachable"], lambda br: _row(
+        row_type=F.lit("finding"), scope=scope, type=F.lit(brokers.BROKER_DOWN), severity=F.lit("warning"),
+        broker=br["id"], cause=F.lit(brokers.UNREACHABLE),
+        details=F.to_json(F.struct(br["host"].alias("host"), br["port"].alias("port"), br["rack"].alias("rack")))))
     no_controller = F.filter(F.array(F.when(b["no_controller"], _row(
         row_type=F.lit("finding"), scope=scope, type=F.lit(brokers.CONTROLLER_ANOMALY),
         severity=F.lit(brokers.SEVERITY[brokers.CONTROLLER_ANOMALY]), cause=F.lit(brokers.NO_CONTROLLER),
         details=F.lit("{}")))), lambda x: x.isNotNull())
-    ok = F.concat(F.array(state, marker), down, no_controller)
+    ok = F.concat(F.array(state, marker), down, unreachable, no_controller)
     return F.when(cs["error"].isNull(), ok).otherwise(F.array(state))
 
 

@@ -2,7 +2,11 @@
 
 - BROKER_DOWN: a broker the cluster knows (it holds replicas, or the collector saw it alive) is not
   in the Metadata response's broker list, i.e. it is not registered: its ZooKeeper session expired
-  (ZooKeeper mode) or the controller fenced it (KRaft). Cause `not_registered`.
+  (ZooKeeper mode) or the controller fenced it (KRaft). Cause `not_registered`, critical.
+  Before that, cause `unreachable` (warning): still registered, but it did not answer the
+  collector's offsets requests in time (collectors/offsets.py): dead, paused or overloaded, and the
+  controller has not noticed yet (it waits for the ZooKeeper session, 18 s by default, or the KRaft
+  broker session). The incident is the same one when it then turns `not_registered`.
 - CONTROLLER_ANOMALY, cause `no_active_controller`: the Metadata response names no controller
   (ZooKeeper mode: no broker holds /controller). KRaft answers clients with a random live broker
   as "controller" (KIP-590), so this cause only fires in ZooKeeper mode; more than one active
@@ -17,11 +21,19 @@ BROKER_DOWN = "BROKER_DOWN"
 CONTROLLER_ANOMALY = "CONTROLLER_ANOMALY"
 SEVERITY = {BROKER_DOWN: "critical", CONTROLLER_ANOMALY: "critical"}
 NOT_REGISTERED = "not_registered"
+UNREACHABLE = "unreachable"
 NO_CONTROLLER = "no_active_controller"
 
 
-def down_brokers(brokers: Iterable[dict[str, Any]]) -> list[int]:
-    return sorted(b["id"] for b in brokers if not b["live"])
+def down_brokers(brokers: Iterable[dict[str, Any]]) -> list[tuple[int, str]]:
+    """(broker, cause) for every broker that is down or not answering."""
+    out = []
+    for b in brokers:
+        if not b["live"]:
+            out.append((b["id"], NOT_REGISTERED))
+        elif b.get("reachable") is False:
+            out.append((b["id"], UNREACHABLE))
+    return sorted(out)
 
 
 def controller_missing(controller_id: int | None) -> bool:
@@ -35,5 +47,6 @@ def broker_columns(cluster_state: Any) -> dict[str, Any]:
     cid = cluster_state["controller_id"]
     return {
         "down": F.filter(cluster_state["brokers"], lambda b: ~b["live"]),
+        "unreachable": F.filter(cluster_state["brokers"], lambda b: b["live"] & (b["reachable"] == F.lit(False))),
         "no_controller": cid.isNull() | (cid < 0),
     }

@@ -119,3 +119,11 @@ def test_broker_metrics_record_becomes_one_jmx_row(spark):
     rows = alert_rows(valid(parse(_batch(spark, [json.dumps(rec)])))).collect()
     assert [(r.row_type, r.scope, r.broker) for r in rows] == [("jmx", "jmx", 2)]
     assert json.loads(rows[0].details)["gauges"] == [{"name": "active_controller_count", "value": 1.0}]
+
+
+def test_registered_but_unanswering_broker_is_down_unreachable(spark):
+    brokers = [{"id": 1, "live": True, "reachable": True}, {"id": 2, "live": True, "reachable": False}]
+    rec = cluster_record("c1", "admin", 7, 1_000, controller_id=1, brokers=brokers, topic_count=0, partition_count=0)
+    rows = alert_rows(valid(parse(_batch(spark, [json.dumps(rec)])))).collect()
+    (f,) = [r for r in rows if r.row_type == "finding"]
+    assert (f.type, f.broker, f.cause, f.severity) == ("BROKER_DOWN", 2, "unreachable", "warning")

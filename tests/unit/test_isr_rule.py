@@ -19,9 +19,11 @@ def test_out_of_sync_in_assignment_order():
 
 
 @pytest.mark.parametrize("brokers,down", [
-    ([{"id": 1, "live": True}, {"id": 2, "live": False}], [2]),
+    ([{"id": 1, "live": True}, {"id": 2, "live": False}], [(2, "not_registered")]),
     ([{"id": 1, "live": True}], []),
     ([], []),
+    ([{"id": 1, "live": True, "reachable": False}, {"id": 2, "live": True, "reachable": None}], [(1, "unreachable")]),
+    ([{"id": 3, "live": False, "reachable": None}], [(3, "not_registered")]),
 ])
 def test_down_brokers(brokers, down):
     assert down_brokers(brokers) == down
