@@ -44,6 +44,8 @@ class AdminSource:
         self._last_node: Any = None
         self._live_last: dict[int, dict[str, Any]] = {}  # brokers alive at the last successful poll
         self._memory = PartitionMemory()
+        self._assignments: dict[str, tuple[tuple[int, tuple[int, ...]], ...]] = {}  # topic -> last published map
+        self._snapshot_at = 0.0
         self._replica_lag_time_max_ms: int | None = None
         self._leader_imbalance_pct: int | None = None
         self.last_offsets: offsets.OffsetsRound | None = None  # for benchmarks and logs
@@ -127,6 +129,9 @@ class AdminSource:
             leader_imbalance_per_broker_percentage=self._leader_imbalance_pct,
         )]
         present = set()
+        snapshot = time.monotonic() - self._snapshot_at >= self.settings.assignment_snapshot_s
+        if snapshot:
+            self._snapshot_at = time.monotonic()
         for t in topics:
             min_isr, unclean = self._configs.get(t["topic"], (None, None))
             name = t["topic"]
@@ -142,11 +147,19 @@ class AdminSource:
                         "replica_offsets": [{"broker": r, "log_end_offset": found.leo[(name, pid, r)]}
                                             for r in p["replicas"] if (name, pid, r) in found.leo]}
                 parts.append(self._memory.annotate(name, part, observed_at_ms))
-            records.append(topic_record(
+            signature = tuple((p["partition"], tuple(p["replicas"])) for p in sorted(parts, key=lambda p: p["partition"]))
+            changed = self._assignments.get(name) != signature
+            self._assignments[name] = signature
+            rec = topic_record(
                 self.cluster.name, self.source, poll_id, observed_at_ms, topic=t["topic"], live_brokers=live,
                 partitions=parts, min_insync_replicas=min_isr, unclean_leader_election=unclean,
                 replica_lag_time_max_ms=self._replica_lag_time_max_ms,
-            ))
+            )
+            # assignment history (pipelines/history.py): on every change, and all topics periodically
+            rec["topic_state"]["assignment"] = "changed" if changed else ("snapshot" if snapshot else None)
+            records.append(rec)
+        for gone in [name for name in self._assignments if name not in {t["topic"] for t in topics}]:
+            del self._assignments[gone]
         self._memory.forget_missing(present)
         return records
 

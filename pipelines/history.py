@@ -5,7 +5,10 @@
 - `replica_lag`: one row per replica per observation that reported offsets: its LEO, the leader's,
   the lag in messages and the estimated lag in seconds (messages / the partition's write rate), and
   whether it was in the ISR. `krm lag` reads it.
-Both are partitioned by `date` (UTC day of observed_at) so a `--since` query reads only its days.
+- `assignments`: a topic's whole partition -> replicas map whenever it changed (or was first seen)
+  and periodically for every topic (`assignment_snapshot_s`): partition-count and broker-set
+  changes over time, for explaining imbalance after expansion.
+All are partitioned by `date` (UTC day of observed_at) so a `--since` query reads only its days.
 Pure DataFrame transformations: no action, no I/O.
 """
 
@@ -55,4 +58,16 @@ def replica_lag(good: Any) -> Any:
         F.array_contains("isr", F.col("r.broker")).alias("in_isr"),
         F.col("r.log_end_offset").alias("log_end_offset"), "leader_leo", lag.alias("lag_messages"),
         F.when(F.col("write_rate") > 0, lag / F.col("write_rate")).alias("lag_seconds"),
+        F.to_date(F.timestamp_millis("observed_at_ms")).alias("date"))
+
+
+def assignments(good: Any) -> Any:
+    from pyspark.sql import functions as F
+
+    ts = F.col("topic_state")
+    return good.where((F.col("kind") == "topic") & ts["assignment"].isNotNull()).select(
+        "cluster", ts["topic"].alias("topic"), F.timestamp_millis("observed_at_ms").alias("observed_at"),
+        ts["assignment"].alias("reason"), F.size(ts["partitions"]).alias("partition_count"),
+        F.transform(ts["partitions"], lambda p: F.struct(p["partition"].alias("partition"),
+                                                         p["replicas"].alias("replicas"))).alias("partitions"),
         F.to_date(F.timestamp_millis("observed_at_ms")).alias("date"))

@@ -82,6 +82,7 @@ class Tables:
         self.quarantine = self.root / "tables" / "quarantine"
         self.partition_state = self.root / "tables" / "partition_state"
         self.replica_lag = self.root / "tables" / "replica_lag"
+        self.assignments = self.root / "tables" / "assignments"
         self.checkpoints = self.root / "checkpoints"
         self.logs = self.root / "logs"
 
@@ -177,7 +178,8 @@ class HistoryPath:
             good = valid(parsed).withColumn("date", F.to_date(F.timestamp_millis("observed_at_ms")))
             for name, frame, path in (("observations", good, self.tables.observations),
                                       ("partition_state", history.partition_state(good), self.tables.partition_state),
-                                      ("replica_lag", history.replica_lag(good), self.tables.replica_lag)):
+                                      ("replica_lag", history.replica_lag(good), self.tables.replica_lag),
+                                      ("assignments", history.assignments(good), self.tables.assignments)):
                 (frame.write.format("delta").mode("append").partitionBy("date").option("mergeSchema", "true")
                  .option("txnAppId", f"{self.app_id}-{name}").option("txnVersion", batch_id)
                  .save(str(path)))

@@ -100,6 +100,7 @@ TOPIC_STATE = Struct((
     ("live_brokers", Array(INT), True),
     ("replica_lag_time_max_ms", LONG, False),  # as in the cluster record: each record stands alone
     ("has_offsets", BOOL, False),  # false: metadata only (ZooKeeper watch), judges no offset incident
+    ("assignment", STRING, False),  # "changed" (first sight or replicas moved) | "snapshot" (periodic) | null
     ("partitions", Array(PARTITION), True),
 ))
 

@@ -29,6 +29,7 @@ def test_partition_state_and_replica_lag(spark, tmp_path):
                                 {"broker": 3, "log_end_offset": 400}]}
     rec = topic_record("c1", "admin", 5, now_ms, topic="orders", live_brokers=[1, 2, 3], partitions=[part],
                        min_insync_replicas=2, unclean_leader_election=False)
+    rec["topic_state"]["assignment"] = "changed"
     tables = Tables(tmp_path)
     history = HistoryPath(PipelineState(), tables, app_id="t")
     batch = parse(_batch(spark, [rec]))
@@ -37,5 +38,8 @@ def test_partition_state_and_replica_lag(spark, tmp_path):
 
     state = spark.read.format("delta").load(str(tables.partition_state)).collect()
     assert [(r.topic, r.partition, r.leader, r.high_watermark, r.leader_leo) for r in state] == [("orders", 0, 1, 900, 1000)]
+    (a,) = spark.read.format("delta").load(str(tables.assignments)).collect()
+    assert (a.topic, a.reason, a.partition_count, [(p.partition, list(p.replicas)) for p in a.partitions]) == (
+        "orders", "changed", 1, [(0, [1, 2, 3])])
     rows = read_lag(tables.replica_lag, "orders", None, dt.timedelta(hours=1))
     assert [(r.broker, r.lag_messages, r.lag_seconds, r.in_isr) for r in rows] == [(2, 10, 0.1, True), (3, 600, 6.0, False)]

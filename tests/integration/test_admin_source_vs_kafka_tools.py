@@ -1,0 +1,61 @@
+"""What the Admin API source collects agrees with Kafka's own tools at the same moment, on a real
+ZooKeeper-mode cluster: `kafka-topics --describe` (leader, replicas, ISR) and `GetOffsetShell
+--time -1` (the latest offset a consumer can read: the leader's high watermark)."""
+
+import re
+import subprocess
+
+import pytest
+
+from collectors.admin import AdminSource
+from krm.config import ClusterConfig, CollectorConfig
+from krm.local_cluster import JVM_OPTS
+from krm.paths import jar_group
+from tests.helpers import create_topic
+
+pytestmark = pytest.mark.integration
+
+
+def _tool(main: str, *args: str) -> str:
+    cp = str(jar_group("kafka")[0].parent / "*")
+    out = subprocess.run(["java", *JVM_OPTS, "-cp", cp, main, *args], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    return out.stdout
+
+
+def test_metadata_and_high_watermarks_match_kafka_tools(zk_cluster):
+    from kafka import KafkaProducer
+
+    cluster = zk_cluster
+    topic = "tools-agree"
+    create_topic(cluster, topic, partitions=3, rf=3)
+    producer = KafkaProducer(bootstrap_servers=cluster.bootstrap_servers, acks="all")
+    for i in range(60):
+        producer.send(topic, b"m", partition=i % 3)
+    producer.send(topic, b"m", partition=0)
+    producer.flush()
+    producer.close()
+
+    src = AdminSource(ClusterConfig(cluster.name, cluster.bootstrap_servers), CollectorConfig())
+    try:
+        ours = {p["partition"]: p for p in next(r for r in src.poll() if r["kind"] == "topic"
+                                                and r["topic_state"]["topic"] == topic)["topic_state"]["partitions"]}
+    finally:
+        src.close()
+
+    described = _tool("org.apache.kafka.tools.TopicCommand", "--bootstrap-server", cluster.bootstrap_servers,
+                      "--describe", "--topic", topic)
+    theirs = {}
+    for m in re.finditer(r"Partition: (\d+)\s+Leader: (-?\d+)\s+Replicas: ([\d,]+)\s+Isr: ([\d,]*)", described):
+        theirs[int(m.group(1))] = (int(m.group(2)), [int(x) for x in m.group(3).split(",")],
+                                   sorted(int(x) for x in m.group(4).split(",") if x))
+    assert theirs == {p: (o["leader"], o["replicas"], sorted(o["isr"])) for p, o in ours.items()}
+
+    offsets = _tool("org.apache.kafka.tools.GetOffsetShell", "--bootstrap-server", cluster.bootstrap_servers,
+                    "--topic", topic, "--time", "-1")
+    hw = {int(p): int(o) for _, p, o in (line.split(":") for line in offsets.split())}
+    assert hw == {0: 21, 1: 20, 2: 20}
+    assert hw == {p: o["high_watermark"] for p, o in ours.items()}
+    # every replica (followers included, via replica id -2) at the leader's LEO once acks=all returned
+    assert all({r["log_end_offset"] for r in o["replica_offsets"]} == {hw[p]} and len(o["replica_offsets"]) == 3
+               for p, o in ours.items())

@@ -1,0 +1,59 @@
+"""AdminSource._records from a Metadata response (no broker needed): assignment history flags and the
+ZooKeeper overlay."""
+
+import pytest
+
+from collectors.admin import AdminSource
+from collectors.offsets import OffsetsRound
+from collectors.zookeeper import ZkPartition
+from krm.config import ClusterConfig, CollectorConfig
+
+pytestmark = pytest.mark.unit
+
+
+def md(replicas=(1, 2), leader=1, epoch=0):
+    brokers = [{"node_id": b, "host": "h", "port": 9092 + b, "rack": None} for b in (1, 2)]
+    part = {"partition": 0, "leader": leader, "leader_epoch": epoch, "replicas": list(replicas), "isr": list(replicas)}
+    topics = [{"topic": "t", "error_code": 0, "partitions": [part]}]
+    return {"brokers": brokers, "controller_id": 1, "topics": topics}, topics
+
+
+def topic_state(records):
+    return next(r for r in records if r["kind"] == "topic")["topic_state"]
+
+
+def test_assignment_recorded_on_first_sight_on_change_and_not_otherwise():
+    src = AdminSource(ClusterConfig("c", "h:1"), CollectorConfig(assignment_snapshot_s=3600))
+    m, t = md()
+    assert topic_state(src._records(m, t, 1000, OffsetsRound(), 1))["assignment"] == "changed"
+    assert topic_state(src._records(m, t, 2000, OffsetsRound(), 2))["assignment"] is None
+    m, t = md(replicas=(2, 1))
+    assert topic_state(src._records(m, t, 3000, OffsetsRound(), 3))["assignment"] == "changed"
+
+
+class FakeZk:
+    """The three reads AdminSource makes of collectors.zookeeper.ZkState."""
+
+    def __init__(self, live, state):
+        self._live, self._state = live, state
+
+    def live_brokers(self):
+        return set(self._live)
+
+    def controller(self):
+        return 2
+
+    def partition(self, topic, partition):
+        return self._state.get((topic, partition))
+
+
+def test_zookeeper_state_wins_when_its_epoch_is_newer():
+    zk = FakeZk({2}, {("t", 0): ZkPartition(leader=-1, leader_epoch=1, isr=(1,), controller_epoch=3,
+                                             mtime_ms=990, version=4)})
+    src = AdminSource(ClusterConfig("c", "h:1", "zk:2181"), CollectorConfig(), zk)
+    m, t = md(leader=1, epoch=0)  # the brokers' metadata still says broker 1 leads
+    records = src._records(m, t, 1000, OffsetsRound(), 1)
+    (p,) = topic_state(records)["partitions"]
+    assert (p["leader"], p["leader_epoch"], p["isr"], p["zk_mtime_ms"]) == (-1, 1, [1], 990)
+    cluster = next(r for r in records if r["kind"] == "cluster")["cluster_state"]
+    assert cluster["controller_id"] == 2 and {b["id"]: b["live"] for b in cluster["brokers"]} == {1: False, 2: True}
