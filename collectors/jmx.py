@@ -2,7 +2,8 @@
 
 The brokers run the Prometheus JMX exporter agent with conf/jmx-exporter.yaml, which keeps only
 the MBeans read here. Every broker is scraped in parallel under one timeout; an endpoint that does
-not answer is itself an observation (a record with `error`), never a crash.
+not answer is itself an observation (a record with `error`, and krm_broker_jmx_up 0), never a
+crash; it is logged at INFO, once per outage.
 
 What a broker says about itself complements the Admin API: its UnderReplicatedPartitions and
 UnderMinIsr/AtMinIsr counts (the broker's own judgement, kafka.server:type=ReplicaManager), whether
@@ -104,10 +105,10 @@ class JmxSource:
             gauges, parts = parse_exposition(text)
         except Exception as e:  # noqa: BLE001 - an unreachable endpoint is the observation
             if broker not in self._down:
-                log.warning("cluster %s broker %d: JMX exporter %s unreachable: %s", self.cluster, broker, url, e)
+                log.info("cluster %s broker %d: JMX exporter %s unreachable: %s", self.cluster, broker, url, e)
                 self._down.add(broker)
             return broker, url, int(time.time() * 1000), {}, [], f"{type(e).__name__}: {e}", None
         if broker in self._down:
-            log.warning("cluster %s broker %d: JMX exporter reachable again", self.cluster, broker)
+            log.info("cluster %s broker %d: JMX exporter reachable again", self.cluster, broker)
             self._down.discard(broker)
         return broker, url, int(time.time() * 1000), gauges, parts, None, round((time.perf_counter() - t0) * 1000, 1)

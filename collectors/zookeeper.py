@@ -67,6 +67,7 @@ class ZkState:
         self._dirty: set[str] = set()
         self._poll_requested = False
         self._timers: list[threading.Timer] = []
+        self._stopping = False
         self.reassigning = False
         self.events = 0
 
@@ -91,6 +92,7 @@ class ZkState:
         return self
 
     def stop(self) -> None:
+        self._stopping = True  # the session's end is ours, not news
         with self._lock:
             for t in self._timers:
                 t.cancel()
@@ -234,6 +236,8 @@ class ZkState:
         self.wake_poll()
 
     def _on_connection(self, state: str) -> None:
+        if self._stopping:
+            return
         if state == "LOST":
             log.warning("cluster %s: ZooKeeper session lost; the Admin API view is used until it returns",
                         self.cluster.name)
