@@ -127,6 +127,7 @@ class AdminSource:
             topic_count=len(topics), partition_count=sum(len(t["partitions"]) for t in topics),
             replica_lag_time_max_ms=self._replica_lag_time_max_ms,
             leader_imbalance_per_broker_percentage=self._leader_imbalance_pct,
+            reassignment_in_progress=self.zk.reassigning if zk_live is not None else None,  # type: ignore[union-attr]
         )]
         present = set()
         snapshot = time.monotonic() - self._snapshot_at >= self.settings.assignment_snapshot_s

@@ -15,13 +15,15 @@ def envelope(kind: str, cluster: str, source: str, poll_id: int, observed_at_ms:
 def cluster_record(cluster: str, source: str, poll_id: int, observed_at_ms: int, *, controller_id: int | None,
                    brokers: Iterable[dict[str, Any]], topic_count: int, partition_count: int,
                    error: str | None = None, replica_lag_time_max_ms: int | None = None,
-                   leader_imbalance_per_broker_percentage: int | None = None) -> dict[str, Any]:
+                   leader_imbalance_per_broker_percentage: int | None = None,
+                   reassignment_in_progress: bool | None = None) -> dict[str, Any]:
     rec = envelope("cluster", cluster, source, poll_id, observed_at_ms)
     rec["cluster_state"] = {
         "controller_id": controller_id, "brokers": sorted(brokers, key=lambda b: b["id"]),
         "topic_count": topic_count, "partition_count": partition_count, "error": error,
         "replica_lag_time_max_ms": replica_lag_time_max_ms,
         "leader_imbalance_per_broker_percentage": leader_imbalance_per_broker_percentage,
+        "reassignment_in_progress": reassignment_in_progress,
     }
     return rec
 

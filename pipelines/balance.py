@@ -4,6 +4,8 @@ per-topic counts after each alert batch, as one more incident scope per cluster 
 Only complete views are judged: a cluster is evaluated when its latest cluster record is newer than
 the last evaluation and the pipeline holds counts for at least as many topics as that record says
 the cluster has, so a pipeline that just started (or a poll still arriving) raises no false skew.
+Nothing is judged while a partition reassignment runs (as Kafka's own auto leader rebalance skips
+partitions being reassigned); open balance incidents then stay as they are.
 """
 
 from __future__ import annotations
@@ -38,8 +40,8 @@ class BalanceCheck:
         found: list[Finding] = []
         totals = load.totals()
         for name, view in sorted(clusters.items()):
-            if view.error or view.newest_observed_ms <= self._evaluated.get(name, -1):
-                continue
+            if view.error or view.reassigning or view.newest_observed_ms <= self._evaluated.get(name, -1):
+                continue  # a running reassignment is imbalance on purpose: judge the result, not the move
             live = {b for b, up in view.brokers if up}
             self.history.observe_brokers(name, live, view.newest_observed_ms)
             topics = load.topics(name)

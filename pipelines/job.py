@@ -157,7 +157,8 @@ def split_rows(rows: list[Any]) -> tuple[list[ScopePoll], list[Finding], dict[st
                     brokers=tuple((b["id"], bool(b["live"])) for b in cs.get("brokers", [])),
                     controller_id=cs.get("controller_id"), error=cs.get("error"), newest_observed_ms=r.observed_at_ms,
                     topic_count=cs.get("topic_count"),
-                    leader_imbalance_percentage=cs.get("leader_imbalance_per_broker_percentage"))
+                    leader_imbalance_percentage=cs.get("leader_imbalance_per_broker_percentage"),
+                    reassigning=bool(cs.get("reassignment_in_progress")))
     return polls, found, clusters, counts, jmx
 
 

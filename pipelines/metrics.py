@@ -41,6 +41,7 @@ class ClusterView:
     newest_observed_ms: int
     topic_count: int | None = None
     leader_imbalance_percentage: int | None = None  # the cluster's leader.imbalance.per.broker.percentage
+    reassigning: bool = False  # a partition reassignment is running (ZooKeeper mode)
 
 
 @dataclass(frozen=True)

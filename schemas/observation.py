@@ -91,6 +91,7 @@ CLUSTER_STATE = Struct((
     ("error", STRING, False),  # set when the poll failed; brokers is then empty
     ("replica_lag_time_max_ms", LONG, False),  # a broker's replica.lag.time.max.ms (HW-stall window)
     ("leader_imbalance_per_broker_percentage", INT, False),  # a broker's, for PREFERRED_LEADER_IMBALANCE
+    ("reassignment_in_progress", BOOL, False),  # ZooKeeper mode: /admin/reassign_partitions exists
 ))
 
 TOPIC_STATE = Struct((

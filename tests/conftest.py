@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import os
-import tempfile
-from pathlib import Path
 
 import pytest
+
+from tests.helpers import local_cluster
 
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
@@ -20,24 +20,16 @@ def spark(tmp_path_factory):
     session.stop()
 
 
-def _cluster(tmp_path_factory, mode: str, chroot: str | None):
-    from krm.local_cluster import LocalCluster
-
-    root = Path(tempfile.mkdtemp(prefix=f"krm-{mode}-", dir=tmp_path_factory.getbasetemp()))
-    cluster = LocalCluster(root=root / mode, mode=mode, brokers=3, chroot=chroot).up()
-    return cluster
-
-
 @pytest.fixture(scope="session")
 def zk_cluster(tmp_path_factory):
     """A real 3-broker ZooKeeper-mode cluster under the chroot of seeds/002."""
-    cluster = _cluster(tmp_path_factory, "zk", "/kafka_cluster_01")
+    cluster = local_cluster(tmp_path_factory, "zk", "/kafka_cluster_01")
     yield cluster
     cluster.down()
 
 
 @pytest.fixture(scope="session")
 def kraft_cluster(tmp_path_factory):
-    cluster = _cluster(tmp_path_factory, "kraft", None)
+    cluster = local_cluster(tmp_path_factory, "kraft")
     yield cluster
     cluster.down()

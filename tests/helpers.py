@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from pathlib import Path
@@ -89,3 +90,9 @@ def create_topic(cluster: LocalCluster, name: str, partitions: int, rf: int,
         return wait_for(described, 30, f"topic {name} to have leaders")
     finally:
         admin.close()
+
+
+def local_cluster(tmp_path_factory: Any, mode: str, chroot: str | None = None, brokers: int = 3) -> LocalCluster:
+    """A new real local cluster under the session's temp dir (the caller calls .down())."""
+    root = Path(tempfile.mkdtemp(prefix=f"krm-{mode}-", dir=tmp_path_factory.getbasetemp()))
+    return LocalCluster(root=root / mode, mode=mode, brokers=brokers, chroot=chroot).up()

@@ -9,25 +9,19 @@ clusters' other tests must not see.
    broker 4, cause broker_expansion; the topic's incident keeps its own cause.
 """
 
-import tempfile
-from pathlib import Path
-
 import pytest
 
 from krm.config import load_config
 from krm.runner import Monitor
 from krm.scrape import scrape, series
-from tests.helpers import krm_json, wait_for, write_config
+from tests.helpers import local_cluster, krm_json, wait_for, write_config
 
 pytestmark = pytest.mark.e2e
 
 
 @pytest.fixture(scope="module")
 def small_cluster(tmp_path_factory):
-    from krm.local_cluster import LocalCluster
-
-    root = Path(tempfile.mkdtemp(prefix="krm-balance-", dir=tmp_path_factory.getbasetemp()))
-    cluster = LocalCluster(root=root / "zk", mode="zk", brokers=3).up()
+    cluster = local_cluster(tmp_path_factory, "zk")
     yield cluster
     cluster.down()
 

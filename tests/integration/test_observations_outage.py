@@ -2,25 +2,20 @@
 spool, exposes the backlog, and replays it in order when the cluster returns: nothing is lost."""
 
 import json
-import tempfile
-from pathlib import Path
 
 import pytest
 
 from collectors.daemon import Collector
 from collectors.stats import CollectorMetrics
 from krm.config import load_config
-from tests.helpers import wait_for, write_config
+from tests.helpers import local_cluster, wait_for, write_config
 
 pytestmark = pytest.mark.integration
 
 
 @pytest.fixture()
 def obs_cluster(tmp_path_factory):
-    from krm.local_cluster import LocalCluster
-
-    root = Path(tempfile.mkdtemp(prefix="krm-obs-", dir=tmp_path_factory.getbasetemp()))
-    cluster = LocalCluster(root=root / "obs", mode="kraft", brokers=1).up()
+    cluster = local_cluster(tmp_path_factory, "kraft", brokers=1)
     yield cluster
     cluster.down()
 

@@ -24,3 +24,11 @@ def test_incomplete_poll_is_not_judged_then_complete_one_is():
     assert [p.scope for p in polls] == ["balance"]
     assert {(f.type, f.broker, f.topic) for f in found} >= {("LEADER_SKEW", 1, None), ("REPLICA_IMBALANCE", None, "a")}
     assert check.evaluate(load, [], {"c": _view(1_000, topic_count=2)}) == ([], [])  # same poll: judged once
+
+
+def test_nothing_is_judged_while_a_reassignment_runs():
+    load, check = BrokerLoad(), BalanceCheck()
+    a = TopicLoad("c", "a", 1_000, {1: (6, 6, 6, 0)}, 6)
+    load.update([a])
+    moving = ClusterView(((1, True), (2, True)), 1, None, 1_000, topic_count=1, reassigning=True)
+    assert check.evaluate(load, [a], {"c": moving}) == ([], [])
