@@ -32,7 +32,9 @@ def test_assignment_recorded_on_first_sight_on_change_and_not_otherwise():
 
 
 class FakeZk:
-    """The three reads AdminSource makes of collectors.zookeeper.ZkState."""
+    """The reads AdminSource makes of collectors.zookeeper.ZkState."""
+
+    reassigning = False
 
     def __init__(self, live, state):
         self._live, self._state = live, state
