@@ -4,8 +4,8 @@
 #   make test   install what is missing, then run the whole test suite
 #
 # Installs are idempotent and cached: the venv in .venv, jars in .cache/jars (from Maven Central,
-# pinned in jvm/*.xml), Debian packages only if their command is missing (a JDK, Maven, and
-# Prometheus for promtool; services are not started: policy-rc.d blocks them during the install).
+# pinned in jvm/*.xml), Debian packages only if their command is missing (a JDK, Maven, Prometheus
+# and Alertmanager for the alerting tests; services are not started: policy-rc.d blocks them).
 # A second run needs no network: every step is guarded by a stamp file or a `command -v` check.
 
 SHELL := /bin/bash
@@ -35,6 +35,7 @@ system-packages:
 	command -v javac >/dev/null || missing+=(openjdk-17-jdk-headless); \
 	command -v mvn >/dev/null || missing+=(maven); \
 	command -v promtool >/dev/null || missing+=(prometheus); \
+	command -v prometheus-alertmanager >/dev/null || missing+=(prometheus-alertmanager); \
 	$(PYTHON) -c 'import venv, ensurepip' 2>/dev/null || missing+=(python3-venv); \
 	if [ $${#missing[@]} -gt 0 ]; then \
 	  echo "installing Debian packages: $${missing[*]}"; \

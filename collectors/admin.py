@@ -25,6 +25,29 @@ TOPIC_CONFIGS = ("min.insync.replicas", "unclean.leader.election.enable")
 BROKER_CONFIGS = ("replica.lag.time.max.ms", "leader.imbalance.per.broker.percentage")
 
 
+def ask(client: Any, node: int, request: Any, timeout_ms: int) -> Any:
+    """One request to one broker, waiting at most `timeout_ms` in all (connecting included): a
+    SIGSTOPped broker accepts the TCP connection and then answers nothing."""
+    from kafka.errors import KafkaConnectionError, KafkaTimeoutError
+
+    deadline = time.monotonic() + timeout_ms / 1000
+    while not client.ready(node, metadata_priority=False):
+        if client.connection_failed(node):
+            raise KafkaConnectionError(f"connection to broker {node} refused")
+        if time.monotonic() >= deadline:
+            raise KafkaTimeoutError(f"broker {node} not ready within {timeout_ms} ms")
+        client.poll(timeout_ms=20)
+    remaining_ms = max(1, int((deadline - time.monotonic()) * 1000))
+    future = client.send(node, request, wakeup=False, request_timeout_ms=remaining_ms)
+    while not future.is_done:
+        client.poll(timeout_ms=min(50, remaining_ms))
+        if time.monotonic() > deadline + 1.0:  # the client fails it at the deadline; never spin past it
+            raise KafkaTimeoutError(f"broker {node} did not answer within {timeout_ms} ms")
+    if future.failed():
+        raise future.exception
+    return future.value
+
+
 class AdminSource:
     """Polls one cluster. Construct validates nothing and opens nothing; the first poll connects."""
 
@@ -205,9 +228,10 @@ class AdminSource:
         return out
 
     def _metadata(self, admin: Any) -> dict[str, Any]:
-        """One MetadataRequest for all topics, to the broker that answered last; on a connection
-        failure, to the next broker the client knows. A dead broker costs one refused connection
-        in one poll, not a failed poll."""
+        """One MetadataRequest for all topics, to the broker that answered last (brokers that did not
+        answer the last offsets round go last); on a failure or after request_timeout_ms, to the
+        next broker the client knows. A dead or paused broker costs one poll at most that timeout
+        once, not a failed poll."""
         from kafka.protocol.metadata import MetadataRequest
 
         client = admin._client
@@ -219,11 +243,12 @@ class AdminSource:
         else:
             request = MetadataRequest[version](topics=None, allow_auto_topic_creation=False)
         known = [b.nodeId for b in client.cluster.brokers()] or [client.least_loaded_node()]
-        order = sorted(known, key=lambda n: (n != self._last_node, n))
+        silent = self.last_offsets.unanswered if self.last_offsets is not None else set()
+        order = sorted(known, key=lambda n: (n in silent, n != self._last_node, n))
         last_error: Exception | None = None
         for node in order:
             try:
-                response = admin.send_request(request, node_id=node)
+                response = ask(client, node, request, self.settings.request_timeout_ms)
             except Exception as e:  # noqa: BLE001 - try the next broker
                 last_error = e
                 continue
@@ -239,36 +264,42 @@ class AdminSource:
         """Topic configs change rarely: fetch all every config_refresh_s, and new topics at once.
         Values are the effective ones (topic override, else broker default). With them, one
         broker's replica.lag.time.max.ms: the default HW-stall window."""
-        from kafka.admin import ConfigResource, ConfigResourceType
+        from kafka.admin import ConfigResourceType
+        from kafka.protocol.admin import DescribeConfigsRequest
 
         due = time.monotonic() - self._configs_at >= self.settings.config_refresh_s
         wanted = topics if due else [t for t in topics if t not in self._configs]
         if not wanted and self._replica_lag_time_max_ms is not None:
             return
-        resources = [ConfigResource(ConfigResourceType.TOPIC, t, configs={k: None for k in TOPIC_CONFIGS})
-                     for t in wanted]
-        if (due or self._replica_lag_time_max_ms is None) and self._last_node in brokers:
-            # a broker config is answered only by that broker: ask the one that just answered metadata
-            resources.append(ConfigResource(ConfigResourceType.BROKER, str(self._last_node),
-                                            configs={k: None for k in BROKER_CONFIGS}))
+        if self._last_node not in brokers:
+            return
+        resources = [(ConfigResourceType.TOPIC.value, t, list(TOPIC_CONFIGS)) for t in wanted]
+        if due or self._replica_lag_time_max_ms is None:
+            # a broker config is answered only by that broker: the one that just answered metadata,
+            # which gets the whole request (under the same bounded timeout as the metadata)
+            resources.append((ConfigResourceType.BROKER.value, str(self._last_node), list(BROKER_CONFIGS)))
+        client = admin._client
+        version = client.api_version(DescribeConfigsRequest, max_version=2)
+        request = (DescribeConfigsRequest[version](resources=resources) if version == 0 else
+                   DescribeConfigsRequest[version](resources=resources, include_synonyms=False))
         fresh: dict[str, tuple[int | None, bool | None]] = {}
-        for response in admin.describe_configs(resources):
-            for res in response.to_object()["resources"]:
-                if res["error_code"] != 0:
-                    continue
-                entries = {e["config_names"]: e["config_value"] for e in res["config_entries"]}
-                if res["resource_type"] == ConfigResourceType.BROKER.value:
-                    lag = entries.get("replica.lag.time.max.ms")
-                    pct = entries.get("leader.imbalance.per.broker.percentage")
-                    self._replica_lag_time_max_ms = int(lag) if lag is not None else None
-                    self._leader_imbalance_pct = int(pct) if pct is not None else None
-                    continue
-                min_isr = entries.get("min.insync.replicas")
-                unclean = entries.get("unclean.leader.election.enable")
-                fresh[res["resource_name"]] = (
-                    int(min_isr) if min_isr is not None else None,
-                    unclean.lower() == "true" if unclean is not None else None,
-                )
+        response = ask(client, self._last_node, request, self.settings.request_timeout_ms)
+        for res in response.to_object()["resources"]:
+            if res["error_code"] != 0:
+                continue
+            entries = {e["config_names"]: e["config_value"] for e in res["config_entries"]}
+            if res["resource_type"] == ConfigResourceType.BROKER.value:
+                lag = entries.get("replica.lag.time.max.ms")
+                pct = entries.get("leader.imbalance.per.broker.percentage")
+                self._replica_lag_time_max_ms = int(lag) if lag is not None else None
+                self._leader_imbalance_pct = int(pct) if pct is not None else None
+                continue
+            min_isr = entries.get("min.insync.replicas")
+            unclean = entries.get("unclean.leader.election.enable")
+            fresh[res["resource_name"]] = (
+                int(min_isr) if min_isr is not None else None,
+                unclean.lower() == "true" if unclean is not None else None,
+            )
         if due:
             self._configs = fresh
             self._configs_at = time.monotonic()

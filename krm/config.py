@@ -44,7 +44,7 @@ class ObservationsConfig:
 class CollectorConfig:
     poll_interval_s: float = 2.0
     config_refresh_s: float = 30.0  # topic configs change rarely; refreshed on new topics too
-    request_timeout_ms: int = 5000
+    request_timeout_ms: int = 2000  # per broker asked (metadata, configs); then the next broker
     offsets_timeout_ms: int = 1000  # how long a poll waits for brokers' offsets; later = unreachable
     spool_max_mb: float = 64.0  # records kept while the observations topic is unreachable
     jmx_interval_s: float = 10.0  # JMX exporter scrapes (clusters with jmx_exporter_urls)
@@ -138,7 +138,7 @@ def parse_config(raw: dict[str, Any], source: Path | None = None) -> Config:
     collector = CollectorConfig(
         poll_interval_s=r.number("[collector]", k, "poll_interval_s", 2.0, float, minimum=0.05),
         config_refresh_s=r.number("[collector]", k, "config_refresh_s", 30.0, float, minimum=0.0),
-        request_timeout_ms=r.number("[collector]", k, "request_timeout_ms", 5000, int, minimum=100),
+        request_timeout_ms=r.number("[collector]", k, "request_timeout_ms", 2000, int, minimum=100),
         offsets_timeout_ms=r.number("[collector]", k, "offsets_timeout_ms", 1000, int, minimum=50),
         spool_max_mb=r.number("[collector]", k, "spool_max_mb", 64.0, float, minimum=0.001),
         jmx_interval_s=r.number("[collector]", k, "jmx_interval_s", 10.0, float, minimum=0.1),
