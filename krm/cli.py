@@ -124,16 +124,23 @@ def cmd_incidents(args: argparse.Namespace) -> int:
 
 def cmd_lag(args: argparse.Namespace) -> int:
     from krm.config import load_config
-    from krm.lag import parse_since, plot, read_lag, summarize, to_json_obj
+    import datetime as dt
+
+    from krm.lag import incident_windows, parse_since, plot, read_lag, summarize, to_json_obj
+    from pipelines.incident_store import IncidentStore
     from pipelines.job import Tables
 
     config = load_config(_resolve_config(args.config))
+    tables = Tables(config.pipeline.data_dir)
     since = parse_since(args.since)
-    rows = read_lag(Tables(config.pipeline.data_dir).replica_lag, args.topic, args.partition, since,
-                    cluster=args.cluster)
+    now = dt.datetime.now(dt.timezone.utc)
+    rows = read_lag(tables.replica_lag, args.topic, args.partition, since, now=now, cluster=args.cluster)
     if args.plot:
-        plot(rows, args.topic, Path(args.plot))
-        print(f"wrote {args.plot} ({len(rows)} samples)", file=sys.stderr)
+        incidents = [i for i in IncidentStore(tables.incidents).read()
+                     if args.cluster is None or i.cluster == args.cluster]
+        windows = incident_windows(incidents, args.topic, args.partition, now - since, now)
+        plot(rows, args.topic, Path(args.plot), windows)
+        print(f"wrote {args.plot} ({len(rows)} samples, {len(windows)} incident windows)", file=sys.stderr)
     if args.json:
         print(json.dumps([to_json_obj(r) for r in rows], indent=2))
         return 0

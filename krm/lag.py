@@ -94,8 +94,35 @@ def iso(t: dt.datetime) -> str:
     return t.astimezone(dt.timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-def plot(rows: list[LagRow], topic: str, path: Path) -> None:
-    """One line per (partition, follower): lag in messages over time; out-of-ISR samples marked."""
+@dataclass(frozen=True)
+class Window:
+    """An incident's span on the plot."""
+
+    start: dt.datetime
+    end: dt.datetime
+    label: str
+
+
+def incident_windows(incidents: list[Any], topic: str, partition: int | None, start: dt.datetime,
+                     now: dt.datetime) -> list[Window]:
+    """Replication incidents of `topic` (pipelines.incidents.Incident) overlapping [start, now]."""
+    kinds = {"REPLICA_LAG", "UNDER_REPLICATED", "UNDER_MIN_ISR", "HW_STALL", "OFFLINE_PARTITION"}
+    out = []
+    for i in incidents:
+        if i.topic != topic or i.type not in kinds or (partition is not None and i.partition != partition):
+            continue
+        opened = dt.datetime.fromtimestamp(i.opened_at_ms / 1000, tz=dt.timezone.utc)
+        closed = (dt.datetime.fromtimestamp(i.resolved_at_ms / 1000, tz=dt.timezone.utc)
+                  if i.resolved_at_ms is not None else now)
+        if closed >= start:
+            who = f" broker {i.broker}" if i.broker is not None else ""
+            out.append(Window(max(opened, start), closed, f"{i.type} p{i.partition}{who}"))
+    return out
+
+
+def plot(rows: list[LagRow], topic: str, path: Path, windows: list[Window] | None = None) -> None:
+    """One line per (partition, follower): lag in messages over time; out-of-ISR samples marked,
+    incident windows shaded."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -110,10 +137,12 @@ def plot(rows: list[LagRow], topic: str, path: Path) -> None:
         out = [r for r in rs if not r.in_isr]
         if out:
             ax.scatter([r.observed_at for r in out], [r.lag_messages for r in out], color=line.get_color(), marker="x")
-    ax.set_title(f"{topic}: follower lag (x = out of the ISR)")
+    for n, w in enumerate(windows or []):
+        ax.axvspan(w.start, w.end, color=f"C{(n % 8) + 2}", alpha=0.15, label=w.label)
+    ax.set_title(f"{topic}: follower lag (x = out of the ISR, shaded = incidents)")
     ax.set_ylabel("messages behind the leader")
     ax.grid(alpha=0.3)
-    if series:
+    if series or windows:
         ax.legend(fontsize="small", ncol=2)
     fig.autofmt_xdate()
     fig.tight_layout()

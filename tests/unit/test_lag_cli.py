@@ -33,3 +33,23 @@ def test_summary_per_follower_with_worst_moment():
     assert by_broker[2]["max_lag_messages"] == 500 and by_broker[2]["max_lag_at"] == "2026-11-22T12:00:02.000Z"
     assert by_broker[2]["max_lag_seconds"] == 12.5 and by_broker[2]["samples_out_of_isr"] == 1
     assert by_broker[3]["max_lag_messages"] == 0 and by_broker[3]["max_lag_seconds"] is None
+
+
+def test_incident_windows_of_the_topic_within_the_range():
+    from krm.lag import incident_windows
+    from pipelines.incidents import Incident
+
+    base = dt.datetime(2026, 11, 22, 12, 0, 0, tzinfo=dt.timezone.utc)
+    ms = lambda minutes: int((base + dt.timedelta(minutes=minutes)).timestamp() * 1000)  # noqa: E731
+    incidents = [
+        Incident("a", "c1", "offsets:t", "REPLICA_LAG", "warning", "t", 0, 2, None, {}, ms(10), ms(20), ms(20), "resolved"),
+        Incident("b", "c1", "topic:t", "UNDER_REPLICATED", "warning", "t", 0, None, None, {}, ms(30), ms(40), None, "open"),
+        Incident("c", "c1", "topic:u", "UNDER_REPLICATED", "warning", "u", 0, None, None, {}, ms(30), ms(40), None, "open"),
+        Incident("d", "c1", "offsets:t", "REPLICA_LAG", "warning", "t", 0, 2, None, {}, ms(-90), ms(-80), ms(-80),
+                 "resolved"),
+    ]
+    now = base + dt.timedelta(minutes=45)
+    windows = incident_windows(incidents, "t", None, base, now)
+    assert [(w.label, w.start, w.end) for w in windows] == [
+        ("REPLICA_LAG p0 broker 2", base + dt.timedelta(minutes=10), base + dt.timedelta(minutes=20)),
+        ("UNDER_REPLICATED p0", base + dt.timedelta(minutes=30), now)]
