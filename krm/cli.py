@@ -156,6 +156,54 @@ def cmd_lag(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_check_shutdown(args: argparse.Namespace) -> int:
+    from collectors.admin import AdminSource
+    from krm.config import load_config
+    from krm.shutdown_check import ORDER, UNSAFE, check, drain_plan
+
+    config = load_config(_resolve_config(args.config))
+    cluster = config.cluster(args.cluster) if args.cluster else config.clusters[0]
+    src = AdminSource(cluster, config.collector)
+    try:
+        records = src.poll()
+    finally:
+        src.close()
+    state = next(r for r in records if r["kind"] == "cluster")["cluster_state"]
+    if state.get("error"):
+        raise KrmError(f"cluster {cluster.name} unreachable: {state['error']}")
+    known = {b["id"] for b in state["brokers"]}
+    if args.broker not in known:
+        raise KrmError(f"broker {args.broker} is not part of cluster {cluster.name} (brokers: {sorted(known)})")
+    live = {b["id"] for b in state["brokers"] if b["live"]}
+    topics = [r["topic_state"] for r in records if r["kind"] == "topic"]
+    verdicts = check(args.broker, topics, live)
+    plan = drain_plan(args.broker, verdicts, topics, live)
+    unsafe = [v for v in verdicts if v.verdict in UNSAFE]
+    if args.drain_plan:
+        Path(args.drain_plan).write_text(json.dumps(plan, indent=2) + "\n")
+    if args.json:
+        print(json.dumps({"cluster": cluster.name, "broker": args.broker, "safe": not unsafe,
+                          "partitions": [{"topic": v.topic, "partition": v.partition, "verdict": v.verdict,
+                                          "leader": v.leader, "new_leader": v.new_leader, "replicas": list(v.replicas),
+                                          "isr": list(v.isr), "isr_after": list(v.isr_after),
+                                          "effective_min_isr": v.effective_min_isr, "reason": v.reason}
+                                         for v in verdicts],
+                          "drain_plan": plan}, indent=2))
+    else:
+        counts = {k: sum(1 for v in verdicts if v.verdict == k) for k in ORDER}
+        print(f"stopping broker {args.broker} of {cluster.name}: " + ", ".join(f"{n} {k}" for k, n in counts.items() if n))
+        for v in verdicts:
+            if v.verdict != "follower_only":
+                print(f"  {v.verdict:<28}{v.topic}/{v.partition:<6} {v.reason}")
+        if unsafe:
+            where = args.drain_plan or "FILE (with --drain-plan FILE)"
+            print(f"UNSAFE: {len(unsafe)} partition(s). Drain first: kafka-reassign-partitions --execute "
+                  f"--reassignment-json-file {where} ({len(plan['partitions'])} move(s))")
+        else:
+            print("safe to stop: no partition goes offline or below min ISR")
+    return 1 if unsafe else 0
+
+
 def _int_list(text: str) -> list[int]:
     try:
         return [int(x) for x in text.split(",") if x.strip()]
@@ -259,6 +307,17 @@ def build_parser() -> argparse.ArgumentParser:
     i.add_argument("--type", action="append", help="only this incident type (repeatable)")
     i.add_argument("--json", action="store_true")
     i.set_defaults(func=cmd_incidents, hard_exit=True)
+
+    chk = sub.add_parser("check", help="pre-maintenance checks")
+    chks = chk.add_subparsers(dest="action", required=True, metavar="ACTION")
+    sd = chks.add_parser("shutdown", help="what stopping one broker would do to each of its partitions "
+                                          "(exit 1 when unsafe)")
+    sd.add_argument("--broker", type=int, required=True, metavar="ID")
+    sd.add_argument("--config")
+    sd.add_argument("--cluster", help="which configured cluster (default: the first)")
+    sd.add_argument("--drain-plan", metavar="FILE", help="write the suggested kafka-reassign-partitions JSON here")
+    sd.add_argument("--json", action="store_true")
+    sd.set_defaults(func=cmd_check_shutdown)
 
     lg = sub.add_parser("lag", help="replication-lag history of a topic (the replica_lag Delta table)")
     lg.add_argument("--config")
