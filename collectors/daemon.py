@@ -76,7 +76,8 @@ class Collector:
         while not self._stop.is_set():
             wake.clear()
             poll_asked = zk.take_poll_request() if zk is not None else False
-            if not poll_asked and time.monotonic() < next_at:
+            scheduled = time.monotonic() >= next_at
+            if not poll_asked and not scheduled:
                 wake.wait(max(0.0, next_at - time.monotonic()))
                 continue
             t0 = time.monotonic()
@@ -86,7 +87,8 @@ class Collector:
                 log.exception("poll of cluster %s failed", src.cluster.name)
             self.polls += 1
             self.last_poll_s[src.cluster.name] = time.monotonic() - t0
-            next_at = max(next_at + interval, time.monotonic())  # fixed rate, no burst after a slow poll
+            if scheduled:  # fixed rate, no burst after a slow poll; extra (watch-triggered) polls never delay it
+                next_at = max(next_at + interval, time.monotonic())
 
     def _scrape_loop(self, jmx: JmxSource) -> None:
         """JMX scrapes on their own thread and cadence: a slow exporter never delays a poll."""

@@ -204,6 +204,23 @@ def cmd_check_shutdown(args: argparse.Namespace) -> int:
     return 1 if unsafe else 0
 
 
+def cmd_maintain(args: argparse.Namespace) -> int:
+    from krm.config import load_config
+    from krm.maintain import maintain
+    from pipelines.job import Tables
+
+    config = load_config(_resolve_config(args.config))
+    root = Tables(config.pipeline.data_dir).root / "tables"
+    reports = maintain(root, args.retention_days, args.vacuum_hours)
+    if not reports:
+        print(f"no history tables under {root} yet")
+    for r in reports:
+        state = f"ERROR {r.error}" if r.error else (f"{r.deleted_rows} rows past retention deleted, files {r.files_before} -> "
+                                                    f"{r.files_after}, {r.vacuumed_files} vacuumed")
+        print(f"{r.table:<16}{state}  ({r.seconds:.1f}s)")
+    return 1 if any(r.error for r in reports) else 0
+
+
 def _int_list(text: str) -> list[int]:
     try:
         return [int(x) for x in text.split(",") if x.strip()]
@@ -318,6 +335,13 @@ def build_parser() -> argparse.ArgumentParser:
     sd.add_argument("--drain-plan", metavar="FILE", help="write the suggested kafka-reassign-partitions JSON here")
     sd.add_argument("--json", action="store_true")
     sd.set_defaults(func=cmd_check_shutdown)
+
+    mt = sub.add_parser("maintain", help="history tables: retention, compaction, vacuum (run beside the pipeline)")
+    mt.add_argument("--config")
+    mt.add_argument("--retention-days", type=int, default=30, help="keep this many days of history (default 30)")
+    mt.add_argument("--vacuum-hours", type=float, default=24.0,
+                    help="remove unreferenced files older than this (default 24 h: readers in flight keep working)")
+    mt.set_defaults(func=cmd_maintain, hard_exit=True)
 
     lg = sub.add_parser("lag", help="replication-lag history of a topic (the replica_lag Delta table)")
     lg.add_argument("--config")

@@ -1,0 +1,67 @@
+"""`krm maintain`: keep the history tables fast and bounded, beside the pipeline (cron or by hand).
+
+For each history table (observations, partition_state, replica_lag, assignments, quarantine):
+1. retention: delete the days older than `retention_days` (a predicate on the `date` partition
+   column, so whole files go);
+2. compaction: rewrite each day's many small files (one per history micro-batch) into few large
+   ones (delta-rs `optimize.compact`), which is what keeps `krm lag` fast;
+3. vacuum: remove files no longer referenced and older than `vacuum_hours` (readers that started
+   before the compaction keep working for that long).
+The incidents table is small and kept whole. Delta's optimistic concurrency lets this run while
+the pipeline appends; a conflicting commit is reported and retried at the next run.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+HISTORY_TABLES = ("observations", "partition_state", "replica_lag", "assignments", "quarantine")
+
+
+@dataclass(frozen=True)
+class TableReport:
+    table: str
+    deleted_rows: int
+    files_before: int
+    files_after: int
+    vacuumed_files: int
+    seconds: float
+    error: str | None = None
+
+
+def maintain_table(path: Path, retention_days: int, vacuum_hours: float, today: dt.date) -> TableReport:
+    from deltalake import DeltaTable
+
+    t0 = time.perf_counter()
+    name = path.name
+    dtable = DeltaTable(str(path))
+    before = len(dtable.file_uris())
+    deleted = 0
+    try:
+        if "date" in [f.name for f in dtable.schema().fields]:
+            cutoff = today - dt.timedelta(days=retention_days)
+            metrics = dtable.delete(f"date < '{cutoff.isoformat()}'")
+            deleted = int(metrics.get("num_deleted_rows", 0) or 0)
+        dtable.optimize.compact()
+        vacuumed = dtable.vacuum(retention_hours=int(vacuum_hours), enforce_retention_duration=False, dry_run=False)
+        after = len(DeltaTable(str(path)).file_uris())
+    except Exception as e:  # noqa: BLE001 - one table's conflict must not stop the others
+        return TableReport(name, deleted, before, before, 0, time.perf_counter() - t0, f"{type(e).__name__}: {e}")
+    return TableReport(name, deleted, before, after, len(vacuumed), time.perf_counter() - t0)
+
+
+def maintain(tables_root: Path, retention_days: int, vacuum_hours: float,
+             today: dt.date | None = None) -> list[TableReport]:
+    today = today or dt.datetime.now(dt.timezone.utc).date()
+    out = []
+    for name in HISTORY_TABLES:
+        path = tables_root / name
+        if (path / "_delta_log").is_dir():
+            out.append(maintain_table(path, retention_days, vacuum_hours, today))
+    return out

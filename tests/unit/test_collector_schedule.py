@@ -1,0 +1,58 @@
+"""The collector's poll loop: polls asked for by ZooKeeper watches come on top of the fixed-rate
+schedule and never push it back (a burst of them once left a 9 s gap without polls)."""
+
+import threading
+import time
+from types import SimpleNamespace
+
+import pytest
+
+from collectors.daemon import Collector
+
+pytestmark = pytest.mark.unit
+
+
+class Source:
+    def __init__(self):
+        self.cluster = SimpleNamespace(name="c1")
+        self.at: list[float] = []
+
+    def poll(self):
+        self.at.append(time.monotonic())
+        return []
+
+
+class Watches:
+    """Asks for a full poll every 20 ms for the first 0.6 s, like a burst after broker changes."""
+
+    def __init__(self, wake):
+        self.until = time.monotonic() + 0.6
+        self.wake = wake
+
+    def take_poll_request(self):
+        return time.monotonic() < self.until
+
+
+def test_watch_triggered_polls_do_not_delay_the_schedule():
+    c = Collector.__new__(Collector)
+    wake = threading.Event()
+    src = Source()
+    c.config = SimpleNamespace(collector=SimpleNamespace(poll_interval_s=0.5))
+    c.publisher = SimpleNamespace(publish=lambda records: None)
+    c._wake = {"c1": wake}
+    c._zk = {"c1": Watches(wake)}
+    c._stop = threading.Event()
+    c.polls, c.last_poll_s = 0, {}
+    t = threading.Thread(target=c._loop, args=(src,), daemon=True)
+    start = time.monotonic()
+    t.start()
+    ticker = threading.Thread(target=lambda: [wake.set() or time.sleep(0.02) for _ in range(30)], daemon=True)
+    ticker.start()
+    time.sleep(2.0)
+    c._stop.set()
+    wake.set()
+    t.join(timeout=5)
+    late = [a for a in src.at if a - start > 0.7]  # after the burst: the plain schedule
+    assert len([a for a in src.at if a - start <= 0.7]) > 5, "the burst polls ran"
+    assert late and late[0] - start < 1.1, f"first scheduled poll after the burst came {late[0] - start:.2f}s in"
+    assert len(late) >= 2
