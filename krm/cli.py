@@ -126,7 +126,7 @@ def cmd_lag(args: argparse.Namespace) -> int:
     from krm.config import load_config
     import datetime as dt
 
-    from krm.lag import incident_windows, parse_since, plot, read_lag, summarize, to_json_obj
+    from krm.lag import incident_windows, parse_since, plot, read_history, to_json_obj
     from pipelines.incident_store import IncidentStore
     from pipelines.job import Tables
 
@@ -134,7 +134,9 @@ def cmd_lag(args: argparse.Namespace) -> int:
     tables = Tables(config.pipeline.data_dir)
     since = parse_since(args.since)
     now = dt.datetime.now(dt.timezone.utc)
-    rows = read_lag(tables.replica_lag, args.topic, args.partition, since, now=now, cluster=args.cluster)
+    history = read_history(tables.replica_lag, args.topic, args.partition, since, now=now, cluster=args.cluster,
+                           max_points=None if args.raw else 2000)
+    rows = history.samples
     if args.plot:
         incidents = [i for i in IncidentStore(tables.incidents).read()
                      if args.cluster is None or i.cluster == args.cluster]
@@ -147,9 +149,11 @@ def cmd_lag(args: argparse.Namespace) -> int:
     if not rows:
         print(f"no follower lag samples for {args.topic} in the last {args.since}")
         return 0
+    if history.resolution_s:
+        print(f"(samples shown per {history.resolution_s}s bucket, worst of each; --raw for all)", file=sys.stderr)
     print(f"{'cluster':<14}{'partition':>9}{'broker':>7}{'samples':>8}{'latest':>10}{'max':>10}"
           f"{'max s':>9}{'out of ISR':>11}  max at")
-    for s in summarize(rows):
+    for s in history.summary:
         secs = "-" if s["max_lag_seconds"] is None else f"{s['max_lag_seconds']:.1f}"
         print(f"{s['cluster']:<14}{s['partition']:>9}{s['broker']:>7}{s['samples']:>8}{s['latest_lag_messages']:>10}"
               f"{s['max_lag_messages']:>10}{secs:>9}{s['samples_out_of_isr']:>11}  {s['max_lag_at']}")
@@ -350,7 +354,9 @@ def build_parser() -> argparse.ArgumentParser:
     lg.add_argument("--cluster", help="only this cluster (default: every cluster in the table)")
     lg.add_argument("--since", default="1h", help="how far back: 90s, 15m, 1h, 2d (default 1h)")
     lg.add_argument("--plot", metavar="FILE.png", help="also draw lag over time into this PNG")
-    lg.add_argument("--json", action="store_true", help="every sample, oldest first")
+    lg.add_argument("--json", action="store_true",
+                    help="samples oldest first: at most 2000 per follower (the worst of each time bucket)")
+    lg.add_argument("--raw", action="store_true", help="every sample, not bucketed (large for long ranges)")
     lg.set_defaults(func=cmd_lag, hard_exit=True)
     return p
 

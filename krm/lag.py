@@ -2,6 +2,7 @@
 
 Reads through delta-rs and a pyarrow dataset scan filtered on the `date` partition column first,
 so a `--since 1h` query opens today's (and at most yesterday's) files only. No Spark, no JVM.
+Summaries and downsampling are Arrow compute, so a week of a topic answers interactively.
 """
 
 from __future__ import annotations
@@ -38,9 +39,23 @@ class LagRow:
     leader_leo: int | None
 
 
-def read_lag(table: Path, topic: str, partition: int | None, since: dt.timedelta,
-             now: dt.datetime | None = None, cluster: str | None = None) -> list[LagRow]:
-    """Follower rows (the leader's own row is not lag) of `topic` observed within `since`."""
+@dataclass(frozen=True)
+class LagHistory:
+    summary: list[dict[str, Any]]  # per (cluster, partition, follower), over every sample
+    samples: list[LagRow]  # oldest first; at most max_points per follower (max lag per time bucket)
+    resolution_s: int | None  # bucket width when downsampled, None when raw
+
+
+KEYS = ["cluster", "partition", "broker"]
+
+
+def read_history(table: Path, topic: str, partition: int | None, since: dt.timedelta,
+                 now: dt.datetime | None = None, cluster: str | None = None,
+                 max_points: int | None = 2000) -> LagHistory:
+    """Follower rows (the leader's own row is not lag) of `topic` observed within `since`. The scan,
+    the summary and the downsampling stay in Arrow: a week of one topic is ~10^6 rows, too many to
+    turn into Python objects within an interactive wait."""
+    import pyarrow.compute as pc
     import pyarrow.dataset as ds
     from deltalake import DeltaTable
 
@@ -58,27 +73,70 @@ def read_lag(table: Path, topic: str, partition: int | None, since: dt.timedelta
         cond = cond & (ds.field("cluster") == cluster)
     cols = ["observed_at", "cluster", "partition", "broker", "leader", "in_isr", "lag_messages", "lag_seconds",
             "log_end_offset", "leader_leo", "is_leader"]
-    rows = data.to_table(columns=cols, filter=cond, use_threads=False).to_pylist()
-    out = [LagRow(**{k: v for k, v in r.items() if k != "is_leader"}) for r in rows if not r["is_leader"]]
-    return sorted(out, key=lambda r: (r.observed_at, r.partition, r.broker))
+    t = data.to_table(columns=cols, filter=cond, use_threads=True)
+    t = t.filter(pc.invert(t["is_leader"])).drop_columns(["is_leader"]).sort_by("observed_at")
+    return LagHistory(summarize(t), *downsample(t, max_points))
 
 
-def summarize(rows: list[LagRow]) -> list[dict[str, Any]]:
-    """Per (cluster, partition, follower): samples, latest and max lag, time out of the ISR."""
-    groups: dict[tuple[str, int, int], list[LagRow]] = {}
-    for r in rows:
-        groups.setdefault((r.cluster, r.partition, r.broker), []).append(r)
+def summarize(t: Any) -> list[dict[str, Any]]:
+    """Per (cluster, partition, follower): samples, latest and max lag, samples out of the ISR.
+    `t`: the follower rows as an Arrow table sorted by observed_at."""
+    import pyarrow.compute as pc
+
+    if t.num_rows == 0:
+        return []
+    t = t.append_column("out", pc.cast(pc.invert(t["in_isr"]), "int64"))
+    agg = t.group_by(KEYS, use_threads=False).aggregate([
+        ("lag_messages", "count"), ("lag_messages", "max"), ("lag_seconds", "max"), ("lag_messages", "last"),
+        ("observed_at", "last"), ("out", "sum")]).to_pylist()
+    worst = t.sort_by([("lag_messages", "descending"), ("observed_at", "ascending")]).group_by(
+        KEYS, use_threads=False).aggregate([("observed_at", "first")]).to_pylist()
+    worst_at = {(w["cluster"], w["partition"], w["broker"]): w["observed_at_first"] for w in worst}
     out = []
-    for (cluster, partition, broker), rs in sorted(groups.items()):
-        worst = max(rs, key=lambda r: r.lag_messages)
-        seconds = [r.lag_seconds for r in rs if r.lag_seconds is not None]
+    for a in sorted(agg, key=lambda a: (a["cluster"], a["partition"], a["broker"])):
+        key = (a["cluster"], a["partition"], a["broker"])
         out.append({
-            "cluster": cluster, "partition": partition, "broker": broker, "samples": len(rs),
-            "latest_lag_messages": rs[-1].lag_messages, "max_lag_messages": worst.lag_messages,
-            "max_lag_at": iso(worst.observed_at), "max_lag_seconds": round(max(seconds), 3) if seconds else None,
-            "samples_out_of_isr": sum(1 for r in rs if not r.in_isr), "last_seen": iso(rs[-1].observed_at),
+            "cluster": a["cluster"], "partition": a["partition"], "broker": a["broker"],
+            "samples": a["lag_messages_count"], "latest_lag_messages": a["lag_messages_last"],
+            "max_lag_messages": a["lag_messages_max"], "max_lag_at": iso(worst_at[key]),
+            "max_lag_seconds": None if a["lag_seconds_max"] is None else round(a["lag_seconds_max"], 3),
+            "samples_out_of_isr": a["out_sum"], "last_seen": iso(a["observed_at_last"]),
         })
     return out
+
+
+def downsample(t: Any, max_points: int | None) -> tuple[list[LagRow], int | None]:
+    """At most `max_points` per follower: the worst sample of each time bucket (max lag, ISR
+    membership lost if lost at any moment of it). Raw when the range is short enough."""
+    import math
+
+    import pyarrow.compute as pc
+
+    if t.num_rows == 0:
+        return [], None
+    per_series = max(t.group_by(KEYS).aggregate([("lag_messages", "count")])["lag_messages_count"].to_pylist())
+    if max_points is None or per_series <= max_points:
+        rows = [LagRow(**r) for r in t.to_pylist()]
+        return sorted(rows, key=lambda r: (r.observed_at, r.partition, r.broker)), None
+    import pyarrow as pa
+
+    epoch_us = pc.cast(pc.cast(t["observed_at"], pa.timestamp("us", tz="UTC")), pa.int64())
+    span_s = (pc.max(epoch_us).as_py() - pc.min(epoch_us).as_py()) / 1e6
+    step = max(1, math.ceil(span_s / max_points))
+    t = t.append_column("bucket", pc.divide(epoch_us, step * 1_000_000))
+    agg = t.group_by([*KEYS, "bucket"], use_threads=False).aggregate([
+        ("observed_at", "min"), ("leader", "last"), ("in_isr", "all"), ("lag_messages", "max"),
+        ("lag_seconds", "max"), ("log_end_offset", "min"), ("leader_leo", "max")]).to_pylist()
+    rows = [LagRow(a["observed_at_min"], a["cluster"], a["partition"], a["broker"], a["leader_last"],
+                   a["in_isr_all"], a["lag_messages_max"], a["lag_seconds_max"], a["log_end_offset_min"],
+                   a["leader_leo_max"]) for a in agg]
+    return sorted(rows, key=lambda r: (r.observed_at, r.partition, r.broker)), step
+
+
+def read_lag(table: Path, topic: str, partition: int | None, since: dt.timedelta,
+             now: dt.datetime | None = None, cluster: str | None = None) -> list[LagRow]:
+    """Every follower sample, raw (tests and small ranges)."""
+    return read_history(table, topic, partition, since, now, cluster, max_points=None).samples
 
 
 def to_json_obj(r: LagRow) -> dict[str, Any]:
