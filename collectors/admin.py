@@ -67,6 +67,7 @@ class AdminSource:
         self._last_node: Any = None
         self._live_last: dict[int, dict[str, Any]] = {}  # brokers alive at the last successful poll
         self._memory = PartitionMemory()
+        self._last_cluster_state: dict[str, Any] | None = None  # for the ZooKeeper-triggered cluster record
         self._assignments: dict[str, tuple[tuple[int, tuple[int, ...]], ...]] = {}  # topic -> last published map
         self._snapshot_at = 0.0
         self._replica_lag_time_max_ms: int | None = None
@@ -152,6 +153,7 @@ class AdminSource:
             leader_imbalance_per_broker_percentage=self._leader_imbalance_pct,
             reassignment_in_progress=self.zk.reassigning if zk_live is not None else None,  # type: ignore[union-attr]
         )]
+        self._last_cluster_state = records[0]["cluster_state"]
         present = set()
         snapshot = time.monotonic() - self._snapshot_at >= self.settings.assignment_snapshot_s
         if snapshot:
@@ -199,7 +201,9 @@ class AdminSource:
     def quick_records(self, topics: set[str]) -> list[dict[str, Any]]:
         """Metadata-only records of `topics` straight from the ZooKeeper mirror, published as soon as a
         state znode changes: leader, epoch, ISR (with the znode's mtime) and the assignment, no
-        offsets (`has_offsets` false, so they judge and resolve only metadata incidents)."""
+        offsets (`has_offsets` false, so they judge and resolve only metadata incidents). A cluster
+        record comes first, with ZooKeeper's live brokers and controller (reachability and sizes from
+        the last full poll), so /metrics never shows a partition offline for a broker still "up"."""
         if self.zk is None:
             return []
         live = self.zk.live_brokers()
@@ -210,6 +214,17 @@ class AdminSource:
             poll_id = self._poll_id
         at = int(time.time() * 1000)
         out = []
+        last = self._last_cluster_state
+        if last is not None:
+            known = {b["id"]: b for b in last["brokers"]}
+            brokers = [{**known.get(bid, {"id": bid, "host": None, "port": None, "rack": None, "reachable": None}),
+                        "live": bid in live} for bid in sorted(set(known) | live)]
+            out.append(cluster_record(
+                self.cluster.name, "zookeeper", poll_id, at, controller_id=self.zk.controller(), brokers=brokers,
+                topic_count=last["topic_count"], partition_count=last["partition_count"],
+                replica_lag_time_max_ms=last.get("replica_lag_time_max_ms"),
+                leader_imbalance_per_broker_percentage=last.get("leader_imbalance_per_broker_percentage"),
+                reassignment_in_progress=self.zk.reassigning))
         for topic in sorted(topics):
             assignment = self.zk.assignment(topic)
             if not assignment:

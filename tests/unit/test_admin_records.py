@@ -59,3 +59,17 @@ def test_zookeeper_state_wins_when_its_epoch_is_newer():
     assert (p["leader"], p["leader_epoch"], p["isr"], p["zk_mtime_ms"]) == (-1, 1, [1], 990)
     cluster = next(r for r in records if r["kind"] == "cluster")["cluster_state"]
     assert cluster["controller_id"] == 2 and {b["id"]: b["live"] for b in cluster["brokers"]} == {1: False, 2: True}
+
+
+def test_zookeeper_triggered_records_start_with_a_consistent_cluster_record():
+    state = {("t", 0): ZkPartition(leader=-1, leader_epoch=1, isr=(1,), controller_epoch=3, mtime_ms=990, version=4)}
+    zk = FakeZk({2}, state)
+    zk.assignment = lambda topic: {0: (1,)}
+    src = AdminSource(ClusterConfig("c", "h:1", "zk:2181"), CollectorConfig(), zk)
+    assert src.quick_records({"t"})[0]["kind"] == "topic"  # no full poll yet: nothing to base a cluster record on
+    m, t = md()
+    src._records(m, t, 1000, OffsetsRound(), 1)
+    cluster, topic = src.quick_records({"t"})
+    assert cluster["source"] == "zookeeper" and cluster["poll_id"] == topic["poll_id"]
+    assert {b["id"]: b["live"] for b in cluster["cluster_state"]["brokers"]} == {1: False, 2: True}
+    assert cluster["cluster_state"]["controller_id"] == 2 and cluster["cluster_state"]["topic_count"] == 1
