@@ -195,7 +195,8 @@ class AdminSource:
         if self.zk is None:
             return
         zs = self.zk.partition(topic, part["partition"])
-        if zs is not None and zs.leader_epoch >= (part.get("leader_epoch") or -1):
+        epoch = part.get("leader_epoch")
+        if zs is not None and zs.leader_epoch >= (epoch if epoch is not None else -1):
             part.update(leader=zs.leader, leader_epoch=zs.leader_epoch, isr=list(zs.isr), zk_mtime_ms=zs.mtime_ms)
 
     def quick_records(self, topics: set[str]) -> list[dict[str, Any]]:
