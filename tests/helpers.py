@@ -96,3 +96,14 @@ def local_cluster(tmp_path_factory: Any, mode: str, chroot: str | None = None, b
     """A new real local cluster under the session's temp dir (the caller calls .down())."""
     root = Path(tempfile.mkdtemp(prefix=f"krm-{mode}-", dir=tmp_path_factory.getbasetemp()))
     return LocalCluster(root=root / mode, mode=mode, brokers=brokers, chroot=chroot).up()
+
+
+def kafka_tool(main: str, *args: str) -> str:
+    """Run one of Kafka's own command-line tools (a class of the Kafka jars) and return its stdout."""
+    from krm.local_cluster import JVM_OPTS
+    from krm.paths import jar_group
+
+    cp = str(jar_group("kafka")[0].parent / "*")
+    out = subprocess.run(["java", *JVM_OPTS, "-cp", cp, main, *args], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    return out.stdout

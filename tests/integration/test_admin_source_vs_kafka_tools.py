@@ -9,18 +9,9 @@ import pytest
 
 from collectors.admin import AdminSource
 from krm.config import ClusterConfig, CollectorConfig
-from krm.local_cluster import JVM_OPTS
-from krm.paths import jar_group
-from tests.helpers import create_topic
+from tests.helpers import create_topic, kafka_tool as _tool
 
 pytestmark = pytest.mark.integration
-
-
-def _tool(main: str, *args: str) -> str:
-    cp = str(jar_group("kafka")[0].parent / "*")
-    out = subprocess.run(["java", *JVM_OPTS, "-cp", cp, main, *args], capture_output=True, text=True, timeout=120)
-    assert out.returncode == 0, out.stderr[-2000:]
-    return out.stdout
 
 
 def test_metadata_and_high_watermarks_match_kafka_tools(zk_cluster):
