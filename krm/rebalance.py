@@ -153,26 +153,63 @@ def _move_replicas(after: dict[TopicPartition, list[int]], parts: list[TopicPart
                    topic: str) -> None:
     excess = {b: n - want.get(b, 0) for b, n in count.items() if n > want.get(b, 0)}
     deficit = {b: want[b] - count[b] for b in targets if want[b] > count[b]}
-    # followers before leaders, small partitions first
-    order = sorted(parts, key=lambda tp: (size_of(tp), tp[1]))
     for src in sorted(excess, key=lambda b: (b in targets, b)):
-        for pos_first in (False, True):
-            for tp in order:
-                if excess[src] == 0:
-                    break
-                r = after[tp]
-                if src not in r or (r[0] == src) != pos_first:
-                    continue
-                dst = _destination(r, src, deficit, racks)
-                if dst is not None:
-                    r[r.index(src)] = dst
-                    excess[src] -= 1
-                    deficit[dst] -= 1
+        # followers before leaders, small partitions first
+        holding = sorted((tp for tp in parts if src in after[tp]),
+                         key=lambda tp: (after[tp][0] == src, size_of(tp), tp[1]))
+        for tp, dst in _match(after, holding, src, excess[src], deficit, racks).items():
+            r = after[tp]
+            r[r.index(src)] = dst
+            excess[src] -= 1
+            deficit[dst] -= 1
         while excess[src] > 0 and _two_step(after, parts, src, want, deficit, racks):
             excess[src] -= 1
         if excess[src] > 0:
             unresolved.append(f"{topic}: broker {src} keeps {excess[src]} replica(s) above target "
                               "(every partition it holds already has a replica on each broker below target)")
+
+
+def _match(after: Mapping[TopicPartition, list[int]], holding: list[TopicPartition], src: int, wanted: int,
+           deficit: Mapping[int, int], racks: Mapping[int, str]) -> dict[TopicPartition, int]:
+    """Up to `wanted` partitions of `holding` (in preference order) each given a broker below target
+    that may take src's replica, at most deficit[b] per broker."""
+    options = {}
+    for tp in holding:
+        spread = _rack_spread(after[tp], racks)
+        options[tp] = [d for d, need in sorted(deficit.items(), key=lambda kv: (-kv[1], kv[0])) if need > 0
+                       and d not in after[tp] and _rack_spread([d if b == src else b for b in after[tp]], racks) >= spread]
+    return assign_with_capacity(holding, options, deficit, wanted)
+
+
+def assign_with_capacity(items: list, options: Mapping, capacity: Mapping[int, int], limit: int | None = None) -> dict:
+    """item -> one of options[item], at most capacity[b] items per b, as many items as possible (up
+    to `limit`), earlier items and earlier options preferred: a bipartite b-matching by augmenting
+    paths, so a greedy early choice never blocks a later item that had only one way out."""
+    assigned: dict = {}
+    taken: dict[int, list] = defaultdict(list)
+
+    def augment(item, seen: set[int]) -> bool:
+        for d in options.get(item, ()):
+            if d in seen:
+                continue
+            seen.add(d)
+            if len(taken[d]) < capacity.get(d, 0):
+                taken[d].append(item)
+                assigned[item] = d
+                return True
+            for other in list(taken[d]):
+                if augment(other, seen):
+                    taken[d].remove(other)
+                    taken[d].append(item)
+                    assigned[item] = d
+                    return True
+        return False
+
+    for item in items:
+        if limit is not None and len(assigned) >= limit:
+            break
+        augment(item, set())
+    return assigned
 
 
 def _destination(replicas: list[int], src: int, deficit: dict[int, int], racks: Mapping[int, str]) -> int | None:
@@ -214,27 +251,79 @@ def _two_step(after: dict[TopicPartition, list[int]], parts: list[TopicPartition
 
 def _balance_leaders(after: dict[TopicPartition, list[int]], by_topic: dict[str, list[TopicPartition]],
                      targets: list[int]) -> None:
-    """Reorder replicas so preferred leaders are within one per broker per topic, ceil going to the
-    brokers leading least cluster-wide. Data does not move."""
+    """Reorder replicas so preferred leaders are within one per broker per topic, the ceil going to
+    the brokers leading least cluster-wide. Data does not move: the cost is leadership changes only."""
     tset = set(targets)
-    led = Counter({b: 0 for b in targets})
-    led.update(r[0] for r in after.values() if r and r[0] in tset)
+    in_scope = {tp for parts in by_topic.values() for tp in parts}
+    led = Counter({b: 0 for b in targets})  # leaderships settled so far: other topics, then each one done
+    led.update(r[0] for tp, r in after.items() if tp not in in_scope and r and r[0] in tset)
     for _t, parts in sorted(by_topic.items(), key=lambda kv: -len(kv[1])):
         count = Counter(after[tp][0] for tp in parts if after[tp][0] in tset)
         base, extra = divmod(sum(count.values()), len(targets))
-        order = sorted(targets, key=lambda b: (0 if count[b] > base else 1, led[b], b))
+        # the ceil to the brokers leading least so far; among equals, keep current leaders
+        order = sorted(targets, key=lambda b: (led[b], 0 if count[b] > base else 1, b))
         want = {b: base + (1 if i < extra else 0) for i, b in enumerate(order)}
-        for tp in parts:
+        eligible = [tp for tp in parts if any(x in tset for x in after[tp])]
+        options = {tp: ([after[tp][0]] if after[tp][0] in tset else [])
+                   + sorted((x for x in after[tp][1:] if x in tset), key=lambda x: (led[x], x)) for tp in eligible}
+        chosen = assign_with_capacity(eligible, options, want)
+        for tp, u in chosen.items():
             r = after[tp]
-            o = r[0]
-            if o not in tset or count[o] <= want[o]:
-                continue
-            u = next((b for b in r[1:] if b in tset and count[b] < want[b]), None)
-            if u is None:
-                continue
             i = r.index(u)
-            r[0], r[i] = u, o
-            count[o] -= 1
-            count[u] += 1
-            led[o] -= 1
-            led[u] += 1
+            r[0], r[i] = u, r[0]
+        led.update(after[tp][0] for tp in parts if after[tp][0] in tset)
+    _even_leaders(after, by_topic, targets, led)
+
+
+def _even_leaders(after: dict[TopicPartition, list[int]], by_topic: dict[str, list[TopicPartition]],
+                  targets: list[int], led: Counter) -> None:
+    """Cluster-wide pass: move one preferred leadership from the broker leading most to the one
+    leading least, along a chain of swaps (hi -> x -> ... -> lo, each within one partition's replicas)
+    that keeps every topic within one of its mean, until brokers are within one."""
+    topic_of = {tp: t for t, parts in by_topic.items() for tp in parts}
+    per_topic = {t: Counter(after[tp][0] for tp in parts) for t, parts in by_topic.items()}
+    leads: dict[int, set[TopicPartition]] = defaultdict(set)
+    for tp in topic_of:
+        leads[after[tp][0]].add(tp)
+    for _ in range(len(topic_of)):
+        hi = max(targets, key=lambda b: (led[b], b))
+        lo = min(targets, key=lambda b: (led[b], b))
+        if led[hi] - led[lo] <= 1:
+            return
+        path = _leader_chain(after, hi, lo, leads, per_topic, topic_of, set(targets))
+        if path is None:
+            return
+        for tp, y in path:
+            x = after[tp][0]
+            r = after[tp]
+            i = r.index(y)
+            r[0], r[i] = y, x
+            t = topic_of[tp]
+            per_topic[t][x] -= 1
+            per_topic[t][y] += 1
+            leads[x].discard(tp)
+            leads[y].add(tp)
+        led[hi] -= 1
+        led[lo] += 1
+
+
+def _leader_chain(after, hi, lo, leads, per_topic, topic_of, tset) -> list[tuple[TopicPartition, int]] | None:
+    """Breadth-first: [(partition, new leader), ...] from hi to lo, or None."""
+    came: dict[int, tuple[int, TopicPartition] | None] = {hi: None}
+    queue = [hi]
+    for x in queue:
+        for tp in sorted(leads[x]):
+            t = topic_of[tp]
+            for y in after[tp][1:]:
+                if y in came or y not in tset or per_topic[t][x] <= per_topic[t][y]:
+                    continue
+                came[y] = (x, tp)
+                if y == lo:
+                    path = []
+                    while came[y] is not None:
+                        x_, tp_ = came[y]
+                        path.append((tp_, y))
+                        y = x_
+                    return path[::-1]
+                queue.append(y)
+    return None

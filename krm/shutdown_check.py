@@ -16,7 +16,13 @@ Unsafe: the first three. For comparison, Strimzi's roller (KafkaAvailability / r
 judges each replica of the broker by |ISR| - min.insync.replicas only, and in the version with the
 replica-count guard skips partitions with no more replicas than min.insync.replicas: an RF-1 topic
 with the default min ISR 1 (seeds/002) counts as safe to restart there, and where leadership goes is
-not its question. The drain plan moves each replica that would take its partition offline to the live broker
+not its question. Redpanda's rolling restart gates on the cluster health overview
+(`rpk cluster health`; cluster/health_monitor_backend.cc: healthy = no node down, no leaderless and
+no under-replicated partition, a controller) and then puts the broker in maintenance mode, which
+moves leadership only for RF > 1: a healthy cluster with RF-1 partitions passes the gate and those
+partitions go offline (its docs ask operators to raise RF first), and min.insync.replicas = RF
+passes too although acks=all producers fail the moment any broker stops. Both are verdicts here.
+The drain plan moves each replica that would take its partition offline to the live broker
 holding the fewest replicas, in kafka-reassign-partitions' JSON format.
 """
 

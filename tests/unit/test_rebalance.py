@@ -118,3 +118,9 @@ def test_random_clusters_end_even_with_the_minimum_moves(seed):
             assert max(c) - min(c) <= 1, (t, c)
         total = Counter(b for r in plan.after.values() for b in r)
         assert max(total[b] for b in targets) - min(total[b] for b in targets) <= 1
+        for t in {t for t, _ in a}:  # preferred leaders even per topic too
+            led = Counter(r[0] for (tt, _), r in plan.after.items() if tt == t)
+            assert max(led[b] for b in targets) - min(led[b] for b in targets) <= 1, (t, led)
+        if all(len(r) > 1 for r in a.values()):  # an RF-1 partition's leader is its replica: no reordering
+            led = Counter(r[0] for r in plan.after.values())
+            assert max(led[b] for b in targets) - min(led[b] for b in targets) <= 1, led
