@@ -162,14 +162,16 @@ class AdminSource:
             min_isr, unclean = self._configs.get(t["topic"], (None, None))
             name = t["topic"]
             parts = []
+            zk_assignment = self.zk.assignment(name) if self.zk is not None else None
             for p in t["partitions"]:
                 pid = p["partition"]
                 present.add((name, pid))
                 part = {"partition": pid, "leader": p["leader"], "leader_epoch": p.get("leader_epoch"),
                         "replicas": list(p["replicas"]), "isr": list(p["isr"]),
                         "offline_replicas": list(p.get("offline_replicas") or [])}
-                self._overlay_zk(name, part)
+                self._overlay_zk(name, part, zk_assignment)
                 part |= {"high_watermark": found.hw.get((name, pid)),
+                         "log_start_offset": found.log_start.get((name, pid)),
                         "replica_offsets": [{"broker": r, "log_end_offset": found.leo[(name, pid, r)]}
                                             for r in p["replicas"] if (name, pid, r) in found.leo]}
                 parts.append(self._memory.annotate(name, part, observed_at_ms))
@@ -189,7 +191,7 @@ class AdminSource:
         self._memory.forget_missing(present)
         return records
 
-    def _overlay_zk(self, topic: str, part: dict[str, Any]) -> None:
+    def _overlay_zk(self, topic: str, part: dict[str, Any], zk_assignment: dict[int, tuple[int, ...]] | None) -> None:
         """Leader, epoch and ISR as the controller wrote them to ZooKeeper, which the brokers'
         metadata caches (and so the Admin API) trail by up to a metadata propagation."""
         if self.zk is None:
@@ -198,6 +200,9 @@ class AdminSource:
         epoch = part.get("leader_epoch")
         if zs is not None and zs.leader_epoch >= (epoch if epoch is not None else -1):
             part.update(leader=zs.leader, leader_epoch=zs.leader_epoch, isr=list(zs.isr), zk_mtime_ms=zs.mtime_ms)
+            replicas = (zk_assignment or {}).get(part["partition"])
+            if replicas:  # the controller's own assignment beside its leader and ISR: one consistent view
+                part["replicas"] = list(replicas)  # (the Admin API's can trail a reassignment's writes)
 
     def quick_records(self, topics: set[str]) -> list[dict[str, Any]]:
         """Metadata-only records of `topics` straight from the ZooKeeper mirror, published as soon as a

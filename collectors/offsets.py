@@ -1,6 +1,6 @@
 """Offsets source: every replica's log end offset and every leader's high watermark, batched per broker.
 
-Two ListOffsets requests per broker per poll, never one per partition, all brokers in parallel:
+Three ListOffsets requests per broker per poll, never one per partition, all brokers in parallel:
 - replica id -2 (ListOffsetsRequest.DEBUGGING_REPLICA_ID), LATEST, for every partition the broker
   holds a replica of. Kafka answers it from any replica, not only the leader
   (`KafkaApis.handleListOffsetRequest`: fetchOnlyFromLeader = replicaId != DEBUGGING_REPLICA_ID),
@@ -9,6 +9,13 @@ Two ListOffsets requests per broker per poll, never one per partition, all broke
   core/src/main/scala/kafka/server/KafkaApis.scala and kafka/cluster/Partition.scala).
 - replica id -1 (a consumer), READ_UNCOMMITTED, LATEST, to each leader for the partitions it leads:
   the same code path returns the leader's `highWatermark`.
+- replica id -1, EARLIEST, to each leader: its log start offset (`UnifiedLog.fetchOffsetByTimestamp`,
+  EARLIEST_TIMESTAMP -> `logStartOffset`, storage/.../UnifiedLog). A separate request because Kafka
+  refuses a partition twice in one ListOffsets.
+Order matters: to each broker the log-start and HW requests go before the LEO request, and a broker
+answers one connection's requests in order, so a leader's log start <= HW <= LEO holds in a record
+even while producers write (asked the other way round, a busy partition's HW overtook the LEO read
+a moment earlier).
 
 Everything is sent at once and waited for until one deadline: a broker that does not answer in time
 (dead, SIGSTOPped, overloaded) costs the poll at most that deadline and is reported as unreachable,
@@ -28,6 +35,7 @@ log = logging.getLogger(__name__)
 DEBUGGING_REPLICA_ID = -2
 CONSUMER_REPLICA_ID = -1
 LATEST_TIMESTAMP = -1
+EARLIEST_TIMESTAMP = -2
 READ_UNCOMMITTED = 0
 
 TopicPartition = tuple[str, int]
@@ -39,6 +47,7 @@ class OffsetsRound:
 
     leo: dict[tuple[str, int, int], int] = field(default_factory=dict)  # (topic, partition, broker) -> LEO
     hw: dict[TopicPartition, int] = field(default_factory=dict)  # (topic, partition) -> leader's HW
+    log_start: dict[TopicPartition, int] = field(default_factory=dict)  # (topic, partition) -> leader's log start
     answered: set[int] = field(default_factory=set)  # brokers that answered every request sent to them
     asked: set[int] = field(default_factory=set)
     requests: int = 0
@@ -64,16 +73,16 @@ def plan(partitions: Iterable[tuple[str, int, int, list[int]]], live: set[int]
     return replica_of, leader_of
 
 
-def _request(version: int, replica_id: int, tps: list[TopicPartition]) -> Any:
+def _request(version: int, replica_id: int, tps: list[TopicPartition], timestamp: int = LATEST_TIMESTAMP) -> Any:
     from kafka.protocol.list_offsets import ListOffsetsRequest
 
     by_topic: dict[str, list[int]] = {}
     for t, p in tps:
         by_topic.setdefault(t, []).append(p)
     if version >= 4:
-        topics = [(t, [(p, -1, LATEST_TIMESTAMP) for p in ps]) for t, ps in by_topic.items()]  # -1: no epoch check
+        topics = [(t, [(p, -1, timestamp) for p in ps]) for t, ps in by_topic.items()]  # -1: no epoch check
     else:
-        topics = [(t, [(p, LATEST_TIMESTAMP) for p in ps]) for t, ps in by_topic.items()]
+        topics = [(t, [(p, timestamp) for p in ps]) for t, ps in by_topic.items()]
     if version >= 2:
         return ListOffsetsRequest[version](replica_id=replica_id, isolation_level=READ_UNCOMMITTED, topics=topics)
     return ListOffsetsRequest[version](replica_id=replica_id, topics=topics)
@@ -90,11 +99,12 @@ def fetch(client: Any, replica_of: dict[int, list[TopicPartition]], leader_of: d
 
     version = client.api_version(ListOffsetsRequest, max_version=5)
     result = OffsetsRound()
-    todo: list[tuple[int, str, Any]] = []
+    todo: list[tuple[int, str, Any]] = []  # per broker in this order (see the module docstring)
+    for b, tps in leader_of.items():
+        todo.append((b, "log_start", _request(version, CONSUMER_REPLICA_ID, tps, EARLIEST_TIMESTAMP)))
+        todo.append((b, "hw", _request(version, CONSUMER_REPLICA_ID, tps)))
     for b, tps in replica_of.items():
         todo.append((b, "leo", _request(version, DEBUGGING_REPLICA_ID, tps)))
-    for b, tps in leader_of.items():
-        todo.append((b, "hw", _request(version, CONSUMER_REPLICA_ID, tps)))
     result.asked = {b for b, _, _ in todo}
     result.requests = len(todo)
     timeout_ms = max(1, int(timeout_s * 1000))
@@ -126,8 +136,10 @@ def fetch(client: Any, replica_of: dict[int, list[TopicPartition]], leader_of: d
                     continue  # not (or no longer) a replica / the leader: skip, never guess
                 if kind == "leo":
                     result.leo[(topic, partition, b)] = offset
-                else:
+                elif kind == "hw":
                     result.hw[(topic, partition)] = offset
+                else:
+                    result.log_start[(topic, partition)] = offset
     result.answered = result.asked - failed
     if failed:
         log.debug("offsets: no answer within %.1fs from brokers %s", timeout_s, sorted(failed))

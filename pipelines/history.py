@@ -8,13 +8,16 @@
 - `assignments`: a topic's whole partition -> replicas map whenever it changed (or was first seen)
   and periodically for every topic (`assignment_snapshot_s`): partition-count and broker-set
   changes over time, for explaining imbalance after expansion.
-All are partitioned by `date` (UTC day of observed_at) so a `--since` query reads only its days.
+All are partitioned by `date` (UTC day of observed_at), then `cluster`, so a `--since` query reads
+only its days and a one-cluster query only that cluster's files.
 Pure DataFrame transformations: no action, no I/O.
 """
 
 from __future__ import annotations
 
 from typing import Any
+
+PARTITION_COLUMNS = ("date", "cluster")
 
 
 def partition_state(good: Any) -> Any:

@@ -88,7 +88,50 @@ def parse(raw: Any) -> Any:
     for kind in KINDS:
         reason = reason.when((o["kind"] == kind) & o[f"{kind}_state"].isNull(),
                              F.lit(f"{kind}_state is required for kind '{kind}'"))
+    for cond, why in contract(o):
+        reason = reason.when(cond, why)
     return df.select("*", reason.alias("reject_reason"))
+
+
+def contract(o: Any) -> list[tuple[Any, Any]]:
+    """(condition, reason) for what no correct collector can publish, whatever the cluster does:
+    Kafka itself keeps these invariants (a leader is one of the replicas, the ISR a subset of them,
+    log start <= HW on the broker that answered both, in that order — collectors/offsets.py). The
+    reason names the first partition that breaks it. Not here, because sampling can legitimately
+    break them: HW <= the leader's LEO (an unclean election makes a leader with less than the old
+    HW — exactly what the truncation detectors must see) and follower LEO <= leader LEO; the data-
+    quality suite (pipelines/quality.py) measures those beside the alert path."""
+    from pyspark.sql import functions as F
+
+    parts = o["topic_state"]["partitions"]
+    brokers = o["cluster_state"]["brokers"]
+
+    def first(pred: Any, what: str) -> tuple[Any, Any]:
+        bad = F.filter(parts, pred)
+        return ((o["kind"] == "topic") & (F.size(bad) > 0),
+                F.concat(F.lit(f"contract: {what} (topic "), o["topic_state"]["topic"], F.lit(", partition "),
+                         bad[0]["partition"].cast("string"), F.lit(")")))
+
+    checks = [
+        first(lambda p: p["partition"] < 0, "negative partition id"),
+        first(lambda p: F.size(p["replicas"]) == 0, "no replicas"),
+        first(lambda p: F.size(F.array_distinct(p["replicas"])) != F.size(p["replicas"]), "a broker twice in replicas"),
+        first(lambda p: F.exists(p["replicas"], lambda b: b < 0), "negative broker id in replicas"),
+        first(lambda p: (p["leader"] != -1) & ~F.array_contains(p["replicas"], p["leader"]),
+              "leader is neither -1 nor one of the replicas"),
+        first(lambda p: F.exists(p["isr"], lambda b: ~F.array_contains(p["replicas"], b)), "ISR not a subset of replicas"),
+        first(lambda p: (p["high_watermark"] < 0) | (p["log_start_offset"] < 0)
+              | F.exists(F.coalesce(p["replica_offsets"], F.array()), lambda r: r["log_end_offset"] < 0),
+              "negative offset"),
+        first(lambda p: p["log_start_offset"] > p["high_watermark"], "log start offset above the high watermark"),
+        ((o["kind"] == "topic") & (F.size(F.array_distinct(F.transform(parts, lambda p: p["partition"]))) != F.size(parts)),
+         F.concat(F.lit("contract: a partition twice in one record (topic "), o["topic_state"]["topic"], F.lit(")"))),
+        ((o["kind"] == "cluster") & F.exists(brokers, lambda b: b["id"] < 0),
+         F.lit("contract: negative broker id in cluster_state.brokers")),
+        ((o["kind"] == "cluster") & (F.size(F.array_distinct(F.transform(brokers, lambda b: b["id"]))) != F.size(brokers)),
+         F.lit("contract: a broker twice in cluster_state.brokers")),
+    ]
+    return checks
 
 
 def valid(parsed: Any) -> Any:

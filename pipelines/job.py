@@ -170,6 +170,20 @@ class HistoryPath:
         self.state = state
         self.tables = tables
         self.app_id = app_id
+        self._layouts: dict[Path, tuple[str, ...]] = {}
+
+    def _layout(self, path: Path) -> tuple[str, ...]:
+        """Partition columns: (date, cluster) — retention drops whole days, and a query for one
+        cluster reads only its files. A table created by an earlier release keeps its own layout
+        (Delta refuses appends with different partition columns)."""
+        if path not in self._layouts:
+            cols: tuple[str, ...] = history.PARTITION_COLUMNS
+            if (path / "_delta_log").is_dir():
+                from deltalake import DeltaTable
+
+                cols = tuple(DeltaTable(str(path)).metadata().partition_columns)
+            self._layouts[path] = cols
+        return self._layouts[path]
 
     def __call__(self, batch: Any, batch_id: int) -> None:
         from pyspark.sql import functions as F
@@ -181,7 +195,8 @@ class HistoryPath:
                                       ("partition_state", history.partition_state(good), self.tables.partition_state),
                                       ("replica_lag", history.replica_lag(good), self.tables.replica_lag),
                                       ("assignments", history.assignments(good), self.tables.assignments)):
-                (frame.write.format("delta").mode("append").partitionBy("date").option("mergeSchema", "true")
+                (frame.write.format("delta").mode("append").partitionBy(*self._layout(path))
+                 .option("mergeSchema", "true")
                  .option("txnAppId", f"{self.app_id}-{name}").option("txnVersion", batch_id)
                  .save(str(path)))
             bad = rejected(parsed).persist()

@@ -76,6 +76,7 @@ PARTITION = Struct((
     ("isr", Array(INT), True),
     ("offline_replicas", Array(INT), False),
     ("high_watermark", LONG, False),  # the leader's; null when the leader did not answer
+    ("log_start_offset", LONG, False),  # the leader's (ListOffsets EARLIEST); null when not answered
     ("replica_offsets", Array(REPLICA_OFFSET), False),  # replicas that answered, in assignment order
     ("write_rate", DOUBLE, False),  # messages/s appended to the leader since the previous poll
     ("hw_stalled_since_ms", LONG, False),  # HW unmoved since then while the leader's LEO is ahead

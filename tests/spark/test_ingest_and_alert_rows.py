@@ -43,6 +43,41 @@ BAD = [
 ]
 
 
+def _p(partition=0, leader=1, replicas=(1, 2), isr=(1, 2), **offsets):
+    return {"partition": partition, "leader": leader, "replicas": list(replicas), "isr": list(isr), **offsets}
+
+
+# the contract (pipelines/ingest.py `contract`): what Kafka itself never allows
+CONTRACT = [
+    (_topic(parts=[_p(0), _p(1, leader=3)]), "leader is neither -1 nor one of the replicas (topic rf1, partition 1)"),
+    (_topic(parts=[_p(0, isr=(1, 4))]), "ISR not a subset of replicas (topic rf1, partition 0)"),
+    (_topic(parts=[_p(0, replicas=(1, 1), isr=(1,))]), "a broker twice in replicas"),
+    (_topic(parts=[_p(0, replicas=(), isr=(), leader=-1)]), "no replicas"),
+    (_topic(parts=[_p(-2)]), "negative partition id"),
+    (_topic(parts=[_p(0, high_watermark=-5)]), "negative offset"),
+    (_topic(parts=[_p(0, replica_offsets=[{"broker": 1, "log_end_offset": -1}])]), "negative offset"),
+    (_topic(parts=[_p(0, high_watermark=10, log_start_offset=11)]), "log start offset above the high watermark"),
+    (_topic(parts=[_p(0), _p(0)]), "a partition twice in one record"),
+    (cluster_record("c1", "admin", 7, 1_000, controller_id=1, brokers=[{"id": 1, "live": True}, {"id": 1, "live": False}],
+                    topic_count=0, partition_count=0), "a broker twice in cluster_state.brokers"),
+]
+# sampling can break these legitimately (an unclean election): they pass, the quality suite measures them
+SOUND = [
+    _topic(parts=[_p(0, high_watermark=50, replica_offsets=[{"broker": 1, "log_end_offset": 40}])]),
+    _topic(parts=[_p(0, leader=-1, isr=(), high_watermark=None)]),
+    _topic(parts=[_p(0, high_watermark=10, log_start_offset=10)]),
+]
+
+
+def test_contract_breaches_are_quarantined_naming_the_partition(spark):
+    parsed = parse(_batch(spark, [json.dumps(r) for r, _ in CONTRACT] + [json.dumps(r) for r in SOUND]))
+    assert valid(parsed).count() == len(SOUND)
+    reasons = [r.reason for r in rejected(parsed).orderBy("kafka_offset").collect()]
+    assert len(reasons) == len(CONTRACT)
+    for got, (_, want) in zip(reasons, CONTRACT):
+        assert got.startswith("contract: ") and want in got, (got, want)
+
+
 def test_bad_records_are_quarantined_with_their_reason(spark):
     good = [json.dumps(_topic()), json.dumps(_cluster())]
     parsed = parse(_batch(spark, good + [b for b, _ in BAD]))

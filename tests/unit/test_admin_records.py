@@ -36,8 +36,8 @@ class FakeZk:
 
     reassigning = False
 
-    def __init__(self, live, state):
-        self._live, self._state = live, state
+    def __init__(self, live, state, assignments=None):
+        self._live, self._state, self._assignments = live, state, assignments or {}
 
     def live_brokers(self):
         return set(self._live)
@@ -47,6 +47,9 @@ class FakeZk:
 
     def partition(self, topic, partition):
         return self._state.get((topic, partition))
+
+    def assignment(self, topic):
+        return self._assignments.get(topic)
 
 
 def test_zookeeper_state_wins_when_its_epoch_is_newer():
@@ -59,6 +62,17 @@ def test_zookeeper_state_wins_when_its_epoch_is_newer():
     assert (p["leader"], p["leader_epoch"], p["isr"], p["zk_mtime_ms"]) == (-1, 1, [1], 990)
     cluster = next(r for r in records if r["kind"] == "cluster")["cluster_state"]
     assert cluster["controller_id"] == 2 and {b["id"]: b["live"] for b in cluster["brokers"]} == {1: False, 2: True}
+
+
+def test_zookeeper_replicas_come_with_its_leader_and_isr():
+    """Mid-reassignment the Admin API's replicas can trail the controller's: a leader or ISR member
+    from ZooKeeper must never be published beside replicas that do not contain it."""
+    zk = FakeZk({1, 2, 3}, {("t", 0): ZkPartition(leader=3, leader_epoch=2, isr=(3, 1), controller_epoch=3,
+                                                   mtime_ms=990, version=4)}, {"t": {0: (3, 1)}})
+    src = AdminSource(ClusterConfig("c", "h:1", "zk:2181"), CollectorConfig(), zk)
+    m, t = md(leader=1, epoch=0)  # metadata: replicas [1, 2]
+    (p,) = topic_state(src._records(m, t, 1000, OffsetsRound(), 1))["partitions"]
+    assert (p["leader"], p["replicas"], p["isr"]) == (3, [3, 1], [3, 1])
 
 
 def test_zookeeper_triggered_records_start_with_a_consistent_cluster_record():
