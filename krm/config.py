@@ -66,6 +66,8 @@ class PipelineConfig:
     event_hold_s: float = 900.0  # events (unclean election, truncation, regression) stay open this long
     leader_skew_tolerance: float = 0.5  # LEADER_SKEW beyond this share of the mean leaders per broker
     replica_imbalance_tolerance: float = 0.2  # REPLICA_IMBALANCE (cluster) below this share under the mean
+    quality_interval_s: float = 60.0  # data-quality suite over new observations (0: off)
+    quality_max_rows: int = 100_000  # partition rows validated per run at most (the newest)
 
 
 @dataclass(frozen=True)
@@ -151,7 +153,7 @@ def parse_config(raw: dict[str, Any], source: Path | None = None) -> Config:
         p,
         {"data_dir", "metrics_host", "metrics_port", "spark_master", "starting_offsets", "flap_window_s",
          "history_trigger_s", "hw_stall_window_s", "replica_lag_messages", "replica_lag_seconds", "event_hold_s",
-         "leader_skew_tolerance", "replica_imbalance_tolerance"},
+         "leader_skew_tolerance", "replica_imbalance_tolerance", "quality_interval_s", "quality_max_rows"},
     )
     data_dir = Path(r.string("[pipeline]", p, "data_dir", default="krm-data"))
     if not data_dir.is_absolute() and source is not None:
@@ -175,6 +177,8 @@ def parse_config(raw: dict[str, Any], source: Path | None = None) -> Config:
         leader_skew_tolerance=r.number("[pipeline]", p, "leader_skew_tolerance", 0.5, float, minimum=0.0),
         replica_imbalance_tolerance=r.number("[pipeline]", p, "replica_imbalance_tolerance", 0.2, float,
                                              minimum=0.0, maximum=1.0),
+        quality_interval_s=r.number("[pipeline]", p, "quality_interval_s", 60.0, float, minimum=0.0),
+        quality_max_rows=r.number("[pipeline]", p, "quality_max_rows", 100_000, int, minimum=1),
     )
     return Config(tuple(clusters), observations, collector, pipeline, source)
 

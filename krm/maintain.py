@@ -1,6 +1,6 @@
 """`krm maintain`: keep the history tables fast and bounded, beside the pipeline (cron or by hand).
 
-For each history table (observations, partition_state, replica_lag, assignments, quarantine):
+For each history table (observations, partition_state, replica_lag, assignments, quarantine, data_quality):
 1. retention: delete the days older than `retention_days` (a predicate on the `date` partition
    column, so whole files go);
 2. compaction: rewrite each day's many small files (one per history micro-batch) into few large
@@ -21,7 +21,7 @@ from pathlib import Path
 
 log = logging.getLogger(__name__)
 
-HISTORY_TABLES = ("observations", "partition_state", "replica_lag", "assignments", "quarantine")
+HISTORY_TABLES = ("observations", "partition_state", "replica_lag", "assignments", "quarantine", "data_quality")
 
 
 @dataclass(frozen=True)

@@ -83,6 +83,7 @@ class Tables:
         self.partition_state = self.root / "tables" / "partition_state"
         self.replica_lag = self.root / "tables" / "replica_lag"
         self.assignments = self.root / "tables" / "assignments"
+        self.data_quality = self.root / "tables" / "data_quality"
         self.checkpoints = self.root / "checkpoints"
         self.logs = self.root / "logs"
 
@@ -224,6 +225,7 @@ class Pipeline:
         self._starters: dict[str, Any] = {}
         self._stopping = threading.Event()
         self._watchdog: threading.Thread | None = None
+        self._quality: Any = None  # pipelines.quality.QualityRunner, beside the alert path
 
     def start(self) -> Pipeline:
         flap_ms = int(self.config.pipeline.flap_window_s * 1000)
@@ -253,6 +255,11 @@ class Pipeline:
 
         self._starters = {"krm-alerts": start_alerts, "krm-history": start_history}
         self.queries = [start_alerts(), start_history()]
+        if p.quality_interval_s > 0:
+            from pipelines.quality import QualityRunner
+
+            self._quality = QualityRunner(self.tables.observations, self.tables.data_quality, self.state,
+                                          p.quality_interval_s, p.quality_max_rows).start()
         self._watchdog = threading.Thread(target=self._watch, name="krm-query-watchdog", daemon=True)
         self._watchdog.start()
         return self
@@ -275,6 +282,8 @@ class Pipeline:
 
     def stop(self) -> None:
         self._stopping.set()
+        if self._quality is not None:
+            self._quality.stop()
         if self._watchdog is not None:
             self._watchdog.join(timeout=30)  # no restart may race with the stop below
         logging.getLogger("py4j.clientserver").setLevel(logging.CRITICAL)  # interrupted batches are expected now

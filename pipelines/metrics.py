@@ -45,6 +45,19 @@ class ClusterView:
 
 
 @dataclass(frozen=True)
+class QualityStats:
+    """What the data-quality runs (pipelines/quality.py) said so far."""
+
+    runs: int = 0
+    run_errors: int = 0
+    last_run_ts: float = 0.0
+    last_run_s: float = 0.0
+    rows_validated: int = 0
+    failing: tuple[tuple[str, str], ...] = ()  # (expectation, column) failing at the last run
+    unexpected_total: tuple[tuple[tuple[str, str], int], ...] = ()  # cumulative unexpected rows
+
+
+@dataclass(frozen=True)
 class Snapshot:
     clusters: dict[str, ClusterView] = field(default_factory=dict)
     open_incidents: tuple[Incident, ...] = ()
@@ -53,6 +66,7 @@ class Snapshot:
     last_batch_s: float = 0.0
     records_quarantined: int = 0
     jmx: dict[tuple[str, int], Any] = field(default_factory=dict)  # (cluster, broker) -> jmx_view.JmxSample
+    quality: QualityStats | None = None  # None until the first data-quality run
 
 
 class PipelineState:
@@ -70,6 +84,24 @@ class PipelineState:
         with self._lock:
             cur = self._snapshot
             self._snapshot = Snapshot(**{**cur.__dict__, **changes})
+
+    def record_quality(self, report: Any, seconds: float, error: str | None) -> None:
+        """After each data-quality run (`report`: quality.Report, None when the run itself failed)."""
+        with self._lock:
+            cur = self._snapshot
+            q = cur.quality or QualityStats()
+            totals = dict(q.unexpected_total)
+            failing = q.failing
+            rows = q.rows_validated
+            if report is not None and report.rows:  # a run with nothing new to validate changes nothing
+                for o in report.outcomes:
+                    key = (o.expectation, o.column)
+                    totals[key] = totals.get(key, 0) + o.unexpected_count
+                failing = tuple((o.expectation, o.column) for o in report.failed)
+                rows += report.rows
+            new = QualityStats(q.runs + 1, q.run_errors + (1 if error else 0), time.time(), seconds, rows, failing,
+                               tuple(sorted(totals.items())))
+            self._snapshot = Snapshot(**{**cur.__dict__, "quality": new})
 
     def add_quarantined(self, n: int) -> None:
         with self._lock:
@@ -150,6 +182,31 @@ class KrmCollector:
         yield CounterMetricFamily("krm_pipeline_batches", "Alert-path micro-batches processed.", value=snap.batches)
         yield CounterMetricFamily("krm_pipeline_records_quarantined", "Observation records sent to quarantine.",
                                   value=snap.records_quarantined)
+        if snap.quality is not None:
+            yield from _quality_series(snap.quality)
+
+
+def _quality_series(q: QualityStats) -> Iterator[Any]:
+    """krm_data_quality_*: the suite beside the alert path (pipelines/quality.py)."""
+    from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+
+    yield CounterMetricFamily("krm_data_quality_runs", "Data-quality suite runs.", value=q.runs)
+    yield CounterMetricFamily("krm_data_quality_run_errors", "Data-quality runs that failed to run.", value=q.run_errors)
+    yield CounterMetricFamily("krm_data_quality_rows_validated", "Partition rows the suite validated.",
+                              value=q.rows_validated)
+    yield GaugeMetricFamily("krm_data_quality_last_run_timestamp_seconds", "When the suite last ran.",
+                            value=q.last_run_ts)
+    yield GaugeMetricFamily("krm_data_quality_last_run_seconds", "How long the last run took.", value=q.last_run_s)
+    failing = GaugeMetricFamily("krm_data_quality_expectation_failing",
+                                "1 for each expectation that failed at the last run.", labels=["expectation", "column"])
+    for exp, col in q.failing:
+        failing.add_metric([exp, col], 1)
+    yield failing
+    unexpected = CounterMetricFamily("krm_data_quality_unexpected_rows",
+                                     "Rows that failed an expectation, over all runs.", labels=["expectation", "column"])
+    for (exp, col), n in q.unexpected_total:
+        unexpected.add_metric([exp, col], n)
+    yield unexpected
 
 
 def _offset_series(incidents: tuple[Incident, ...], now: float) -> Iterator[Any]:

@@ -149,7 +149,7 @@ def test_throttled_follower_lags_and_krm_lag_shows_its_history(zk_cluster, kraft
         "leader.replication.throttled.replicas": f"0:{leader}", "follower.replication.throttled.replicas": f"0:{follower}"})])
     admin.alter_configs([ConfigResource(ConfigResourceType.BROKER, "", configs=throttles)])  # every broker's default
     config_path = write_config(cluster, tmp_path, observations_on=kraft_cluster,
-                               pipeline_extra="replica_lag_messages = 1000\n")
+                               pipeline_extra="replica_lag_messages = 1000\nquality_interval_s = 5\n")
     monitor = Monitor(load_config(config_path), spark=spark).start()
     url = monitor.metrics_url
     try:
@@ -176,6 +176,14 @@ def test_throttled_follower_lags_and_krm_lag_shows_its_history(zk_cluster, kraft
                                  if r["broker"] == follower and r["lag_messages"] >= 1000], 60, "replica_lag history")
         assert all(r["leader"] == leader and r["in_isr"] is False for r in rows)
         assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+        # the data-quality suite ran beside the alert path on this busy cluster's real observations,
+        # and what Kafka guarantees held (log start <= HW <= the leader's LEO under 20k writes)
+        validated = lambda: sum(s.value for s in series(scrape(url), "krm_data_quality_rows_validated_total"))  # noqa: E731
+        wait_for(lambda: validated() > 0, 60, "a data-quality run over the observations")
+        failing = {s.labels["column"] for s in series(scrape(url), "krm_data_quality_expectation_failing")}
+        assert not failing & {"leader_in_replicas", "isr_in_replicas", "high_watermark >= log_start_offset",
+                              "leader_leo >= high_watermark", "partition", "replica_count"}, failing
     finally:
         admin.alter_configs([ConfigResource(ConfigResourceType.BROKER, "", configs={})])  # throttles off
         admin.close()
