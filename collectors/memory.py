@@ -14,20 +14,24 @@ A restarted collector starts with an empty memory: the first poll carries none o
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 
-@dataclass(frozen=True)
 class Seen:
-    at_ms: int
-    leader: int
-    leader_epoch: int | None
-    isr: tuple[int, ...]
-    hw: int | None  # last known leader HW
-    leos: tuple[tuple[int, int], ...]  # (broker, last known LEO)
-    hw_since_ms: int | None  # set while HW == hw and leader LEO > hw
-    hw_peak: int | None  # the highest HW seen: what was committed, even after a regression
+    """One partition at the last poll. A plain class with slots: one per partition, built every poll."""
+
+    __slots__ = ("at_ms", "leader", "leader_epoch", "isr", "hw", "leos", "hw_since_ms", "hw_peak")
+
+    def __init__(self, at_ms: int, leader: int, leader_epoch: int | None, isr: list[int], hw: int | None,
+                 leos: dict[int, int], hw_since_ms: int | None, hw_peak: int | None) -> None:
+        self.at_ms = at_ms
+        self.leader = leader
+        self.leader_epoch = leader_epoch
+        self.isr = isr
+        self.hw = hw  # last known leader HW
+        self.leos = leos  # broker -> last known LEO
+        self.hw_since_ms = hw_since_ms  # set while HW == hw and leader LEO > hw
+        self.hw_peak = hw_peak  # the highest HW seen: what was committed, even after a regression
 
 
 class PartitionMemory:
@@ -36,50 +40,48 @@ class PartitionMemory:
 
     def annotate(self, topic: str, p: dict[str, Any], at_ms: int) -> dict[str, Any]:
         """Add write_rate / hw_stalled_since_ms / previous to partition dict `p` (in place) and
-        remember it. `p` carries leader, leader_epoch, isr, high_watermark, replica_offsets."""
+        remember it. `p` carries leader, leader_epoch, isr, high_watermark, replica_offsets.
+        On the collector's hot path (every partition, every poll): plain dicts, no copies."""
         key = (topic, p["partition"])
         prev = self._seen.get(key)
         hw = p.get("high_watermark")
-        leos = tuple((r["broker"], r["log_end_offset"]) for r in p.get("replica_offsets") or [])
-        leader_leo = dict(leos).get(p["leader"])
+        leader = p["leader"]
+        epoch = p.get("leader_epoch")
+        leos = {r["broker"]: r["log_end_offset"] for r in p.get("replica_offsets") or ()}
+        leader_leo = leos.get(leader)
         since = None
         if hw is not None and leader_leo is not None and leader_leo > hw:
             # the clock starts at the first poll that saw this HW behind the LEO, not when it was set:
             # an idle partition's HW legitimately stays put
-            same_hw = prev is not None and prev.hw == hw and prev.leader_epoch == p.get("leader_epoch")
-            since = prev.hw_since_ms if same_hw and prev is not None and prev.hw_since_ms is not None else at_ms
+            same_hw = prev is not None and prev.hw == hw and prev.leader_epoch == epoch
+            since = prev.hw_since_ms if same_hw and prev.hw_since_ms is not None else at_ms  # type: ignore[union-attr]
         p["hw_stalled_since_ms"] = since
-        if prev is not None:
-            prev_leader_leo = dict(prev.leos).get(prev.leader)
-            dt_ms = at_ms - prev.at_ms
-            if (leader_leo is not None and prev_leader_leo is not None and prev.leader == p["leader"]
-                    and dt_ms > 0 and leader_leo >= prev_leader_leo):
-                p["write_rate"] = round((leader_leo - prev_leader_leo) * 1000.0 / dt_ms, 3)
-            if _moved(prev, p, hw, leos):
-                p["previous"] = {"leader": prev.leader, "leader_epoch": prev.leader_epoch, "isr": list(prev.isr),
-                                 "high_watermark": prev.hw, "max_high_watermark": prev.hw_peak,
-                                 "replica_offsets": [{"broker": b, "log_end_offset": o} for b, o in prev.leos]}
+        if prev is None:
+            self._seen[key] = Seen(at_ms, leader, epoch, p["isr"], hw, leos, since, hw)
+            return p
+        prev_leos = prev.leos
+        prev_leader_leo = prev_leos.get(prev.leader)
+        dt_ms = at_ms - prev.at_ms
+        if (leader_leo is not None and prev_leader_leo is not None and prev.leader == leader
+                and dt_ms > 0 and leader_leo >= prev_leader_leo):
+            p["write_rate"] = round((leader_leo - prev_leader_leo) * 1000.0 / dt_ms, 3)
+        moved = ((prev.leader_epoch is not None and epoch is not None and prev.leader_epoch != epoch)
+                 or prev.leader != leader
+                 or (hw is not None and prev.hw is not None and hw < prev.hw)
+                 or any(o < prev_leos[b] for b, o in leos.items() if b in prev_leos))
+        if moved:
+            p["previous"] = {"leader": prev.leader, "leader_epoch": prev.leader_epoch, "isr": list(prev.isr),
+                             "high_watermark": prev.hw, "max_high_watermark": prev.hw_peak,
+                             "replica_offsets": [{"broker": b, "log_end_offset": o} for b, o in sorted(prev_leos.items())]}
         # Remember the last known offsets of replicas that did not answer this time (a dead broker):
         # its truncation shows when it comes back, and a regression of a leaderless HW when it returns.
-        known_hw = hw if hw is not None or prev is None else prev.hw
-        known_leos = tuple(sorted({**dict(prev.leos if prev else ()), **dict(leos)}.items()))
-        peak = max((h for h in (hw, prev.hw_peak if prev else None) if h is not None), default=None)
-        self._seen[key] = Seen(at_ms, p["leader"], p.get("leader_epoch"), tuple(p["isr"]), known_hw, known_leos, since,
-                               peak)
+        known_hw = hw if hw is not None else prev.hw
+        known_leos = leos if prev_leos.keys() <= leos.keys() else {**prev_leos, **leos}
+        peak = prev.hw_peak if hw is None else (hw if prev.hw_peak is None or hw > prev.hw_peak else prev.hw_peak)
+        self._seen[key] = Seen(at_ms, leader, epoch, p["isr"], known_hw, known_leos, since, peak)
         return p
 
     def forget_missing(self, present: set[tuple[str, int]]) -> None:
         """Drop partitions of deleted topics, so memory follows the cluster's size."""
         for key in [k for k in self._seen if k not in present]:
             del self._seen[key]
-
-
-def _moved(prev: Seen, p: dict[str, Any], hw: int | None, leos: tuple[tuple[int, int], ...]) -> bool:
-    if prev.leader_epoch is not None and p.get("leader_epoch") is not None and prev.leader_epoch != p["leader_epoch"]:
-        return True
-    if prev.leader != p["leader"]:
-        return True
-    if hw is not None and prev.hw is not None and hw < prev.hw:
-        return True
-    before = dict(prev.leos)
-    return any(b in before and o < before[b] for b, o in leos)

@@ -374,6 +374,32 @@ def _human_bytes(n: int) -> str:
     return str(n)
 
 
+def cmd_simulate(args: argparse.Namespace) -> int:
+    from krm.config import load_config
+    from krm.simulate.faults import load_script
+    from krm.simulate.model import SimSettings
+    from krm.simulate.run import open_truth, simulate
+
+    config = load_config(_resolve_config(args.config))
+    name = args.cluster_name or config.clusters[0].name
+    settings = SimSettings(brokers=args.brokers, topics=args.topics, partitions_per_topic=args.partitions_per_topic,
+                           replication_factor=args.replication_factor, rf1_topics=args.rf1_topics,
+                           min_insync_replicas=args.min_insync_replicas, write_rate=args.write_rate,
+                           replica_lag_time_max_ms=args.replica_lag_time_max_ms, seed=args.seed)
+    faults = load_script(args.faults) if args.faults else []
+    truth = open_truth(args.truth)
+    try:
+        stats = simulate(config, name, settings, faults, args.poll_interval, args.duration, truth,
+                         unclean_topic=args.unclean_topic, expand_topic=args.expand_topic)
+    finally:
+        if truth is not None:
+            truth.close()
+    if stats.build_s:
+        print(f"{len(stats.build_s)} polls: build p50 {sorted(stats.build_s)[len(stats.build_s) // 2]:.2f}s, "
+              f"max {max(stats.build_s):.2f}s; {sum(stats.bytes) / 1e6:.0f} MB published", file=sys.stderr)
+    return 0
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     from krm.demo import run_demo
 
@@ -454,6 +480,30 @@ def build_parser() -> argparse.ArgumentParser:
     ex.add_argument("--next", type=int, default=3, metavar="N", help="show where the next N partitions would go (default 3)")
     ex.add_argument("--json", action="store_true")
     ex.set_defaults(func=cmd_assign_explain, hard_exit=True)
+
+    sm = sub.add_parser("simulate", help="a model Kafka cluster of any size publishing observations, with scripted faults",
+                        description="Steps an in-memory Kafka cluster (Kafka's placement, ISR and election rules) every "
+                                    "poll interval and publishes observation records exactly as the collector would, to "
+                                    "the config's observations topic; run `krm pipeline` on the same config. --faults "
+                                    "injects scripted faults (krm/simulate/faults.py); --truth writes what each must produce.")
+    sm.add_argument("--config", help="krm TOML config: its observations topic (and first cluster's name)")
+    sm.add_argument("--cluster-name", help="name of the simulated cluster (default: the config's first cluster)")
+    sm.add_argument("--brokers", type=int, default=30)
+    sm.add_argument("--topics", type=int, default=100)
+    sm.add_argument("--partitions-per-topic", type=int, default=100)
+    sm.add_argument("--replication-factor", type=int, default=3)
+    sm.add_argument("--rf1-topics", type=int, default=0, help="extra single-replica topics")
+    sm.add_argument("--min-insync-replicas", type=int, default=2)
+    sm.add_argument("--write-rate", type=float, default=2.0, help="mean messages/s per partition (a quarter idle)")
+    sm.add_argument("--replica-lag-time-max-ms", type=int, default=30_000)
+    sm.add_argument("--seed", type=int, default=1)
+    sm.add_argument("--poll-interval", type=float, default=10.0, metavar="S")
+    sm.add_argument("--duration", type=float, default=600.0, metavar="S")
+    sm.add_argument("--faults", metavar="FILE", help="fault script (JSON list or TOML [[fault]] tables)")
+    sm.add_argument("--truth", metavar="FILE", help="write each injected fault and its expected incidents (JSON lines)")
+    sm.add_argument("--unclean-topic", action="store_true", help="add sim-unclean: RF 2, unclean election on, busy")
+    sm.add_argument("--expand-topic", action="store_true", help="add sim-expand: RF 1, 20 partitions")
+    sm.set_defaults(func=cmd_simulate)
 
     pl = sub.add_parser("plan", help="plans for kafka-reassign-partitions")
     pls = pl.add_subparsers(dest="action", required=True, metavar="ACTION")

@@ -1,0 +1,138 @@
+"""Pipeline throughput against partition count: the real pipeline (Spark local[2], Kafka source,
+Delta) fed by `krm simulate` at a 10 s poll.
+
+For each size: a simulated cluster of 30 brokers, RF 3, 100 partitions per topic, publishing to a
+real 1-broker KRaft observations cluster; the pipeline (`krm pipeline`'s Monitor, in this process)
+reads it. Reports per size, after a warm-up of 3 batches: alert-path micro-batch duration p50/p95
+and input rows, the history path's, how late the simulator's polls were, the driver JVM's peak heap
+and the process' peak RSS, and the state store (none: the pipeline keeps no Spark state).
+
+Usage: .venv/bin/python benchmarks/pipeline_throughput.py [--sizes 10000,50000,200000] [--minutes 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from krm.config import load_config  # noqa: E402
+from krm.local_cluster import LocalCluster, free_port  # noqa: E402
+from krm.runner import Monitor  # noqa: E402
+from pipelines.session import build_session  # noqa: E402
+
+
+def pct(values, q):
+    s = sorted(values)
+    return s[min(len(s) - 1, int(round(q * (len(s) - 1))))] if s else float("nan")
+
+
+def rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def java_children(pid: int) -> list[int]:
+    out = []
+    for p in Path("/proc").iterdir():
+        if p.name.isdigit():
+            try:
+                stat = (p / "stat").read_text().split()
+                if int(stat[3]) == pid and b"java" in (p / "cmdline").read_bytes():
+                    out.append(int(p.name))
+            except OSError:
+                continue
+    return out
+
+
+def run_size(spark, obs: LocalCluster, size: int, minutes: float, poll_s: float, work: Path) -> dict:
+    topics = size // 100
+    cfg = work / f"sim-{size}.toml"
+    cfg.write_text(
+        f'[[clusters]]\nname = "sim"\nbootstrap_servers = "{obs.bootstrap_servers}"\n\n'
+        f'[observations]\nbootstrap_servers = "{obs.bootstrap_servers}"\ntopic = "krm.sim.{size}"\npartitions = 4\n\n'
+        f'[pipeline]\ndata_dir = "{work / f"data-{size}"}"\nmetrics_port = {free_port()}\nspark_master = "local[2]"\n'
+        f"history_trigger_s = 10.0\nhw_stall_window_s = 10.0\nquality_interval_s = 60.0\n")
+    monitor = Monitor(load_config(cfg), collect=False, spark=spark).start()
+    sim = subprocess.Popen([str(ROOT / ".venv/bin/krm"), "simulate", "--config", str(cfg), "--topics", str(topics),
+                            "--brokers", "30", "--poll-interval", str(poll_s), "--duration", str(minutes * 60)],
+                           stdout=subprocess.DEVNULL, stderr=open(work / f"sim-{size}.log", "w"))
+    peak_heap = peak_rss = 0.0
+    stop = threading.Event()
+
+    def sample() -> None:
+        nonlocal peak_heap, peak_rss
+        rt = spark._jvm.java.lang.Runtime.getRuntime()
+        while not stop.wait(1.0):
+            peak_heap = max(peak_heap, (rt.totalMemory() - rt.freeMemory()) / 2**20)
+            peak_rss = max(peak_rss, rss_mb(os.getpid()) + sum(rss_mb(j) for j in java_children(os.getpid())))
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    try:
+        sim.wait(timeout=minutes * 60 + 600)
+        time.sleep(2 * poll_s)  # the last polls through the pipeline
+    finally:
+        stop.set()
+        progress = {q.name: q.recentProgress for q in monitor.pipeline.queries}
+        state_ops = [p.get("stateOperators") for ps in progress.values() for p in ps if p.get("stateOperators")]
+        monitor.stop()
+        if sim.poll() is None:
+            sim.kill()
+    late = [float(line.split("late ")[1].split("s")[0]) for line in (work / f"sim-{size}.log").read_text().splitlines()
+            if "late " in line]
+    out = {"size": size, "peak_heap_mb": peak_heap, "peak_rss_mb": peak_rss, "state_operators": len(state_ops),
+           "sim_late_p95": pct(late, 0.95) if late else 0.0}
+    for name, ps in progress.items():
+        batches = [p for p in ps if p.get("numInputRows", 0) > 0][3:]
+        durs = [p["durationMs"]["triggerExecution"] / 1000 for p in batches]
+        out[name] = {"batches": len(durs), "p50": pct(durs, 0.5), "p95": pct(durs, 0.95),
+                     "rows": statistics.mean(p["numInputRows"] for p in batches) if batches else 0}
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--sizes", default="10000,50000,200000")
+    ap.add_argument("--minutes", type=float, default=3.0)
+    ap.add_argument("--poll", type=float, default=10.0)
+    ap.add_argument("--driver-memory", default="4g")
+    args = ap.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="krm-throughput-"))
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    obs = LocalCluster(root=work / "obs", mode="kraft", brokers=1).up()
+    spark = build_session("local[2]", log_dir=work / "logs", extra={"spark.driver.memory": args.driver_memory})
+    results = []
+    try:
+        for size in (int(x) for x in args.sizes.split(",")):
+            print(f"--- {size} partitions, {args.minutes} min ...", file=sys.stderr, flush=True)
+            r = run_size(spark, obs, size, args.minutes, args.poll, work)
+            print(r, file=sys.stderr, flush=True)
+            results.append(r)
+    finally:
+        spark.stop()
+        obs.down()
+    print(f"| partitions | alert batch p50 | alert batch p95 | rows/batch | history batch p50 | history p95 | "
+          f"simulator late p95 | driver heap peak | process RSS peak | state store |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for r in results:
+        a, h = r.get("krm-alerts", {}), r.get("krm-history", {})
+        print(f"| {r['size']:,} | {a.get('p50', 0):.2f} s | {a.get('p95', 0):.2f} s | {a.get('rows', 0):.0f} | "
+              f"{h.get('p50', 0):.2f} s | {h.get('p95', 0):.2f} s | {r['sim_late_p95']:.1f} s | "
+              f"{r['peak_heap_mb']:.0f} MiB | {r['peak_rss_mb']:.0f} MiB | "
+              f"{'none' if not r['state_operators'] else r['state_operators']} |")
+
+
+if __name__ == "__main__":
+    main()
