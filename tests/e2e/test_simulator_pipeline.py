@@ -54,7 +54,18 @@ def test_scripted_faults_are_detected_exactly(kraft_cluster, spark, tmp_path):
             return {(i["type"], i["topic"], i["partition"], i["broker"]): i
                     for i in krm_json("incidents", "--config", str(cfg))}
 
-        got = wait_for(lambda: (f := found()) and expected <= set(f) and f, 60, "every expected incident")
+        seen: dict = {}
+
+        def all_found():
+            seen.clear()
+            seen.update(found())
+            return expected <= set(seen) and dict(seen)
+
+        try:
+            got = wait_for(all_found, 120, "every expected incident")
+        except AssertionError:
+            missing = sorted(expected - set(seen), key=str)
+            raise AssertionError(f"{len(missing)} of {len(expected)} expected incidents missing, e.g. {missing[:5]}") from None
         false = [k for k, i in got.items() if k not in expected | allowed and not (k[1] is None and k[3] in brokers_ok)]
         assert false == []
         kinds = {k[0] for k in expected}
