@@ -36,6 +36,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from collectors.publisher import ensure_topic  # noqa: E402
 from krm.config import load_config  # noqa: E402
 from krm.local_cluster import LocalCluster, free_port  # noqa: E402
 from krm.runner import Monitor  # noqa: E402
@@ -80,6 +81,7 @@ def main() -> None:
         f"history_trigger_s = 10.0\nhw_stall_window_s = 10.0\nreplica_lag_seconds = 20.0\n")
     (work / "faults.json").write_text(json.dumps(SCRIPT))
     truth_path = work / "truth.jsonl"
+    ensure_topic(load_config(cfg).observations)  # before the pipeline subscribes
     monitor = Monitor(load_config(cfg), collect=False, spark=spark).start()
     sim = subprocess.Popen([str(ROOT / ".venv/bin/krm"), "simulate", "--config", str(cfg), "--topics", str(args.topics),
                             "--brokers", "30", "--poll-interval", str(args.poll), "--duration", str(args.minutes * 60),

@@ -25,9 +25,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from collectors.publisher import ensure_topic  # noqa: E402
 from krm.config import load_config  # noqa: E402
 from krm.local_cluster import LocalCluster, free_port  # noqa: E402
 from krm.runner import Monitor  # noqa: E402
+from krm.scrape import scrape, series  # noqa: E402
 from pipelines.session import build_session  # noqa: E402
 
 
@@ -56,27 +58,36 @@ def java_children(pid: int) -> list[int]:
     return out
 
 
-def run_size(spark, obs: LocalCluster, size: int, minutes: float, poll_s: float, work: Path) -> dict:
+def run_size(spark, obs: LocalCluster, size: int, minutes: float, poll_s: float, work: Path,
+             history_trigger_s: float) -> dict:
     topics = size // 100
     cfg = work / f"sim-{size}.toml"
     cfg.write_text(
         f'[[clusters]]\nname = "sim"\nbootstrap_servers = "{obs.bootstrap_servers}"\n\n'
         f'[observations]\nbootstrap_servers = "{obs.bootstrap_servers}"\ntopic = "krm.sim.{size}"\npartitions = 4\n\n'
         f'[pipeline]\ndata_dir = "{work / f"data-{size}"}"\nmetrics_port = {free_port()}\nspark_master = "local[2]"\n'
-        f"history_trigger_s = 10.0\nhw_stall_window_s = 10.0\nquality_interval_s = 60.0\n")
+        f"history_trigger_s = {history_trigger_s}\nhw_stall_window_s = 10.0\nquality_interval_s = 60.0\n")
+    ensure_topic(load_config(cfg).observations)  # before the pipeline subscribes
     monitor = Monitor(load_config(cfg), collect=False, spark=spark).start()
     sim = subprocess.Popen([str(ROOT / ".venv/bin/krm"), "simulate", "--config", str(cfg), "--topics", str(topics),
                             "--brokers", "30", "--poll-interval", str(poll_s), "--duration", str(minutes * 60)],
                            stdout=subprocess.DEVNULL, stderr=open(work / f"sim-{size}.log", "w"))
     peak_heap = peak_rss = 0.0
+    ages: list[float] = []  # krm_observation_age_seconds: how fresh what /metrics shows is
     stop = threading.Event()
 
     def sample() -> None:
         nonlocal peak_heap, peak_rss
         rt = spark._jvm.java.lang.Runtime.getRuntime()
+        began = time.time()
         while not stop.wait(1.0):
             peak_heap = max(peak_heap, (rt.totalMemory() - rt.freeMemory()) / 2**20)
             peak_rss = max(peak_rss, rss_mb(os.getpid()) + sum(rss_mb(j) for j in java_children(os.getpid())))
+            if time.time() - began > 60:  # after the warm-up
+                try:
+                    ages.extend(s.value for s in series(scrape(monitor.metrics_url), "krm_observation_age_seconds"))
+                except Exception:  # noqa: BLE001 - a slow scrape is skipped
+                    pass
 
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
@@ -90,12 +101,14 @@ def run_size(spark, obs: LocalCluster, size: int, minutes: float, poll_s: float,
         monitor.stop()
         if sim.poll() is None:
             sim.kill()
-    late = [float(line.split("late ")[1].split("s")[0]) for line in (work / f"sim-{size}.log").read_text().splitlines()
-            if "late " in line]
+    lines = (work / f"sim-{size}.log").read_text().splitlines()
+    late = [float(line.split("late ")[1].split("s")[0]) for line in lines if "late " in line]
     out = {"size": size, "peak_heap_mb": peak_heap, "peak_rss_mb": peak_rss, "state_operators": len(state_ops),
-           "sim_late_p95": pct(late, 0.95) if late else 0.0}
+           "sim_late_p95": pct(late, 0.95) if late else 0.0, "age_p50": pct(ages, 0.5), "age_p95": pct(ages, 0.95),
+           "age_max": max(ages, default=float("nan")), "polls": len(late)}
     for name, ps in progress.items():
         batches = [p for p in ps if p.get("numInputRows", 0) > 0][3:]
+        out[name + "_rows_total"] = sum(p["numInputRows"] for p in ps)
         durs = [p["durationMs"]["triggerExecution"] / 1000 for p in batches]
         out[name] = {"batches": len(durs), "p50": pct(durs, 0.5), "p95": pct(durs, 0.95),
                      "rows": statistics.mean(p["numInputRows"] for p in batches) if batches else 0}
@@ -108,28 +121,34 @@ def main() -> None:
     ap.add_argument("--minutes", type=float, default=3.0)
     ap.add_argument("--poll", type=float, default=10.0)
     ap.add_argument("--driver-memory", default="4g")
+    ap.add_argument("--history-trigger", type=float, default=10.0)
     args = ap.parse_args()
     work = Path(tempfile.mkdtemp(prefix="krm-throughput-"))
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     obs = LocalCluster(root=work / "obs", mode="kraft", brokers=1).up()
-    spark = build_session("local[2]", log_dir=work / "logs", extra={"spark.driver.memory": args.driver_memory})
+    spark = build_session("local[2]", log_dir=work / "logs", extra={"spark.driver.memory": args.driver_memory,
+                                                                    "spark.sql.streaming.numRecentProgressUpdates": "1000"})
     results = []
     try:
         for size in (int(x) for x in args.sizes.split(",")):
             print(f"--- {size} partitions, {args.minutes} min ...", file=sys.stderr, flush=True)
-            r = run_size(spark, obs, size, args.minutes, args.poll, work)
+            r = run_size(spark, obs, size, args.minutes, args.poll, work, args.history_trigger)
             print(r, file=sys.stderr, flush=True)
             results.append(r)
     finally:
         spark.stop()
         obs.down()
-    print(f"| partitions | alert batch p50 | alert batch p95 | rows/batch | history batch p50 | history p95 | "
-          f"simulator late p95 | driver heap peak | process RSS peak | state store |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print(f"| partitions | alert batch p50 | alert batch p95 | rows/batch | observation age on /metrics p50 / p95 / max | "
+          f"records: published / alert path / history | history batch p50 | history p95 | driver heap peak | "
+          f"process RSS peak | state store |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for r in results:
         a, h = r.get("krm-alerts", {}), r.get("krm-history", {})
+        published = (r["size"] // 100 + 1) * r.get("polls", 0)
         print(f"| {r['size']:,} | {a.get('p50', 0):.2f} s | {a.get('p95', 0):.2f} s | {a.get('rows', 0):.0f} | "
-              f"{h.get('p50', 0):.2f} s | {h.get('p95', 0):.2f} s | {r['sim_late_p95']:.1f} s | "
+              f"{r['age_p50']:.1f} / {r['age_p95']:.1f} / {r['age_max']:.1f} s | "
+              f"{published:,} / {r.get('krm-alerts_rows_total', 0):,} / {r.get('krm-history_rows_total', 0):,} | "
+              f"{h.get('p50', 0):.2f} s | {h.get('p95', 0):.2f} s | "
               f"{r['peak_heap_mb']:.0f} MiB | {r['peak_rss_mb']:.0f} MiB | "
               f"{'none' if not r['state_operators'] else r['state_operators']} |")
 

@@ -112,6 +112,10 @@ class Publisher:
             max_block_ms=5000,
             max_in_flight_requests_per_connection=1,  # retries keep each subject's records in order
             max_request_size=8 * 1024 * 1024,
+            # a topic record of a large cluster is tens of KB: with the default 16 KB batches every
+            # record was its own request (one round trip each, in flight one at a time); 1 MB
+            # batches carry a poll's records in a few requests
+            batch_size=1024 * 1024,
         )
 
     def _drain(self) -> None:
