@@ -5,8 +5,9 @@ start) and `kind`:
 - `kill_broker` {broker}: the controller's reaction (krm/simulate/model.py). Must produce
   BROKER_DOWN; OFFLINE_PARTITION for every partition left without a leader; UNDER_REPLICATED /
   UNDER_MIN_ISR / AT_MIN_ISR for every partition whose ISR it shrank, by Kafka's own comparisons
-  (|ISR| < RF; |ISR| < min(min.insync.replicas, RF); |ISR| == that < RF); UNCLEAN_LEADER_ELECTION and
-  LOG_TRUNCATION where unclean election elected a replica behind the old HW.
+  (|ISR| < RF; |ISR| < min(min.insync.replicas, RF); |ISR| == that < RF); UNCLEAN_LEADER_ELECTION,
+  and OFFSET_REGRESSION where the elected replica was behind the old HW (the old leader's own log is
+  truncated only when it returns: LOG_TRUNCATION then, a `restart_broker` side effect).
 - `restart_broker` {broker}: must produce nothing new.
 - `stall_follower` {topic, partition, broker?}: the follower stops fetching (until
   `unstall_follower`). On a partition being written to: HW_STALL, then UNDER_REPLICATED when the
@@ -101,10 +102,11 @@ def apply(sim: SimCluster, fault: Fault) -> Applied:
             out.expected.add(("OFFLINE_PARTITION", *_tp(sim, row), None))
         for row in result["leader_moved"] + result["isr_shrunk"]:
             out.expected.update(_isr_truth(sim, row))
-        for row in result["unclean"]:
+        for row, old_hw in result["unclean"]:
             t, part = _tp(sim, row)
             out.expected.add(("UNCLEAN_LEADER_ELECTION", t, part, None))
-            out.expected.add(("LOG_TRUNCATION", t, part, None))
+            if sim.hw[row] < old_hw:  # committed data above the new leader's log is gone: the HW went back
+                out.expected.add(("OFFSET_REGRESSION", t, part, None))
     elif fault.kind == "restart_broker":
         b = _broker(sim, p["broker"])
         p["broker"] = b

@@ -171,7 +171,7 @@ class SimCluster:
     def kill_broker(self, b: int) -> dict[str, list[int]]:
         """The controller's reaction to a broker's death; returns rows by what happened to them."""
         self.live[b] = False
-        out: dict[str, list[int]] = {"offline": [], "unclean": [], "leader_moved": [], "isr_shrunk": []}
+        out: dict[str, list] = {"offline": [], "unclean": [], "leader_moved": [], "isr_shrunk": []}  # unclean: (row, old HW)
         for row in np.flatnonzero((self.replicas == b).any(axis=1)):
             reps = self.replicas[row]
             pos = int(np.flatnonzero(reps == b)[0])
@@ -196,8 +196,9 @@ class SimCluster:
                 self.epoch[row] += 1
                 self.isr[row] = False
                 self.isr[row, new] = True
+                old_hw = int(self.hw[row])
                 self.hw[row] = self.leo[row, new]  # the HW follows the new leader's log down
-                out["unclean"].append(int(row))
+                out["unclean"].append((int(row), old_hw))
             else:
                 self.leader_pos[row] = -1  # no leader; the ISR keeps the last member (Kafka does)
                 out["offline"].append(int(row))

@@ -83,8 +83,16 @@ def test_unclean_election_truncates_below_the_old_high_watermark():
     sim.step(50_000)
     assert sim.isr_of(row) == [leader]
     old_hw = sim.hw[row]
+    sim2 = SimCluster("sim", sim.settings)  # the same fault through apply(): the truth it gives
+    sim2.create_topic("u", 1, 2, sim2.brokers(), unclean=True, min_isr=1)
+    sim2.rate[row] = 50.0
+    sim2.step(10_000)
+    sim2.stall_follower(row, follower)
+    sim2.step(50_000)
     result = sim.kill_broker(leader)
-    assert result["unclean"] == [row] and sim.leader_of(row) == follower and sim.hw[row] < old_hw
+    assert result["unclean"] == [(row, old_hw)] and sim.leader_of(row) == follower and sim.hw[row] < old_hw
+    truth = apply(sim2, Fault(60, "kill_broker", {"broker": leader})).expected
+    assert {("UNCLEAN_LEADER_ELECTION", "u", 0, None), ("OFFSET_REGRESSION", "u", 0, None)} <= truth
 
 
 def test_expansion_uses_kafkas_rule():
