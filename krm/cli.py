@@ -161,32 +161,21 @@ def cmd_lag(args: argparse.Namespace) -> int:
 
 
 def cmd_check_shutdown(args: argparse.Namespace) -> int:
-    from collectors.admin import AdminSource
     from krm.config import load_config
     from krm.shutdown_check import ORDER, UNSAFE, check, drain_plan
+    from krm.snapshot import from_cluster
 
-    config = load_config(_resolve_config(args.config))
-    cluster = config.cluster(args.cluster) if args.cluster else config.clusters[0]
-    src = AdminSource(cluster, config.collector)
-    try:
-        records = src.poll()
-    finally:
-        src.close()
-    state = next(r for r in records if r["kind"] == "cluster")["cluster_state"]
-    if state.get("error"):
-        raise KrmError(f"cluster {cluster.name} unreachable: {state['error']}")
-    known = {b["id"] for b in state["brokers"]}
-    if args.broker not in known:
-        raise KrmError(f"broker {args.broker} is not part of cluster {cluster.name} (brokers: {sorted(known)})")
-    live = {b["id"] for b in state["brokers"] if b["live"]}
-    topics = [r["topic_state"] for r in records if r["kind"] == "topic"]
+    snap = from_cluster(load_config(_resolve_config(args.config)), args.cluster)
+    if args.broker not in snap.known:
+        raise KrmError(f"broker {args.broker} is not part of cluster {snap.name} (brokers: {sorted(snap.known)})")
+    live, topics = snap.live, snap.topics
     verdicts = check(args.broker, topics, live)
     plan = drain_plan(args.broker, verdicts, topics, live)
     unsafe = [v for v in verdicts if v.verdict in UNSAFE]
     if args.drain_plan:
         Path(args.drain_plan).write_text(json.dumps(plan, indent=2) + "\n")
     if args.json:
-        print(json.dumps({"cluster": cluster.name, "broker": args.broker, "safe": not unsafe,
+        print(json.dumps({"cluster": snap.name, "broker": args.broker, "safe": not unsafe,
                           "partitions": [{"topic": v.topic, "partition": v.partition, "verdict": v.verdict,
                                           "leader": v.leader, "new_leader": v.new_leader, "replicas": list(v.replicas),
                                           "isr": list(v.isr), "isr_after": list(v.isr_after),
@@ -195,7 +184,7 @@ def cmd_check_shutdown(args: argparse.Namespace) -> int:
                           "drain_plan": plan}, indent=2))
     else:
         counts = {k: sum(1 for v in verdicts if v.verdict == k) for k in ORDER}
-        print(f"stopping broker {args.broker} of {cluster.name}: " + ", ".join(f"{n} {k}" for k, n in counts.items() if n))
+        print(f"stopping broker {args.broker} of {snap.name}: " + ", ".join(f"{n} {k}" for k, n in counts.items() if n))
         for v in verdicts:
             if v.verdict != "follower_only":
                 print(f"  {v.verdict:<28}{v.topic}/{v.partition:<6} {v.reason}")

@@ -23,6 +23,7 @@ class ClusterSnapshot:
     mode: str | None  # "zk", "kraft", or None when unknown (a file)
     live: set[int]
     racks: dict[int, str]
+    known: set[int]  # every broker the cluster record names (live or not)
     topics: list[dict[str, Any]]  # topic_state dicts (collectors/records.py); from a file: replicas only
     sizes: dict[tuple[str, int], int] | None = None
     sizes_note: str = ""
@@ -50,6 +51,7 @@ def from_cluster(config: Any, cluster_name: str | None, with_sizes: bool = False
         live = {b["id"] for b in state["brokers"] if b["live"]}
         racks = {b["id"]: b["rack"] for b in state["brokers"] if b.get("rack")}
         snap = ClusterSnapshot(cluster.name, "zk" if cluster.zookeeper else "kraft", live, racks,
+                               {b["id"] for b in state["brokers"]},
                                [r["topic_state"] for r in records if r["kind"] == "topic"])
         if with_sizes:
             from collectors.log_dirs import partition_sizes
@@ -89,4 +91,5 @@ def from_file(path: str, live: list[int] | None, topic: str | None = None,
         if ids != list(range(len(ids))):
             raise KrmError(f"assignment file {path}: topic {t['topic']} partitions are not 0..{len(ids) - 1}")
     holders = {b for t in topics for p in t["partitions"] for b in p["replicas"]}
-    return ClusterSnapshot(Path(path).name, None, set(live) if live else holders, dict(racks or {}), topics)
+    return ClusterSnapshot(Path(path).name, None, set(live) if live else holders, dict(racks or {}),
+                           holders | set(live or ()), topics)

@@ -209,12 +209,10 @@ class SimCluster:
         it alone held get it back as leader (the controller's election on broker startup)."""
         self.live[b] = True
         for row in np.flatnonzero((self.replicas == b).any(axis=1)):
-            if self.leader_pos[row] < 0:
-                pos = int(np.flatnonzero(self.replicas[row] == b)[0])
-                if self.isr[row, pos]:
-                    self.leader_pos[row] = pos
-                    self.epoch[row] += 1
             pos = int(np.flatnonzero(self.replicas[row] == b)[0])
+            if self.leader_pos[row] < 0 and self.isr[row, pos]:
+                self.leader_pos[row] = pos
+                self.epoch[row] += 1
             if self.leader_pos[row] >= 0 and self.leader_pos[row] != pos:
                 lp = int(self.leader_pos[row])
                 # a returning follower truncates to the leader's log first (to the HW at most)
