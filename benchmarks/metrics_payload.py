@@ -44,7 +44,7 @@ def main() -> None:
                                                                     "single_replica_on_dead_broker", "critical")),
         ("50k partitions unhealthy", incidents("UNDER_REPLICATED", 50_000, None, "warning")),
     ]
-    print(f"| scenario | per-partition series | /metrics bytes | gzip bytes | render p50 |")
+    print("| scenario | per-partition series | /metrics bytes | gzip bytes | render p50 |")
     print("|---|---|---|---|---|")
     for name, open_incidents in scenarios:
         state = PipelineState()

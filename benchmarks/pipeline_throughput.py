@@ -138,9 +138,9 @@ def main() -> None:
     finally:
         spark.stop()
         obs.down()
-    print(f"| partitions | alert batch p50 | alert batch p95 | rows/batch | observation age on /metrics p50 / p95 / max | "
-          f"records: published / alert path / history | history batch p50 | history p95 | driver heap peak | "
-          f"process RSS peak | state store |")
+    print("| partitions | alert batch p50 | alert batch p95 | rows/batch | observation age on /metrics p50 / p95 / max | "
+          "records: published / alert path / history | history batch p50 | history p95 | driver heap peak | "
+          "process RSS peak | state store |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     for r in results:
         a, h = r.get("krm-alerts", {}), r.get("krm-history", {})

@@ -73,8 +73,7 @@ def expansion_suffixes(assignment: Mapping[int, list[int]], broker_lists: Sequen
             lo = end
             while lo > 1 and assignment[lo - 1][:1] == [ordered[(lo - 1 + start) % len(ordered)]]:
                 lo -= 1
-            ks = sorted({k for k in known_starts if lo <= k < end} | set(range(lo, end)))
-            k = next((k for k in ks if _reproduces(assignment, ordered, start, k, end)), None)
+            k = next((k for k in range(lo, end) if _reproduces(assignment, ordered, start, k, end)), None)
             if k is not None:
                 found = (k, ordered)
                 break

@@ -3,7 +3,6 @@ ZooKeeper-mode cluster: `kafka-topics --describe` (leader, replicas, ISR) and `G
 --time -1` (the latest offset a consumer can read: the leader's high watermark)."""
 
 import re
-import subprocess
 
 import pytest
 
