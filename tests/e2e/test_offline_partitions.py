@@ -58,9 +58,11 @@ def test_killed_broker_takes_exactly_its_rf1_partitions_offline(mode, request, s
         want = {(p, CAUSE) for p in expected}
         wait_equal(lambda: _offline(url, cluster.name, topic), want, 60, f"offline series {sorted(want)}")
         print(f"\n[{mode}] SIGKILL -> krm_partition_offline on /metrics: {time.monotonic() - t_kill:.1f}s")
-        # Nothing else in the cluster is reported offline (RF-3 topics moved their leaders).
-        others = [s for s in series(scrape(url), "krm_partition_offline", cluster=cluster.name) if s.labels["topic"] != topic]
-        assert others == []
+        # Partitions the victim led with live followers may show live_isr_but_no_leader until the
+        # controller's election (a real, short outage); after it, only the RF-1 partitions stay offline.
+        wait_equal(lambda: [s for s in series(scrape(url), "krm_partition_offline", cluster=cluster.name)
+                            if s.labels["topic"] != topic], [], 30, "the other partitions' new leaders")
+        assert _offline(url, cluster.name, topic) == want
         broker_up = {s.labels["broker"]: s.value for s in series(scrape(url), "krm_broker_up", cluster=cluster.name)}
         assert broker_up == {"1": 1.0, "2": 0.0, "3": 1.0}
 
