@@ -48,18 +48,22 @@ def lag_columns(p: Any, max_messages: Any, max_seconds: Any) -> Any:
     from pyspark.sql import functions as F
 
     from pipelines.detectors.hw_stall import leo_of
+    from pipelines.columns import let
 
     offsets = F.coalesce(p["replica_offsets"], F.array())
-    leader_leo = leo_of(offsets, p["leader"])
     rate = p["write_rate"]
 
-    def one(o: Any) -> Any:
-        messages = F.greatest(leader_leo - o["log_end_offset"], F.lit(0))
-        seconds = F.when(rate > 0, messages / rate)
-        return F.struct(o["broker"].alias("broker"), messages.alias("messages"), seconds.alias("seconds"),
-                        F.array_contains(p["isr"], o["broker"]).alias("in_isr"), leader_leo.alias("leader_leo"),
-                        o["log_end_offset"].alias("follower_leo"))
+    def lagging(leader_leo: Any) -> Any:
+        def one(o: Any) -> Any:
+            messages = F.greatest(leader_leo - o["log_end_offset"], F.lit(0))
+            seconds = F.when(rate > 0, messages / rate)
+            return F.struct(o["broker"].alias("broker"), messages.alias("messages"), seconds.alias("seconds"),
+                            F.array_contains(p["isr"], o["broker"]).alias("in_isr"), leader_leo.alias("leader_leo"),
+                            o["log_end_offset"].alias("follower_leo"))
 
-    cands = F.transform(F.filter(offsets, lambda o: (o["broker"] != p["leader"]) & leader_leo.isNotNull()), one)
-    return F.filter(cands, lambda x: (x["messages"] > 0) & (
-        (x["messages"] >= max_messages) | F.coalesce(x["seconds"] >= max_seconds, F.lit(False))))
+        cands = F.transform(F.filter(offsets, lambda o: (o["broker"] != p["leader"]) & leader_leo.isNotNull()), one)
+        return F.filter(cands, lambda x: (x["messages"] > 0) & (
+            (x["messages"] >= max_messages) | F.coalesce(x["seconds"] >= max_seconds, F.lit(False))))
+
+    # The leader's LEO is looked up once per partition, not once per follower (pipelines/columns.let).
+    return let(leo_of(offsets, p["leader"]), lagging)

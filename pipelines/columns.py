@@ -1,0 +1,14 @@
+"""Helpers for building Spark Columns that stay cheap on arrays of 100k+ partitions."""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+
+def let(value: Any, body: Callable[[Any], Any]) -> Any:
+    """body(value) with `value` computed once. Spark re-evaluates a column every time a lambda body
+    refers to it (no common-subexpression elimination inside higher-order functions); binding it as
+    the lambda variable of a one-element transform evaluates it once."""
+    from pyspark.sql import functions as F
+
+    return F.element_at(F.transform(F.array(value), body), 1)
