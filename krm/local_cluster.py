@@ -81,6 +81,17 @@ class Node:
         return f"broker-{self.id}" if self.role == "broker" else self.role
 
 
+def new_cluster_id() -> str:
+    """A random cluster id as Kafka makes them (URL-safe base64 of a UUID) without a '-': one starting
+    with '-' (one in 64) reads as an option to kafka-storage's argument parser and the format fails.
+    Kafka's own Uuid.randomUuid() refuses a leading '-' for the same reason, and since KAFKA-20072
+    any '-' (clients/src/main/java/org/apache/kafka/common/Uuid.java)."""
+    while True:
+        cid = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if "-" not in cid:
+            return cid
+
+
 @dataclass
 class LocalCluster:
     root: Path
@@ -167,7 +178,7 @@ class LocalCluster:
         if self.root.exists():  # `up` always makes a new cluster: stale ZooKeeper/KRaft data would clash
             shutil.rmtree(self.root)
         self.root.mkdir(parents=True)
-        self.cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        self.cluster_id = new_cluster_id()
         self.nodes = {}
         if self.mode == "zk":
             self.nodes["zookeeper"] = Node("zookeeper", 0, free_port())
