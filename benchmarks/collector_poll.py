@@ -7,24 +7,38 @@ times. Reports per count: poll duration p50/p95/max, requests per poll, records 
 per poll. Then pauses one broker (SIGSTOP) and polls again: the poll must cost at most the offsets
 deadline more, never a request timeout per partition.
 
+Side by side, in the same run and on the same cluster, what the peers cost for the same view:
+- the brokers' own JMX exporter (the javaagent the local cluster runs with conf/jmx-exporter.yaml:
+  per-partition log end/start offsets, the ReplicaManager gauges), all brokers scraped in parallel;
+- kafka_exporter (danielqsj/kafka_exporter, an optional benchmark dependency, never vendored):
+  `--kafka-exporter PATH`, or found on PATH / in ~/go/bin, or with `--install-kafka-exporter`
+  installed by `go install github.com/danielqsj/kafka_exporter@latest`; one /metrics scrape = its
+  metadata and offsets for every partition. When it cannot be had the column says why.
+
 Usage: .venv/bin/python benchmarks/collector_poll.py [--counts 1000,5000] [--polls 20] [--mode zk|kraft]
+       [--kafka-exporter PATH | --install-kafka-exporter]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from collectors.admin import AdminSource  # noqa: E402
 from krm.config import ClusterConfig, CollectorConfig  # noqa: E402
-from krm.local_cluster import LocalCluster  # noqa: E402
+from krm.local_cluster import LocalCluster, free_port  # noqa: E402
 from schemas.observation import check  # noqa: E402
 
 TOPIC_PARTITIONS = 100
@@ -71,27 +85,100 @@ def measure(source: AdminSource, polls: int) -> dict[str, float]:
             "bytes": statistics.median(sizes)}
 
 
+def fetch(url: str, timeout_s: float = 600.0) -> int:
+    with urllib.request.urlopen(url, timeout=timeout_s) as r:
+        return len(r.read())
+
+
+def measure_scrapes(urls: list[str], polls: int) -> dict[str, float]:
+    """One "poll" = every URL fetched in parallel (as Prometheus scrapes its targets)."""
+    durations, sizes = [], []
+    with ThreadPoolExecutor(max_workers=len(urls)) as pool:
+        for _ in range(polls):
+            t0 = time.perf_counter()
+            sizes.append(sum(pool.map(fetch, urls)))
+            durations.append(time.perf_counter() - t0)
+            time.sleep(0.2)
+    return {"p50_s": statistics.median(durations), "p95_s": pct(durations, 0.95), "max_s": max(durations),
+            "bytes": statistics.median(sizes)}
+
+
+def find_kafka_exporter(path: str | None, install: bool) -> tuple[str | None, str]:
+    """(binary, why not) — the binary to run, or the reason there is none."""
+    if path:
+        return (path, "") if os.access(path, os.X_OK) else (None, f"{path} is not executable")
+    gopath = Path(os.environ.get("GOPATH", Path.home() / "go"))
+    found = shutil.which("kafka_exporter") or next(
+        (str(p) for p in [gopath / "bin" / "kafka_exporter"] if p.exists()), None)
+    if found or not install:
+        return found, "" if found else "not installed (pass --install-kafka-exporter or --kafka-exporter PATH)"
+    if not shutil.which("go"):
+        return None, "go is not installed"
+    out = subprocess.run(["go", "install", "github.com/danielqsj/kafka_exporter@latest"], capture_output=True,
+                         text=True, env={**os.environ, "GOPATH": str(gopath)}, timeout=900)
+    if out.returncode != 0:
+        return None, "go install failed: " + " ".join(out.stderr.split())[:300]
+    return str(gopath / "bin" / "kafka_exporter"), ""
+
+
+def start_kafka_exporter(binary: str, cluster: LocalCluster, log: Path) -> tuple[subprocess.Popen, str]:
+    port = free_port()
+    servers = [f"--kafka.server={s}" for s in cluster.bootstrap_servers.split(",")]
+    proc = subprocess.Popen([binary, *servers, f"--web.listen-address=127.0.0.1:{port}"],
+                            stdout=log.open("w"), stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}/metrics"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            fetch(url, 5)
+            return proc, url
+        except OSError:
+            if proc.poll() is not None:
+                raise RuntimeError(f"kafka_exporter exited with {proc.returncode}; see {log}") from None
+            time.sleep(0.5)
+    proc.kill()
+    raise RuntimeError(f"kafka_exporter did not serve {url} within 60 s; see {log}")
+
+
+def line(name: str, target: int, m: dict[str, float]) -> str:
+    return (f"{name:<15} partitions={target:>6} p50={m['p50_s']:.3f}s p95={m['p95_s']:.3f}s max={m['max_s']:.3f}s "
+            f"bytes={m['bytes'] / 1e6:.2f}MB")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--counts", default="1000,5000")
     ap.add_argument("--polls", type=int, default=20)
     ap.add_argument("--mode", choices=["zk", "kraft"], default="zk")
+    ap.add_argument("--kafka-exporter", metavar="PATH", help="kafka_exporter binary to run beside the collector")
+    ap.add_argument("--install-kafka-exporter", action="store_true", help="go install it when it is not found")
     args = ap.parse_args()
     counts = sorted(int(c) for c in args.counts.split(","))
+    exporter, why_not = find_kafka_exporter(args.kafka_exporter, args.install_kafka_exporter)
+    if exporter is None:
+        print(f"kafka_exporter: not measured: {why_not}", flush=True)
 
-    cluster = LocalCluster(root=Path(tempfile.mkdtemp(prefix="krm-bench-")) / "poll", mode=args.mode, brokers=3).up()
+    work = Path(tempfile.mkdtemp(prefix="krm-bench-"))
+    cluster = LocalCluster(root=work / "poll", mode=args.mode, brokers=3).up()
     source = AdminSource(ClusterConfig("bench", cluster.bootstrap_servers), CollectorConfig())
+    jmx_urls = [u.split("=", 1)[1] for u in cluster.jmx_exporter_urls]
+    exporter_proc = exporter_url = None
     have = 0
     try:
+        if exporter:
+            exporter_proc, exporter_url = start_kafka_exporter(exporter, cluster, work / "kafka_exporter.log")
         for target in counts:
             t0 = time.perf_counter()
             have = grow(cluster, target, have)
             print(f"{target} partitions ready in {time.perf_counter() - t0:.0f}s", flush=True)
             source.poll()  # connections and configs
             m = measure(source, args.polls)
-            print(f"partitions={target:>6} poll p50={m['p50_s']:.3f}s p95={m['p95_s']:.3f}s max={m['max_s']:.3f}s "
-                  f"requests/poll={m['requests']:.0f} records/poll={m['records']:.0f} "
+            print(f"{'krm collector':<15} partitions={target:>6} p50={m['p50_s']:.3f}s p95={m['p95_s']:.3f}s "
+                  f"max={m['max_s']:.3f}s requests/poll={m['requests']:.0f} records/poll={m['records']:.0f} "
                   f"json={m['bytes'] / 1e6:.2f}MB", flush=True)
+            print(line("jmx exporter", target, measure_scrapes(jmx_urls, args.polls)), flush=True)
+            if exporter_url:
+                print(line("kafka_exporter", target, measure_scrapes([exporter_url], args.polls)), flush=True)
         paused = max(int(b) for b in cluster.status()["brokers"])
         cluster.pause(paused)
         try:
@@ -101,6 +188,8 @@ def main() -> int:
         finally:
             cluster.resume(paused)
     finally:
+        if exporter_proc is not None:
+            exporter_proc.kill()
         source.close()
         cluster.down()
     return 0

@@ -8,12 +8,15 @@ and input rows, the history path's, how late the simulator's polls were, the dri
 and the process' peak RSS, and the state store (none: the pipeline keeps no Spark state).
 
 Usage: .venv/bin/python benchmarks/pipeline_throughput.py [--sizes 10000,50000,200000] [--minutes 3]
+       [--history-trigger S] [--prebuild]
 """
 
 from __future__ import annotations
 
 import argparse
+import logging
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -50,8 +53,9 @@ def java_children(pid: int) -> list[int]:
     for p in Path("/proc").iterdir():
         if p.name.isdigit():
             try:
-                stat = (p / "stat").read_text().split()
-                if int(stat[3]) == pid and b"java" in (p / "cmdline").read_bytes():
+                stat = (p / "stat").read_text()
+                ppid = int(stat[stat.rindex(")") + 2:].split()[1])  # after "(comm)", which may hold spaces
+                if ppid == pid and b"java" in (p / "cmdline").read_bytes():
                     out.append(int(p.name))
             except OSError:
                 continue
@@ -59,7 +63,7 @@ def java_children(pid: int) -> list[int]:
 
 
 def run_size(spark, obs: LocalCluster, size: int, minutes: float, poll_s: float, work: Path,
-             history_trigger_s: float) -> dict:
+             history_trigger_s: float, prebuild: bool) -> dict:
     topics = size // 100
     cfg = work / f"sim-{size}.toml"
     cfg.write_text(
@@ -68,17 +72,27 @@ def run_size(spark, obs: LocalCluster, size: int, minutes: float, poll_s: float,
         f'[pipeline]\ndata_dir = "{work / f"data-{size}"}"\nmetrics_port = {free_port()}\nspark_master = "local[2]"\n'
         f"history_trigger_s = {history_trigger_s}\nhw_stall_window_s = 10.0\nquality_interval_s = 60.0\n")
     ensure_topic(load_config(cfg).observations)  # before the pipeline subscribes
+    debug_log = work / f"pipeline-{size}.log"  # the handlers' own timings (pipelines/job.py, DEBUG)
+    handler = logging.FileHandler(debug_log)
+    logging.getLogger("pipelines.job").addHandler(handler)
+    logging.getLogger("pipelines.job").setLevel(logging.DEBUG)
     monitor = Monitor(load_config(cfg), collect=False, spark=spark).start()
     sim = subprocess.Popen([str(ROOT / ".venv/bin/krm"), "simulate", "--config", str(cfg), "--topics", str(topics),
-                            "--brokers", "30", "--poll-interval", str(poll_s), "--duration", str(minutes * 60)],
+                            "--brokers", "30", "--poll-interval", str(poll_s), "--duration", str(minutes * 60)]
+                           + (["--prebuild"] if prebuild else []),
                            stdout=subprocess.DEVNULL, stderr=open(work / f"sim-{size}.log", "w"))
     peak_heap = peak_rss = 0.0
     ages: list[float] = []  # krm_observation_age_seconds: how fresh what /metrics shows is
     stop = threading.Event()
 
+    def publishing() -> bool:  # a prebuilding simulator publishes nothing for minutes
+        return "] poll " in (work / f"sim-{size}.log").read_text()
+
     def sample() -> None:
         nonlocal peak_heap, peak_rss
         rt = spark._jvm.java.lang.Runtime.getRuntime()
+        while not stop.wait(1.0) and not publishing():
+            pass
         began = time.time()
         while not stop.wait(1.0):
             peak_heap = max(peak_heap, (rt.totalMemory() - rt.freeMemory()) / 2**20)
@@ -92,7 +106,7 @@ def run_size(spark, obs: LocalCluster, size: int, minutes: float, poll_s: float,
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
     try:
-        sim.wait(timeout=minutes * 60 + 600)
+        sim.wait(timeout=minutes * 60 * 3 + 600)  # a prebuild first takes up to ~the duration
         time.sleep(2 * poll_s)  # the last polls through the pipeline
     finally:
         stop.set()
@@ -101,6 +115,7 @@ def run_size(spark, obs: LocalCluster, size: int, minutes: float, poll_s: float,
         monitor.stop()
         if sim.poll() is None:
             sim.kill()
+    logging.getLogger("pipelines.job").removeHandler(handler)
     lines = (work / f"sim-{size}.log").read_text().splitlines()
     late = [float(line.split("late ")[1].split("s")[0]) for line in lines if "late " in line]
     out = {"size": size, "peak_heap_mb": peak_heap, "peak_rss_mb": peak_rss, "state_operators": len(state_ops),
@@ -111,8 +126,27 @@ def run_size(spark, obs: LocalCluster, size: int, minutes: float, poll_s: float,
         out[name + "_rows_total"] = sum(p["numInputRows"] for p in ps)
         durs = [p["durationMs"]["triggerExecution"] / 1000 for p in batches]
         out[name] = {"batches": len(durs), "p50": pct(durs, 0.5), "p95": pct(durs, 0.95),
-                     "rows": statistics.mean(p["numInputRows"] for p in batches) if batches else 0}
+                     "rows": statistics.mean(p["numInputRows"] for p in batches) if batches else 0,
+                     # where a batch's time goes (Spark's own split: addBatch = the foreachBatch handler)
+                     "phases_p50_s": {k: pct([p["durationMs"].get(k, 0) / 1000 for p in batches], 0.5)
+                                      for k in (batches[0]["durationMs"] if batches else {})}}
+    out["split"] = handler_split(debug_log.read_text())
     return out
+
+
+def handler_split(text: str) -> dict[str, float]:
+    """p50 of each step the handlers log: the alert batch's Spark job (collect) and its driver work, and
+    each history table's append."""
+    steps: dict[str, list[float]] = {}
+    for line in text.splitlines():
+        m = re.match(r"alert batch \d+: \d+ rows, collect ([\d.]+)s, [\d.]+s to /metrics, ([\d.]+)s total", line)
+        if m:
+            steps.setdefault("alert collect", []).append(float(m.group(1)))
+            steps.setdefault("alert driver", []).append(float(m.group(2)) - float(m.group(1)))
+        elif line.startswith("history batch"):
+            for name, secs in re.findall(r"(\w+) ([\d.]+)s", line.split(":", 1)[1]):
+                steps.setdefault(f"history {name}", []).append(float(secs))
+    return {k: round(pct(v[3:] or v, 0.5), 3) for k, v in steps.items()}
 
 
 def main() -> None:
@@ -122,6 +156,9 @@ def main() -> None:
     ap.add_argument("--poll", type=float, default=10.0)
     ap.add_argument("--driver-memory", default="4g")
     ap.add_argument("--history-trigger", type=float, default=10.0)
+    ap.add_argument("--prebuild", action="store_true",
+                    help="the simulator builds every poll before publishing (krm simulate --prebuild), so its CPU "
+                         "does not compete with the pipeline on this machine")
     args = ap.parse_args()
     work = Path(tempfile.mkdtemp(prefix="krm-throughput-"))
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
@@ -132,7 +169,7 @@ def main() -> None:
     try:
         for size in (int(x) for x in args.sizes.split(",")):
             print(f"--- {size} partitions, {args.minutes} min ...", file=sys.stderr, flush=True)
-            r = run_size(spark, obs, size, args.minutes, args.poll, work, args.history_trigger)
+            r = run_size(spark, obs, size, args.minutes, args.poll, work, args.history_trigger, args.prebuild)
             print(r, file=sys.stderr, flush=True)
             results.append(r)
     finally:
@@ -151,6 +188,9 @@ def main() -> None:
               f"{h.get('p50', 0):.2f} s | {h.get('p95', 0):.2f} s | "
               f"{r['peak_heap_mb']:.0f} MiB | {r['peak_rss_mb']:.0f} MiB | "
               f"{'none' if not r['state_operators'] else r['state_operators']} |")
+    print("\nWhere the time goes (p50 per batch, from the handlers' DEBUG log):")
+    for r in results:
+        print(f"- {r['size']:,}: " + ", ".join(f"{k} {v:.2f} s" for k, v in r.get("split", {}).items()))
 
 
 if __name__ == "__main__":

@@ -60,6 +60,10 @@ class Publisher:
     def publish(self, records: list[dict[str, Any]]) -> int:
         """Check, serialize and spool one poll's records, then return their size in bytes: the poll
         loop never waits on the observations topic (its leader may sit on the very broker that just died)."""
+        return self.publish_encoded(self.encode(records))
+
+    def encode(self, records: list[dict[str, Any]]) -> list[tuple[bytes, bytes]]:
+        """(key, value) per record, as published; a record failing the schema check is counted and left out."""
         items = []
         for rec in records:
             if self.validate:
@@ -71,6 +75,10 @@ class Publisher:
                     log.error("collector produced an invalid record, not published: %s", e)
                     continue
             items.append((record_key(rec), json.dumps(rec, separators=(",", ":")).encode()))
+        return items
+
+    def publish_encoded(self, items: list[tuple[bytes, bytes]]) -> int:
+        """Spool records `encode` made (perhaps long before: `krm simulate --prebuild`); returns their bytes."""
         dropped = self.spool.put(items)
         if dropped:
             log.error("spool full (%d bytes): dropped the %d oldest observation records (%d so far)",

@@ -45,7 +45,8 @@ class SimSettings:
 class SimCluster:
     """State as numpy arrays, one row per partition, one column per replica position."""
 
-    def __init__(self, name: str, s: SimSettings) -> None:
+    def __init__(self, name: str, s: SimSettings, start_ms: int = 0) -> None:
+        """`start_ms`: the clock at creation; the first step() appends only what accrued since."""
         self.name = name
         self.settings = s
         self.rng = random.Random(s.seed)
@@ -66,7 +67,7 @@ class SimCluster:
         self.hw = np.zeros(0, dtype=np.int64)
         self.rate = np.zeros(0, dtype=np.float64)
         self.carry = np.zeros(0, dtype=np.float64)
-        self.now_ms = 0
+        self.now_ms = start_ms
         brokers = list(range(s.brokers))
         for t in range(s.topics):
             self.create_topic(f"sim-{t:05d}", s.partitions_per_topic, s.replication_factor, brokers)

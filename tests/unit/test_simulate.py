@@ -152,3 +152,30 @@ def test_broker_and_partition_expansion_truth():
     applied = apply(sim2, Fault(1, "expand_partitions", {"topic": "t5", "total": 5}))
     holders = {sim2.replicas_of(r)[0] for r in range(sim2.partitions)}
     assert (("REPLICA_IMBALANCE", "t5", None, None) in applied.expected) == (len(holders) < 5)
+
+
+def test_prebuilt_polls_restamped_equal_polls_built_at_publication_time():
+    """`krm simulate --prebuild` builds polls early and moves their timestamps: that must be exactly
+    what the simulator would have built at the later time, stalls and faults included."""
+    import io
+
+    from collectors.publisher import Publisher
+    from krm.config import ObservationsConfig
+    from krm.simulate.run import build_cluster, next_poll, restamp
+
+    encode = Publisher(ObservationsConfig(bootstrap_servers="unused:9092"), validate=False).encode
+    early, late, shift = 1_700_000_000_000, 1_700_000_000_000 + 3_600_123, 3_600_123
+    script = [Fault(20, "stall_follower", {"topic": "sim-00001", "partition": 0}),
+              Fault(40, "kill_broker", {"broker": "leader:sim-unclean/0"})]
+    runs = []
+    for start in (early, late):
+        sim = build_cluster("sim", SimSettings(brokers=5, topics=4, partitions_per_topic=10, seed=3), start,
+                            unclean_topic=True, expand_topic=False)
+        emitter, pending, polls = Emitter(sim), [Fault(f.at_s, f.kind, dict(f.params)) for f in script], []
+        for k in range(10):
+            records, applied = next_poll(sim, emitter, pending, start + k * 10_000, k * 10, io.StringIO())
+            polls.append([v for _, v in encode(records)])
+        runs.append(polls)
+    stalled = [v for poll in runs[0] for v in poll if b'"hw_stalled_since_ms":1' in v]
+    assert stalled, "no record carried a stall time: the test would not cover that stamp"
+    assert [[restamp(v, shift) for v in poll] for poll in runs[0]] == runs[1]
