@@ -130,34 +130,44 @@ class AlertPath:
 
 def split_rows(rows: list[Any]) -> tuple[list[ScopePoll], list[Finding], dict[str, ClusterView], list[TopicLoad],
                                         list[JmxSample]]:
+    """The collected alert rows sorted by kind. Fields are read by position: a pyspark Row's
+    attribute access searches its field names each time, and a broker death at 200k partitions
+    brings 40k findings here in one batch."""
     polls: list[ScopePoll] = []
     found: list[Finding] = []
     clusters: dict[str, ClusterView] = {}
     counts: list[TopicLoad] = []
     jmx: list[JmxSample] = []
+    if not rows:
+        return polls, found, clusters, counts, jmx
+    i = {name: n for n, name in enumerate(rows[0].__fields__)}
+    (cluster, poll_id, at, row_type, scope, type_, severity, topic, partition, broker, cause, details) = (
+        i["cluster"], i["poll_id"], i["observed_at_ms"], i["row_type"], i["scope"], i["type"], i["severity"],
+        i["topic"], i["partition"], i["broker"], i["cause"], i["details"])
+    loads = json.loads
     for r in rows:
-        if r.row_type == "jmx":
-            d = json.loads(r.details)
-            jmx.append(JmxSample(r.cluster, r.broker, r.poll_id, r.observed_at_ms, d.get("error"),
-                                 {g["name"]: g["value"] for g in d.get("gauges") or []}))
-            continue
-        if r.row_type == "finding":
-            found.append(Finding(r.cluster, r.scope, r.type, r.severity, r.topic, r.partition, r.broker, r.cause,
-                                 json.loads(r.details), r.observed_at_ms, r.poll_id))
-        elif r.row_type == "poll":
-            polls.append(ScopePoll(r.cluster, r.scope, r.poll_id, r.observed_at_ms))
-            if r.topic is not None and r.details:
-                d = json.loads(r.details)
-                counts.append(TopicLoad(r.cluster, r.topic, r.observed_at_ms,
+        kind = r[row_type]
+        if kind == "finding":
+            found.append(Finding(r[cluster], r[scope], r[type_], r[severity], r[topic], r[partition], r[broker],
+                                 r[cause], loads(r[details]), r[at], r[poll_id]))
+        elif kind == "poll":
+            polls.append(ScopePoll(r[cluster], r[scope], r[poll_id], r[at]))
+            if r[topic] is not None and r[details]:
+                d = loads(r[details])
+                counts.append(TopicLoad(r[cluster], r[topic], r[at],
                                         {b: (lead, rep, pref, npref) for b, lead, rep, pref, npref in d["brokers"]},
                                         d["partitions"]))
+        elif kind == "jmx":
+            d = loads(r[details])
+            jmx.append(JmxSample(r[cluster], r[broker], r[poll_id], r[at], d.get("error"),
+                                 {g["name"]: g["value"] for g in d.get("gauges") or []}))
         else:
-            prev = clusters.get(r.cluster)
-            if prev is None or r.observed_at_ms >= prev.newest_observed_ms:
-                cs = json.loads(r.details)
-                clusters[r.cluster] = ClusterView(
+            prev = clusters.get(r[cluster])
+            if prev is None or r[at] >= prev.newest_observed_ms:
+                cs = loads(r[details])
+                clusters[r[cluster]] = ClusterView(
                     brokers=tuple((b["id"], bool(b["live"])) for b in cs.get("brokers", [])),
-                    controller_id=cs.get("controller_id"), error=cs.get("error"), newest_observed_ms=r.observed_at_ms,
+                    controller_id=cs.get("controller_id"), error=cs.get("error"), newest_observed_ms=r[at],
                     topic_count=cs.get("topic_count"),
                     leader_imbalance_percentage=cs.get("leader_imbalance_per_broker_percentage"),
                     reassigning=bool(cs.get("reassignment_in_progress")))

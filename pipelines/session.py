@@ -32,6 +32,7 @@ def build_session(master: str = "local[2,4]", app_name: str = "krm-pipeline", lo
         "spark.databricks.delta.snapshotPartitions": "2",
         "spark.sql.adaptive.enabled": "false",  # tiny micro-batches: planning overhead, no benefit
         "spark.scheduler.mode": "FAIR",  # history writes must not queue ahead of alert batches
+        "spark.scheduler.allocation.file": str(CONF_DIR / "fairscheduler.xml"),  # alerts first to a free slot
     }
     conf |= extra or {}
     builder = SparkSession.builder.master(master).appName(app_name)
