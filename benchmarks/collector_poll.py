@@ -169,7 +169,12 @@ def main() -> int:
             exporter_proc, exporter_url = start_kafka_exporter(exporter, cluster, work / "kafka_exporter.log")
         for target in counts:
             t0 = time.perf_counter()
-            have = grow(cluster, target, have)
+            try:
+                have = grow(cluster, target, have)
+            except Exception as e:  # noqa: BLE001 - e.g. the local controller too slow to create more
+                print(f"could not grow the local cluster to {target} partitions ({type(e).__name__}: {e}); "
+                      f"measured up to {have}", flush=True)
+                break
             print(f"{target} partitions ready in {time.perf_counter() - t0:.0f}s", flush=True)
             source.poll()  # connections and configs
             m = measure(source, args.polls)

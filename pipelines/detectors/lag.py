@@ -47,8 +47,8 @@ def lag_columns(p: Any, max_messages: Any, max_seconds: Any) -> Any:
     follower_leo>> of the lagging followers of one partition struct."""
     from pyspark.sql import functions as F
 
-    from pipelines.detectors.hw_stall import leo_of
     from pipelines.columns import let
+    from pipelines.detectors.hw_stall import leo_of
 
     offsets = F.coalesce(p["replica_offsets"], F.array())
     rate = p["write_rate"]
