@@ -13,10 +13,13 @@ Side by side, in the same run and on the same cluster, what the peers cost for t
 - kafka_exporter (danielqsj/kafka_exporter, an optional benchmark dependency, never vendored):
   `--kafka-exporter PATH`, or found on PATH / in ~/go/bin, or with `--install-kafka-exporter`
   installed by `go install github.com/danielqsj/kafka_exporter@latest`; one /metrics scrape = its
-  metadata and offsets for every partition. When it cannot be had the column says why.
+  metadata and offsets for every partition (started with --refresh.metadata=0s, so every scrape
+  refreshes metadata as every collector poll does). When it cannot be had the column says why.
+  Each scraper's line counts the per-partition samples it returned (`series=`), so a scrape that
+  is fast because it covered less shows it. With a broker SIGSTOPped, one kafka_exporter scrape too.
 
 Usage: .venv/bin/python benchmarks/collector_poll.py [--counts 1000,5000] [--polls 20] [--mode zk|kraft]
-       [--kafka-exporter PATH | --install-kafka-exporter]
+       [--broker-heap-mb 1024] [--kafka-exporter PATH | --install-kafka-exporter]
 """
 
 from __future__ import annotations
@@ -42,6 +45,8 @@ from krm.local_cluster import LocalCluster, free_port  # noqa: E402
 from schemas.observation import check  # noqa: E402
 
 TOPIC_PARTITIONS = 100
+JMX_LEO = "kafka_log_log_logendoffset"  # one sample per replica (every broker reports its own logs)
+EXPORTER_OFFSET = "kafka_topic_partition_current_offset"  # one sample per partition
 
 
 def pct(values: list[float], q: float) -> float:
@@ -85,22 +90,28 @@ def measure(source: AdminSource, polls: int) -> dict[str, float]:
             "bytes": statistics.median(sizes)}
 
 
-def fetch(url: str, timeout_s: float = 600.0) -> int:
+def fetch(url: str, timeout_s: float = 600.0) -> bytes:
     with urllib.request.urlopen(url, timeout=timeout_s) as r:
-        return len(r.read())
+        return r.read()
 
 
-def measure_scrapes(urls: list[str], polls: int) -> dict[str, float]:
-    """One "poll" = every URL fetched in parallel (as Prometheus scrapes its targets)."""
-    durations, sizes = [], []
+def measure_scrapes(urls: list[str], polls: int, series: str) -> dict[str, float]:
+    """One "poll" = every URL fetched in parallel (as Prometheus scrapes its targets).
+
+    `series` names the per-partition metric whose samples are counted, so a scrape that answered
+    quickly because it covered fewer partitions shows as such."""
+    durations, sizes, covered = [], [], []
+    prefix = series.encode() + b"{"
     with ThreadPoolExecutor(max_workers=len(urls)) as pool:
         for _ in range(polls):
             t0 = time.perf_counter()
-            sizes.append(sum(pool.map(fetch, urls)))
+            bodies = list(pool.map(fetch, urls))
             durations.append(time.perf_counter() - t0)
+            sizes.append(sum(len(b) for b in bodies))
+            covered.append(sum(b.count(b"\n" + prefix) for b in bodies))
             time.sleep(0.2)
     return {"p50_s": statistics.median(durations), "p95_s": pct(durations, 0.95), "max_s": max(durations),
-            "bytes": statistics.median(sizes)}
+            "bytes": statistics.median(sizes), "series": statistics.median(covered)}
 
 
 def find_kafka_exporter(path: str | None, install: bool) -> tuple[str | None, str]:
@@ -124,7 +135,8 @@ def find_kafka_exporter(path: str | None, install: bool) -> tuple[str | None, st
 def start_kafka_exporter(binary: str, cluster: LocalCluster, log: Path) -> tuple[subprocess.Popen, str]:
     port = free_port()
     servers = [f"--kafka.server={s}" for s in cluster.bootstrap_servers.split(",")]
-    proc = subprocess.Popen([binary, *servers, f"--web.listen-address=127.0.0.1:{port}"],
+    # refresh.metadata=0s: every scrape refreshes metadata first, as every collector poll does.
+    proc = subprocess.Popen([binary, *servers, f"--web.listen-address=127.0.0.1:{port}", "--refresh.metadata=0s"],
                             stdout=log.open("w"), stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}/metrics"
     deadline = time.monotonic() + 60
@@ -142,7 +154,7 @@ def start_kafka_exporter(binary: str, cluster: LocalCluster, log: Path) -> tuple
 
 def line(name: str, target: int, m: dict[str, float]) -> str:
     return (f"{name:<15} partitions={target:>6} p50={m['p50_s']:.3f}s p95={m['p95_s']:.3f}s max={m['max_s']:.3f}s "
-            f"bytes={m['bytes'] / 1e6:.2f}MB")
+            f"bytes={m['bytes'] / 1e6:.2f}MB series={m['series']:.0f}")
 
 
 def main() -> int:
@@ -150,6 +162,7 @@ def main() -> int:
     ap.add_argument("--counts", default="1000,5000")
     ap.add_argument("--polls", type=int, default=20)
     ap.add_argument("--mode", choices=["zk", "kraft"], default="zk")
+    ap.add_argument("--broker-heap-mb", type=int, default=1024, help="each broker's -Xmx (default 1024)")
     ap.add_argument("--kafka-exporter", metavar="PATH", help="kafka_exporter binary to run beside the collector")
     ap.add_argument("--install-kafka-exporter", action="store_true", help="go install it when it is not found")
     args = ap.parse_args()
@@ -159,7 +172,9 @@ def main() -> int:
         print(f"kafka_exporter: not measured: {why_not}", flush=True)
 
     work = Path(tempfile.mkdtemp(prefix="krm-bench-"))
-    cluster = LocalCluster(root=work / "poll", mode=args.mode, brokers=3).up()
+    # 5k partitions are 5k replicas per broker, each with its JMX MBeans: the tests' 384 MB heap runs
+    # out when the JMX exporter and kafka_exporter scrape them all.
+    cluster = LocalCluster(root=work / "poll", mode=args.mode, brokers=3, heap_mb=args.broker_heap_mb).up()
     source = AdminSource(ClusterConfig("bench", cluster.bootstrap_servers), CollectorConfig())
     jmx_urls = [u.split("=", 1)[1] for u in cluster.jmx_exporter_urls]
     exporter_proc = exporter_url = None
@@ -181,15 +196,20 @@ def main() -> int:
             print(f"{'krm collector':<15} partitions={target:>6} p50={m['p50_s']:.3f}s p95={m['p95_s']:.3f}s "
                   f"max={m['max_s']:.3f}s requests/poll={m['requests']:.0f} records/poll={m['records']:.0f} "
                   f"json={m['bytes'] / 1e6:.2f}MB", flush=True)
-            print(line("jmx exporter", target, measure_scrapes(jmx_urls, args.polls)), flush=True)
+            print(line("jmx exporter", target, measure_scrapes(jmx_urls, args.polls, JMX_LEO)), flush=True)
             if exporter_url:
-                print(line("kafka_exporter", target, measure_scrapes([exporter_url], args.polls)), flush=True)
+                print(line("kafka_exporter", target, measure_scrapes([exporter_url], args.polls, EXPORTER_OFFSET)),
+                      flush=True)
         paused = max(int(b) for b in cluster.status()["brokers"])
         cluster.pause(paused)
         try:
             m = measure(source, 5)
             print(f"partitions={have:>6} broker {paused} SIGSTOPped: poll p50={m['p50_s']:.3f}s "
                   f"max={m['max_s']:.3f}s (offsets deadline {CollectorConfig().offsets_timeout_ms} ms)", flush=True)
+            if exporter_url:  # one scrape: what Prometheus would wait for (its own scrape timeout aside)
+                e = measure_scrapes([exporter_url], 1, EXPORTER_OFFSET)
+                print(f"partitions={have:>6} broker {paused} SIGSTOPped: kafka_exporter scrape {e['p50_s']:.3f}s, "
+                      f"series={e['series']:.0f}", flush=True)
         finally:
             cluster.resume(paused)
     finally:

@@ -112,6 +112,7 @@ def run_size(spark, obs: LocalCluster, size: int, minutes: float, poll_s: float,
         stop.set()
         progress = {q.name: q.recentProgress for q in monitor.pipeline.queries}
         state_ops = [p.get("stateOperators") for ps in progress.values() for p in ps if p.get("stateOperators")]
+        quality = quality_figures(monitor.metrics_url)
         monitor.stop()
         if sim.poll() is None:
             sim.kill()
@@ -120,7 +121,7 @@ def run_size(spark, obs: LocalCluster, size: int, minutes: float, poll_s: float,
     late = [float(line.split("late ")[1].split("s")[0]) for line in lines if "late " in line]
     out = {"size": size, "peak_heap_mb": peak_heap, "peak_rss_mb": peak_rss, "state_operators": len(state_ops),
            "sim_late_p95": pct(late, 0.95) if late else 0.0, "age_p50": pct(ages, 0.5), "age_p95": pct(ages, 0.95),
-           "age_max": max(ages, default=float("nan")), "polls": len(late)}
+           "age_max": max(ages, default=float("nan")), "polls": len(late), "quality": quality}
     for name, ps in progress.items():
         batches = [p for p in ps if p.get("numInputRows", 0) > 0][3:]
         out[name + "_rows_total"] = sum(p["numInputRows"] for p in ps)
@@ -132,6 +133,16 @@ def run_size(spark, obs: LocalCluster, size: int, minutes: float, poll_s: float,
                                       for k in (batches[0]["durationMs"] if batches else {})}}
     out["split"] = handler_split(debug_log.read_text())
     return out
+
+
+def quality_figures(metrics_url: str) -> dict[str, float]:
+    """The data-quality suite's own figures (it runs beside the alert path on the same cores)."""
+    try:
+        text = scrape(metrics_url, 10.0)
+    except Exception:  # noqa: BLE001 - reported as missing
+        return {}
+    names = ("krm_data_quality_runs_total", "krm_data_quality_last_run_seconds", "krm_data_quality_rows_validated_total")
+    return {n: sum(s.value for s in series(text, n)) for n in names}
 
 
 def handler_split(text: str) -> dict[str, float]:
@@ -188,6 +199,12 @@ def main() -> None:
               f"{h.get('p50', 0):.2f} s | {h.get('p95', 0):.2f} s | "
               f"{r['peak_heap_mb']:.0f} MiB | {r['peak_rss_mb']:.0f} MiB | "
               f"{'none' if not r['state_operators'] else r['state_operators']} |")
+    print("\nData-quality suite beside the pipeline (at the end of each size):")
+    for r in results:
+        q = r.get("quality", {})
+        print(f"- {r['size']:,}: runs {q.get('krm_data_quality_runs_total', 0):.0f}, last run "
+              f"{q.get('krm_data_quality_last_run_seconds', 0):.2f} s, rows validated in all "
+              f"{q.get('krm_data_quality_rows_validated_total', 0):,.0f}")
     print("\nWhere the time goes (p50 per batch, from the handlers' DEBUG log):")
     for r in results:
         print(f"- {r['size']:,}: " + ", ".join(f"{k} {v:.2f} s" for k, v in r.get("split", {}).items()))

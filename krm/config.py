@@ -59,6 +59,7 @@ class PipelineConfig:
     spark_master: str = "local[2,4]"
     starting_offsets: str = "latest"  # only for a pipeline with no checkpoint yet
     flap_window_s: float = 300.0  # an incident reopening within this window is the same incident
+    incident_touch_s: float = 60.0  # an unchanged open incident's last_seen_at is written this often
     history_trigger_s: float = 10.0  # observations/quarantine Delta appends (beside the alert path)
     hw_stall_window_s: float | None = None  # None: each cluster's replica.lag.time.max.ms
     replica_lag_messages: int = 10_000  # REPLICA_LAG when a follower is this many messages behind ...
@@ -152,8 +153,9 @@ def parse_config(raw: dict[str, Any], source: Path | None = None) -> Config:
         "[pipeline]",
         p,
         {"data_dir", "metrics_host", "metrics_port", "spark_master", "starting_offsets", "flap_window_s",
-         "history_trigger_s", "hw_stall_window_s", "replica_lag_messages", "replica_lag_seconds", "event_hold_s",
-         "leader_skew_tolerance", "replica_imbalance_tolerance", "quality_interval_s", "quality_max_rows"},
+         "incident_touch_s", "history_trigger_s", "hw_stall_window_s", "replica_lag_messages",
+         "replica_lag_seconds", "event_hold_s", "leader_skew_tolerance", "replica_imbalance_tolerance",
+         "quality_interval_s", "quality_max_rows"},
     )
     data_dir = Path(r.string("[pipeline]", p, "data_dir", default="krm-data"))
     if not data_dir.is_absolute() and source is not None:
@@ -168,6 +170,7 @@ def parse_config(raw: dict[str, Any], source: Path | None = None) -> Config:
         spark_master=r.string("[pipeline]", p, "spark_master", default="local[2,4]"),
         starting_offsets=starting,
         flap_window_s=r.number("[pipeline]", p, "flap_window_s", 300.0, float, minimum=0.0),
+        incident_touch_s=r.number("[pipeline]", p, "incident_touch_s", 60.0, float, minimum=0.0),
         history_trigger_s=r.number("[pipeline]", p, "history_trigger_s", 10.0, float, minimum=0.0),
         hw_stall_window_s=(r.number("[pipeline]", p, "hw_stall_window_s", 30.0, float, minimum=0.0)
                            if "hw_stall_window_s" in p else None),

@@ -32,7 +32,8 @@ from krm.paths import CONF_DIR, REPO_ROOT, jar_group
 log = logging.getLogger(__name__)
 
 KRAFT_CONTROLLER_ID = 1000
-JVM_OPTS = ["-Xms64m", "-Xmx384m", "-XX:+UseSerialGC", "-Djava.awt.headless=true"]
+JVM_OPTS = ["-Xms64m", "-XX:+UseSerialGC", "-Djava.awt.headless=true"]
+HEAP_MB = 384  # enough for the tests' few hundred partitions; benchmarks with thousands pass more
 DEFAULT_HOME = Path(os.environ.get("KRM_HOME", REPO_ROOT / ".krm"))
 
 
@@ -102,6 +103,7 @@ class LocalCluster:
     nodes: dict[str, Node] = field(default_factory=dict)
     cluster_id: str = ""
     metrics_port: int = 0
+    heap_mb: int = HEAP_MB  # each broker's (and ZooKeeper's / the controller's) -Xmx
 
     # ---------------------------------------------------------------- construction and state
 
@@ -129,14 +131,14 @@ class LocalCluster:
         s = json.loads(state_file.read_text())
         c = cls(root=Path(root), mode=s["mode"], brokers=len([n for n in s["nodes"].values() if n["role"] == "broker"]),
                 chroot=s.get("chroot"), broker_config=s.get("broker_config", {}), cluster_id=s.get("cluster_id", ""),
-                metrics_port=s.get("metrics_port", 0))
+                metrics_port=s.get("metrics_port", 0), heap_mb=s.get("heap_mb", HEAP_MB))
         c.nodes = {k: Node(**v) for k, v in s["nodes"].items()}
         return c
 
     def _save(self) -> None:
         state = {
             "mode": self.mode, "chroot": self.chroot, "broker_config": self.broker_config,
-            "cluster_id": self.cluster_id, "metrics_port": self.metrics_port,
+            "cluster_id": self.cluster_id, "metrics_port": self.metrics_port, "heap_mb": self.heap_mb,
             "nodes": {k: vars(n) for k, n in self.nodes.items()},
         }
         tmp = self.root / "state.json.tmp"
@@ -416,7 +418,8 @@ class LocalCluster:
 
     def _java(self, node: Node, main: list[str]) -> list[str]:
         kafka_cp = str(jar_group("kafka")[0].parent / "*")
-        cmd = ["java", *JVM_OPTS, f"-Dlog4j.configuration=file:{CONF_DIR / 'kafka-log4j.properties'}",
+        cmd = ["java", *JVM_OPTS, f"-Xmx{self.heap_mb}m",
+               f"-Dlog4j.configuration=file:{CONF_DIR / 'kafka-log4j.properties'}",
                f"-Dkafka.logs.dir={self._node_dir(node) / 'logs'}"]
         if node.jmx_port:
             agent = jar_group("agent")[0]

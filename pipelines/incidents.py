@@ -10,6 +10,12 @@ same ids and the same changes. An observation no newer than what an incident alr
 replay and changes nothing. Flapping: an incident that reopens within `flap_window_ms` of its
 resolution is the same incident (reopened), not a new page. Events, seen by one poll only (an
 unclean election, a truncation), are held open for `hold_ms[type]` after they were last seen.
+
+What `apply` returns is what must be written. An open incident seen again with the same cause and
+severity is updated in memory at once (/metrics reads it) but returned only every `touch_ms` of
+observation time: an outage of 40k partitions would otherwise rewrite 40k rows of the incidents
+table on every poll. A restart then resumes from a `last_seen_at` at most `touch_ms` old, which
+only makes the replayed observations count as new sightings of the same incident.
 """
 
 from __future__ import annotations
@@ -86,15 +92,18 @@ class IncidentBook:
 
     flap_window_ms: int
     hold_ms: dict[str, int] = field(default_factory=dict)  # type -> stays open this long after last seen (events)
+    touch_ms: int = 0  # an unchanged open incident is returned for writing at most this often
     _by_key: dict[Key, Incident] = field(default_factory=dict)
+    _written_ms: dict[Key, int] = field(default_factory=dict)  # last_seen_at_ms of the version last returned
     _by_scope: dict[tuple[str, str], set[Key]] = field(default_factory=dict)
 
     @classmethod
     def from_incidents(cls, flap_window_ms: int, incidents: Iterable[Incident],
-                       hold_ms: dict[str, int] | None = None) -> IncidentBook:
-        book = cls(flap_window_ms, dict(hold_ms or {}))
+                       hold_ms: dict[str, int] | None = None, touch_ms: int = 0) -> IncidentBook:
+        book = cls(flap_window_ms, dict(hold_ms or {}), touch_ms)
         for inc in sorted(incidents, key=lambda i: i.opened_at_ms):
             book._put(inc)
+            book._written_ms[inc.key] = inc.last_seen_at_ms
         return book
 
     def open_incidents(self) -> list[Incident]:
@@ -128,6 +137,8 @@ class IncidentBook:
                 changed[resolved.incident_id] = resolved
         if ordered:
             self._evict(ordered[-1].observed_at_ms)
+        for inc in changed.values():
+            self._written_ms[inc.key] = inc.last_seen_at_ms
         return list(changed.values())
 
     # ------------------------------------------------------------------ internals
@@ -140,6 +151,9 @@ class IncidentBook:
             updated = replace(inc, last_seen_at_ms=f.observed_at_ms, cause=f.cause, details=f.details,
                               severity=f.severity)
             self._put(updated)
+            same = f.cause == inc.cause and f.severity == inc.severity
+            if same and f.observed_at_ms - self._written_ms.get(inc.key, 0) < self.touch_ms:
+                return None  # seen again, nothing new to write yet
             return updated
         if inc is not None and inc.resolved_at_ms is not None:
             if f.observed_at_ms <= inc.resolved_at_ms:
@@ -169,6 +183,7 @@ class IncidentBook:
                  if i.status == "resolved" and now_ms - (i.resolved_at_ms or 0) > self.flap_window_ms]
         for k in stale:
             inc = self._by_key.pop(k)
+            self._written_ms.pop(k, None)
             keys = self._by_scope.get((inc.cluster, inc.scope))
             if keys is not None:
                 keys.discard(k)

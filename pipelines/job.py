@@ -249,7 +249,8 @@ class Pipeline:
         flap_ms = int(self.config.pipeline.flap_window_s * 1000)
         store = IncidentStore(self.tables.incidents)
         recent = store.load_recent(since_ms=int(time.time() * 1000) - flap_ms - 3_600_000)
-        book = IncidentBook.from_incidents(flap_ms, recent, hold_ms=event_hold_ms(self.config))
+        book = IncidentBook.from_incidents(flap_ms, recent, hold_ms=event_hold_ms(self.config),
+                                           touch_ms=int(self.config.pipeline.incident_touch_s * 1000))
         self.state.update(open_incidents=tuple(book.open_incidents()))
         if recent:
             log.info("resuming with %d open incidents from %s", len(book.open_incidents()), self.tables.incidents)

@@ -112,3 +112,31 @@ def test_events_stay_open_for_their_hold_time_then_resolve():
     assert book.apply([poll(2, 3000)], []) == []  # within the hold: still open, nothing changed
     changed = book.apply([poll(3, 11_000)], [])
     assert [(i.status, i.resolved_at_ms) for i in changed] == [("resolved", 11_000)]
+
+
+def test_unchanged_open_incident_is_written_once_per_touch_interval():
+    """An outage seen poll after poll: /metrics (open_incidents) follows every poll, the incidents
+    table only every touch interval, or at once when the cause or severity changes."""
+    book = IncidentBook(60_000, touch_ms=30_000)
+    assert len(book.apply([poll(1, 1000)], [bad(1, 1000)])) == 1  # opened: written
+    assert book.apply([poll(2, 11_000)], [bad(2, 11_000)]) == []
+    assert book.apply([poll(3, 21_000)], [bad(3, 21_000)]) == []
+    assert book.open_incidents()[0].last_seen_at_ms == 21_000  # memory is current
+    touched = book.apply([poll(4, 31_000)], [bad(4, 31_000)])
+    assert [(i.status, i.last_seen_at_ms) for i in touched] == [("open", 31_000)]
+    assert book.apply([poll(5, 41_000)], [bad(5, 41_000)]) == []
+    recaused = book.apply([poll(6, 42_000)], [bad(6, 42_000, cause="all_isr_replicas_dead")])
+    assert [(i.cause, i.last_seen_at_ms) for i in recaused] == [("all_isr_replicas_dead", 42_000)]
+    resolved = book.apply([poll(7, 43_000)], [])
+    assert [(i.status, i.resolved_at_ms) for i in resolved] == [("resolved", 43_000)]
+
+
+def test_restart_from_a_stale_last_seen_keeps_the_same_incident():
+    """What a crash between touches leaves in the table: last_seen_at up to touch_ms old. The replay
+    of the polls after it are sightings of the same open incident, not a new one."""
+    book = IncidentBook(60_000, touch_ms=30_000)
+    stored = book.apply([poll(1, 1000)], [bad(1, 1000)])
+    book.apply([poll(2, 11_000)], [bad(2, 11_000)])
+    again = IncidentBook.from_incidents(60_000, stored, touch_ms=30_000)
+    assert again.apply([poll(2, 11_000)], [bad(2, 11_000)]) == []
+    assert [(i.incident_id, i.status) for i in again.open_incidents()] == [(stored[0].incident_id, "open")]
