@@ -122,6 +122,9 @@ def cmd_incidents(args: argparse.Namespace) -> int:
     return 0
 
 
+PLOT_POINTS = 800  # per follower on a plot: about one per pixel column of the axes (krm/lag.py plot)
+
+
 def cmd_lag(args: argparse.Namespace) -> int:
     from krm.config import load_config
     import datetime as dt
@@ -135,7 +138,7 @@ def cmd_lag(args: argparse.Namespace) -> int:
     since = parse_since(args.since)
     now = dt.datetime.now(dt.timezone.utc)
     history = read_history(tables.replica_lag, args.topic, args.partition, since, now=now, cluster=args.cluster,
-                           max_points=None if args.raw else 2000)
+                           max_points=None if args.raw else (PLOT_POINTS if args.plot else 2000))
     rows = history.samples
     if args.plot:
         incidents = [i for i in IncidentStore(tables.incidents).read()
@@ -542,7 +545,9 @@ def build_parser() -> argparse.ArgumentParser:
     lg.add_argument("--partition", type=int)
     lg.add_argument("--cluster", help="only this cluster (default: every cluster in the table)")
     lg.add_argument("--since", default="1h", help="how far back: 90s, 15m, 1h, 2d (default 1h)")
-    lg.add_argument("--plot", metavar="FILE.png", help="also draw lag over time into this PNG")
+    lg.add_argument("--plot", metavar="FILE.png",
+                    help=f"also draw lag over time into this PNG (at most {PLOT_POINTS} points per follower, the worst "
+                         "of each time bucket; with --json those are the samples listed)")
     lg.add_argument("--json", action="store_true",
                     help="samples oldest first: at most 2000 per follower (the worst of each time bucket)")
     lg.add_argument("--raw", action="store_true", help="every sample, not bucketed (large for long ranges)")
