@@ -132,8 +132,8 @@ def test_unchanged_open_incident_is_written_once_per_touch_interval():
 
 
 def test_restart_from_a_stale_last_seen_keeps_the_same_incident():
-    """What a crash between touches leaves in the table: last_seen_at up to touch_ms old. The replay
-    of the polls after it are sightings of the same open incident, not a new one."""
+    """What a crash between touches leaves in the table: last_seen_at up to touch_ms old. Polls
+    replayed after it are sightings of the same open incident, not a new one."""
     book = IncidentBook(60_000, touch_ms=30_000)
     stored = book.apply([poll(1, 1000)], [bad(1, 1000)])
     book.apply([poll(2, 11_000)], [bad(2, 11_000)])
