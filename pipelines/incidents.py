@@ -11,10 +11,10 @@ replay and changes nothing. Flapping: an incident that reopens within `flap_wind
 resolution is the same incident (reopened), not a new page. Events, seen by one poll only (an
 unclean election, a truncation), are held open for `hold_ms[type]` after they were last seen.
 
-What `apply` returns is what must be written. An open incident seen again with the same cause and
-severity is updated in memory at once (/metrics reads it) but returned only every `touch_ms` of
-observation time: an outage of 40k partitions would otherwise rewrite 40k rows of the incidents
-table on every poll. A restart then resumes from a `last_seen_at` at most `touch_ms` old, which
+What `apply` returns is what must be written. An open incident seen again in the same state (cause,
+severity, and its details apart from the MEASUREMENTS that move every poll) is updated in memory at
+once (/metrics reads it) but returned only every `touch_ms` of observation time: an outage of 40k
+partitions would otherwise rewrite 40k rows of the incidents table on every poll. A restart then resumes from a `last_seen_at` at most `touch_ms` old, which
 only makes the replayed observations count as new sightings of the same incident.
 """
 
@@ -25,6 +25,16 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Iterable
 
 Key = tuple[str, str, str | None, int | None, int | None]  # cluster, type, topic, partition, broker
+
+# Details that change on every poll while an incident lasts (offsets, lags, how long so far): a new
+# value of one of these alone waits for the next touch; any other detail (ISR, out-of-sync
+# replicas, leader, brokers that must return, ...) is a change of state and is written at once.
+MEASUREMENTS = frozenset({"high_watermark", "leader_leo", "follower_leo", "lag_messages", "lag_seconds",
+                          "stalled_ms", "write_rate"})
+
+
+def _state(details: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in details.items() if k not in MEASUREMENTS}
 
 
 @dataclass(frozen=True)
@@ -151,7 +161,7 @@ class IncidentBook:
             updated = replace(inc, last_seen_at_ms=f.observed_at_ms, cause=f.cause, details=f.details,
                               severity=f.severity)
             self._put(updated)
-            same = f.cause == inc.cause and f.severity == inc.severity
+            same = f.cause == inc.cause and f.severity == inc.severity and _state(f.details) == _state(inc.details)
             if same and f.observed_at_ms - self._written_ms.get(inc.key, 0) < self.touch_ms:
                 return None  # seen again, nothing new to write yet
             return updated

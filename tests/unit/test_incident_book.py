@@ -140,3 +140,18 @@ def test_restart_from_a_stale_last_seen_keeps_the_same_incident():
     again = IncidentBook.from_incidents(60_000, stored, touch_ms=30_000)
     assert again.apply([poll(2, 11_000)], [bad(2, 11_000)]) == []
     assert [(i.incident_id, i.status) for i in again.open_incidents()] == [(stored[0].incident_id, "open")]
+
+
+def test_a_new_state_in_the_details_is_written_at_once_a_new_measurement_waits():
+    """A second follower leaving the ISR changes what the incident says (written now); the lag
+    growing is a measurement (written with the next touch)."""
+    book = IncidentBook(60_000, touch_ms=30_000)
+
+    def urp(pid, t, out, lag):
+        return Finding("c1", "topic:a", "UNDER_REPLICATED", "warning", "a", 0, None, None,
+                       {"isr": [1], "out_of_sync": out, "lag_messages": lag}, t, pid)
+
+    book.apply([poll(1, 1000)], [urp(1, 1000, [2], 10)])
+    assert book.apply([poll(2, 2000)], [urp(2, 2000, [2], 500)]) == []
+    changed = book.apply([poll(3, 3000)], [urp(3, 3000, [2, 3], 900)])
+    assert [i.details["out_of_sync"] for i in changed] == [[2, 3]]
