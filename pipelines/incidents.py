@@ -161,7 +161,8 @@ class IncidentBook:
             updated = replace(inc, last_seen_at_ms=f.observed_at_ms, cause=f.cause, details=f.details,
                               severity=f.severity)
             self._put(updated)
-            same = f.cause == inc.cause and f.severity == inc.severity and _state(f.details) == _state(inc.details)
+            same = (f.cause == inc.cause and f.severity == inc.severity
+                    and (f.details == inc.details or _state(f.details) == _state(inc.details)))
             if same and f.observed_at_ms - self._written_ms.get(inc.key, 0) < self.touch_ms:
                 return None  # seen again, nothing new to write yet
             return updated
