@@ -14,8 +14,9 @@ unclean election, a truncation), are held open for `hold_ms[type]` after they we
 What `apply` returns is what must be written. An open incident seen again in the same state (cause,
 severity, and its details apart from the MEASUREMENTS that move every poll) is updated in memory at
 once (/metrics reads it) but returned only every `touch_ms` of observation time: an outage of 40k
-partitions would otherwise rewrite 40k rows of the incidents table on every poll. A restart then resumes from a `last_seen_at` at most `touch_ms` old, which
-only makes the replayed observations count as new sightings of the same incident.
+partitions would otherwise rewrite 40k rows of the incidents table on every poll. A restart then
+resumes from a `last_seen_at` at most `touch_ms` old, which only makes the replayed observations
+count as new sightings of the same incident.
 """
 
 from __future__ import annotations

@@ -41,11 +41,14 @@ def test_a_valid_record_is_returned_unchanged():
 
 
 @pytest.mark.parametrize("path, value, message", [
-    (("topic_state", "partitions", 0, "isr", 1), "2", "$.topic_state.partitions[0].isr[1]: expected int, got str '2'"),
-    (("topic_state", "partitions", 1, "leader"), True, "$.topic_state.partitions[1].leader: expected int, got bool True"),
+    (("topic_state", "partitions", 0, "isr", 1), "2",
+     "$.topic_state.partitions[0].isr[1]: expected int, got str '2'"),
+    (("topic_state", "partitions", 1, "leader"), True,
+     "$.topic_state.partitions[1].leader: expected int, got bool True"),
     (("topic_state", "partitions", 0, "replica_offsets", 1, "log_end_offset"), 2**63,
      "$.topic_state.partitions[0].replica_offsets[1].log_end_offset: 9223372036854775808 does not fit in long"),
-    (("topic_state", "partitions", 0, "replicas"), KeyError, "$.topic_state.partitions[0].replicas: required field is missing"),
+    (("topic_state", "partitions", 0, "replicas"), KeyError,
+     "$.topic_state.partitions[0].replicas: required field is missing"),
     (("topic_state", "live_brokers"), {"1": True}, "$.topic_state.live_brokers: expected a list, got dict"),
     (("topic_state",), [], "$.topic_state: expected an object, got list"),
     (("poll_id",), 2.5, "$.poll_id: expected long, got float 2.5"),
