@@ -4,6 +4,8 @@ leader's HW (collectors/offsets.py, two requests per broker), topic configs on a
 Works for ZooKeeper-mode and KRaft clusters alike: the Metadata response holds the live brokers
 (those registered and, in KRaft, unfenced), the active controller, and for every partition its
 leader (-1 when there is none), leader epoch, replicas in assignment order, ISR and offline replicas.
+On KRaft brokers that offer them, DescribeTopicPartitions adds each partition's ELR and last known
+ELR, and DescribeQuorum the controller quorum's state (collectors/kraft.py).
 """
 
 from __future__ import annotations
@@ -13,7 +15,8 @@ import threading
 import time
 from typing import Any
 
-from collectors import offsets
+from collectors import kraft, offsets
+from collectors.kraft_protocol import DESCRIBE_QUORUM_KEY, DESCRIBE_TOPIC_PARTITIONS_KEY
 from collectors.memory import PartitionMemory
 from collectors.records import cluster_record, topic_record
 from collectors.zookeeper import ZkState
@@ -72,6 +75,10 @@ class AdminSource:
         self._snapshot_at = 0.0
         self._replica_lag_time_max_ms: int | None = None
         self._leader_imbalance_pct: int | None = None
+        self._kraft_failed: set[str] = set()  # KRaft requests that failed: logged once until they work again
+        self._quorum: dict[str, Any] | None = None  # the last DescribeQuorum answer (KRaft)
+        self._quorum_ask: tuple[Any, int, float] | None = None  # (future, broker, sent at) while unanswered
+        self._quorum_client: Any = None  # its own connection (see _kraft_view)
         self.last_offsets: offsets.OffsetsRound | None = None  # for benchmarks and logs
 
     def poll(self) -> list[dict[str, Any]]:
@@ -106,6 +113,8 @@ class AdminSource:
             self._refresh_configs(admin, [t["topic"] for t in topics], [b["node_id"] for b in md["brokers"]])
         except Exception as e:  # noqa: BLE001 - stale configs beat a lost poll
             log.warning("cluster %s: topic configs not refreshed (%s); using the last known values", self.cluster.name, e)
+        if self.zk is None:
+            self._kraft_view(admin, topics)
         live = {b["node_id"] for b in md["brokers"]}
         zk_live = self.zk.live_brokers() if self.zk is not None else None
         if zk_live is not None:
@@ -118,7 +127,8 @@ class AdminSource:
             log.warning("cluster %s: offsets not fetched (%s)", self.cluster.name, e)
             found = offsets.OffsetsRound()
         self.last_offsets = found
-        return self._records(md, topics, observed_at_ms, found, poll_id)
+        quorum = self._harvest_quorum(found.answered | {self._last_node}) if self.zk is None else None
+        return self._records(md, topics, observed_at_ms, found, poll_id, quorum)
 
     def close(self) -> None:
         self._close()
@@ -126,7 +136,8 @@ class AdminSource:
     # ------------------------------------------------------------------ internals
 
     def _records(self, md: dict[str, Any], topics: list[dict[str, Any]], observed_at_ms: int,
-                 found: offsets.OffsetsRound, poll_id: int) -> list[dict[str, Any]]:
+                 found: offsets.OffsetsRound, poll_id: int, quorum: dict[str, Any] | None = None
+                 ) -> list[dict[str, Any]]:
         live = {b["node_id"]: b for b in md["brokers"]}
         for bid, b in live.items():
             self._known_brokers[bid] = b
@@ -152,6 +163,7 @@ class AdminSource:
             replica_lag_time_max_ms=self._replica_lag_time_max_ms,
             leader_imbalance_per_broker_percentage=self._leader_imbalance_pct,
             reassignment_in_progress=self.zk.reassigning if zk_live is not None else None,  # type: ignore[union-attr]
+            quorum=quorum,
         )]
         self._last_cluster_state = records[0]["cluster_state"]
         present = set()
@@ -169,6 +181,8 @@ class AdminSource:
                 part = {"partition": pid, "leader": p["leader"], "leader_epoch": p.get("leader_epoch"),
                         "replicas": list(p["replicas"]), "isr": list(p["isr"]),
                         "offline_replicas": list(p.get("offline_replicas") or [])}
+                if "elr" in p:
+                    part["elr"], part["last_known_elr"] = p["elr"], p["last_known_elr"]
                 self._overlay_zk(name, part, zk_assignment)
                 part |= {"high_watermark": found.hw.get((name, pid)),
                          "log_start_offset": found.log_start.get((name, pid)),
@@ -190,6 +204,97 @@ class AdminSource:
             del self._assignments[gone]
         self._memory.forget_missing(present)
         return records
+
+    def _kraft_view(self, admin: Any, topics: list[dict[str, Any]]) -> None:
+        """ELR per partition (overlaid on `topics`, in place) and the DescribeQuorum question, to the
+        broker that answered the Metadata request. A failure keeps the Metadata view and is logged
+        once: ELR absent means "not known", and the detectors then judge by the ISR alone."""
+        client = admin._client
+        versions = client.get_api_versions()
+        timeout = self.settings.request_timeout_ms
+
+        def send(request: Any) -> Any:
+            return ask(client, self._last_node, request, timeout)
+
+        if kraft.supports(versions, DESCRIBE_TOPIC_PARTITIONS_KEY):
+            overlay = self._kraft_call("DescribeTopicPartitions", lambda: kraft.describe_partitions(send))
+            if overlay is not None:
+                for t in topics:
+                    for p in t["partitions"]:
+                        p.update(overlay.get((t["topic"], p["partition"]), ()))
+        if kraft.supports(versions, DESCRIBE_QUORUM_KEY) and self._quorum_ask is None:
+            # Sent now, harvested after the offsets round (_harvest_quorum), on a connection of its
+            # own: a broker with no active controller to forward it to holds it, and a broker serves
+            # one connection's requests in order, so on the shared connection it would hold up the
+            # offsets requests (the broker would look unreachable).
+            from collectors.kraft_protocol import describe_quorum_request
+
+            qc = self._quorum_connection(client)
+            node = self._last_node
+            if qc.ready(node, metadata_priority=False):
+                future = qc.send(node, describe_quorum_request(), wakeup=False,
+                                 request_timeout_ms=kraft.QUORUM_REQUEST_TIMEOUT_MS)
+                self._quorum_ask = (future, node, time.monotonic())
+            else:
+                qc.poll(timeout_ms=0)  # connecting: asked at a later poll
+
+    def _quorum_connection(self, client: Any) -> Any:
+        if self._quorum_client is None:
+            from kafka.client_async import KafkaClient
+
+            qc = KafkaClient(
+                bootstrap_servers=client.config["bootstrap_servers"], client_id=f"krm-quorum-{self.cluster.name}",
+                api_version=client.config["api_version"], request_timeout_ms=kraft.QUORUM_REQUEST_TIMEOUT_MS,
+                reconnect_backoff_max_ms=1000)
+            qc.cluster.request_update()
+            deadline = time.monotonic() + self.settings.request_timeout_ms / 1000
+            while qc.cluster.broker_metadata(self._last_node) is None and time.monotonic() < deadline:
+                qc.poll(timeout_ms=50)  # learn the broker ids (it starts with bootstrap addresses only)
+            self._quorum_client = qc
+        return self._quorum_client
+
+    def _harvest_quorum(self, answered: set[int]) -> dict[str, Any] | None:
+        """The quorum for this poll's cluster record: the answer if it came, else the last one while
+        the question is younger than QUORUM_PATIENCE_MS; past that, "no leader" — but only if the
+        asked broker answered its offsets requests this poll (a dead or paused broker says nothing
+        about the controllers). A broken connection or a refusal judges nothing."""
+        if self._quorum_ask is None:
+            return self._quorum
+        future, node, sent_at = self._quorum_ask
+        self._quorum_client.poll(timeout_ms=0)
+        if not future.is_done:
+            waited_ms = (time.monotonic() - sent_at) * 1000
+            if waited_ms < kraft.QUORUM_PATIENCE_MS or node not in answered:
+                return self._quorum
+            return {"leader_id": -1, "voters": [],
+                    "error": f"DescribeQuorum unanswered for {waited_ms / 1000:.0f}s by broker {node} "
+                             f"(no active controller reachable)"}
+        self._quorum_ask = None
+        if future.failed():
+            self._note_kraft("DescribeQuorum", future.exception)
+            self._quorum = None
+            return None
+        self._quorum = self._kraft_call("DescribeQuorum", lambda: kraft.quorum_state(future.value.to_object()))
+        return self._quorum
+
+    def _kraft_call(self, what: str, call: Any) -> Any:
+        try:
+            result = call()
+        except Exception as e:  # noqa: BLE001 - the Metadata view still stands
+            self._note_kraft(what, e)
+            return None
+        self._note_kraft(what, None)
+        return result
+
+    def _note_kraft(self, what: str, error: BaseException | None) -> None:
+        """A KRaft request's failure is logged once, and so is its recovery."""
+        if error is not None and what not in self._kraft_failed:
+            log.warning("cluster %s: %s failed (%s: %s); going on without it", self.cluster.name, what,
+                        type(error).__name__, error)
+            self._kraft_failed.add(what)
+        elif error is None and what in self._kraft_failed:
+            log.warning("cluster %s: %s answered again", self.cluster.name, what)
+            self._kraft_failed.discard(what)
 
     def _overlay_zk(self, topic: str, part: dict[str, Any], zk_assignment: dict[int, tuple[int, ...]] | None) -> None:
         """Leader, epoch and ISR as the controller wrote them to ZooKeeper, which the brokers'
@@ -342,6 +447,13 @@ class AdminSource:
         return self._admin
 
     def _close(self) -> None:
+        self._quorum_ask = None
+        if self._quorum_client is not None:
+            try:
+                self._quorum_client.close()
+            except Exception:  # noqa: BLE001 - as below
+                pass
+            self._quorum_client = None
         if self._admin is not None:
             try:
                 self._admin.close()

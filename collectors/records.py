@@ -16,7 +16,8 @@ def cluster_record(cluster: str, source: str, poll_id: int, observed_at_ms: int,
                    brokers: Iterable[dict[str, Any]], topic_count: int, partition_count: int,
                    error: str | None = None, replica_lag_time_max_ms: int | None = None,
                    leader_imbalance_per_broker_percentage: int | None = None,
-                   reassignment_in_progress: bool | None = None) -> dict[str, Any]:
+                   reassignment_in_progress: bool | None = None,
+                   quorum: dict[str, Any] | None = None) -> dict[str, Any]:
     rec = envelope("cluster", cluster, source, poll_id, observed_at_ms)
     rec["cluster_state"] = {
         "controller_id": controller_id, "brokers": sorted(brokers, key=lambda b: b["id"]),
@@ -25,6 +26,8 @@ def cluster_record(cluster: str, source: str, poll_id: int, observed_at_ms: int,
         "leader_imbalance_per_broker_percentage": leader_imbalance_per_broker_percentage,
         "reassignment_in_progress": reassignment_in_progress,
     }
+    if quorum is not None:
+        rec["cluster_state"]["quorum"] = quorum
     return rec
 
 

@@ -55,8 +55,12 @@ def cmd_local_cluster(args: argparse.Namespace) -> int:
     if args.action == "up":
         if not args.json:
             print(f"starting {args.brokers}-broker {args.mode} cluster {args.name!r} ...", file=sys.stderr)
+        bad = [kv for kv in args.broker_config if "=" not in kv]
+        if bad:
+            raise KrmError(f"--broker-config takes KEY=VALUE, got {bad[0]!r}")
         c = LocalCluster(root=root, mode=args.mode, brokers=args.brokers, chroot=args.chroot,
-                         broker_config=dict(kv.split("=", 1) for kv in args.broker_config)).up()
+                         broker_config=dict(kv.split("=", 1) for kv in args.broker_config),
+                         kafka_version=args.kafka_version or "", controllers=args.controllers).up()
         _print_status(c.status(), args.json)
         return 0
     c = LocalCluster.load(root)
@@ -70,8 +74,9 @@ def cmd_local_cluster(args: argparse.Namespace) -> int:
         print(f"cluster {args.name!r} stopped (data kept in {root} until the next `up`)")
     else:
         getattr(c, args.action)(args.broker_id)
-        state = c.status()["brokers"][str(args.broker_id)]["state"]
-        print(f"broker {args.broker_id}: {args.action} done, now {state}")
+        node = c.broker(args.broker_id)
+        state = {**c.status()["brokers"], **(c.status().get("controllers") or {})}[str(node.id)]["state"]
+        print(f"{node.role} {args.broker_id}: {args.action} done, now {state}")
     return 0
 
 
@@ -79,9 +84,12 @@ def _print_status(status: dict[str, Any], as_json: bool) -> None:
     if as_json:
         print(json.dumps(status, indent=2))
         return
-    print(f"cluster {status['name']} ({status['mode']}): bootstrap {status['bootstrap_servers']}")
+    print(f"cluster {status['name']} (Kafka {status.get('kafka_version', '?')}, {status['mode']}): "
+          f"bootstrap {status['bootstrap_servers']}")
     if status["zookeeper"]:
         print(f"  zookeeper  {status['zookeeper']}")
+    for cid, ctl in (status.get("controllers") or {}).items():
+        print(f"  controller {cid:>4}  port {ctl['port']}  pid {ctl['pid'] or '-':>7}  {ctl['state']}")
     for bid, b in status["brokers"].items():
         print(f"  broker {bid:>3}  port {b['port']}  pid {b['pid'] or '-':>7}  {b['state']}")
     print(f"  krm config {status['config']}")
@@ -410,6 +418,12 @@ def _placement_source(p: argparse.ArgumentParser) -> None:
     p.add_argument("--racks", type=_racks, help="with --assignment: rack of every broker, e.g. 0:a,1:a,2:b")
 
 
+def _kafka_versions() -> list[str]:
+    from krm.local_cluster import KAFKA_RUNTIMES
+
+    return list(KAFKA_RUNTIMES)
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="krm", description="kafka-replication-monitor: Kafka replication health, live and historical.")
     p.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
@@ -420,16 +434,22 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--keep", action="store_true", help="leave the cluster running at the end")
     d.set_defaults(func=cmd_demo)
 
-    lc = sub.add_parser("local-cluster", help="a real local Kafka 3.9 cluster (ZooKeeper or KRaft mode) for trying krm")
+    lc = sub.add_parser("local-cluster", help="a real local Kafka cluster (3.9 ZooKeeper or KRaft, 4.x KRaft) for trying krm")
     lcs = lc.add_subparsers(dest="action", required=True, metavar="ACTION")
     up = lcs.add_parser("up", help="start a new cluster (wipes an earlier one of the same name)")
     up.add_argument("--mode", choices=["zk", "kraft"], default="zk")
     up.add_argument("--brokers", type=int, default=3)
     up.add_argument("--chroot", help="ZooKeeper chroot, e.g. /kafka_cluster_01 (zk mode)")
+    up.add_argument("--kafka-version", metavar="V",
+                    help="Kafka release (default: the newest 4.x in KRaft mode, 3.9.1 in zk mode; installed: "
+                         + ", ".join(_kafka_versions()) + ")")
+    up.add_argument("--controllers", type=int, default=1, help="KRaft: controller quorum voters (node ids 1000, 1001, ...)")
     up.add_argument("--broker-config", action="append", default=[], metavar="KEY=VALUE",
                     help="extra broker setting, repeatable (e.g. replica.lag.time.max.ms=5000)")
     up.add_argument("--json", action="store_true")
-    for action, helptext in (("kill", "SIGKILL one broker"), ("start", "start a stopped broker"),
+    for action, helptext in (("kill", "SIGKILL one broker (or KRaft controller, by node id)"),
+                             ("stop", "SIGTERM one broker: controlled shutdown, waits for the exit"),
+                             ("start", "start a stopped broker"),
                              ("pause", "SIGSTOP one broker"), ("resume", "SIGCONT a paused broker")):
         a = lcs.add_parser(action, help=helptext)
         a.add_argument("broker_id", type=int, metavar="BROKER_ID")

@@ -1,9 +1,14 @@
-"""A real local Kafka 3.9 cluster from Maven Central jars: ZooKeeper mode (optional chroot) or KRaft.
+"""A real local Kafka cluster from Maven Central jars: ZooKeeper mode (3.9, optional chroot) or KRaft
+(3.9 or 4.x, one controller or a quorum of them).
 
 Used by `krm local-cluster`, `krm demo` and the test suite's session fixtures. Every process is a
 real JVM started detached (it outlives the CLI call that started it), logs to files under the
 cluster's folder, listens on free loopback ports and carries the JMX exporter agent. The cluster's
 state (pids, ports) lives in `<root>/state.json`, so later CLI calls can kill, pause or stop it.
+
+Versions: ZooKeeper mode runs Kafka 3.9.1, the last release with ZooKeeper; KRaft mode defaults to the
+newest Kafka 4.x fetched by `make jars` (Eligible Leader Replicas on by default) and takes 3.9.1 with
+`--kafka-version`. Each version's jars sit in their own folder (KAFKA_RUNTIMES).
 
 Timing settings differ from Kafka's defaults only where fault tests would otherwise wait:
 ZooKeeper session 6 s (default 18 s), KRaft broker session 6 s (default 9 s),
@@ -31,7 +36,18 @@ from krm.paths import CONF_DIR, REPO_ROOT, jar_group
 
 log = logging.getLogger(__name__)
 
-KRAFT_CONTROLLER_ID = 1000
+KRAFT_CONTROLLER_ID = 1000  # the first controller's node id; a quorum of N uses 1000 .. 1000+N-1
+# Kafka version -> (jar group under .cache/jars, log4j configuration it reads). One pom per version in jvm/.
+KAFKA_RUNTIMES = {
+    "3.9.1": ("kafka", "kafka-log4j.properties"),  # reload4j (log4j 1 API)
+    "4.4.0": ("kafka-4.4.0", "kafka-log4j2.properties"),  # log4j2
+}
+ZK_KAFKA_VERSION = "3.9.1"  # ZooKeeper mode was removed in Kafka 4.0
+KRAFT_KAFKA_VERSION = "4.4.0"  # the newest Kafka 4.x on Maven Central
+
+
+def default_kafka_version(mode: str) -> str:
+    return ZK_KAFKA_VERSION if mode == "zk" else KRAFT_KAFKA_VERSION
 JVM_OPTS = ["-Xms64m", "-XX:+UseSerialGC", "-Djava.awt.headless=true"]
 HEAP_MB = 384  # enough for the tests' few hundred partitions; benchmarks with thousands pass more
 DEFAULT_HOME = Path(os.environ.get("KRM_HOME", REPO_ROOT / ".krm"))
@@ -79,7 +95,7 @@ class Node:
 
     @property
     def name(self) -> str:
-        return f"broker-{self.id}" if self.role == "broker" else self.role
+        return self.role if self.role == "zookeeper" else f"{self.role}-{self.id}"
 
 
 def new_cluster_id() -> str:
@@ -104,6 +120,8 @@ class LocalCluster:
     cluster_id: str = ""
     metrics_port: int = 0
     heap_mb: int = HEAP_MB  # each broker's (and ZooKeeper's / the controller's) -Xmx
+    kafka_version: str = ""  # empty: default_kafka_version(mode)
+    controllers: int = 1  # KRaft: voters of the controller quorum
 
     # ---------------------------------------------------------------- construction and state
 
@@ -117,6 +135,16 @@ class LocalCluster:
                 raise ClusterError("--chroot applies to ZooKeeper mode only")
             if not self.chroot.startswith("/") or self.chroot == "/" or self.chroot.endswith("/"):
                 raise ClusterError(f"--chroot must look like /kafka_cluster_01, got {self.chroot!r}")
+        if not self.kafka_version:
+            self.kafka_version = default_kafka_version(self.mode)
+        if self.kafka_version not in KAFKA_RUNTIMES:
+            raise ClusterError(f"--kafka-version {self.kafka_version} is not installed here; available: "
+                               f"{', '.join(KAFKA_RUNTIMES)} (each comes from a pom in jvm/, fetched by `make jars`)")
+        if self.mode == "zk" and int(self.kafka_version.split(".")[0]) >= 4:
+            raise ClusterError(f"Kafka {self.kafka_version} has no ZooKeeper mode (removed in 4.0); "
+                               f"use --mode kraft, or --kafka-version {ZK_KAFKA_VERSION} for ZooKeeper mode")
+        if self.controllers < 1 or (self.mode == "zk" and self.controllers != 1):
+            raise ClusterError(f"--controllers applies to KRaft mode and must be at least 1, got {self.controllers}")
         self.root = Path(self.root)
 
     @property
@@ -131,7 +159,9 @@ class LocalCluster:
         s = json.loads(state_file.read_text())
         c = cls(root=Path(root), mode=s["mode"], brokers=len([n for n in s["nodes"].values() if n["role"] == "broker"]),
                 chroot=s.get("chroot"), broker_config=s.get("broker_config", {}), cluster_id=s.get("cluster_id", ""),
-                metrics_port=s.get("metrics_port", 0), heap_mb=s.get("heap_mb", HEAP_MB))
+                metrics_port=s.get("metrics_port", 0), heap_mb=s.get("heap_mb", HEAP_MB),
+                kafka_version=s.get("kafka_version", ZK_KAFKA_VERSION),
+                controllers=max(1, len([n for n in s["nodes"].values() if n["role"] == "controller"])))
         c.nodes = {k: Node(**v) for k, v in s["nodes"].items()}
         return c
 
@@ -139,7 +169,7 @@ class LocalCluster:
         state = {
             "mode": self.mode, "chroot": self.chroot, "broker_config": self.broker_config,
             "cluster_id": self.cluster_id, "metrics_port": self.metrics_port, "heap_mb": self.heap_mb,
-            "nodes": {k: vars(n) for k, n in self.nodes.items()},
+            "kafka_version": self.kafka_version, "nodes": {k: vars(n) for k, n in self.nodes.items()},
         }
         tmp = self.root / "state.json.tmp"
         tmp.write_text(json.dumps(state, indent=2))
@@ -149,10 +179,16 @@ class LocalCluster:
     def broker_ids(self) -> list[int]:
         return sorted(n.id for n in self.nodes.values() if n.role == "broker")
 
+    @property
+    def controller_ids(self) -> list[int]:
+        return sorted(n.id for n in self.nodes.values() if n.role == "controller")
+
     def broker(self, broker_id: int) -> Node:
-        node = self.nodes.get(f"broker-{broker_id}")
+        """A broker by id; KRaft controllers are addressed by their node id too (1000, 1001, ...)."""
+        node = self.nodes.get(f"broker-{broker_id}") or self.nodes.get(f"controller-{broker_id}")
         if node is None:
-            raise ClusterError(f"no broker {broker_id} in cluster {self.name}; brokers: {self.broker_ids}")
+            raise ClusterError(f"no broker {broker_id} in cluster {self.name}; brokers: {self.broker_ids}"
+                               + (f", controllers: {self.controller_ids}" if self.controller_ids else ""))
         return node
 
     @property
@@ -176,7 +212,7 @@ class LocalCluster:
             _pid_state(n.pid) != "dead" for n in LocalCluster.load(self.root).nodes.values()
         ):
             raise ClusterError(f"cluster {self.name} is already running at {self.root}; `krm local-cluster down` first")
-        jar_group("kafka")  # fail early with the setup hint
+        jar_group(KAFKA_RUNTIMES[self.kafka_version][0])  # fail early with the setup hint
         if self.root.exists():  # `up` always makes a new cluster: stale ZooKeeper/KRaft data would clash
             shutil.rmtree(self.root)
         self.root.mkdir(parents=True)
@@ -185,7 +221,9 @@ class LocalCluster:
         if self.mode == "zk":
             self.nodes["zookeeper"] = Node("zookeeper", 0, free_port())
         else:
-            self.nodes["controller"] = Node("controller", KRAFT_CONTROLLER_ID, free_port())
+            for i in range(self.controllers):
+                ctl = Node("controller", KRAFT_CONTROLLER_ID + i, free_port())
+                self.nodes[ctl.name] = ctl
         for i in range(1, self.brokers + 1):
             self.nodes[f"broker-{i}"] = Node("broker", i, free_port(), jmx_port=free_port())
         self.metrics_port = free_port()
@@ -199,7 +237,8 @@ class LocalCluster:
                 self._wait_port(self.nodes["zookeeper"], timeout_s)
             else:
                 self._format_storage()
-                self._launch(self.nodes["controller"])
+                for cid in self.controller_ids:
+                    self._launch(self.broker(cid))
             for b in self.broker_ids:
                 self._launch(self.broker(b))
             self.wait_for_brokers(self.broker_ids, timeout_s)
@@ -223,9 +262,33 @@ class LocalCluster:
             self._save()
 
     def kill(self, broker_id: int) -> None:
-        """SIGKILL one broker: no controlled shutdown, exactly like seeds/002's `kill`."""
+        """SIGKILL one broker (or controller): no controlled shutdown, exactly like seeds/002's `kill`.
+        On Kafka 4 the broker's next registration then counts as an unclean shutdown: the controller
+        removes it from every partition's ELR (ReplicationControlManager.handleBrokerShutdown)."""
         node = self._live_broker(broker_id)
         os.kill(node.pid, signal.SIGKILL)  # type: ignore[arg-type]
+        self._reap(node)
+        node.pid = None
+        self._save()
+
+    def stop(self, broker_id: int, timeout_s: float = 60.0) -> None:
+        """SIGTERM: Kafka's controlled shutdown (leadership moved away first, clean-shutdown marker
+        written), then wait for the process to exit; SIGKILL if it does not within `timeout_s`."""
+        node = self._live_broker(broker_id)
+        if _pid_state(node.pid) == "paused":
+            os.kill(node.pid, signal.SIGCONT)  # type: ignore[arg-type]
+        os.kill(node.pid, signal.SIGTERM)  # type: ignore[arg-type]
+        deadline = time.monotonic() + timeout_s
+        while _pid_state(node.pid) != "dead" and time.monotonic() < deadline:
+            try:
+                if os.waitpid(node.pid, os.WNOHANG) != (0, 0):  # type: ignore[arg-type]
+                    break
+            except ChildProcessError:
+                pass
+            time.sleep(0.1)
+        if _pid_state(node.pid) != "dead":
+            log.warning("%s did not stop within %.0fs of SIGTERM; killing it", node.name, timeout_s)
+            os.kill(node.pid, signal.SIGKILL)  # type: ignore[arg-type]
         self._reap(node)
         node.pid = None
         self._save()
@@ -237,8 +300,10 @@ class LocalCluster:
         if self.mode == "zk":
             self._await_zk_deregistration(broker_id)
         self._launch(node)
-        if wait:
+        if wait and node.role == "broker":
             self.wait_for_brokers([broker_id], timeout_s)
+        elif wait:
+            self._wait_port(node, timeout_s)
 
     def add_broker(self, timeout_s: float = 90.0) -> int:
         """Cluster expansion: a new broker (next id, free ports, the same settings) joins and is
@@ -274,13 +339,12 @@ class LocalCluster:
         return {
             "name": self.name,
             "mode": self.mode,
+            "kafka_version": self.kafka_version,
             "cluster_id": self.cluster_id,
             "bootstrap_servers": self.bootstrap_servers,
             "zookeeper": self.zookeeper,
-            "controller": (
-                {"id": n.id, "port": n.port, "pid": n.pid, "state": _pid_state(n.pid)}
-                if (n := self.nodes.get("controller")) else None
-            ),
+            "controller": self._controller_status(self.controller_ids[0]) if self.controller_ids else None,
+            "controllers": {str(c): self._controller_status(c) for c in self.controller_ids},
             "brokers": {
                 str(b): {
                     "pid": self.broker(b).pid,
@@ -329,6 +393,14 @@ class LocalCluster:
 
     # ---------------------------------------------------------------- internals
 
+    def _controller_status(self, cid: int) -> dict[str, Any]:
+        n = self.broker(cid)
+        return {"id": n.id, "port": n.port, "pid": n.pid, "state": _pid_state(n.pid)}
+
+    @property
+    def _quorum_voters(self) -> str:
+        return ",".join(f"{c}@127.0.0.1:{self.broker(c).port}" for c in self.controller_ids)
+
     def _live_broker(self, broker_id: int) -> Node:
         node = self.broker(broker_id)
         if _pid_state(node.pid) == "dead":
@@ -357,7 +429,7 @@ class LocalCluster:
             props |= {
                 "process.roles": "controller",
                 "node.id": node.id,
-                "controller.quorum.voters": f"{node.id}@127.0.0.1:{node.port}",
+                "controller.quorum.voters": self._quorum_voters,
                 "controller.listener.names": "CONTROLLER",
                 "listeners": f"CONTROLLER://127.0.0.1:{node.port}",
                 "listener.security.protocol.map": "CONTROLLER:PLAINTEXT",
@@ -384,11 +456,10 @@ class LocalCluster:
                 props |= {"broker.id": node.id, "zookeeper.connect": self._zk_connect(),
                           "zookeeper.session.timeout.ms": 6000}
             else:
-                ctl = self.nodes["controller"]
                 props |= {
                     "process.roles": "broker",
                     "node.id": node.id,
-                    "controller.quorum.voters": f"{ctl.id}@127.0.0.1:{ctl.port}",
+                    "controller.quorum.voters": self._quorum_voters,
                     "controller.listener.names": "CONTROLLER",
                     "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
                     "inter.broker.listener.name": "PLAINTEXT",
@@ -417,9 +488,11 @@ class LocalCluster:
         )
 
     def _java(self, node: Node, main: list[str]) -> list[str]:
-        kafka_cp = str(jar_group("kafka")[0].parent / "*")
+        group, log_conf = KAFKA_RUNTIMES[self.kafka_version]
+        kafka_cp = str(jar_group(group)[0].parent / "*")
         cmd = ["java", *JVM_OPTS, f"-Xmx{self.heap_mb}m",
-               f"-Dlog4j.configuration=file:{CONF_DIR / 'kafka-log4j.properties'}",
+               f"-Dlog4j.configuration=file:{CONF_DIR / log_conf}",
+               f"-Dlog4j2.configurationFile={CONF_DIR / log_conf}",
                f"-Dkafka.logs.dir={self._node_dir(node) / 'logs'}"]
         if node.jmx_port:
             agent = jar_group("agent")[0]

@@ -61,15 +61,17 @@ def topic_rows(obs: Any, observed_at_ms: Any, settings: DetectorSettings) -> Any
         return lag.lag_columns(p, F.lit(settings.lag_messages), F.lit(settings.lag_seconds))
 
     def off(p: Any) -> dict[str, Any]:
-        return offline.offline_columns(p["leader"], p["replicas"], p["isr"], live)
+        return offline.offline_columns(p["leader"], p["replicas"], p["isr"], live, p["elr"], p["last_known_elr"])
 
     def isr_cols(p: Any) -> dict[str, Any]:
         return isr.isr_columns(p["replicas"], p["isr"], ts["min_insync_replicas"])
 
     def partition_findings(p: Any) -> Any:
         o, i = off(p), isr_cols(p)
+        # elr / last_known_elr (Kafka 4): with ELR the ISR may shrink below min ISR, even to empty,
+        # while the ELR still holds the committed data; null where the broker does not report them
         base = [p["leader"].alias("leader"), p["leader_epoch"].alias("leader_epoch"), p["replicas"].alias("replicas"),
-                p["isr"].alias("isr")]
+                p["isr"].alias("isr"), p["elr"].alias("elr"), p["last_known_elr"].alias("last_known_elr")]
         offline_details = F.to_json(F.struct(
             *base, live.alias("live_brokers"), o["must_return"].alias("must_return"), o["live_isr"].alias("live_isr"),
             ts["unclean_leader_election"].alias("unclean_leader_election")))
@@ -97,11 +99,13 @@ def topic_rows(obs: Any, observed_at_ms: Any, settings: DetectorSettings) -> Any
         change_details = F.to_json(F.struct(
             *base, *offsets_details, prev["leader"].alias("previous_leader"),
             prev["leader_epoch"].alias("previous_leader_epoch"), prev["isr"].alias("previous_isr"),
+            prev["elr"].alias("previous_elr"), prev["last_known_elr"].alias("previous_last_known_elr"),
             prev["high_watermark"].alias("previous_high_watermark"),
             (prev["high_watermark"] - p["high_watermark"]).alias("hw_lost"),
             ts["unclean_leader_election"].alias("unclean_leader_election")))
 
         healthy_leader = ~o["is_offline"]
+        election = unclean.election_columns(p)
         candidates = F.array(
             F.when(o["is_offline"], finding(offline.TYPE, o["cause"], offline_details)),
             F.when(healthy_leader & i["under_replicated"], finding(isr.UNDER_REPLICATED, F.lit(None), isr_details)),
@@ -109,8 +113,7 @@ def topic_rows(obs: Any, observed_at_ms: Any, settings: DetectorSettings) -> Any
             F.when(healthy_leader & i["at_min_isr"], finding(isr.AT_MIN_ISR, F.lit(None), isr_details)),
             F.when(healthy_leader & st["stalled"],
                    finding(hw_stall.TYPE, st["cause"], stall_details, F.lit(hw_stall.SEVERITY))),
-            F.when(unclean.unclean_column(p),
-                   finding(unclean.TYPE, F.lit(None), change_details, F.lit(unclean.SEVERITY))),
+            F.when(election["unclean"], finding(unclean.TYPE, election["cause"], change_details, election["severity"])),
             F.when(truncation.regression_column(p),
                    finding(truncation.REGRESSION, F.lit(None), change_details,
                            F.lit(truncation.SEVERITY[truncation.REGRESSION]))),

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from krm.config import Config
-from schemas.observation import KINDS, OBSERVATION, SCHEMA_VERSION, Array, Scalar, Struct, spark_schema
+from schemas.observation import KINDS, OBSERVATION, SUPPORTED_VERSIONS, Array, Scalar, Struct, spark_schema
 
 
 def read_observations(spark: Any, config: Config) -> Any:
@@ -86,7 +86,7 @@ def parse(raw: Any) -> Any:
     reason = F.when(F.col("raw").isNull(), F.lit("empty record value"))
     reason = reason.when(o.isNull() | o["v"].isNull(),
                          F.lit("not a JSON observation object (malformed JSON, or no integer 'v')"))
-    reason = reason.when(o["v"] != SCHEMA_VERSION, F.concat(F.lit("unsupported schema version "), o["v"].cast("string")))
+    reason = reason.when(~o["v"].isin(*SUPPORTED_VERSIONS), F.concat(F.lit("unsupported schema version "), o["v"].cast("string")))
     reason = reason.when(~o["kind"].isin(*KINDS), F.concat(F.lit("unknown kind "), F.coalesce(o["kind"], F.lit("null"))))
     for cond, why in _missing(OBSERVATION, o, ""):
         reason = reason.when(cond, F.lit(why))

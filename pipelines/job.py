@@ -27,6 +27,7 @@ from pipelines.incidents import Finding, IncidentBook, ScopePoll
 from pipelines.jmx_view import JmxSample, JmxView
 from pipelines.ingest import parse, read_observations, rejected, valid
 from pipelines.load import BrokerLoad, TopicLoad
+from pipelines.detectors import quorum
 from pipelines.metrics import ClusterView, PipelineState
 
 log = logging.getLogger(__name__)
@@ -162,15 +163,19 @@ def split_rows(rows: list[Any]) -> tuple[list[ScopePoll], list[Finding], dict[st
             jmx.append(JmxSample(r[cluster], r[broker], r[poll_id], r[at], d.get("error"),
                                  {g["name"]: g["value"] for g in d.get("gauges") or []}))
         else:
+            cs = loads(r[details])
+            if cs.get("quorum") is not None and cs.get("error") is None:  # KRaft: judged on every record
+                polls.append(ScopePoll(r[cluster], quorum.SCOPE, r[poll_id], r[at]))
+                found.extend(Finding(r[cluster], quorum.SCOPE, quorum.TYPE, q.severity, quorum.TOPIC, 0, q.voter,
+                                     q.cause, q.details, r[at], r[poll_id]) for q in quorum.judge(cs["quorum"]))
             prev = clusters.get(r[cluster])
             if prev is None or r[at] >= prev.newest_observed_ms:
-                cs = loads(r[details])
                 clusters[r[cluster]] = ClusterView(
                     brokers=tuple((b["id"], bool(b["live"])) for b in cs.get("brokers", [])),
                     controller_id=cs.get("controller_id"), error=cs.get("error"), newest_observed_ms=r[at],
                     topic_count=cs.get("topic_count"),
                     leader_imbalance_percentage=cs.get("leader_imbalance_per_broker_percentage"),
-                    reassigning=bool(cs.get("reassignment_in_progress")))
+                    reassigning=bool(cs.get("reassignment_in_progress")), quorum=cs.get("quorum"))
     return polls, found, clusters, counts, jmx
 
 

@@ -13,7 +13,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
-from pipelines.detectors import hw_stall, isr, lag, offline
+from pipelines.detectors import hw_stall, isr, lag, offline, quorum
 from pipelines.incidents import Incident
 
 
@@ -42,6 +42,7 @@ class ClusterView:
     topic_count: int | None = None
     leader_imbalance_percentage: int | None = None  # the cluster's leader.imbalance.per.broker.percentage
     reassigning: bool = False  # a partition reassignment is running (ZooKeeper mode)
+    quorum: dict[str, Any] | None = None  # KRaft: the cluster record's DescribeQuorum state
 
 
 @dataclass(frozen=True)
@@ -160,6 +161,7 @@ class KrmCollector:
                 leaders.add_metric([name, str(bid)], lead)
                 replicas.add_metric([name, str(bid)], rep)
         yield from (*counts.values(), age, reachable, broker_up, leaders, replicas)
+        yield from _kraft_series(snap.clusters)
 
         jmx_up = GaugeMetricFamily("krm_broker_jmx_up", "1 if the broker's JMX exporter answered the last scrape.",
                                    labels=["cluster", "broker"])
@@ -207,6 +209,42 @@ def _quality_series(q: QualityStats) -> Iterator[Any]:
     for (exp, col), n in q.unexpected_total:
         unexpected.add_metric([exp, col], n)
     yield unexpected
+
+
+def _kraft_series(clusters: dict[str, ClusterView]) -> Iterator[Any]:
+    """krm_kraft_*: the controller quorum of each KRaft cluster, from its newest DescribeQuorum."""
+    from prometheus_client.core import GaugeMetricFamily
+
+    leader = GaugeMetricFamily("krm_kraft_quorum_leader", "Node id of the metadata quorum leader (-1: none).",
+                               labels=["cluster"])
+    epoch = GaugeMetricFamily("krm_kraft_quorum_leader_epoch", "Epoch of the metadata quorum leader.", labels=["cluster"])
+    voters = GaugeMetricFamily("krm_kraft_quorum_voters", "Voters of the controller quorum.", labels=["cluster"])
+    healthy = GaugeMetricFamily("krm_kraft_quorum_voters_caught_up",
+                                "Voters leading or fetching and caught up; a majority must be.", labels=["cluster"])
+    behind = GaugeMetricFamily("krm_kraft_voter_records_behind", "Quorum leader's log end offset minus the voter's.",
+                               labels=["cluster", "voter"])
+    fetch_age = GaugeMetricFamily("krm_kraft_voter_fetch_age_seconds",
+                                  "Seconds since the voter last fetched from the quorum leader (leader's clock).",
+                                  labels=["cluster", "voter"])
+    caught_up = GaugeMetricFamily("krm_kraft_voter_caught_up", "1 if the voter leads or is caught up.",
+                                  labels=["cluster", "voter"])
+    for name, view in sorted(clusters.items()):
+        q = view.quorum
+        if q is None:
+            continue
+        leader.add_metric([name], q.get("leader_id") if q.get("leader_id") is not None else -1)
+        if q.get("leader_epoch") is not None:
+            epoch.add_metric([name], q["leader_epoch"])
+        states = quorum.voter_states(q) if (q.get("leader_id") or -1) >= 0 else []
+        voters.add_metric([name], len(q.get("voters") or []))
+        healthy.add_metric([name], sum(1 for v in states if v.state in (quorum.LEADER, quorum.CAUGHT_UP)))
+        for v in states:
+            if v.records_behind is not None:
+                behind.add_metric([name, str(v.id)], v.records_behind)
+            if v.fetch_age_ms is not None and v.state != quorum.LEADER:
+                fetch_age.add_metric([name, str(v.id)], v.fetch_age_ms / 1000)
+            caught_up.add_metric([name, str(v.id)], 1 if v.state in (quorum.LEADER, quorum.CAUGHT_UP) else 0)
+    yield from (leader, epoch, voters, healthy, behind, fetch_age, caught_up)
 
 
 def _offset_series(incidents: tuple[Incident, ...], now: float) -> Iterator[Any]:

@@ -14,7 +14,12 @@ Kinds of record (field `kind`):
   (write rate, HW stalled since, the previous state when an epoch changed or an offset went back).
 - `broker_metrics`: one per broker per JMX exporter scrape: the broker's own replication gauges and
   per-partition fetcher lag and log end offsets; `error` when the endpoint did not answer.
-Additions are optional fields (and new kinds), so version 1 records of older collectors stay valid.
+Additions are optional fields (and new kinds), so records of older collectors stay valid.
+
+Versions (`v`): 1 the first; 2 adds, all optional, `elr` / `last_known_elr` per partition and in
+`previous` (KRaft, Kafka 4's Eligible Leader Replicas, KIP-966) and the cluster's `quorum` (KRaft
+DescribeQuorum). A v1 record is read as "no ELR and no quorum known", which is what a v1 collector
+knew. The pipeline accepts every version in SUPPORTED_VERSIONS and quarantines others.
 """
 
 from __future__ import annotations
@@ -24,7 +29,8 @@ from typing import Any
 
 from krm.errors import SchemaError
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+SUPPORTED_VERSIONS = (1, 2)
 KINDS = ("cluster", "topic", "broker_metrics")
 
 
@@ -63,6 +69,8 @@ PREVIOUS = Struct((  # the partition at the previous poll (last known offsets), 
     ("leader", INT, True),
     ("leader_epoch", INT, False),
     ("isr", Array(INT), True),
+    ("elr", Array(INT), False),  # v2
+    ("last_known_elr", Array(INT), False),  # v2
     ("high_watermark", LONG, False),
     ("max_high_watermark", LONG, False),  # the highest HW this collector saw: committed data
     ("replica_offsets", Array(REPLICA_OFFSET), False),
@@ -74,6 +82,11 @@ PARTITION = Struct((
     ("leader_epoch", INT, False),
     ("replicas", Array(INT), True),  # assignment order: replicas[0] is the preferred leader
     ("isr", Array(INT), True),
+    # v2, KRaft with ELR (Kafka 4 default): replicas out of the ISR that still hold every committed
+    # message and may lead when the ISR is empty; the last known leader(s) when the ELR is empty too.
+    # Absent: the broker does not say (ZooKeeper mode, Kafka < 3.7, older collector).
+    ("elr", Array(INT), False),
+    ("last_known_elr", Array(INT), False),
     ("offline_replicas", Array(INT), False),
     ("high_watermark", LONG, False),  # the leader's; null when the leader did not answer
     ("log_start_offset", LONG, False),  # the leader's (ListOffsets EARLIEST); null when not answered
@@ -82,6 +95,22 @@ PARTITION = Struct((
     ("hw_stalled_since_ms", LONG, False),  # HW unmoved since then while the leader's LEO is ahead
     ("previous", PREVIOUS, False),  # only when the leader epoch changed or an offset went backwards
     ("zk_mtime_ms", LONG, False),  # ZooKeeper mode: mtime of the state znode leader/epoch/ISR came from
+))
+
+VOTER = Struct((  # one KRaft controller quorum voter, as the quorum leader reports it
+    ("id", INT, True),
+    ("log_end_offset", LONG, True),  # -1: unknown to the leader
+    ("last_fetch_ms", LONG, False),  # the leader's clock; null for the leader itself or never heard from
+    ("last_caught_up_ms", LONG, False),
+))
+
+QUORUM = Struct((  # v2, KRaft: DescribeQuorum of __cluster_metadata-0
+    ("leader_id", INT, True),  # -1: no leader known (or the request failed: see error)
+    ("leader_epoch", INT, False),
+    ("high_watermark", LONG, False),
+    ("voters", Array(VOTER), True),
+    ("observers", INT, False),
+    ("error", STRING, False),
 ))
 
 CLUSTER_STATE = Struct((
@@ -93,6 +122,7 @@ CLUSTER_STATE = Struct((
     ("replica_lag_time_max_ms", LONG, False),  # a broker's replica.lag.time.max.ms (HW-stall window)
     ("leader_imbalance_per_broker_percentage", INT, False),  # a broker's, for PREFERRED_LEADER_IMBALANCE
     ("reassignment_in_progress", BOOL, False),  # ZooKeeper mode: /admin/reassign_partitions exists
+    ("quorum", QUORUM, False),  # v2, KRaft only
 ))
 
 TOPIC_STATE = Struct((
@@ -139,8 +169,8 @@ def check(record: dict[str, Any]) -> dict[str, Any]:
         _CHECK_OBSERVATION(record)
     except _Mismatch as e:
         raise SchemaError(f"${e.path}: {e.problem}") from None
-    if record["v"] != SCHEMA_VERSION:
-        raise SchemaError(f"$.v: expected {SCHEMA_VERSION}, got {record['v']}")
+    if record["v"] not in SUPPORTED_VERSIONS:
+        raise SchemaError(f"$.v: expected one of {SUPPORTED_VERSIONS}, got {record['v']}")
     kind = record["kind"]
     if kind not in KINDS:
         raise SchemaError(f"$.kind: expected one of {KINDS}, got {kind!r}")

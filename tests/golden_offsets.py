@@ -48,3 +48,25 @@ CHANGE = [
      "truncation below the HW the partition had: committed data lost"),
     (6, -1, 1, [1], None, 120, {}, {1: 120}, False, False, [], "leader gone: offline, not unclean (yet)"),
 ]
+
+# Elections with Kafka 4's ELR: (number, leader, previous leader, previous isr, previous elr, previous last known
+#   elr, hw, previous hw, expected (cause, severity) or None, reason). elr None: not reported (Kafka 3.x).
+ELECTION = [
+    (1, 2, 1, [1, 2], None, None, 100, 100, None, "Kafka 3.x clean fail-over to an ISR member"),
+    (2, 2, 1, [1], None, None, 80, 120, ("not_in_isr_or_elr", "critical"), "Kafka 3.x unclean election"),
+    (3, 3, -1, [], [1, 3], [1], 100, 100, None,
+     "Kafka 4: ISR empty, 3 in the ELR: elected 'using ELR', nothing lost (isValidNewLeader)"),
+    (4, 2, -1, [], [], [2], 100, 100, ("last_known_elr", "warning"),
+     "Kafka 4 RF 1 back after a SIGKILL: last known leader elected (canElectLastKnownLeader), HW kept"),
+    (5, 2, -1, [], [2], [2], 100, 100, None,
+     "RF 1 back after a clean stop: still in the ELR, a clean ELR election"),
+    (6, 1, -1, [], [], [1], 90, 100, ("last_known_elr", "critical"),
+     "last known leader elected and the HW went back: its log lost committed data"),
+    (7, 2, -1, [], [3], [1], 50, 100, ("not_in_isr_or_elr", "critical"),
+     "unclean.leader.election.enable: 2 was in neither ISR nor ELR"),
+    (8, 2, 2, [], [2], [2], 100, 100, None, "same leader (epoch bump only): no election to judge"),
+    (9, 3, 1, [1, 2], [3], [], 100, 100, None,
+     "3 was in the ELR at the last poll and the ISR emptied in between: clean"),
+    (10, 2, -1, [], [], [2], None, 100, ("last_known_elr", "warning"),
+     "no HW from the new leader yet: no proof of loss (OFFSET_REGRESSION judges it when it answers)"),
+]

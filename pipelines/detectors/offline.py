@@ -8,13 +8,32 @@ elects the first replica *in assignment order* that is alive and in the ISR; if 
 `unclean.leader.election.enable` is true, the first live replica; otherwise nobody, and the leader
 stays -1 until an ISR member comes back.
 
-Causes, checked in this order:
+Kafka 4 (KRaft, Eligible Leader Replicas on: KIP-966; `PartitionChangeBuilder` and
+`ReplicationControlManager` of metadata/src/main/java/org/apache/kafka/controller/, 4.4.0): when a
+fenced broker's removal would leave the ISR below the effective min ISR (min(min.insync.replicas,
+RF)), the removed members move to the ELR: they hold every committed message. The ISR may become
+*empty*. A replica may then lead if it is in the ISR, or in the ELR while the ISR is empty
+(`isValidNewLeader`); failing that, the last known leader (`lastKnownElr`, one broker) may be elected
+by Kafka as an unclean election with leader recovery when it comes back (`canElectLastKnownLeader`).
+A broker that re-registers after an unclean shutdown (SIGKILL, crash) is first removed from every
+ELR (`handleBrokerShutdown`): only a cleanly stopped ELR member brings the partition back cleanly.
+Without ELR (ZooKeeper mode, Kafka 3.x KRaft) the ISR is never emptied and the "eligible" replicas
+are simply the ISR.
+
+Causes, checked in this order (eligible = the ISR, or the ELR when the ISR is empty):
 - `single_replica_on_dead_broker`: replication factor 1 and that one replica's broker is down
-  (seeds/002): only that broker coming back restores the partition.
-- `all_isr_replicas_dead`: no ISR member is alive (unclean election disabled, or no live replica
-  at all): `details.must_return` names the ISR brokers of which one must come back.
-- `live_isr_but_no_leader`: an ISR member is alive but no leader was elected (yet): the controller
-  has not acted (or cannot: no active controller).
+  (docs/cases/): only that broker coming back restores the partition.
+- `live_isr_but_no_leader`: an eligible replica is alive but no leader was elected (yet): the
+  controller has not acted (or cannot: no active controller). `details.live_isr` names them.
+- `all_isr_replicas_dead`: the ISR is not empty and none of its members is alive (unclean election
+  disabled, or no live replica at all): `details.must_return` names the ISR brokers of which one must
+  come back.
+- `elr_replicas_down` (Kafka 4): the ISR is empty and no ELR member is alive: `must_return` is the
+  ELR; any one of them restarting after a clean shutdown restores the partition with no loss.
+- `last_known_elr_only` (Kafka 4): ISR and ELR are empty; only the last known leader(s) remain:
+  `must_return` is the last known ELR; Kafka elects it when it returns, as an unclean election.
+`must_return` is never empty while a dead broker's return could help: when no rule above names
+brokers (every list empty), it holds the dead replicas (with unclean election, any could lead).
 """
 
 from __future__ import annotations
@@ -27,46 +46,72 @@ SEVERITY = "critical"
 SINGLE_REPLICA = "single_replica_on_dead_broker"
 ALL_ISR_DEAD = "all_isr_replicas_dead"
 LIVE_ISR_NO_LEADER = "live_isr_but_no_leader"
+ELR_DOWN = "elr_replicas_down"
+LAST_KNOWN_ELR_ONLY = "last_known_elr_only"
+CAUSES = (SINGLE_REPLICA, LIVE_ISR_NO_LEADER, ALL_ISR_DEAD, ELR_DOWN, LAST_KNOWN_ELR_ONLY)
 
 
 @dataclass(frozen=True)
 class OfflineVerdict:
     cause: str
-    must_return: tuple[int, ...]  # brokers of which one must come back (empty: none needs to)
-    live_isr: tuple[int, ...]  # ISR members that are alive and could lead
+    must_return: tuple[int, ...]  # brokers of which one must come back (empty: a live one can lead)
+    live_isr: tuple[int, ...]  # eligible replicas (ISR, or ELR when the ISR is empty) alive to lead
 
 
 def is_offline(leader: int, live: set[int] | frozenset[int]) -> bool:
     return leader == -1 or leader not in live
 
 
+def eligible(isr: Sequence[int], elr: Sequence[int] | None) -> Sequence[int]:
+    """Who may lead cleanly: the ISR, or the ELR when the ISR is empty (isValidNewLeader)."""
+    return isr if isr or not elr else elr
+
+
 def classify_offline(leader: int, replicas: Sequence[int], isr: Sequence[int],
-                     live: set[int] | frozenset[int]) -> OfflineVerdict | None:
-    """None when the partition has a live leader; otherwise why it has none."""
+                     live: set[int] | frozenset[int], elr: Sequence[int] | None = None,
+                     last_known_elr: Sequence[int] | None = None) -> OfflineVerdict | None:
+    """None when the partition has a live leader; otherwise why it has none. `elr` and
+    `last_known_elr` None: not reported (ZooKeeper mode, Kafka 3.x), judged as empty."""
     if not is_offline(leader, live):
         return None
-    live_isr = tuple(b for b in replicas if b in live and b in isr)  # assignment order, as the controller scans
+    elr, last_known_elr = elr or (), last_known_elr or ()
+    candidates = eligible(isr, elr)
+    live_candidates = tuple(b for b in replicas if b in live and b in candidates)  # assignment order
     if len(replicas) == 1 and replicas[0] not in live:
         return OfflineVerdict(SINGLE_REPLICA, (replicas[0],), ())
-    if not live_isr:
-        dead_isr = tuple(b for b in isr if b not in live)
-        return OfflineVerdict(ALL_ISR_DEAD, dead_isr, ())
-    return OfflineVerdict(LIVE_ISR_NO_LEADER, (), live_isr)
+    if live_candidates:
+        return OfflineVerdict(LIVE_ISR_NO_LEADER, (), live_candidates)
+    if isr:
+        return OfflineVerdict(ALL_ISR_DEAD, tuple(isr), ())
+    if elr:
+        return OfflineVerdict(ELR_DOWN, tuple(elr), ())
+    if last_known_elr:
+        return OfflineVerdict(LAST_KNOWN_ELR_ONLY, tuple(last_known_elr), ())
+    return OfflineVerdict(ALL_ISR_DEAD, tuple(b for b in replicas if b not in live), ())
 
 
-def offline_columns(leader: Any, replicas: Any, isr: Any, live: Any) -> dict[str, Any]:
-    """The same rule as Spark Columns (built-in expressions only, no UDF), over any four columns or
+def offline_columns(leader: Any, replicas: Any, isr: Any, live: Any, elr: Any = None,
+                    last_known_elr: Any = None) -> dict[str, Any]:
+    """The same rule as Spark Columns (built-in expressions only, no UDF), over any columns or
     lambda variables: {"is_offline", "cause", "must_return", "live_isr"}."""
     from pyspark.sql import functions as F
 
     is_live = lambda b: F.array_contains(live, b)  # noqa: E731
     empty = F.array().cast("array<int>")
+    elr = empty if elr is None else F.coalesce(elr, empty)
+    lk_elr = empty if last_known_elr is None else F.coalesce(last_known_elr, empty)
     offline = (leader == -1) | ~is_live(leader)
-    live_isr = F.filter(replicas, lambda b: is_live(b) & F.array_contains(isr, b))
-    dead_isr = F.filter(isr, lambda b: ~is_live(b))
+    isr_empty = F.size(isr) == 0
+    candidates = F.when(isr_empty & (F.size(elr) > 0), elr).otherwise(isr)
+    live_candidates = F.filter(replicas, lambda b: is_live(b) & F.array_contains(candidates, b))
     single = (F.size(replicas) == 1) & ~is_live(F.element_at(replicas, 1))
-    no_live_isr = F.size(live_isr) == 0
-    cause = F.when(single, F.lit(SINGLE_REPLICA)).when(no_live_isr, F.lit(ALL_ISR_DEAD)).otherwise(F.lit(LIVE_ISR_NO_LEADER))
-    must_return = F.when(single, F.slice(replicas, 1, 1)).when(no_live_isr, dead_isr).otherwise(empty)
-    live_isr_out = F.when(single | no_live_isr, empty).otherwise(live_isr)
+    has_live = F.size(live_candidates) > 0
+    elr_down = isr_empty & (F.size(elr) > 0)
+    lk_only = isr_empty & (F.size(elr) == 0) & (F.size(lk_elr) > 0)
+    cause = (F.when(single, F.lit(SINGLE_REPLICA)).when(has_live, F.lit(LIVE_ISR_NO_LEADER))
+             .when(elr_down, F.lit(ELR_DOWN)).when(lk_only, F.lit(LAST_KNOWN_ELR_ONLY)).otherwise(F.lit(ALL_ISR_DEAD)))
+    must_return = (F.when(single, F.slice(replicas, 1, 1)).when(has_live, empty)
+                   .when(~isr_empty, isr).when(elr_down, elr).when(lk_only, lk_elr)
+                   .otherwise(F.filter(replicas, lambda b: ~is_live(b))))
+    live_isr_out = F.when(single | ~has_live, empty).otherwise(live_candidates)
     return {"is_offline": offline, "cause": cause, "must_return": must_return, "live_isr": live_isr_out}

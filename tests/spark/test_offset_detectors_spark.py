@@ -9,7 +9,7 @@ import pytest
 from collectors.records import topic_record
 from pipelines.findings import DetectorSettings, alert_rows
 from pipelines.ingest import parse, valid
-from tests.golden_offsets import CHANGE, LAG, STALL
+from tests.golden_offsets import CHANGE, ELECTION, LAG, STALL
 
 pytestmark = pytest.mark.spark
 
@@ -79,3 +79,18 @@ def test_changes_between_polls_plan_matches_golden_cases(spark):
         assert ("UNCLEAN_LEADER_ELECTION" in types) is unclean, reason
         assert ("OFFSET_REGRESSION" in types) is regression, reason
         assert sorted((f.broker, f.cause) for f in fs if f.type == "LOG_TRUNCATION") == truncs, reason
+
+
+def test_elections_with_elr_plan_matches_golden_cases(spark):
+    records = []
+    for n, leader, pleader, pisr, pelr, plk, hw, phw, *_ in ELECTION:
+        previous = {"leader": pleader, "leader_epoch": 4, "isr": pisr, "high_watermark": phw, "max_high_watermark": phw}
+        if pelr is not None:
+            previous |= {"elr": pelr, "last_known_elr": plk}
+        replicas = sorted({leader, 1, 2, 3} - {-1})
+        records.append(_record(f"election-{n}", 1_000, leader, [leader], replicas, high_watermark=hw,
+                               previous=previous, **({"elr": [], "last_known_elr": []} if pelr is not None else {})))
+    found = _findings(spark, records, DetectorSettings())
+    for n, *_rest, expected, reason in ELECTION:
+        got = [(f.cause, f.severity) for f in found.get(f"election-{n}", []) if f.type == "UNCLEAN_LEADER_ELECTION"]
+        assert got == ([] if expected is None else [expected]), f"case {n}: {reason}"

@@ -6,9 +6,10 @@ from tests.golden_offline import CASES
 pytestmark = pytest.mark.unit
 
 
-@pytest.mark.parametrize("num,leader,replicas,isr,live,cause,must_return,reason", CASES, ids=[f"case{c[0]}" for c in CASES])
-def test_offline_golden(num, leader, replicas, isr, live, cause, must_return, reason):
-    verdict = classify_offline(leader, replicas, isr, live)
+@pytest.mark.parametrize("num,leader,replicas,isr,elr,lk_elr,live,cause,must_return,reason", CASES,
+                         ids=[f"case{c[0]}" for c in CASES])
+def test_offline_golden(num, leader, replicas, isr, elr, lk_elr, live, cause, must_return, reason):
+    verdict = classify_offline(leader, replicas, isr, live, elr, lk_elr)
     if cause is None:
         assert verdict is None, reason
     else:

@@ -5,8 +5,8 @@ import pytest
 from pipelines.detectors.hw_stall import classify_stall
 from pipelines.detectors.lag import follower_lags
 from pipelines.detectors.truncation import hw_regressed, truncations
-from pipelines.detectors.unclean import is_unclean
-from tests.golden_offsets import CHANGE, LAG, STALL
+from pipelines.detectors.unclean import classify_election, is_unclean
+from tests.golden_offsets import CHANGE, ELECTION, LAG, STALL
 
 pytestmark = pytest.mark.unit
 
@@ -31,3 +31,10 @@ def test_changes_between_polls(case):
     assert is_unclean(leader, pleader, pisr) is unclean, reason
     assert hw_regressed(hw, phw) is regression, reason
     assert [(t.broker, t.cause) for t in truncations(leos, pleos, phw)] == truncs, reason
+
+
+@pytest.mark.parametrize("case", ELECTION, ids=[f"election-{c[0]}" for c in ELECTION])
+def test_elections_with_elr(case):
+    _n, leader, pleader, pisr, pelr, plk, hw, phw, expected, reason = case
+    got = classify_election(leader, pleader, pisr, pelr, plk, hw, phw)
+    assert (None if got is None else (got.cause, got.severity)) == expected, reason

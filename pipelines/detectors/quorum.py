@@ -1,0 +1,106 @@
+"""CONTROLLER_ANOMALY of a KRaft cluster: the metadata quorum's health, from DescribeQuorum. Pure.
+
+KRaft keeps the cluster's metadata in the `__cluster_metadata` log, replicated by the controller
+quorum's voters with Raft (KIP-595): one leader (the active controller) and followers that fetch
+from it. A majority of voters must fetch for the leader to commit anything — no topic change, no
+leader election, no broker fencing without it. The quorum leader reports, per voter, its log end
+offset, when it last fetched and when it was last caught up (raft/src/main/java/org/apache/kafka/
+raft/LeaderState.java, `describeQuorum`), all on the leader's clock. A follower that has not fetched
+for controller.quorum.fetch.timeout.ms (2 s by default, QuorumConfig) itself starts an election, so
+that is the bound used here for "no longer fetching" and for "not caught up".
+
+Causes (subject: the `__cluster_metadata` partition 0, and for a voter its node id as the broker):
+- `no_quorum_leader` (critical): no leader known; DescribeQuorum not answered (a broker cannot
+  reach an active controller); or a leader that fewer than a majority of voters still fetch from
+  (it commits nothing: metadata is frozen until voters return, and it resigns only later).
+- `voter_lagging` (warning, per voter): a voter not fetching (`details.state` not_fetching: dead or
+  partitioned) or fetching without catching up (`lagging`).
+- `quorum_at_risk` (warning): some voter is out and the healthy ones (leader + caught-up followers)
+  are just a majority, so one more loss stops the metadata quorum. A single-voter quorum that is whole is a configuration
+  choice, not a risk reported here (as AT_MIN_ISR is for RF 1).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+TYPE = "CONTROLLER_ANOMALY"
+SCOPE = "quorum"  # incidents resolved by each cluster record that carries a quorum
+TOPIC = "__cluster_metadata"  # the subject of quorum findings: the metadata log's only partition
+NO_LEADER = "no_quorum_leader"
+VOTER_LAGGING = "voter_lagging"
+AT_RISK = "quorum_at_risk"
+SEVERITY = {NO_LEADER: "critical", VOTER_LAGGING: "warning", AT_RISK: "warning"}
+FETCH_TIMEOUT_MS = 2000  # controller.quorum.fetch.timeout.ms's default
+
+LEADER, CAUGHT_UP, LAGGING, NOT_FETCHING = "leader", "caught_up", "lagging", "not_fetching"
+
+
+@dataclass(frozen=True)
+class VoterState:
+    id: int
+    state: str  # leader | caught_up | lagging | not_fetching
+    records_behind: int | None  # leader's log end offset minus the voter's
+    fetch_age_ms: int | None  # since its last fetch, on the leader's clock (None: never heard of)
+    caught_up_age_ms: int | None
+
+
+@dataclass(frozen=True)
+class QuorumFinding:
+    cause: str
+    severity: str
+    voter: int | None
+    details: dict[str, Any]
+
+
+def voter_states(quorum: dict[str, Any], timeout_ms: int = FETCH_TIMEOUT_MS) -> list[VoterState]:
+    voters = quorum.get("voters") or []
+    leader_id = quorum.get("leader_id")
+    leader = next((v for v in voters if v["id"] == leader_id), None)
+    times = [t for v in voters for t in (v.get("last_fetch_ms"), v.get("last_caught_up_ms")) if t is not None]
+    # "now" on the leader's clock: it reports its own last caught-up time as the current time
+    now = (leader or {}).get("last_caught_up_ms") or (max(times) if times else None)
+    leader_leo = leader["log_end_offset"] if leader and leader["log_end_offset"] >= 0 else None
+
+    def age(t: int | None) -> int | None:
+        return None if t is None or now is None else max(0, now - t)
+
+    out = []
+    for v in voters:
+        fetch_age, caught_age = age(v.get("last_fetch_ms")), age(v.get("last_caught_up_ms"))
+        behind = (max(0, leader_leo - v["log_end_offset"])
+                  if leader_leo is not None and v["log_end_offset"] >= 0 else None)
+        if v["id"] == leader_id:
+            state = LEADER
+        elif fetch_age is None or fetch_age > timeout_ms:
+            state = NOT_FETCHING
+        elif caught_age is None or caught_age > timeout_ms:
+            state = LAGGING
+        else:
+            state = CAUGHT_UP
+        out.append(VoterState(v["id"], state, behind, fetch_age, caught_age))
+    return out
+
+
+def judge(quorum: dict[str, Any] | None, timeout_ms: int = FETCH_TIMEOUT_MS) -> list[QuorumFinding]:
+    """Findings for one DescribeQuorum answer (the cluster record's `quorum`); none when absent."""
+    if quorum is None:
+        return []
+    if quorum.get("leader_id") is None or quorum["leader_id"] < 0:
+        return [QuorumFinding(NO_LEADER, SEVERITY[NO_LEADER], None,
+                              {"error": quorum.get("error"), "leader_epoch": quorum.get("leader_epoch")})]
+    states = voter_states(quorum, timeout_ms)
+    found = [QuorumFinding(VOTER_LAGGING, SEVERITY[VOTER_LAGGING], s.id,
+                           {"state": s.state, "records_behind": s.records_behind, "fetch_age_ms": s.fetch_age_ms,
+                            "caught_up_age_ms": s.caught_up_age_ms, "leader_id": quorum["leader_id"]})
+             for s in states if s.state in (LAGGING, NOT_FETCHING)]
+    healthy = sum(1 for s in states if s.state in (LEADER, CAUGHT_UP))
+    majority = len(states) // 2 + 1
+    counts = {"voters": len(states), "healthy": healthy, "majority": majority, "can_lose": healthy - majority,
+              "out": [s.id for s in states if s.state in (LAGGING, NOT_FETCHING)], "leader_id": quorum["leader_id"]}
+    if states and healthy < majority:
+        found.append(QuorumFinding(NO_LEADER, SEVERITY[NO_LEADER], None, {**counts, "error": "majority lost"}))
+    elif states and healthy < len(states) and healthy == majority:
+        found.append(QuorumFinding(AT_RISK, SEVERITY[AT_RISK], None, counts))
+    return found
