@@ -4,7 +4,7 @@
 #   make test   install what is missing, then run the whole test suite
 #
 # Installs are idempotent and cached: the venv in .venv, jars in .cache/jars (from Maven Central,
-# pinned in jvm/*.xml), Debian packages only if their command is missing (a JDK, Maven, Prometheus
+# pinned in jvm/*.xml: Kafka 3.9.1 for ZooKeeper mode, Kafka 4.4.0 for KRaft, Spark, the JMX agent), Debian packages only if their command is missing (a JDK, Maven, Prometheus
 # and Alertmanager for the alerting tests; services are not started: policy-rc.d blocks them).
 # A second run needs no network: every step is guarded by a stamp file or a `command -v` check.
 
@@ -47,10 +47,11 @@ system-packages:
 
 jars: $(STAMPS)/jars
 
-$(STAMPS)/jars: jvm/kafka-pom.xml jvm/spark-pom.xml jvm/agent-pom.xml jvm/settings.xml
+$(STAMPS)/jars: jvm/kafka-pom.xml jvm/kafka4-pom.xml jvm/spark-pom.xml jvm/agent-pom.xml jvm/settings.xml
 	@echo "fetching jars from Maven Central into $(JARS) (once) ..."
 	rm -rf $(JARS) && mkdir -p $(STAMPS)
 	$(MVN) -f jvm/kafka-pom.xml dependency:copy-dependencies -DoutputDirectory=$(CURDIR)/$(JARS)/kafka
+	$(MVN) -f jvm/kafka4-pom.xml dependency:copy-dependencies -DoutputDirectory=$(CURDIR)/$(JARS)/kafka-4.4.0
 	$(MVN) -f jvm/agent-pom.xml dependency:copy-dependencies -DoutputDirectory=$(CURDIR)/$(JARS)/agent
 	$(MVN) -f jvm/spark-pom.xml dependency:copy-dependencies -DincludeScope=runtime $(SPARK_EXCLUDES) -DoutputDirectory=$(CURDIR)/$(JARS)/spark
 	touch $@

@@ -1,4 +1,8 @@
-"""Shared fixtures: one local SparkSession and one Kafka cluster per mode, per test session."""
+"""Shared fixtures: one local SparkSession and one Kafka cluster per mode and version, per test session.
+
+The Kafka matrix: `zk_cluster` (3.9.1, ZooKeeper), `kraft_cluster` (3.9.1, KRaft) and `kraft4_cluster`
+(the newest 4.x, KRaft with Eligible Leader Replicas on by default). Each starts on first use only.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +10,7 @@ import os
 
 import pytest
 
+from krm.local_cluster import KRAFT_KAFKA_VERSION, ZK_KAFKA_VERSION
 from tests.helpers import local_cluster
 
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
@@ -30,6 +35,15 @@ def zk_cluster(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def kraft_cluster(tmp_path_factory):
-    cluster = local_cluster(tmp_path_factory, "kraft")
+    """KRaft on Kafka 3.9.1 (no ELR)."""
+    cluster = local_cluster(tmp_path_factory, "kraft", kafka_version=ZK_KAFKA_VERSION)
+    yield cluster
+    cluster.down()
+
+
+@pytest.fixture(scope="session")
+def kraft4_cluster(tmp_path_factory):
+    """KRaft on the newest Kafka 4.x: ELR, last known ELR, unclean-shutdown detection."""
+    cluster = local_cluster(tmp_path_factory, "kraft", kafka_version=KRAFT_KAFKA_VERSION)
     yield cluster
     cluster.down()

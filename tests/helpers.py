@@ -92,10 +92,12 @@ def create_topic(cluster: LocalCluster, name: str, partitions: int, rf: int,
         admin.close()
 
 
-def local_cluster(tmp_path_factory: Any, mode: str, chroot: str | None = None, brokers: int = 3) -> LocalCluster:
+def local_cluster(tmp_path_factory: Any, mode: str, chroot: str | None = None, brokers: int = 3,
+                  kafka_version: str = "", controllers: int = 1) -> LocalCluster:
     """A new real local cluster under the session's temp dir (the caller calls .down())."""
-    root = Path(tempfile.mkdtemp(prefix=f"krm-{mode}-", dir=tmp_path_factory.getbasetemp()))
-    return LocalCluster(root=root / mode, mode=mode, brokers=brokers, chroot=chroot).up()
+    root = Path(tempfile.mkdtemp(prefix=f"krm-{mode}{kafka_version}-", dir=tmp_path_factory.getbasetemp()))
+    return LocalCluster(root=root / mode, mode=mode, brokers=brokers, chroot=chroot, kafka_version=kafka_version,
+                        controllers=controllers).up()
 
 
 def kafka_tool(main: str, *args: str) -> str:

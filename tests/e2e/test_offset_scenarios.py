@@ -84,13 +84,17 @@ def test_hw_stall_names_the_paused_follower_before_the_isr_shrinks(zk_cluster, k
             cluster.resume(follower)
 
 
-def test_unclean_election_regression_and_truncation(zk_cluster, kraft_cluster, spark, tmp_path):
-    cluster = zk_cluster
-    topic = "unclean"
+@pytest.mark.parametrize("mode,carrier,leaderless", [
+    ("zk", "kraft", "all_isr_replicas_dead"),  # ZooKeeper keeps the dead leader in the ISR
+    ("kraft4", "zk", "elr_replicas_down"),  # Kafka 4 empties the ISR into the ELR
+])
+def test_unclean_election_regression_and_truncation(mode, carrier, leaderless, request, spark, tmp_path):
+    cluster, observations = request.getfixturevalue(f"{mode}_cluster"), request.getfixturevalue(f"{carrier}_cluster")
+    topic = f"unclean-{mode}"
     (replicas,) = create_topic(cluster, topic, partitions=1, rf=2,
                                configs={"unclean.leader.election.enable": "true"}).values()
     leader, follower = replicas
-    config_path = write_config(cluster, tmp_path, observations_on=kraft_cluster)
+    config_path = write_config(cluster, tmp_path, observations_on=observations)
     monitor = Monitor(load_config(config_path), spark=spark).start()
     url = monitor.metrics_url
     try:
@@ -105,14 +109,17 @@ def test_unclean_election_regression_and_truncation(zk_cluster, kraft_cluster, s
         producer.close(timeout=5)
         time.sleep(3)  # let the collector see HW 150 on the leader
         cluster.kill(leader)
-        wait_for(lambda: [i for i in _open(config_path, topic, "OFFLINE_PARTITION")
-                          if i["cause"] == "all_isr_replicas_dead"], 60, "leaderless, ISR [leader] dead")
+        down = wait_for(lambda: [i for i in _open(config_path, topic, "OFFLINE_PARTITION") if i["cause"] == leaderless],
+                        60, f"leaderless ({leaderless})")
+        assert down[0]["details"]["must_return"] == [leader], "only the old leader holds everything"
         cluster.resume(follower)
         resumed_at = time.time()
         unclean = wait_for(lambda: (_open(config_path, topic, "UNCLEAN_LEADER_ELECTION") or [None])[0], 90,
                            "UNCLEAN_LEADER_ELECTION")
         print(f"\n[unclean] follower resumed -> UNCLEAN_LEADER_ELECTION stored {time.time() - resumed_at:.1f}s")
-        assert unclean["details"]["leader"] == follower and unclean["details"]["previous_isr"] == [leader]
+        assert unclean["details"]["leader"] == follower
+        assert (unclean["cause"], unclean["severity"]) == ("not_in_isr_or_elr", "critical")
+        assert leader in unclean["details"]["previous_isr"] + unclean["details"].get("previous_elr", [])
         regression = wait_for(lambda: (_open(config_path, topic, "OFFSET_REGRESSION") or [None])[0], 30,
                               "OFFSET_REGRESSION")
         assert regression["details"]["previous_high_watermark"] == 150
