@@ -5,19 +5,23 @@ For each of N rounds: SIGKILL a broker that is the only replica of some RF-1 par
 wait for the series to clear. Two latencies per round:
 
 - kill -> alert: wall clock from os.kill to the first scrape showing all of them;
-- controller -> alert (ZooKeeper mode only): from the ZooKeeper modification time (mtime) of the
-  partition's `state` znode, i.e. the controller's write of `leader: -1`, to that same scrape.
-  Same machine, same clock.
+- controller -> alert: from the controller's decision to that same scrape. ZooKeeper mode: the
+  modification time (mtime) of the partition's `state` znode, i.e. the controller's write of
+  `leader: -1`. KRaft (no watches: the collector's poll is the only path): the time the active
+  controller logged "Fencing broker N" (ReplicationControlManager), which writes the partitions'
+  leader -1 in the same batch of records. Same machine, same clock.
 
-Usage: .venv/bin/python benchmarks/alert_latency.py [--mode zk|kraft] [--rounds 20] [--poll 1.0]
+Usage: .venv/bin/python benchmarks/alert_latency.py [--mode zk|kraft] [--kafka-version V] [--rounds 20] [--poll 1.0]
 Prints one line per round and a p50/p95 summary (append it to benchmarks/BENCHMARKS.md).
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import os
+import re
 import statistics
 import sys
 import tempfile
@@ -38,9 +42,28 @@ def pct(values: list[float], q: float) -> float:
     return s[min(len(s) - 1, int(round(q * (len(s) - 1))))]
 
 
+FENCING = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d),(\d{3})\] INFO .*Fencing broker (\d+) ")
+
+
+def fenced_at(cluster: LocalCluster, broker: int, after: float) -> float:
+    """When the active controller fenced `broker` (its log line; the JVM logs in local time)."""
+    for _ in range(100):
+        for cid in cluster.controller_ids:
+            log = cluster.root / f"controller-{cid}" / "logs" / "server.log"
+            for line in reversed(log.read_text(errors="replace").splitlines()):
+                m = FENCING.match(line)
+                if m and int(m.group(3)) == broker:
+                    t = datetime.datetime.strptime(m.group(1), "%Y-%m-%d %H:%M:%S").timestamp() + int(m.group(2)) / 1000
+                    if t >= after - 1:
+                        return t
+        time.sleep(0.1)
+    raise SystemExit(f"no 'Fencing broker {broker}' line in the controllers' logs")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--mode", choices=["zk", "kraft"], default="zk")
+    ap.add_argument("--kafka-version", default="", help="default: 3.9.1 in zk mode, the newest 4.x in KRaft mode")
     ap.add_argument("--rounds", type=int, default=20)
     ap.add_argument("--poll", type=float, default=1.0, help="collector poll interval, seconds")
     ap.add_argument("--separate-observations", action="store_true",
@@ -49,7 +72,7 @@ def main() -> int:
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
     tmp = Path(tempfile.mkdtemp(prefix="krm-bench-"))
-    cluster = LocalCluster(root=tmp / "bench", mode=args.mode, brokers=3,
+    cluster = LocalCluster(root=tmp / "bench", mode=args.mode, brokers=3, kafka_version=args.kafka_version,
                            chroot="/kafka_cluster_01" if args.mode == "zk" else None).up()
     monitor = None
     obs_cluster = None
@@ -93,11 +116,15 @@ def main() -> int:
                 assert json.loads(data)["leader"] == -1
                 ctl_lat.append(t_alert - stat.mtime / 1000)
                 line += f"  controller->alert {ctl_lat[-1]:5.2f}s  (kill->controller {stat.mtime / 1000 - t_kill:5.2f}s)"
+            else:
+                t_fence = fenced_at(cluster, victim, after=t_kill)
+                ctl_lat.append(t_alert - t_fence)
+                line += f"  controller->alert {ctl_lat[-1]:5.2f}s  (kill->controller {t_fence - t_kill:5.2f}s)"
             print(line, flush=True)
             cluster.start(victim)
             wait_for(lambda: not series(scrape(url), "krm_partition_offline", cluster=cluster.name), 90, "clear")
         where = "separate cluster" if obs_cluster else "the monitored cluster"
-        print(f"\nmode={args.mode} poll={args.poll}s rounds={len(kill_lat)} observations topic on {where}")
+        print(f"\nmode={args.mode} kafka={cluster.kafka_version} poll={args.poll}s rounds={len(kill_lat)} observations topic on {where}")
         print(f"kill -> /metrics        p50 {statistics.median(kill_lat):.2f}s  p95 {pct(kill_lat, 0.95):.2f}s  "
               f"max {max(kill_lat):.2f}s")
         if ctl_lat:
