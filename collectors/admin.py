@@ -69,6 +69,7 @@ class AdminSource:
         self._degraded = False
         self._last_node: Any = None
         self._live_last: dict[int, dict[str, Any]] = {}  # brokers alive at the last successful poll
+        self._live_last_ids: tuple[set[int], int | None] | None = None  # (their ids, controller): brokers_changed
         self._memory = PartitionMemory()
         self._last_cluster_state: dict[str, Any] | None = None  # for the ZooKeeper-triggered cluster record
         self._assignments: dict[str, tuple[tuple[int, tuple[int, ...]], ...]] = {}  # topic -> last published map
@@ -130,6 +131,29 @@ class AdminSource:
         quorum = self._harvest_quorum(found.answered | {self._last_node}) if self.zk is None else None
         return self._records(md, topics, observed_at_ms, found, poll_id, quorum)
 
+    def brokers_changed(self) -> bool:
+        """The fast path where there are no ZooKeeper watches (KRaft): a Metadata request for no
+        topic (the live brokers and the controller only, a few hundred bytes at any cluster size)
+        to the broker that answered the last poll. True when its answer differs from that poll's:
+        a broker fenced, unfenced or registered, which the controller writes in the same batch as
+        the leader and ISR changes it causes (ReplicationControlManager.handleBrokerFenced), so the
+        caller polls at once instead of at the next interval. A failure also says "poll now"."""
+        if self._admin is None or self._live_last_ids is None:
+            return False
+        from kafka.protocol.metadata import MetadataRequest
+
+        client = self._admin._client
+        version = client.api_version(MetadataRequest, max_version=8)
+        request = (MetadataRequest[version](topics=[], allow_auto_topic_creation=False,
+                                            include_cluster_authorized_operations=False,
+                                            include_topic_authorized_operations=False) if version >= 8
+                   else MetadataRequest[version](topics=[], allow_auto_topic_creation=False))
+        try:
+            md = ask(client, self._last_node, request, min(self.settings.request_timeout_ms, 500)).to_object()
+        except Exception:  # noqa: BLE001 - the broker that answered last does not: a full poll finds out
+            return True
+        return ({b["node_id"] for b in md["brokers"]}, md.get("controller_id")) != self._live_last_ids
+
     def close(self) -> None:
         self._close()
 
@@ -142,6 +166,7 @@ class AdminSource:
         for bid, b in live.items():
             self._known_brokers[bid] = b
         self._live_last = live
+        self._live_last_ids = (set(live), md.get("controller_id"))
         zk_live = self.zk.live_brokers() if self.zk is not None else None
         if zk_live is not None:  # registered in ZooKeeper: what the controller acts on
             live = {bid: self._known_brokers.get(bid, {}) for bid in zk_live}

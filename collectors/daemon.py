@@ -1,6 +1,8 @@
 """The collector daemon: one thread per monitored cluster, polling at a fixed rate. In ZooKeeper
 mode a watch wakes the thread early: a partition state change publishes that topic at once from
-the ZooKeeper mirror; a broker or controller change runs full polls."""
+the ZooKeeper mirror; a broker or controller change runs full polls. Without watches (KRaft), a
+brokers-only Metadata request every `broker_check_s` between polls plays that part: a broker
+fenced or back runs a full poll at once."""
 
 from __future__ import annotations
 
@@ -72,13 +74,17 @@ class Collector:
         interval = self.config.collector.poll_interval_s
         wake = self._wake[src.cluster.name]
         zk = self._zk.get(src.cluster.name)
+        check_every = self.config.collector.broker_check_s if zk is None else 0.0
         next_at = time.monotonic()
         while not self._stop.is_set():
             wake.clear()
             poll_asked = zk.take_poll_request() if zk is not None else False
             scheduled = time.monotonic() >= next_at
+            if not poll_asked and not scheduled and check_every > 0:
+                poll_asked = src.brokers_changed()
             if not poll_asked and not scheduled:
-                wake.wait(max(0.0, next_at - time.monotonic()))
+                wait = next_at - time.monotonic()
+                wake.wait(max(0.0, min(wait, check_every) if check_every > 0 else wait))
                 continue
             t0 = time.monotonic()
             try:

@@ -49,6 +49,7 @@ class CollectorConfig:
     spool_max_mb: float = 64.0  # records kept while the observations topic is unreachable
     jmx_interval_s: float = 10.0  # JMX exporter scrapes (clusters with jmx_exporter_urls)
     assignment_snapshot_s: float = 600.0  # every topic's assignment recorded this often (and on change)
+    broker_check_s: float = 0.2  # clusters without ZooKeeper watches: brokers-only Metadata between polls; 0: off
 
 
 @dataclass(frozen=True)
@@ -137,7 +138,7 @@ def parse_config(raw: dict[str, Any], source: Path | None = None) -> Config:
 
     k = raw.get("collector", {})
     r.no_unknown("[collector]", k, {"poll_interval_s", "config_refresh_s", "request_timeout_ms", "offsets_timeout_ms",
-                                    "spool_max_mb", "jmx_interval_s", "assignment_snapshot_s"})
+                                    "spool_max_mb", "jmx_interval_s", "assignment_snapshot_s", "broker_check_s"})
     collector = CollectorConfig(
         poll_interval_s=r.number("[collector]", k, "poll_interval_s", 2.0, float, minimum=0.05),
         config_refresh_s=r.number("[collector]", k, "config_refresh_s", 30.0, float, minimum=0.0),
@@ -146,6 +147,7 @@ def parse_config(raw: dict[str, Any], source: Path | None = None) -> Config:
         spool_max_mb=r.number("[collector]", k, "spool_max_mb", 64.0, float, minimum=0.001),
         jmx_interval_s=r.number("[collector]", k, "jmx_interval_s", 10.0, float, minimum=0.1),
         assignment_snapshot_s=r.number("[collector]", k, "assignment_snapshot_s", 600.0, float, minimum=1.0),
+        broker_check_s=r.number("[collector]", k, "broker_check_s", 0.2, float, minimum=0.0),
     )
 
     p = raw.get("pipeline", {})

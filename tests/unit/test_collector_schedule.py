@@ -56,3 +56,41 @@ def test_watch_triggered_polls_do_not_delay_the_schedule():
     assert len([a for a in src.at if a - start <= 0.7]) > 5, "the burst polls ran"
     assert late and late[0] - start < 1.1, f"first scheduled poll after the burst came {late[0] - start:.2f}s in"
     assert len(late) >= 2
+
+
+class KraftSource(Source):
+    """No ZooKeeper watches: the loop asks brokers_changed() between polls; the broker set changes
+    once, 0.7 s in (a broker fenced)."""
+
+    def __init__(self, start):
+        super().__init__()
+        self.change_at = start + 0.7
+        self.checks = 0
+
+    def brokers_changed(self):
+        self.checks += 1
+        if self.change_at is not None and time.monotonic() >= self.change_at:
+            self.change_at = None
+            return True
+        return False
+
+
+def test_without_watches_a_broker_change_polls_at_once():
+    c = Collector.__new__(Collector)
+    wake = threading.Event()
+    start = time.monotonic()
+    src = KraftSource(start)
+    c.config = SimpleNamespace(collector=SimpleNamespace(poll_interval_s=5.0, broker_check_s=0.05))
+    c.publisher = SimpleNamespace(publish=lambda records: None)
+    c._wake, c._zk, c._stop = {"c1": wake}, {}, threading.Event()
+    c.polls, c.last_poll_s = 0, {}
+    t = threading.Thread(target=c._loop, args=(src,), daemon=True)
+    t.start()
+    time.sleep(1.2)
+    c._stop.set()
+    wake.set()
+    t.join(timeout=5)
+    offsets = [round(a - start, 2) for a in src.at]
+    assert len(offsets) == 2, f"the scheduled first poll and one for the change, nothing else: {offsets}"
+    assert 0.7 <= offsets[1] < 0.85, f"the change was polled {offsets[1]}s in, not within a check interval"
+    assert src.checks > 10
