@@ -62,3 +62,31 @@ def test_unknown_cluster_is_a_clear_error(tmp_path):
     out = _krm(tmp_path, "status", "--name", "nope")
     assert out.returncode == 2
     assert "no local cluster" in out.stderr and "krm local-cluster up" in out.stderr
+
+
+def test_kraft_defaults_to_the_newest_kafka_4_and_stops_cleanly(tmp_path):
+    import json
+
+    from krm.local_cluster import KRAFT_KAFKA_VERSION
+
+    up = _krm(tmp_path, "up", "--mode", "kraft", "--brokers", "1", "--json", "--name", "k4")
+    assert up.returncode == 0, up.stderr
+    try:
+        info = json.loads(up.stdout)
+        assert info["kafka_version"] == KRAFT_KAFKA_VERSION and KRAFT_KAFKA_VERSION.startswith("4.")
+        assert set(info["controllers"]) == {"1000"} and info["zookeeper"] is None
+        stop = _krm(tmp_path, "stop", "1", "--name", "k4")
+        assert stop.returncode == 0, stop.stderr
+        log = open(info["brokers"]["1"]["log"]).read()
+        assert "shut down completed" in log.lower() or "shutdown completed" in log.lower(), "a controlled shutdown"
+        assert _krm(tmp_path, "start", "1", "--name", "k4").returncode == 0
+    finally:
+        assert _krm(tmp_path, "down", "--name", "k4").returncode == 0
+
+
+def test_versions_are_checked_before_anything_starts(tmp_path):
+    zk4 = _krm(tmp_path, "up", "--mode", "zk", "--kafka-version", "4.4.0", "--name", "bad")
+    assert zk4.returncode == 2 and "no ZooKeeper mode" in zk4.stderr and "3.9.1" in zk4.stderr
+    unknown = _krm(tmp_path, "up", "--mode", "kraft", "--kafka-version", "9.9.9", "--name", "bad")
+    assert unknown.returncode == 2 and "9.9.9 is not installed" in unknown.stderr and "4.4.0" in unknown.stderr
+    assert not (tmp_path / "clusters" / "bad").exists()
