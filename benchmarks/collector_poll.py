@@ -18,7 +18,10 @@ Side by side, in the same run and on the same cluster, what the peers cost for t
   Each scraper's line counts the per-partition samples it returned (`series=`), so a scrape that
   is fast because it covered less shows it. With a broker SIGSTOPped, one kafka_exporter scrape too.
 
-Usage: .venv/bin/python benchmarks/collector_poll.py [--counts 1000,5000] [--polls 20] [--mode zk|kraft]
+In KRaft mode a second collector line, "metadata only", polls without the KRaft requests
+(DescribeTopicPartitions for ELR, DescribeQuorum): what they cost.
+
+Usage: .venv/bin/python benchmarks/collector_poll.py [--counts 1000,5000] [--polls 20] [--mode zk|kraft] [--kafka-version V]
        [--broker-heap-mb 1024] [--kafka-exporter PATH | --install-kafka-exporter]
 """
 
@@ -162,6 +165,7 @@ def main() -> int:
     ap.add_argument("--counts", default="1000,5000")
     ap.add_argument("--polls", type=int, default=20)
     ap.add_argument("--mode", choices=["zk", "kraft"], default="zk")
+    ap.add_argument("--kafka-version", default="", help="default: 3.9.1 in zk mode, the newest 4.x in KRaft mode")
     ap.add_argument("--broker-heap-mb", type=int, default=1024, help="each broker's -Xmx (default 1024)")
     ap.add_argument("--kafka-exporter", metavar="PATH", help="kafka_exporter binary to run beside the collector")
     ap.add_argument("--install-kafka-exporter", action="store_true", help="go install it when it is not found")
@@ -174,8 +178,14 @@ def main() -> int:
     work = Path(tempfile.mkdtemp(prefix="krm-bench-"))
     # 5k partitions are 5k replicas per broker, each with its JMX MBeans: the tests' 384 MB heap runs
     # out when the JMX exporter and kafka_exporter scrape them all.
-    cluster = LocalCluster(root=work / "poll", mode=args.mode, brokers=3, heap_mb=args.broker_heap_mb).up()
+    cluster = LocalCluster(root=work / "poll", mode=args.mode, brokers=3, heap_mb=args.broker_heap_mb,
+                           kafka_version=args.kafka_version).up()
+    print(f"Kafka {cluster.kafka_version}, {args.mode} mode", flush=True)
     source = AdminSource(ClusterConfig("bench", cluster.bootstrap_servers), CollectorConfig())
+    metadata_only = None
+    if args.mode == "kraft":
+        metadata_only = AdminSource(ClusterConfig("bench", cluster.bootstrap_servers), CollectorConfig())
+        metadata_only._kraft_view = lambda admin, topics: None  # type: ignore[method-assign]
     jmx_urls = [u.split("=", 1)[1] for u in cluster.jmx_exporter_urls]
     exporter_proc = exporter_url = None
     have = 0
@@ -196,6 +206,11 @@ def main() -> int:
             print(f"{'krm collector':<15} partitions={target:>6} p50={m['p50_s']:.3f}s p95={m['p95_s']:.3f}s "
                   f"max={m['max_s']:.3f}s requests/poll={m['requests']:.0f} records/poll={m['records']:.0f} "
                   f"json={m['bytes'] / 1e6:.2f}MB", flush=True)
+            if metadata_only is not None:
+                metadata_only.poll()
+                m = measure(metadata_only, args.polls)
+                print(f"{'metadata only':<15} partitions={target:>6} p50={m['p50_s']:.3f}s p95={m['p95_s']:.3f}s "
+                      f"max={m['max_s']:.3f}s", flush=True)
             print(line("jmx exporter", target, measure_scrapes(jmx_urls, args.polls, JMX_LEO)), flush=True)
             if exporter_url:
                 print(line("kafka_exporter", target, measure_scrapes([exporter_url], args.polls, EXPORTER_OFFSET)),
@@ -216,6 +231,8 @@ def main() -> int:
         if exporter_proc is not None:
             exporter_proc.kill()
         source.close()
+        if metadata_only is not None:
+            metadata_only.close()
         cluster.down()
     return 0
 

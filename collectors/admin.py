@@ -69,7 +69,7 @@ class AdminSource:
         self._degraded = False
         self._last_node: Any = None
         self._live_last: dict[int, dict[str, Any]] = {}  # brokers alive at the last successful poll
-        self._live_last_ids: tuple[set[int], int | None] | None = None  # (their ids, controller): brokers_changed
+        self._live_last_ids: set[int] | None = None  # their ids, for brokers_changed
         self._memory = PartitionMemory()
         self._last_cluster_state: dict[str, Any] | None = None  # for the ZooKeeper-triggered cluster record
         self._assignments: dict[str, tuple[tuple[int, tuple[int, ...]], ...]] = {}  # topic -> last published map
@@ -133,7 +133,7 @@ class AdminSource:
 
     def brokers_changed(self) -> bool:
         """The fast path where there are no ZooKeeper watches (KRaft): a Metadata request for no
-        topic (the live brokers and the controller only, a few hundred bytes at any cluster size)
+        topic (the live brokers only, a few hundred bytes at any cluster size)
         to the broker that answered the last poll. True when its answer differs from that poll's:
         a broker fenced, unfenced or registered, which the controller writes in the same batch as
         the leader and ISR changes it causes (ReplicationControlManager.handleBrokerFenced), so the
@@ -152,7 +152,8 @@ class AdminSource:
             md = ask(client, self._last_node, request, min(self.settings.request_timeout_ms, 500)).to_object()
         except Exception:  # noqa: BLE001 - the broker that answered last does not: a full poll finds out
             return True
-        return ({b["node_id"] for b in md["brokers"]}, md.get("controller_id")) != self._live_last_ids
+        # the live brokers only: a KRaft broker names a random live broker as "controller" (KIP-590)
+        return {b["node_id"] for b in md["brokers"]} != self._live_last_ids
 
     def close(self) -> None:
         self._close()
@@ -166,7 +167,7 @@ class AdminSource:
         for bid, b in live.items():
             self._known_brokers[bid] = b
         self._live_last = live
-        self._live_last_ids = (set(live), md.get("controller_id"))
+        self._live_last_ids = set(live)
         zk_live = self.zk.live_brokers() if self.zk is not None else None
         if zk_live is not None:  # registered in ZooKeeper: what the controller acts on
             live = {bid: self._known_brokers.get(bid, {}) for bid in zk_live}

@@ -17,8 +17,9 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
+from pipelines.detectors.controllers import TYPE as CONTROLLER_ANOMALY
+
 BROKER_DOWN = "BROKER_DOWN"
-CONTROLLER_ANOMALY = "CONTROLLER_ANOMALY"
 SEVERITY = {BROKER_DOWN: "critical", CONTROLLER_ANOMALY: "critical"}
 NOT_REGISTERED = "not_registered"
 UNREACHABLE = "unreachable"

@@ -8,6 +8,11 @@ The broker's definitions (`core/src/main/scala/kafka/cluster/Partition.scala`, K
 These are what the broker enforces (acks=all producers get NotEnoughReplicas under min ISR), so
 they drive the incidents. Partitions without a live leader are OFFLINE_PARTITION instead.
 
+Kafka 4 (ELR on, KIP-966): the ISR still counts exactly as above; what changes is that replicas
+leaving an ISR already below min ISR move to the Eligible Leader Replicas, which hold every
+committed message and may lead when the ISR empties. The incidents' details carry `elr` (and
+`last_known_elr`) beside `isr`, so an ISR of one with an ELR of two reads as what it is.
+
 kafka-topics sees it differently (`tools/src/main/java/org/apache/kafka/tools/TopicCommand.java`,
 `PartitionDescription`, read from the 3.9.1 jar): `--under-min-isr-partitions` compares |ISR| with
 the raw min.insync.replicas and lists leaderless partitions too; `--at-min-isr-partitions` uses the

@@ -25,7 +25,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-TYPE = "CONTROLLER_ANOMALY"
+from pipelines.detectors.controllers import TYPE
+
 SCOPE = "quorum"  # incidents resolved by each cluster record that carries a quorum
 TOPIC = "__cluster_metadata"  # the subject of quorum findings: the metadata log's only partition
 NO_LEADER = "no_quorum_leader"

@@ -87,3 +87,29 @@ def test_zookeeper_triggered_records_start_with_a_consistent_cluster_record():
     assert cluster["source"] == "zookeeper" and cluster["poll_id"] == topic["poll_id"]
     assert {b["id"]: b["live"] for b in cluster["cluster_state"]["brokers"]} == {1: False, 2: True}
     assert cluster["cluster_state"]["controller_id"] == 2 and cluster["cluster_state"]["topic_count"] == 1
+
+
+def test_brokers_changed_watches_the_live_brokers_not_kraft_s_random_controller(monkeypatch):
+    """A KRaft broker answers each Metadata request with a random live broker as "controller"
+    (KIP-590): that must not look like a change, or every check would run a full poll."""
+    from types import SimpleNamespace
+
+    import collectors.admin as admin_module
+
+    src = AdminSource(ClusterConfig("c", "h:1"), CollectorConfig())
+    assert src.brokers_changed() is False, "before a first poll there is nothing to compare"
+    m, t = md()
+    src._records(m, t, 1000, OffsetsRound(), 1)  # live brokers 1, 2
+    src._admin = SimpleNamespace(_client=SimpleNamespace(api_version=lambda *a, **k: 8))
+    answers = iter([[1, 2], [1, 2], [1], Exception("refused")])
+    controllers = iter([1, 2, 2])
+
+    def fake_ask(client, node, request, timeout_ms):
+        got = next(answers)
+        if isinstance(got, Exception):
+            raise got
+        return SimpleNamespace(to_object=lambda: {"brokers": [{"node_id": b} for b in got],
+                                                  "controller_id": next(controllers)})
+
+    monkeypatch.setattr(admin_module, "ask", fake_ask)
+    assert [src.brokers_changed() for _ in range(4)] == [False, False, True, True]
