@@ -51,6 +51,21 @@ def ask(client: Any, node: int, request: Any, timeout_ms: int) -> Any:
     return future.value
 
 
+def refuses_connections(host: str, port: int, timeout_s: float = 0.2) -> bool:
+    """True when nothing listens at host:port (connection refused): the broker process is gone. A
+    paused process still accepts (the kernel completes the handshake), an unreachable host times
+    out: both False, not definitive."""
+    import socket
+
+    try:
+        with socket.create_connection((host, port), timeout=timeout_s):
+            return False
+    except ConnectionRefusedError:
+        return True
+    except OSError:
+        return False
+
+
 class AdminSource:
     """Polls one cluster. Construct validates nothing and opens nothing; the first poll connects."""
 
@@ -80,6 +95,7 @@ class AdminSource:
         self._quorum: dict[str, Any] | None = None  # the last DescribeQuorum answer (KRaft)
         self._quorum_ask: tuple[Any, int, float] | None = None  # (future, broker, sent at) while unanswered
         self._quorum_client: Any = None  # its own connection (see _kraft_view)
+        self._silent_since: dict[int, float] = {}  # broker -> first poll it did not answer (timeouts)
         self.last_offsets: offsets.OffsetsRound | None = None  # for benchmarks and logs
 
     def poll(self) -> list[dict[str, Any]]:
@@ -128,8 +144,9 @@ class AdminSource:
             log.warning("cluster %s: offsets not fetched (%s)", self.cluster.name, e)
             found = offsets.OffsetsRound()
         self.last_offsets = found
+        unreachable = self._unreachable(found)
         quorum = self._harvest_quorum(found.answered | {self._last_node}) if self.zk is None else None
-        return self._records(md, topics, observed_at_ms, found, poll_id, quorum)
+        return self._records(md, topics, observed_at_ms, found, poll_id, quorum, unreachable)
 
     def brokers_changed(self) -> bool:
         """The fast path where there are no ZooKeeper watches (KRaft): a Metadata request for no
@@ -161,8 +178,8 @@ class AdminSource:
     # ------------------------------------------------------------------ internals
 
     def _records(self, md: dict[str, Any], topics: list[dict[str, Any]], observed_at_ms: int,
-                 found: offsets.OffsetsRound, poll_id: int, quorum: dict[str, Any] | None = None
-                 ) -> list[dict[str, Any]]:
+                 found: offsets.OffsetsRound, poll_id: int, quorum: dict[str, Any] | None = None,
+                 unreachable: set[int] | frozenset[int] = frozenset()) -> list[dict[str, Any]]:
         live = {b["node_id"]: b for b in md["brokers"]}
         for bid, b in live.items():
             self._known_brokers[bid] = b
@@ -221,7 +238,7 @@ class AdminSource:
             rec = topic_record(
                 self.cluster.name, self.source, poll_id, observed_at_ms, topic=t["topic"], live_brokers=live,
                 partitions=parts, min_insync_replicas=min_isr, unclean_leader_election=unclean,
-                replica_lag_time_max_ms=self._replica_lag_time_max_ms,
+                replica_lag_time_max_ms=self._replica_lag_time_max_ms, unreachable_brokers=unreachable,
             )
             # assignment history (pipelines/history.py): on every change, and all topics periodically
             rec["topic_state"]["assignment"] = "changed" if changed else ("snapshot" if snapshot else None)
@@ -230,6 +247,26 @@ class AdminSource:
             del self._assignments[gone]
         self._memory.forget_missing(present)
         return records
+
+    def _unreachable(self, found: offsets.OffsetsRound) -> set[int]:
+        """Registered brokers clients cannot use now, among those that did not answer this poll's
+        offsets requests. A refused TCP connection is definitive: the process is gone (Kafka's
+        controller notices only when the broker's session expires). A silent broker is not, at
+        first: a GC pause or a SIGSTOP accepts connections and answers again a second or two
+        later. Only silence lasting `unreachable_after_s` counts."""
+        now = time.monotonic()
+        refused = set()
+        for b in sorted(found.asked - found.answered):
+            b_meta = self._known_brokers.get(b) or {}
+            if b_meta.get("host") and b_meta.get("port") and refuses_connections(b_meta["host"], b_meta["port"]):
+                refused.add(b)
+                self._silent_since.pop(b, None)
+            else:
+                self._silent_since.setdefault(b, now)
+        for b in [b for b in self._silent_since if b not in found.asked or b in found.answered]:
+            del self._silent_since[b]
+        after = self.settings.unreachable_after_s
+        return refused | {b for b, t in self._silent_since.items() if now - t >= after}
 
     def _kraft_view(self, admin: Any, topics: list[dict[str, Any]]) -> None:
         """ELR per partition (overlaid on `topics`, in place) and the DescribeQuorum question, to the

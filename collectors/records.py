@@ -34,7 +34,8 @@ def cluster_record(cluster: str, source: str, poll_id: int, observed_at_ms: int,
 def topic_record(cluster: str, source: str, poll_id: int, observed_at_ms: int, *, topic: str,
                  live_brokers: Iterable[int], partitions: Iterable[dict[str, Any]],
                  min_insync_replicas: int | None, unclean_leader_election: bool | None,
-                 replica_lag_time_max_ms: int | None = None, has_offsets: bool = True) -> dict[str, Any]:
+                 replica_lag_time_max_ms: int | None = None, has_offsets: bool = True,
+                 unreachable_brokers: Iterable[int] = ()) -> dict[str, Any]:
     rec = envelope("topic", cluster, source, poll_id, observed_at_ms)
     rec["topic_state"] = {
         "has_offsets": has_offsets,
@@ -43,4 +44,6 @@ def topic_record(cluster: str, source: str, poll_id: int, observed_at_ms: int, *
         "replica_lag_time_max_ms": replica_lag_time_max_ms,
         "partitions": sorted(partitions, key=lambda p: p["partition"]),
     }
+    if unreachable_brokers:
+        rec["topic_state"]["unreachable_brokers"] = sorted(unreachable_brokers)
     return rec

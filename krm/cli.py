@@ -418,6 +418,16 @@ def _placement_source(p: argparse.ArgumentParser) -> None:
     p.add_argument("--racks", type=_racks, help="with --assignment: rack of every broker, e.g. 0:a,1:a,2:b")
 
 
+def _version() -> str:
+    """The installed distribution's version (pyproject.toml), also from a checkout installed with -e."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("kafka-replication-monitor")
+    except PackageNotFoundError:
+        return "unknown (not installed)"
+
+
 def _kafka_versions() -> list[str]:
     from krm.local_cluster import KAFKA_RUNTIMES
 
@@ -426,6 +436,7 @@ def _kafka_versions() -> list[str]:
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="krm", description="kafka-replication-monitor: Kafka replication health, live and historical.")
+    p.add_argument("--version", action="version", version=f"krm {_version()}")
     p.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 

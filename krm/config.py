@@ -50,6 +50,7 @@ class CollectorConfig:
     jmx_interval_s: float = 10.0  # JMX exporter scrapes (clusters with jmx_exporter_urls)
     assignment_snapshot_s: float = 600.0  # every topic's assignment recorded this often (and on change)
     broker_check_s: float = 0.2  # clusters without ZooKeeper watches: brokers-only Metadata between polls; 0: off
+    unreachable_after_s: float = 4.0  # a broker silent (timeouts) this long makes its partitions unavailable
 
 
 @dataclass(frozen=True)
@@ -58,6 +59,7 @@ class PipelineConfig:
     metrics_host: str = "127.0.0.1"
     metrics_port: int = 9308
     spark_master: str = "local[2,4]"
+    spark_conf: tuple[tuple[str, str], ...] = ()  # [pipeline.spark_conf]: Spark settings over krm's defaults
     starting_offsets: str = "latest"  # only for a pipeline with no checkpoint yet
     flap_window_s: float = 300.0  # an incident reopening within this window is the same incident
     incident_touch_s: float = 60.0  # an unchanged open incident's last_seen_at is written this often
@@ -138,7 +140,8 @@ def parse_config(raw: dict[str, Any], source: Path | None = None) -> Config:
 
     k = raw.get("collector", {})
     r.no_unknown("[collector]", k, {"poll_interval_s", "config_refresh_s", "request_timeout_ms", "offsets_timeout_ms",
-                                    "spool_max_mb", "jmx_interval_s", "assignment_snapshot_s", "broker_check_s"})
+                                    "spool_max_mb", "jmx_interval_s", "assignment_snapshot_s", "broker_check_s",
+                                    "unreachable_after_s"})
     collector = CollectorConfig(
         poll_interval_s=r.number("[collector]", k, "poll_interval_s", 2.0, float, minimum=0.05),
         config_refresh_s=r.number("[collector]", k, "config_refresh_s", 30.0, float, minimum=0.0),
@@ -148,6 +151,7 @@ def parse_config(raw: dict[str, Any], source: Path | None = None) -> Config:
         jmx_interval_s=r.number("[collector]", k, "jmx_interval_s", 10.0, float, minimum=0.1),
         assignment_snapshot_s=r.number("[collector]", k, "assignment_snapshot_s", 600.0, float, minimum=1.0),
         broker_check_s=r.number("[collector]", k, "broker_check_s", 0.2, float, minimum=0.0),
+        unreachable_after_s=r.number("[collector]", k, "unreachable_after_s", 4.0, float, minimum=0.0),
     )
 
     p = raw.get("pipeline", {})
@@ -157,7 +161,7 @@ def parse_config(raw: dict[str, Any], source: Path | None = None) -> Config:
         {"data_dir", "metrics_host", "metrics_port", "spark_master", "starting_offsets", "flap_window_s",
          "incident_touch_s", "history_trigger_s", "hw_stall_window_s", "replica_lag_messages",
          "replica_lag_seconds", "event_hold_s", "leader_skew_tolerance", "replica_imbalance_tolerance",
-         "quality_interval_s", "quality_max_rows"},
+         "quality_interval_s", "quality_max_rows", "spark_conf"},
     )
     data_dir = Path(r.string("[pipeline]", p, "data_dir", default="krm-data"))
     if not data_dir.is_absolute() and source is not None:
@@ -170,6 +174,7 @@ def parse_config(raw: dict[str, Any], source: Path | None = None) -> Config:
         metrics_host=r.string("[pipeline]", p, "metrics_host", default="127.0.0.1"),
         metrics_port=r.number("[pipeline]", p, "metrics_port", 9308, int, minimum=0, maximum=65535),
         spark_master=r.string("[pipeline]", p, "spark_master", default="local[2,4]"),
+        spark_conf=_spark_conf(where, p.get("spark_conf", {})),
         starting_offsets=starting,
         flap_window_s=r.number("[pipeline]", p, "flap_window_s", 300.0, float, minimum=0.0),
         incident_touch_s=r.number("[pipeline]", p, "incident_touch_s", 60.0, float, minimum=0.0),
@@ -186,6 +191,31 @@ def parse_config(raw: dict[str, Any], source: Path | None = None) -> Config:
         quality_max_rows=r.number("[pipeline]", p, "quality_max_rows", 100_000, int, minimum=1),
     )
     return Config(tuple(clusters), observations, collector, pipeline, source)
+
+
+def _spark_conf(where: str, table: Any) -> tuple[tuple[str, str], ...]:
+    """`[pipeline.spark_conf]`: Spark settings by their own names ("spark.executor.memory" = "2g", or
+    unquoted, which TOML nests); values may be strings, numbers or booleans, given to Spark as text."""
+    if not isinstance(table, dict):
+        raise ConfigError(f"{where}: [pipeline.spark_conf] must be a table of Spark settings, got {type(table).__name__}")
+
+    def flat(prefix: str, t: dict) -> list[tuple[str, str]]:
+        out = []
+        for key, value in t.items():
+            name = f"{prefix}{key}"
+            if isinstance(value, dict):
+                out.extend(flat(f"{name}.", value))
+            elif isinstance(value, (str, int, float, bool)):
+                out.append((name, str(value).lower() if isinstance(value, bool) else str(value)))
+            else:
+                raise ConfigError(f"{where}: [pipeline.spark_conf] {name} must be a string, number or boolean")
+        return out
+
+    settings = flat("", table)
+    for name, _ in settings:
+        if not name.startswith("spark."):
+            raise ConfigError(f"{where}: [pipeline.spark_conf] {name!r} is not a Spark setting (they start with 'spark.')")
+    return tuple(settings)
 
 
 def _jmx_urls(where: str, sec: str, value: Any) -> tuple[tuple[int, str], ...]:

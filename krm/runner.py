@@ -59,7 +59,8 @@ class Monitor:
                 extra = (CollectorMetrics(self.collector),) if self.collector is not None else ()
                 self._server = serve(state, p.metrics_host, p.metrics_port, extra)
                 if self._spark is None:
-                    self._spark = build_session(p.spark_master, log_dir=Tables(p.data_dir).logs)
+                    self._spark = build_session(p.spark_master, log_dir=Tables(p.data_dir).logs,
+                                                extra=dict(p.spark_conf))
                 self.pipeline = Pipeline(self.config, self._spark, state).start()
         except BaseException:
             self.stop()

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pipelines.columns import let
-from pipelines.detectors import brokers, hw_stall, isr, lag, offline, truncation, unclean
+from pipelines.detectors import availability, brokers, hw_stall, isr, lag, offline, truncation, unclean
 
 
 @dataclass(frozen=True)
@@ -45,6 +45,7 @@ def topic_rows(obs: Any, observed_at_ms: Any, settings: DetectorSettings) -> Any
 
     ts = obs["topic_state"]
     live = ts["live_brokers"]
+    unreachable = F.coalesce(ts["unreachable_brokers"], F.array().cast("array<int>"))
     topic = ts["topic"]
     scope = F.concat(F.lit("topic:"), topic)
     # Offset incidents have their own scope: a metadata-only record (ZooKeeper watch) must not
@@ -62,6 +63,9 @@ def topic_rows(obs: Any, observed_at_ms: Any, settings: DetectorSettings) -> Any
 
     def off(p: Any) -> dict[str, Any]:
         return offline.offline_columns(p["leader"], p["replicas"], p["isr"], live, p["elr"], p["last_known_elr"])
+
+    def unavailable(p: Any) -> Any:
+        return availability.leader_unreachable_column(p["leader"], live, unreachable)
 
     def isr_cols(p: Any) -> dict[str, Any]:
         return isr.isr_columns(p["replicas"], p["isr"], ts["min_insync_replicas"])
@@ -114,6 +118,8 @@ def topic_rows(obs: Any, observed_at_ms: Any, settings: DetectorSettings) -> Any
             F.when(healthy_leader & st["stalled"],
                    finding(hw_stall.TYPE, st["cause"], stall_details, F.lit(hw_stall.SEVERITY))),
             F.when(election["unclean"], finding(unclean.TYPE, election["cause"], change_details, election["severity"])),
+            F.when(unavailable(p), finding(availability.TYPE, F.lit(availability.LEADER_UNREACHABLE), F.to_json(
+                F.struct(*base, unreachable.alias("unreachable_brokers"))), F.lit(availability.SEVERITY))),
             F.when(truncation.regression_column(p),
                    finding(truncation.REGRESSION, F.lit(None), change_details,
                            F.lit(truncation.SEVERITY[truncation.REGRESSION]))),
@@ -135,7 +141,7 @@ def topic_rows(obs: Any, observed_at_ms: Any, settings: DetectorSettings) -> Any
         return F.concat(F.filter(candidates, lambda x: x.isNotNull()), lag_findings, truncation_findings)
 
     unhealthy = F.filter(ts["partitions"],
-                         lambda p: off(p)["is_offline"] | (F.size(p["isr"]) < F.size(p["replicas"]))
+                         lambda p: off(p)["is_offline"] | (F.size(p["isr"]) < F.size(p["replicas"])) | unavailable(p)
                          | p["previous"].isNotNull() | stall(p)["stalled"] | (F.size(lags(p)) > 0))
     marker = _row(row_type=F.lit("poll"), scope=scope, topic=topic, details=broker_counts(ts["partitions"]))
     markers = F.when(has_offsets, F.array(marker, _row(row_type=F.lit("poll"), scope=offsets_scope, topic=topic))) \

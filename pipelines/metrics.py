@@ -13,7 +13,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
-from pipelines.detectors import hw_stall, isr, lag, offline, quorum
+from pipelines.detectors import availability, hw_stall, isr, lag, offline, quorum
 from pipelines.incidents import Incident
 
 
@@ -136,6 +136,7 @@ class KrmCollector:
                 extra = [inc.cause or ""] if inc.type == offline.TYPE else []
                 fam.add_metric([inc.cluster, inc.topic or "", str(inc.partition), *extra], 1)
         yield from per_partition.values()
+        yield _unavailable_series(snap.open_incidents)
         yield from _offset_series(snap.open_incidents, now)
 
         counts = {t: GaugeMetricFamily(name, doc, labels=["cluster"]) for t, (name, doc) in CLUSTER_COUNTS.items()}
@@ -209,6 +210,26 @@ def _quality_series(q: QualityStats) -> Iterator[Any]:
     for (exp, col), n in q.unexpected_total:
         unexpected.add_metric([exp, col], n)
     yield unexpected
+
+
+def _unavailable_series(incidents: tuple[Incident, ...]) -> Any:
+    """krm_partition_unavailable: every offline partition (its cause) and every partition whose
+    leader clients cannot reach before the controller acts (PARTITION_UNAVAILABLE); one series per
+    partition, the controller's offline cause first when both are open."""
+    from prometheus_client.core import GaugeMetricFamily
+
+    fam = GaugeMetricFamily("krm_partition_unavailable", "Clients cannot use the partition (1 while so).",
+                            labels=["cluster", "topic", "partition", "cause"])
+    causes: dict[tuple[str, str, str], str] = {}
+    for inc in incidents:
+        key = (inc.cluster, inc.topic or "", str(inc.partition))
+        if inc.type == offline.TYPE:
+            causes[key] = inc.cause or ""
+        elif inc.type == availability.TYPE:
+            causes.setdefault(key, inc.cause or availability.LEADER_UNREACHABLE)
+    for (cluster, topic, partition), cause in sorted(causes.items()):
+        fam.add_metric([cluster, topic, partition, cause], 1)
+    return fam
 
 
 def _kraft_series(clusters: dict[str, ClusterView]) -> Iterator[Any]:

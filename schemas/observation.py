@@ -17,8 +17,8 @@ Kinds of record (field `kind`):
 Additions are optional fields (and new kinds), so records of older collectors stay valid.
 
 Versions (`v`): 1 the first; 2 adds, all optional, `elr` / `last_known_elr` per partition and in
-`previous` (KRaft, Kafka 4's Eligible Leader Replicas, KIP-966) and the cluster's `quorum` (KRaft
-DescribeQuorum). A v1 record is read as "no ELR and no quorum known", which is what a v1 collector
+`previous` (KRaft, Kafka 4's Eligible Leader Replicas, KIP-966), the cluster's `quorum` (KRaft
+DescribeQuorum) and the topic's `unreachable_brokers` (client-visible availability). A v1 record is read as "no ELR and no quorum known", which is what a v1 collector
 knew. The pipeline accepts every version in SUPPORTED_VERSIONS and quarantines others.
 """
 
@@ -133,6 +133,9 @@ TOPIC_STATE = Struct((
     ("replica_lag_time_max_ms", LONG, False),  # as in the cluster record: each record stands alone
     ("has_offsets", BOOL, False),  # false: metadata only (ZooKeeper watch), judges no offset incident
     ("assignment", STRING, False),  # "changed" (first sight or replicas moved) | "snapshot" (periodic) | null
+    # v2: brokers clients cannot reach while still registered: connection refused or reset at this
+    # poll, or silent (timeouts) for [collector] unreachable_after_s; absent when none
+    ("unreachable_brokers", Array(INT), False),
     ("partitions", Array(PARTITION), True),
 ))
 

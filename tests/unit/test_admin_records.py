@@ -113,3 +113,41 @@ def test_brokers_changed_watches_the_live_brokers_not_kraft_s_random_controller(
 
     monkeypatch.setattr(admin_module, "ask", fake_ask)
     assert [src.brokers_changed() for _ in range(4)] == [False, False, True, True]
+
+
+def test_a_closed_port_refuses_and_a_listening_one_does_not():
+    import socket
+
+    from collectors.admin import refuses_connections
+    from krm.local_cluster import free_port
+
+    assert refuses_connections("127.0.0.1", free_port()) is True
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen(1)  # accepts, never answers: what a SIGSTOPped broker looks like
+        assert refuses_connections("127.0.0.1", s.getsockname()[1]) is False
+
+
+def test_unreachable_is_refused_at_once_and_silent_only_after_unreachable_after_s(monkeypatch):
+    import collectors.admin as admin_module
+
+    clock = [100.0]
+    monkeypatch.setattr(admin_module.time, "monotonic", lambda: clock[0])
+    dead = {3}
+    monkeypatch.setattr(admin_module, "refuses_connections", lambda host, port: port - 9092 in dead)
+    src = AdminSource(ClusterConfig("c", "h:1"), CollectorConfig(unreachable_after_s=4.0))
+    src._known_brokers = {b: {"host": "h", "port": 9092 + b} for b in (1, 2, 3)}
+
+    def poll(answered):
+        return src._unreachable(OffsetsRound(answered=set(answered), asked={1, 2, 3}))
+
+    assert poll({1, 2}) == {3}, "refused: at once"
+    assert poll({1}) == {3}, "2 silent for 0 s"
+    clock[0] += 3.0
+    assert poll({1}) == {3}, "2 silent for 3 s: a pause, not yet"
+    clock[0] += 1.5
+    assert poll({1}) == {2, 3}, "2 silent for 4.5 s"
+    clock[0] += 1.0
+    assert poll({1, 2}) == {3}, "2 answers again: forgiven at once"
+    clock[0] += 1.0
+    assert poll({1}) == {3}, "and its silence counts from zero again"

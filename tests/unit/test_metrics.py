@@ -75,3 +75,19 @@ def test_hw_stall_keeps_counting_and_lag_is_per_follower():
     labels = {"cluster": "c1", "topic": "t", "partition": "3"}
     assert reg.get_sample_value("krm_partition_hw_stall_seconds", labels) == pytest.approx(8.0)
     assert reg.get_sample_value("krm_replica_lag_messages", {**labels, "broker": "2"}) == 1234
+
+
+def test_unavailable_covers_every_offline_cause_and_unreachable_leaders_once_per_partition():
+    state = PipelineState()
+    state.update(clusters={"c1": ClusterView(((1, True), (2, True)), 1, None, 10_000)},
+                 open_incidents=(_inc("OFFLINE_PARTITION", 0, "elr_replicas_down"),
+                                 _inc("PARTITION_UNAVAILABLE", 1, "leader_unreachable"),
+                                 _inc("PARTITION_UNAVAILABLE", 0, "leader_unreachable"),  # controller confirmed
+                                 _inc("UNDER_REPLICATED", 2, severity="warning")))
+    reg = _registry(state)
+    got = {(s.labels["partition"], s.labels["cause"]) for m in reg.collect() for s in m.samples
+           if s.name == "krm_partition_unavailable"}
+    assert got == {("0", "elr_replicas_down"), ("1", "leader_unreachable")}
+    assert reg.get_sample_value("krm_partition_offline", {"cluster": "c1", "topic": "t", "partition": "1",
+                                                          "cause": "leader_unreachable"}) is None, \
+        "offline stays Kafka's own verdict"

@@ -1,0 +1,73 @@
+"""Before the controller knows: a SIGKILLed leader's partitions are unavailable on /metrics while Kafka
+still lists the broker, then Kafka's election takes over; a short SIGSTOP raises nothing.
+
+ZooKeeper mode (observations on the KRaft cluster). The broker's ZooKeeper session (6 s here) is the
+controller's detection; the collector's TCP probe sees the closed port at the next poll.
+"""
+
+import time
+
+import pytest
+
+from krm.config import load_config
+from krm.runner import Monitor
+from krm.scrape import scrape, series
+from tests.helpers import create_topic, krm_json, wait_for, write_config
+
+pytestmark = pytest.mark.e2e
+
+
+def _unavailable(url, cluster, topic):
+    return {(int(s.labels["partition"]), s.labels["cause"])
+            for s in series(scrape(url), "krm_partition_unavailable", cluster=cluster) if s.labels["topic"] == topic}
+
+
+def _broker_up(url, cluster, broker):
+    (s,) = [s for s in series(scrape(url), "krm_broker_up", cluster=cluster) if s.labels["broker"] == str(broker)]
+    return s.value
+
+
+def test_dead_leader_is_unavailable_before_the_controller_acts(zk_cluster, kraft_cluster, spark, tmp_path):
+    cluster = zk_cluster
+    topic = "avail-rf3"
+    assignment = create_topic(cluster, topic, partitions=6, rf=3)
+    victim = assignment[0][0]
+    led = {p for p, replicas in assignment.items() if replicas[0] == victim}  # preferred = current leaders
+    config_path = write_config(cluster, tmp_path, observations_on=kraft_cluster)
+    monitor = Monitor(load_config(config_path), spark=spark).start()
+    url = monitor.metrics_url
+    try:
+        wait_for(lambda: series(scrape(url), "krm_cluster_offline_partitions", cluster=cluster.name), 90, "/metrics")
+        assert _unavailable(url, cluster.name, topic) == set()
+
+        paused = next(b for b in cluster.broker_ids if b != victim)
+        cluster.pause(paused)  # shorter than unreachable_after_s (4 s) and the session: no page
+        time.sleep(2.5)
+        cluster.resume(paused)
+        time.sleep(2.0)
+        assert not [i for i in krm_json("incidents", "--config", str(config_path))
+                    if i["type"] == "PARTITION_UNAVAILABLE"], "a 2.5 s pause is not an outage"
+
+        cluster.kill(victim)
+        t_kill = time.monotonic()
+        seen = wait_for(lambda: (lambda u: u if {p for p, _ in u} >= led else None)(_unavailable(url, cluster.name, topic)),
+                        30, f"partitions {sorted(led)} unavailable")
+        print(f"\n[availability] SIGKILL -> krm_partition_unavailable: {time.monotonic() - t_kill:.1f}s")
+        assert seen == {(p, "leader_unreachable") for p in led}
+        assert _broker_up(url, cluster.name, victim) == 1.0, "seen before Kafka's controller dropped the broker"
+        assert not series(scrape(url), "krm_partition_offline", cluster=cluster.name), "offline stays Kafka's verdict"
+
+        # The session expires, the controller elects the live ISR members: available again.
+        wait_for(lambda: _broker_up(url, cluster.name, victim) == 0.0, 60, "the controller to drop the broker")
+        wait_for(lambda: _unavailable(url, cluster.name, topic) == set(), 60, "new leaders")
+        stored = [i for i in krm_json("incidents", "--config", str(config_path)) if i["type"] == "PARTITION_UNAVAILABLE"]
+        assert {i["partition"] for i in stored} == led and all(i["status"] == "resolved" for i in stored)
+        assert all(i["details"]["unreachable_brokers"] == [victim] for i in stored)
+    finally:
+        monitor.stop()
+        state = cluster.status()["brokers"]
+        for b, s in state.items():
+            if s["state"] == "paused":
+                cluster.resume(int(b))
+            elif s["state"] == "dead":
+                cluster.start(int(b))

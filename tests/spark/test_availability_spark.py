@@ -1,0 +1,31 @@
+"""PARTITION_UNAVAILABLE in the alert path's Spark plan against tests/golden_availability.py: one topic
+record per case, all in one batch, so the wiring (type, cause, scope) is checked with the rule."""
+
+import json
+
+import pytest
+
+from collectors.records import topic_record
+from pipelines.findings import alert_rows
+from pipelines.ingest import parse, valid
+from tests.golden_availability import CASES
+
+pytestmark = pytest.mark.spark
+
+
+def test_unreachable_leaders_plan_matches_golden_cases(spark):
+    records = []
+    for n, leader, live, unreachable, *_ in CASES:
+        part = {"partition": 0, "leader": leader, "leader_epoch": 1, "replicas": [1, 2, 3], "isr": [1, 2, 3]}
+        records.append(topic_record("c1", "admin", 1, 1000, topic=f"case-{n}", live_brokers=live, partitions=[part],
+                                    min_insync_replicas=1, unclean_leader_election=False,
+                                    unreachable_brokers=unreachable or ()))
+    rows = [(json.dumps(r).encode(), "krm.observations", 0, i) for i, r in enumerate(records)]
+    batch = spark.createDataFrame(rows, "value binary, topic string, partition int, offset long").selectExpr(
+        "*", "current_timestamp() as timestamp")
+    found = [r for r in alert_rows(valid(parse(batch))).collect()
+             if r.row_type == "finding" and r.type == "PARTITION_UNAVAILABLE"]
+    assert sorted(r.topic for r in found) == sorted(f"case-{n}" for n, *_x, expected, _r in CASES if expected)
+    for r in found:
+        assert (r.cause, r.severity, r.scope) == ("leader_unreachable", "critical", f"offsets:{r.topic}")
+        assert json.loads(r.details)["unreachable_brokers"] == [2]
