@@ -51,19 +51,39 @@ def ask(client: Any, node: int, request: Any, timeout_ms: int) -> Any:
     return future.value
 
 
-def refuses_connections(host: str, port: int, timeout_s: float = 0.2) -> bool:
-    """True when nothing listens at host:port (connection refused): the broker process is gone. A
-    paused process still accepts (the kernel completes the handshake), an unreachable host times
-    out: both False, not definitive."""
+def refusing(addresses: dict[int, tuple[str, int]], timeout_s: float = 0.2) -> set[int]:
+    """Which of these brokers refuse TCP connections: nothing listens, the process is gone. A paused
+    process still accepts (the kernel completes the handshake) and an unreachable host times out:
+    neither is definitive. All probed at once, so the poll waits `timeout_s` at most."""
+    import errno
+    import select
     import socket
 
+    pending: dict[Any, int] = {}
+    refused: set[int] = set()
+    for b, (host, port) in addresses.items():
+        s = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+        s.setblocking(False)
+        rc = s.connect_ex((host, port))
+        if rc in (0, errno.EINPROGRESS, errno.EWOULDBLOCK):
+            pending[s] = b
+        else:
+            if rc == errno.ECONNREFUSED:
+                refused.add(b)
+            s.close()
+    deadline = time.monotonic() + timeout_s
     try:
-        with socket.create_connection((host, port), timeout=timeout_s):
-            return False
-    except ConnectionRefusedError:
-        return True
-    except OSError:
-        return False
+        while pending and (left := deadline - time.monotonic()) > 0:
+            _, done, _ = select.select([], list(pending), [], left)
+            for s in done:
+                if s.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR) == errno.ECONNREFUSED:
+                    refused.add(pending[s])
+                s.close()
+                del pending[s]
+    finally:
+        for s in pending:
+            s.close()
+    return refused
 
 
 class AdminSource:
@@ -150,8 +170,8 @@ class AdminSource:
 
     def brokers_changed(self) -> bool:
         """The fast path where there are no ZooKeeper watches (KRaft): a Metadata request for no
-        topic (the live brokers only, a few hundred bytes at any cluster size)
-        to the broker that answered the last poll. True when its answer differs from that poll's:
+        topic (the live brokers only: a few hundred bytes at any cluster size) to the broker that
+        answered the last poll. True when its live brokers differ from that poll's:
         a broker fenced, unfenced or registered, which the controller writes in the same batch as
         the leader and ISR changes it causes (ReplicationControlManager.handleBrokerFenced), so the
         caller polls at once instead of at the next interval. A failure also says "poll now"."""
@@ -255,11 +275,12 @@ class AdminSource:
         first: a GC pause or a SIGSTOP accepts connections and answers again a second or two
         later. Only silence lasting `unreachable_after_s` counts."""
         now = time.monotonic()
-        refused = set()
-        for b in sorted(found.asked - found.answered):
-            b_meta = self._known_brokers.get(b) or {}
-            if b_meta.get("host") and b_meta.get("port") and refuses_connections(b_meta["host"], b_meta["port"]):
-                refused.add(b)
+        silent = found.asked - found.answered
+        addresses = {b: (m["host"], m["port"]) for b in silent
+                     if (m := self._known_brokers.get(b) or {}).get("host") and m.get("port")}
+        refused = refusing(addresses) if addresses else set()
+        for b in silent:
+            if b in refused:
                 self._silent_since.pop(b, None)
             else:
                 self._silent_since.setdefault(b, now)

@@ -138,7 +138,9 @@ def test_pipeline_killed_mid_incident_neither_loses_nor_duplicates(zk_cluster, t
         cluster.start(victim)
         wait_for(lambda: _open_incidents(config_path, topic) == {}, 60, "resolution after the restart")
         every = [i for i in krm_json("incidents", "--config", str(config_path)) if i["topic"] == topic]
-        assert sorted(i["incident_id"] for i in every) == sorted(before), "no duplicate incidents"
+        assert sorted(i["incident_id"] for i in every if i["type"] == "OFFLINE_PARTITION") == sorted(before)
+        keys = [(i["type"], i["partition"]) for i in every]  # also the PARTITION_UNAVAILABLE before the controller
+        assert len(keys) == len(set(keys)), f"an incident opened twice: {sorted(keys)}"
     finally:
         if run.poll() is None:
             os.killpg(run.pid, signal.SIGTERM)

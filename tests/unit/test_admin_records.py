@@ -1,6 +1,8 @@
 """AdminSource._records from a Metadata response (no broker needed): assignment history flags and the
 ZooKeeper overlay."""
 
+import time
+
 import pytest
 
 from collectors.admin import AdminSource
@@ -118,14 +120,17 @@ def test_brokers_changed_watches_the_live_brokers_not_kraft_s_random_controller(
 def test_a_closed_port_refuses_and_a_listening_one_does_not():
     import socket
 
-    from collectors.admin import refuses_connections
+    from collectors.admin import refusing
     from krm.local_cluster import free_port
 
-    assert refuses_connections("127.0.0.1", free_port()) is True
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         s.listen(1)  # accepts, never answers: what a SIGSTOPped broker looks like
-        assert refuses_connections("127.0.0.1", s.getsockname()[1]) is False
+        t0 = time.monotonic()
+        got = refusing({1: ("127.0.0.1", free_port()), 2: ("127.0.0.1", s.getsockname()[1]),
+                        3: ("127.0.0.1", free_port())}, timeout_s=0.3)
+        assert got == {1, 3}
+        assert time.monotonic() - t0 < 1.0, "probed at once, bounded by the timeout"
 
 
 def test_unreachable_is_refused_at_once_and_silent_only_after_unreachable_after_s(monkeypatch):
@@ -134,7 +139,8 @@ def test_unreachable_is_refused_at_once_and_silent_only_after_unreachable_after_
     clock = [100.0]
     monkeypatch.setattr(admin_module.time, "monotonic", lambda: clock[0])
     dead = {3}
-    monkeypatch.setattr(admin_module, "refuses_connections", lambda host, port: port - 9092 in dead)
+    monkeypatch.setattr(admin_module, "refusing", lambda addresses: {b for b, (_h, port) in addresses.items()
+                                                                     if port - 9092 in dead})
     src = AdminSource(ClusterConfig("c", "h:1"), CollectorConfig(unreachable_after_s=4.0))
     src._known_brokers = {b: {"host": "h", "port": 9092 + b} for b in (1, 2, 3)}
 
