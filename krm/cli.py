@@ -122,11 +122,19 @@ def cmd_incidents(args: argparse.Namespace) -> int:
     if not incidents:
         print("no incidents" + (" open" if args.open else ""))
         return 0
+    rows = []
     for i in incidents:
         o = to_json_obj(i)
         subject = f"{i.topic}/{i.partition}" if i.topic is not None else (f"broker {i.broker}" if i.broker is not None else "-")
-        print(f"{o['status']:<9}{i.severity:<9}{i.type:<20}{i.cluster:<14}{subject:<28}{i.cause or '':<32}"
-              f"opened {o['opened_at']}" + (f"  resolved {o['resolved_at']}" if o["resolved_at"] else ""))
+        if i.topic is not None and i.broker is not None:
+            subject += f" broker {i.broker}"
+        root = i.details.get("root_cause")
+        cause = (i.cause or "") + (f" (root: {root})" if root and root != i.cause else "")
+        rows.append([o["status"], i.severity, i.type, i.cluster, subject, cause,
+                     f"opened {o['opened_at']}" + (f"  resolved {o['resolved_at']}" if o["resolved_at"] else "")])
+    widths = [max(len(r[c]) for r in rows) for c in range(len(rows[0]) - 1)]  # sized to the content
+    for r in rows:
+        print("  ".join(v.ljust(w) for v, w in zip(r, widths)) + "  " + r[-1])
     return 0
 
 

@@ -63,9 +63,17 @@ def run_demo(keep: bool = False, brokers: int = 3) -> int:
         cluster.kill(VICTIM)
         t_kill = time.monotonic()
         seen: set[tuple[str, str]] = set()
+        early: set[tuple[str, str]] = set()
 
         def alerts() -> bool:
-            for s in series(scrape(url), "krm_partition_offline", cluster=cluster.name):
+            samples = scrape(url)
+            for s in series(samples, "krm_partition_unavailable", cluster=cluster.name):
+                k = (s.labels["topic"], s.labels["partition"])
+                if s.labels["cause"] == "leader_unreachable" and k not in early and k not in seen:
+                    early.add(k)
+                    say(f"  ALERT  krm_partition_unavailable topic={k[0]} partition={k[1]} cause=leader_unreachable"
+                        f"  (+{time.monotonic() - t_kill:.1f}s: before Kafka's controller notices)")
+            for s in series(samples, "krm_partition_offline", cluster=cluster.name):
                 k = (s.labels["topic"], s.labels["partition"])
                 if k not in seen:
                     seen.add(k)
@@ -87,8 +95,11 @@ def run_demo(keep: bool = False, brokers: int = 3) -> int:
         say("summary:")
         for i in incidents:
             dur = ((i.resolved_at_ms or i.last_seen_at_ms) - i.opened_at_ms) / 1000
-            print(f"         {i.type} {i.topic}/{i.partition} cause={i.cause} {i.status} after {dur:.1f}s "
-                  f"(must return: broker {','.join(map(str, i.details.get('must_return', [])))})")
+            must = i.details.get("must_return") or []
+            root = i.details.get("root_cause") or i.cause
+            print(f"         {i.type} {i.topic}/{i.partition} cause={root} {i.status} after {dur:.1f}s"
+                  + (f" (last: {i.cause})" if i.cause != root else "")
+                  + (f" (must return: broker {','.join(map(str, must))})" if must else ""))
         print(f"\n  Lesson of seeds/002: a replication-factor-1 partition is offline for as long as its one broker"
               f"\n  is down. Before maintenance, move such partitions off the broker.\n"
               f"\n  History: .venv/bin/krm incidents --config {cluster.config_path}")

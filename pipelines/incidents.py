@@ -11,6 +11,11 @@ replay and changes nothing. Flapping: an incident that reopens within `flap_wind
 resolution is the same incident (reopened), not a new page. Events, seen by one poll only (an
 unclean election, a truncation), are held open for `hold_ms[type]` after they were last seen.
 
+Causes: an incident keeps the cause it opened with as `details.root_cause` and the causes it went
+through as `details.cause_history` (a partition offline because its one replica's broker died
+later shows `live_isr_but_no_leader` for the moment between the broker's return and the
+election: the root cause is what the page was about). `cause` is always the current one.
+
 What `apply` returns is what must be written. An open incident seen again in the same state (cause,
 severity, and its details apart from the MEASUREMENTS that move every poll) is updated in memory at
 once (/metrics reads it) but returned only every `touch_ms` of observation time: an outage of 40k
@@ -34,8 +39,23 @@ MEASUREMENTS = frozenset({"high_watermark", "leader_leo", "follower_leo", "lag_m
                           "stalled_ms", "write_rate"})
 
 
+CAUSE_HISTORY_MAX = 10  # causes kept in details.cause_history (the first one is also root_cause)
+
+
 def _state(details: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in details.items() if k not in MEASUREMENTS}
+
+
+def _with_causes(details: dict[str, Any], cause: str | None, before: Incident | None) -> dict[str, Any]:
+    """`details` of a finding, plus the root cause and the history of causes of its incident."""
+    if cause is None and (before is None or before.cause is None):
+        return details
+    if before is None:
+        return {**details, "root_cause": cause, "cause_history": [cause]}
+    history = list(before.details.get("cause_history") or [before.cause])
+    if cause != history[-1]:
+        history = (history + [cause])[-CAUSE_HISTORY_MAX:]
+    return {**details, "root_cause": before.details.get("root_cause", history[0]), "cause_history": history}
 
 
 @dataclass(frozen=True)
@@ -159,11 +179,12 @@ class IncidentBook:
         if inc is not None and inc.status == "open":
             if f.observed_at_ms <= inc.last_seen_at_ms:
                 return None  # replayed observation
-            updated = replace(inc, last_seen_at_ms=f.observed_at_ms, cause=f.cause, details=f.details,
+            details = _with_causes(f.details, f.cause, inc)
+            updated = replace(inc, last_seen_at_ms=f.observed_at_ms, cause=f.cause, details=details,
                               severity=f.severity)
             self._put(updated)
             same = (f.cause == inc.cause and f.severity == inc.severity
-                    and (f.details == inc.details or _state(f.details) == _state(inc.details)))
+                    and (details == inc.details or _state(details) == _state(inc.details)))
             if same and f.observed_at_ms - self._written_ms.get(inc.key, 0) < self.touch_ms:
                 return None  # seen again, nothing new to write yet
             return updated
@@ -172,14 +193,14 @@ class IncidentBook:
                 return None  # replayed: this observation came before the resolution we already know
             if f.observed_at_ms - inc.resolved_at_ms <= self.flap_window_ms:
                 reopened = replace(inc, status="open", resolved_at_ms=None, last_seen_at_ms=f.observed_at_ms,
-                                   cause=f.cause, details=f.details, severity=f.severity,
+                                   cause=f.cause, details=_with_causes(f.details, f.cause, inc), severity=f.severity,
                                    reopen_count=inc.reopen_count + 1)
                 self._put(reopened)
                 return reopened
         new = Incident(
             incident_id=incident_id(f.key, f.observed_at_ms), cluster=f.cluster, scope=f.scope, type=f.type,
             severity=f.severity, topic=f.topic, partition=f.partition, broker=f.broker, cause=f.cause,
-            details=f.details, opened_at_ms=f.observed_at_ms, last_seen_at_ms=f.observed_at_ms, resolved_at_ms=None,
+            details=_with_causes(f.details, f.cause, None), opened_at_ms=f.observed_at_ms, last_seen_at_ms=f.observed_at_ms, resolved_at_ms=None,
             status="open",
         )
         self._put(new)

@@ -155,3 +155,20 @@ def test_a_new_state_in_the_details_is_written_at_once_a_new_measurement_waits()
     assert book.apply([poll(2, 2000)], [urp(2, 2000, [2], 500)]) == []
     changed = book.apply([poll(3, 3000)], [urp(3, 3000, [2, 3], 900)])
     assert [i.details["out_of_sync"] for i in changed] == [[2, 3]]
+
+
+def test_incident_keeps_its_root_cause_and_the_causes_it_went_through():
+    """seeds/002's RF-1 partition: the broker died (single replica), came back, and for one poll was
+    registered without being elected yet (live ISR, no leader): the page was about the first."""
+    book = IncidentBook(60_000)
+    (opened,) = book.apply([poll(1, 1000)], [bad(1, 1000)])
+    assert (opened.details["root_cause"], opened.details["cause_history"]) == (
+        "single_replica_on_dead_broker", ["single_replica_on_dead_broker"])
+    book.apply([poll(2, 2000)], [bad(2, 2000)])
+    (moved,) = book.apply([poll(3, 3000)], [bad(3, 3000, cause="live_isr_but_no_leader")])
+    assert moved.cause == "live_isr_but_no_leader"
+    assert moved.details["root_cause"] == "single_replica_on_dead_broker"
+    assert moved.details["cause_history"] == ["single_replica_on_dead_broker", "live_isr_but_no_leader"]
+    assert moved.details["must_return"] == [1], "the finding's own details are kept"
+    (resolved,) = book.apply([poll(4, 4000)], [])
+    assert resolved.details["root_cause"] == "single_replica_on_dead_broker"
