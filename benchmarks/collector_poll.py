@@ -77,20 +77,27 @@ def grow(cluster: LocalCluster, target: int, have: int) -> int:
 
 
 def measure(source: AdminSource, polls: int) -> dict[str, float]:
-    durations, requests, sizes, records = [], [], [], []
+    return measure_alternately([source], polls)[0]
+
+
+def measure_alternately(sources: list[AdminSource], polls: int) -> list[dict[str, float]]:
+    """Poll the sources in turn, `polls` times each: what the cluster does meanwhile (a topic still
+    settling, a log roll) falls on all of them alike."""
+    runs: list[dict[str, list[float]]] = [{"d": [], "q": [], "b": [], "r": []} for _ in sources]
     for _ in range(polls):
-        t0 = time.perf_counter()
-        recs = source.poll()
-        for r in recs:
-            check(r)
-        durations.append(time.perf_counter() - t0)
-        requests.append(1 + (source.last_offsets.requests if source.last_offsets else 0))
-        sizes.append(sum(len(json.dumps(r)) for r in recs))
-        records.append(len(recs))
-        time.sleep(0.2)
-    return {"p50_s": statistics.median(durations), "p95_s": pct(durations, 0.95), "max_s": max(durations),
-            "requests": statistics.median(requests), "records": statistics.median(records),
-            "bytes": statistics.median(sizes)}
+        for source, run in zip(sources, runs):
+            t0 = time.perf_counter()
+            recs = source.poll()
+            for r in recs:
+                check(r)
+            run["d"].append(time.perf_counter() - t0)
+            run["q"].append(1 + (source.last_offsets.requests if source.last_offsets else 0))
+            run["b"].append(sum(len(json.dumps(r)) for r in recs))
+            run["r"].append(len(recs))
+            time.sleep(0.2)
+    return [{"p50_s": statistics.median(run["d"]), "p95_s": pct(run["d"], 0.95), "max_s": max(run["d"]),
+             "requests": statistics.median(run["q"]), "records": statistics.median(run["r"]),
+             "bytes": statistics.median(run["b"])} for run in runs]
 
 
 def fetch(url: str, timeout_s: float = 600.0) -> bytes:
@@ -201,14 +208,14 @@ def main() -> int:
                       f"measured up to {have}", flush=True)
                 break
             print(f"{target} partitions ready in {time.perf_counter() - t0:.0f}s", flush=True)
-            source.poll()  # connections and configs
-            m = measure(source, args.polls)
+            sources = [source] + ([metadata_only] if metadata_only is not None else [])
+            for src in sources:
+                src.poll()  # connections and configs
+            m, *rest = measure_alternately(sources, args.polls)
             print(f"{'krm collector':<15} partitions={target:>6} p50={m['p50_s']:.3f}s p95={m['p95_s']:.3f}s "
                   f"max={m['max_s']:.3f}s requests/poll={m['requests']:.0f} records/poll={m['records']:.0f} "
                   f"json={m['bytes'] / 1e6:.2f}MB", flush=True)
-            if metadata_only is not None:
-                metadata_only.poll()
-                m = measure(metadata_only, args.polls)
+            for m in rest:
                 print(f"{'metadata only':<15} partitions={target:>6} p50={m['p50_s']:.3f}s p95={m['p95_s']:.3f}s "
                       f"max={m['max_s']:.3f}s", flush=True)
             print(line("jmx exporter", target, measure_scrapes(jmx_urls, args.polls, JMX_LEO)), flush=True)

@@ -301,11 +301,13 @@ class AdminSource:
             return ask(client, self._last_node, request, timeout)
 
         if kraft.supports(versions, DESCRIBE_TOPIC_PARTITIONS_KEY):
-            overlay = self._kraft_call("DescribeTopicPartitions", lambda: kraft.describe_partitions(send))
+            wanted = [t["topic"] for t in topics if kraft.needs_elr(t["partitions"])]
+            overlay = (self._kraft_call("DescribeTopicPartitions", lambda: kraft.describe_partitions(send, wanted))
+                       if wanted else {})
             if overlay is not None:
                 for t in topics:
                     for p in t["partitions"]:
-                        p.update(overlay.get((t["topic"], p["partition"]), ()))
+                        p.update(overlay.get((t["topic"], p["partition"])) or {"elr": [], "last_known_elr": []})
         if kraft.supports(versions, DESCRIBE_QUORUM_KEY) and self._quorum_ask is None:
             # Sent now, harvested after the offsets round (_harvest_quorum), on a connection of its
             # own: a broker with no active controller to forward it to holds it, and a broker serves

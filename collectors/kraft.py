@@ -7,7 +7,8 @@ neither, and the poll then goes on with Metadata alone (fields absent, never gue
 - `partition_overlay`: DescribeTopicPartitions pages -> per (topic, partition) the leader, epoch,
   replicas, ISR, offline replicas *and* `elr` / `last_known_elr`, all from one PartitionRegistration
   of the broker's metadata image, so they are consistent with each other (the Metadata response is
-  read from the same image, but possibly at another offset).
+  read from the same image, but possibly at another offset). Asked only for topics whose Metadata
+  shows a partition without a leader or with a short ISR (`needs_elr`); the others have none.
 - `quorum_state`: DescribeQuorum -> the leader, its epoch and high watermark, each voter's log end
   offset and last fetch / caught-up times (the leader's clock), the number of observers (brokers).
 """
@@ -37,12 +38,21 @@ def supports(api_versions: dict[int, tuple[int, int]] | None, api_key: int) -> b
     return bool(api_versions) and api_key in api_versions  # type: ignore[operator]
 
 
-def describe_partitions(send: Send) -> dict[tuple[str, int], dict[str, Any]]:
-    """Every partition of every topic, page by page. Raises what `send` raises."""
+def needs_elr(partitions: list[dict[str, Any]]) -> bool:
+    """Whether a topic's ELR can be anything but empty, judged on its Metadata: Kafka keeps an ELR
+    only while the ISR is below min ISR (maybePopulateTargetElr clears it otherwise, and min ISR
+    is at most the replication factor), and a last known ELR only while there is no leader
+    (cleared at the next election). A topic whose every partition has a leader and a full ISR has
+    neither, so only the others are described: the request grows with problems, not with size."""
+    return any(p["leader"] < 0 or len(p["isr"]) < len(p["replicas"]) for p in partitions)
+
+
+def describe_partitions(send: Send, topics: list[str]) -> dict[tuple[str, int], dict[str, Any]]:
+    """Every partition of these topics, page by page. Raises what `send` raises."""
     out: dict[tuple[str, int], dict[str, Any]] = {}
     cursor: tuple[str, int] | None = None
     for _ in range(MAX_PAGES):
-        response = send(kp.describe_topic_partitions_request([], PAGE_PARTITIONS, cursor))
+        response = send(kp.describe_topic_partitions_request(topics, PAGE_PARTITIONS, cursor))
         out.update(partition_overlay(response.to_object()["topics"]))
         nxt = response.next_cursor
         if nxt is None:

@@ -51,11 +51,18 @@ def test_pages_are_followed_until_the_cursor_ends():
     sent = []
 
     def send(request):
-        sent.append(request.cursor)
+        sent.append((request.topics, request.cursor))
         return pages[len(sent) - 1]
 
-    assert sorted(kraft.describe_partitions(send)) == [("a", 0), ("a", 1)]
-    assert sent == [None, ("a", 1, {})]
+    assert sorted(kraft.describe_partitions(send, ["a"])) == [("a", 0), ("a", 1)]
+    assert sent == [([("a", {})], None), ([("a", {})], ("a", 1, {}))]
+
+
+def test_only_topics_with_a_leaderless_partition_or_a_short_isr_can_have_an_elr():
+    healthy = [{"leader": 1, "isr": [1, 2, 3], "replicas": [1, 2, 3]}, {"leader": 2, "isr": [2], "replicas": [2]}]
+    assert not kraft.needs_elr(healthy)
+    assert kraft.needs_elr(healthy + [{"leader": 1, "isr": [1, 2], "replicas": [1, 2, 3]}])
+    assert kraft.needs_elr([{"leader": -1, "isr": [], "replicas": [2]}])
 
 
 def _quorum_answer(error_code=0, leader=1000):
