@@ -10,7 +10,7 @@ from pipelines.detectors.offline import ALL_ISR_DEAD, ELR_DOWN, LAST_KNOWN_ELR_O
 
 CASES = [
     (1, 1, [1], [1], None, None, {1, 2, 3}, None, (), "RF 1, its broker alive and leading: healthy"),
-    (2, -1, [1], [1], None, None, {2, 3}, SINGLE_REPLICA, (1,), "docs/cases: RF 1, only replica's broker dead, leader -1"),
+    (2, -1, [1], [1], None, None, {2, 3}, SINGLE_REPLICA, (1,), "RF 1, only replica's broker dead, leader -1"),
     (3, 1, [1], [1], None, None, {2, 3}, SINGLE_REPLICA, (1,), "controller has not noticed yet: leader still names the dead broker"),
     (4, 2, [1, 2, 3], [1, 2, 3], None, None, {1, 2, 3}, None, (), "RF 3, non-preferred leader alive: healthy (imbalance is not offline)"),
     (5, -1, [1, 2], [1], None, None, {2}, ALL_ISR_DEAD, (1,), "ISR shrank to the dead broker; the live replica is out of sync"),

@@ -21,8 +21,8 @@ Without ELR (ZooKeeper mode, Kafka 3.x KRaft) the ISR is never emptied and the "
 are simply the ISR.
 
 Causes, checked in this order (eligible = the ISR, or the ELR when the ISR is empty):
-- `single_replica_on_dead_broker`: replication factor 1 and that one replica's broker is down
-  (docs/cases/): only that broker coming back restores the partition.
+- `single_replica_on_dead_broker`: replication factor 1 and that one replica's broker is down:
+  only that broker coming back restores the partition.
 - `live_isr_but_no_leader`: an eligible replica is alive but no leader was elected (yet): the
   controller has not acted (or cannot: no active controller). `details.live_isr` names them.
 - `all_isr_replicas_dead`: the ISR is not empty and none of its members is alive (unclean election

@@ -6,7 +6,7 @@ offlinePartitionLeaderElection`, core/src/main/scala/kafka/controller/, ZooKeepe
 on Kafka 4 with Eligible Leader Replicas, from the ELR while the ISR is empty (KIP-966): ELR members
 hold every committed message, so such an election loses nothing ("Setting new leader ... using
 ELR"). Only with unclean.leader.election.enable may any other replica become leader, and the
-messages it never received are gone (docs/cases/).
+messages it never received are gone.
 
 Kafka 4 has a third way: with ISR and ELR empty, the *last known leader* (`lastKnownElr`) is elected
 when it returns, and Kafka logs it as an unclean election and marks the leader RECOVERING

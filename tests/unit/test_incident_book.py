@@ -158,7 +158,7 @@ def test_a_new_state_in_the_details_is_written_at_once_a_new_measurement_waits()
 
 
 def test_incident_keeps_its_root_cause_and_the_causes_it_went_through():
-    """seeds/002's RF-1 partition: the broker died (single replica), came back, and for one poll was
+    """An RF-1 partition: the broker died (single replica), came back, and for one poll was
     registered without being elected yet (live ISR, no leader): the page was about the first."""
     book = IncidentBook(60_000)
     (opened,) = book.apply([poll(1, 1000)], [bad(1, 1000)])
