@@ -353,8 +353,8 @@ class AdminSource:
             if waited_ms < kraft.QUORUM_PATIENCE_MS or node not in answered:
                 return self._quorum
             return {"leader_id": -1, "voters": [],
-                    "error": f"DescribeQuorum unanswered for {waited_ms / 1000:.0f}s by broker {node} "
-                             f"(no active controller reachable)"}
+                    "error": f"DescribeQuorum unanswered for over {kraft.QUORUM_PATIENCE_MS / 1000:.0f}s by broker "
+                             f"{node} (no active controller reachable)"}
         self._quorum_ask = None
         if future.failed():
             self._note_kraft("DescribeQuorum", future.exception)

@@ -67,9 +67,7 @@ def partition_overlay(topics: list[dict[str, Any]]) -> dict[tuple[str, int], dic
     for t in topics:
         if t["error_code"] != 0:
             continue
-        for p in t["partitions"]:
-            if p["error_code"] != 0 and p["leader_id"] is None:
-                continue
+        for p in t["partitions"]:  # a leaderless partition answers with an error code and still says it all
             out[(t["name"], p["partition_index"])] = {
                 "leader": p["leader_id"], "leader_epoch": p["leader_epoch"],
                 "replicas": list(p["replica_nodes"] or ()), "isr": list(p["isr_nodes"] or ()),

@@ -75,7 +75,8 @@ def cmd_local_cluster(args: argparse.Namespace) -> int:
     else:
         getattr(c, args.action)(args.broker_id)
         node = c.broker(args.broker_id)
-        state = {**c.status()["brokers"], **(c.status().get("controllers") or {})}[str(node.id)]["state"]
+        status = c.status()
+        state = {**status["brokers"], **(status.get("controllers") or {})}[str(node.id)]["state"]
         print(f"{node.role} {args.broker_id}: {args.action} done, now {state}")
     return 0
 

@@ -36,7 +36,7 @@ Key = tuple[str, str, str | None, int | None, int | None]  # cluster, type, topi
 # value of one of these alone waits for the next touch; any other detail (ISR, out-of-sync
 # replicas, leader, brokers that must return, ...) is a change of state and is written at once.
 MEASUREMENTS = frozenset({"high_watermark", "leader_leo", "follower_leo", "lag_messages", "lag_seconds",
-                          "stalled_ms", "write_rate"})
+                          "stalled_ms", "write_rate", "records_behind", "fetch_age_ms", "caught_up_age_ms"})
 
 
 CAUSE_HISTORY_MAX = 10  # causes kept in details.cause_history (the first one is also root_cause)

@@ -256,7 +256,8 @@ def _kraft_series(clusters: dict[str, ClusterView]) -> Iterator[Any]:
         leader.add_metric([name], q.get("leader_id") if q.get("leader_id") is not None else -1)
         if q.get("leader_epoch") is not None:
             epoch.add_metric([name], q["leader_epoch"])
-        states = quorum.voter_states(q) if (q.get("leader_id") or -1) >= 0 else []
+        leader_id = q.get("leader_id")
+        states = quorum.voter_states(q) if leader_id is not None and leader_id >= 0 else []
         voters.add_metric([name], len(q.get("voters") or []))
         healthy.add_metric([name], sum(1 for v in states if v.state in (quorum.LEADER, quorum.CAUGHT_UP)))
         for v in states:

@@ -16,8 +16,8 @@ Causes (subject: the `__cluster_metadata` partition 0, and for a voter its node 
 - `voter_lagging` (warning, per voter): a voter not fetching (`details.state` not_fetching: dead or
   partitioned) or fetching without catching up (`lagging`).
 - `quorum_at_risk` (warning): some voter is out and the healthy ones (leader + caught-up followers)
-  are just a majority, so one more loss stops the metadata quorum. A single-voter quorum that is whole is a configuration
-  choice, not a risk reported here (as AT_MIN_ISR is for RF 1).
+  are just a majority, so one more loss stops the metadata quorum. A single-voter quorum that is
+  whole is a configuration choice, not a risk reported here (as AT_MIN_ISR is for RF 1).
 """
 
 from __future__ import annotations

@@ -91,3 +91,17 @@ def test_unavailable_covers_every_offline_cause_and_unreachable_leaders_once_per
     assert reg.get_sample_value("krm_partition_offline", {"cluster": "c1", "topic": "t", "partition": "1",
                                                           "cause": "leader_unreachable"}) is None, \
         "offline stays Kafka's own verdict"
+
+
+def test_kraft_series_with_a_controller_whose_node_id_is_zero():
+    quorum = {"leader_id": 0, "leader_epoch": 3, "voters": [
+        {"id": 0, "log_end_offset": 50, "last_fetch_ms": 10_000, "last_caught_up_ms": 10_000},
+        {"id": 1, "log_end_offset": 40, "last_fetch_ms": 9_900, "last_caught_up_ms": 9_900},
+        {"id": 2, "log_end_offset": 10, "last_fetch_ms": 1_000, "last_caught_up_ms": 1_000}]}
+    state = PipelineState()
+    state.update(clusters={"k": ClusterView(((5, True),), 5, None, 10_000, quorum=quorum)})
+    reg = _registry(state)
+    assert reg.get_sample_value("krm_kraft_quorum_leader", {"cluster": "k"}) == 0
+    assert reg.get_sample_value("krm_kraft_quorum_voters_caught_up", {"cluster": "k"}) == 2
+    assert reg.get_sample_value("krm_kraft_voter_caught_up", {"cluster": "k", "voter": "2"}) == 0
+    assert reg.get_sample_value("krm_kraft_voter_records_behind", {"cluster": "k", "voter": "2"}) == 40
