@@ -15,12 +15,13 @@ import threading
 import time
 from typing import Any
 
-from collectors import kraft, offsets
+from collectors import access, kraft, offsets
 from collectors.kraft_protocol import DESCRIBE_QUORUM_KEY, DESCRIBE_TOPIC_PARTITIONS_KEY
 from collectors.memory import PartitionMemory
 from collectors.records import cluster_record, topic_record
 from collectors.zookeeper import ZkState
 from krm.config import ClusterConfig, CollectorConfig
+from krm.security import kafka_python_kwargs
 
 log = logging.getLogger(__name__)
 
@@ -116,6 +117,12 @@ class AdminSource:
         self._quorum_ask: tuple[Any, int, float] | None = None  # (future, broker, sent at) while unanswered
         self._quorum_client: Any = None  # its own connection (see _kraft_view)
         self._silent_since: dict[int, float] = {}  # broker -> first poll it did not answer (timeouts)
+        self._problem: access.AccessProblem | None = None  # why the last poll failed (logged once per change)
+        self._access_failures = 0  # consecutive polls refused for credentials, TLS or protocol
+        self._retry_at = 0.0  # after such a refusal: no new connection before this (monotonic)
+        self._config_denied: set[str] = set()  # ACLs DescribeConfigs found missing (kept until the next refresh)
+        self._quorum_denied = False  # DescribeQuorum refused: no DESCRIBE on the cluster
+        self._denied_logged: frozenset[str] = frozenset()
         self.last_offsets: offsets.OffsetsRound | None = None  # for benchmarks and logs
 
     def poll(self) -> list[dict[str, Any]]:
@@ -124,6 +131,8 @@ class AdminSource:
         with self._poll_lock:  # quick_records (another thread) numbers its records from the same sequence
             self._poll_id += 1
             poll_id = self._poll_id
+        if self._problem is not None and time.monotonic() < self._retry_at:
+            return [self._failure_record(poll_id)]  # refused credentials: wait before the broker is asked again
         try:
             try:
                 admin = self._client()
@@ -137,15 +146,13 @@ class AdminSource:
             topics = [t for t in md["topics"] if t["error_code"] == 0]
         except Exception as e:  # noqa: BLE001 - any client failure becomes an observation
             self._close()
-            if not self._degraded:
-                log.warning("cluster %s unreachable through the Admin API: %s", self.cluster.name, e)
-                self._degraded = True
-            return [cluster_record(self.cluster.name, self.source, poll_id, int(time.time() * 1000),
-                                   controller_id=None, brokers=[], topic_count=0, partition_count=0,
-                                   error=f"{type(e).__name__}: {e}")]
+            self._failed(access.explain(e, self.cluster.name, self.cluster.bootstrap_servers, self.cluster.security,
+                                        timeout_s=self.settings.request_timeout_ms / 1000))
+            return [self._failure_record(poll_id)]
         if self._degraded:
             log.warning("cluster %s reachable again", self.cluster.name)
             self._degraded = False
+            self._problem, self._access_failures = None, 0
         try:
             self._refresh_configs(admin, [t["topic"] for t in topics], [b["node_id"] for b in md["brokers"]])
         except Exception as e:  # noqa: BLE001 - stale configs beat a lost poll
@@ -167,6 +174,41 @@ class AdminSource:
         unreachable = self._unreachable(found)
         quorum = self._harvest_quorum(found.answered | {self._last_node}) if self.zk is None else None
         return self._records(md, topics, observed_at_ms, found, poll_id, quorum, unreachable)
+
+    def _failed(self, problem: access.AccessProblem) -> None:
+        """Log the cause once per change; after a refusal (credentials, TLS, protocol) wait before
+        connecting again, longer each time (access.ACCESS_RETRY_S): no login storm on the brokers."""
+        if self._problem is None or problem.message != self._problem.message:
+            log.warning("%s", problem.message)
+        self._problem = problem
+        self._degraded = True
+        if problem.reason in access.ACCESS_REASONS:
+            delays = access.ACCESS_RETRY_S
+            self._retry_at = time.monotonic() + delays[min(self._access_failures, len(delays) - 1)]
+            self._access_failures += 1
+        else:
+            self._access_failures = 0
+
+    def _failure_record(self, poll_id: int) -> dict[str, Any]:
+        problem = self._problem
+        assert problem is not None
+        return cluster_record(self.cluster.name, self.source, poll_id, int(time.time() * 1000), controller_id=None,
+                              brokers=[], topic_count=0, partition_count=0, error=problem.message,
+                              error_reason=problem.reason)
+
+    def _denied(self) -> list[str]:
+        """The ACLs this poll found missing; a change is logged once, in one line."""
+        denied = set(self._config_denied)
+        if self._quorum_denied:
+            denied.add("DESCRIBE on CLUSTER (DescribeQuorum)")
+        if frozenset(denied) != self._denied_logged:
+            problem = access.denials(self.cluster.name, self.cluster.security, denied)
+            if problem is not None:
+                log.warning("%s", problem.message)
+            else:
+                log.warning("cluster %s: the ACLs krm missed are granted now", self.cluster.name)
+            self._denied_logged = frozenset(denied)
+        return sorted(denied)
 
     def brokers_changed(self) -> bool:
         """The fast path where there are no ZooKeeper watches (KRaft): a Metadata request for no
@@ -226,7 +268,7 @@ class AdminSource:
             replica_lag_time_max_ms=self._replica_lag_time_max_ms,
             leader_imbalance_per_broker_percentage=self._leader_imbalance_pct,
             reassignment_in_progress=self.zk.reassigning if zk_live is not None else None,  # type: ignore[union-attr]
-            quorum=quorum,
+            quorum=quorum, denied=self._denied(),
         )]
         self._last_cluster_state = records[0]["cluster_state"]
         present = set()
@@ -331,7 +373,7 @@ class AdminSource:
             qc = KafkaClient(
                 bootstrap_servers=client.config["bootstrap_servers"], client_id=f"krm-quorum-{self.cluster.name}",
                 api_version=client.config["api_version"], request_timeout_ms=kraft.QUORUM_REQUEST_TIMEOUT_MS,
-                reconnect_backoff_max_ms=1000)
+                reconnect_backoff_max_ms=1000, **kafka_python_kwargs(self.cluster.security))
             qc.cluster.request_update()
             deadline = time.monotonic() + self.settings.request_timeout_ms / 1000
             while qc.cluster.broker_metadata(self._last_node) is None and time.monotonic() < deadline:
@@ -360,7 +402,16 @@ class AdminSource:
             self._note_kraft("DescribeQuorum", future.exception)
             self._quorum = None
             return None
-        self._quorum = self._kraft_call("DescribeQuorum", lambda: kraft.quorum_state(future.value.to_object()))
+        try:
+            self._quorum = kraft.quorum_state(future.value.to_object())
+            self._quorum_denied = False
+        except PermissionError:  # a missing ACL: said in the cluster record's `denied`, not as a failure
+            self._quorum, self._quorum_denied = None, True
+        except Exception as e:  # noqa: BLE001 - the Metadata view still stands
+            self._note_kraft("DescribeQuorum", e)
+            self._quorum = None
+        else:
+            self._note_kraft("DescribeQuorum", None)
         return self._quorum
 
     def _kraft_call(self, what: str, call: Any) -> Any:
@@ -495,8 +546,12 @@ class AdminSource:
         request = (DescribeConfigsRequest[version](resources=resources) if version == 0 else
                    DescribeConfigsRequest[version](resources=resources, include_synonyms=False))
         fresh: dict[str, tuple[int | None, bool | None]] = {}
+        denied: set[str] = set()
         response = ask(client, self._last_node, request, self.settings.request_timeout_ms)
         for res in response.to_object()["resources"]:
+            if res["error_code"] in (access.TOPIC_AUTHORIZATION_FAILED, access.CLUSTER_AUTHORIZATION_FAILED):
+                kind = "TOPIC" if res["resource_type"] == ConfigResourceType.TOPIC.value else "CLUSTER"
+                denied.add(f"DESCRIBE_CONFIGS on {kind} {res['resource_name'] if kind == 'TOPIC' else ''}".rstrip())
             if res["error_code"] != 0:
                 continue
             entries = {e["config_names"]: e["config_value"] for e in res["config_entries"]}
@@ -515,8 +570,10 @@ class AdminSource:
         if due:
             self._configs = fresh
             self._configs_at = time.monotonic()
+            self._config_denied = denied
         else:
             self._configs.update(fresh)
+            self._config_denied |= denied
 
     def _client(self, avoid: Any = None) -> Any:
         if self._admin is None:
@@ -529,6 +586,7 @@ class AdminSource:
                 request_timeout_ms=self.settings.request_timeout_ms,
                 api_version_auto_timeout_ms=self.settings.request_timeout_ms,
                 reconnect_backoff_max_ms=1000,  # a restarted broker is asked again within a second
+                **kafka_python_kwargs(self.cluster.security),
             )
         return self._admin
 

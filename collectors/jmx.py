@@ -14,6 +14,7 @@ ConsumerLag and each replica's LogEndOffset.
 
 from __future__ import annotations
 
+import base64
 import logging
 import time
 import urllib.request
@@ -79,13 +80,16 @@ class JmxSource:
 
     source = "jmx"
 
-    def __init__(self, cluster: str, endpoints: dict[int, str], timeout_s: float = 2.0) -> None:
+    def __init__(self, cluster: str, endpoints: dict[int, str], timeout_s: float = 2.0, security: Any = None) -> None:
+        """`security`: krm.security.HttpSecurity (basic auth, TLS) for exporters behind either."""
         self.cluster = cluster
+        self.security = security
         self.endpoints = dict(endpoints)
         self.timeout_s = timeout_s
         self._poll_id = 0
         self._pool = ThreadPoolExecutor(max_workers=min(16, max(1, len(endpoints))), thread_name_prefix="krm-jmx")
         self._down: set[int] = set()
+        self._context: Any = None
 
     def poll(self) -> list[dict[str, Any]]:
         self._poll_id += 1
@@ -96,11 +100,27 @@ class JmxSource:
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
 
+    def _request(self, url: str) -> urllib.request.Request:
+        req = urllib.request.Request(url)
+        sec = self.security
+        if sec is not None and sec.username:
+            token = base64.b64encode(f"{sec.username}:{sec.password.read()}".encode()).decode()
+            req.add_header("Authorization", f"Basic {token}")
+        return req
+
+    def _tls_context(self) -> Any:
+        if self.security is None or self.security.tls is None:
+            return None
+        if self._context is None:
+            self._context = self.security.tls.context()
+        return self._context
+
     def _scrape(self, item: tuple[int, str]) -> tuple[Any, ...]:
         broker, url = item
         t0 = time.perf_counter()
         try:
-            with urllib.request.urlopen(url, timeout=self.timeout_s) as resp:  # noqa: S310 - configured URLs
+            with urllib.request.urlopen(self._request(url), timeout=self.timeout_s,  # noqa: S310 - configured URLs
+                                        context=self._tls_context()) as resp:
                 text = resp.read().decode("utf-8", "replace")
             gauges, parts = parse_exposition(text)
         except Exception as e:  # noqa: BLE001 - an unreachable endpoint is the observation

@@ -12,6 +12,7 @@ from typing import Any
 from collectors.spool import Spool
 from krm.config import ObservationsConfig
 from krm.errors import SourceUnavailable
+from krm.security import kafka_python_kwargs
 from schemas.observation import check
 
 log = logging.getLogger(__name__)
@@ -51,8 +52,7 @@ class Publisher:
         try:
             self._connect()
         except Exception as e:  # noqa: BLE001 - spool until the observations cluster is back
-            log.error("observations cluster %s unreachable (%s); spooling records until it returns",
-                      self.settings.bootstrap_servers, e)
+            log.error("%s; spooling records until it works", self._why(e))
         self._thread = threading.Thread(target=self._drain, name="krm-publisher", daemon=True)
         self._thread.start()
         return self
@@ -124,7 +124,21 @@ class Publisher:
             # record was its own request (one round trip each, in flight one at a time); 1 MB
             # batches carry a poll's records in a few requests
             batch_size=1024 * 1024,
+            **kafka_python_kwargs(self.settings.security),
         )
+
+    def _why(self, e: BaseException) -> str:
+        """One line: a refused login, certificate or ACL said as such (collectors/access.py)."""
+        from collectors import access
+
+        s = self.settings
+        problem = access.classify(e, f"observations ({s.bootstrap_servers})", s.security)
+        if problem is not None and problem.reason == access.AUTHORIZATION:
+            return (f"{problem.message}; krm needs CREATE (unless the topic exists), WRITE and READ on TOPIC {s.topic} "
+                    f"(README, 'Secured clusters')")
+        if problem is not None:
+            return problem.message
+        return f"observations topic {s.topic} on {s.bootstrap_servers} unreachable ({type(e).__name__}: {e})"
 
     def _drain(self) -> None:
         """Send the spool's head in order; remove records only once acknowledged. On a failure keep
@@ -149,8 +163,7 @@ class Publisher:
                 with self._lock:
                     self.send_failures += 1
                 if not self._outage:
-                    log.error("observations topic %s unreachable (%s): spooling (%d records waiting)",
-                              self.settings.topic, e, self.spool.depth)
+                    log.error("%s: spooling (%d records waiting)", self._why(e), self.spool.depth)
                     self._outage = True
                 self._stop.wait(backoff)
                 backoff = min(backoff * 2, 10.0)
@@ -171,7 +184,7 @@ def ensure_topic(settings: ObservationsConfig) -> None:
 
     try:
         admin = KafkaAdminClient(bootstrap_servers=settings.bootstrap_servers.split(","), client_id="krm-setup",
-                                 request_timeout_ms=10000)
+                                 request_timeout_ms=10000, **kafka_python_kwargs(settings.security))
     except Exception as e:  # noqa: BLE001
         raise SourceUnavailable(f"observations cluster {settings.bootstrap_servers} unreachable: {e}") from e
     try:

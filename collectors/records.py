@@ -17,7 +17,8 @@ def cluster_record(cluster: str, source: str, poll_id: int, observed_at_ms: int,
                    error: str | None = None, replica_lag_time_max_ms: int | None = None,
                    leader_imbalance_per_broker_percentage: int | None = None,
                    reassignment_in_progress: bool | None = None,
-                   quorum: dict[str, Any] | None = None) -> dict[str, Any]:
+                   quorum: dict[str, Any] | None = None, error_reason: str | None = None,
+                   denied: Iterable[str] = ()) -> dict[str, Any]:
     rec = envelope("cluster", cluster, source, poll_id, observed_at_ms)
     rec["cluster_state"] = {
         "controller_id": controller_id, "brokers": sorted(brokers, key=lambda b: b["id"]),
@@ -28,6 +29,10 @@ def cluster_record(cluster: str, source: str, poll_id: int, observed_at_ms: int,
     }
     if quorum is not None:
         rec["cluster_state"]["quorum"] = quorum
+    if error_reason is not None:
+        rec["cluster_state"]["error_reason"] = error_reason
+    if denied:
+        rec["cluster_state"]["denied"] = sorted(set(denied))
     return rec
 
 

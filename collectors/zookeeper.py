@@ -76,7 +76,10 @@ class ZkState:
     def start(self) -> ZkState:
         from kazoo.client import KazooClient
 
-        self._zk = KazooClient(hosts=self.cluster.zookeeper, timeout=6.0, read_only=True)
+        from krm.security import kazoo_kwargs
+
+        self._zk = KazooClient(hosts=self.cluster.zookeeper, timeout=6.0, read_only=True,
+                               **kazoo_kwargs(self.cluster.zookeeper_security))
         self._zk.add_listener(self._on_connection)
         try:
             self._zk.start(timeout=10)

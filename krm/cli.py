@@ -60,7 +60,8 @@ def cmd_local_cluster(args: argparse.Namespace) -> int:
             raise KrmError(f"--broker-config takes KEY=VALUE, got {bad[0]!r}")
         c = LocalCluster(root=root, mode=args.mode, brokers=args.brokers, chroot=args.chroot,
                          broker_config=dict(kv.split("=", 1) for kv in args.broker_config),
-                         kafka_version=args.kafka_version or "", controllers=args.controllers).up()
+                         kafka_version=args.kafka_version or "", controllers=args.controllers,
+                         security=args.security).up()
         _print_status(c.status(), args.json)
         return 0
     c = LocalCluster.load(root)
@@ -85,7 +86,8 @@ def _print_status(status: dict[str, Any], as_json: bool) -> None:
     if as_json:
         print(json.dumps(status, indent=2))
         return
-    print(f"cluster {status['name']} (Kafka {status.get('kafka_version', '?')}, {status['mode']}): "
+    secured = ", SASL_SSL" if status.get("security") else ""
+    print(f"cluster {status['name']} (Kafka {status.get('kafka_version', '?')}, {status['mode']}{secured}): "
           f"bootstrap {status['bootstrap_servers']}")
     if status["zookeeper"]:
         print(f"  zookeeper  {status['zookeeper']}")
@@ -464,6 +466,9 @@ def build_parser() -> argparse.ArgumentParser:
                     help="Kafka release (default: the newest 4.x in KRaft mode, 3.9.1 in zk mode; installed: "
                          + ", ".join(_kafka_versions()) + ")")
     up.add_argument("--controllers", type=int, default=1, help="KRaft: controller quorum voters (node ids 1000, 1001, ...)")
+    up.add_argument("--security", choices=["plaintext", "sasl_ssl"], default="plaintext",
+                    help="sasl_ssl: SCRAM-SHA-512 over TLS (a CA of the cluster's own), ACLs enforced, krm connecting "
+                         "as its least-privilege user 'krm' (password in a file the config names)")
     up.add_argument("--broker-config", action="append", default=[], metavar="KEY=VALUE",
                     help="extra broker setting, repeatable (e.g. replica.lag.time.max.ms=5000)")
     up.add_argument("--json", action="store_true")

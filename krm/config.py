@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from krm.errors import ConfigError
+from krm.security import (HttpSecurity, KafkaSecurity, ZooKeeperSecurity, parse_http_security,
+                          parse_kafka_security, parse_zookeeper_security)
 
 _NAME = re.compile(r"^[A-Za-z0-9._-]+$")
 
@@ -24,6 +26,9 @@ class ClusterConfig:
     bootstrap_servers: str
     zookeeper: str | None = None  # host:port[/chroot], ZooKeeper-mode clusters only
     jmx_exporter_urls: tuple[tuple[int, str], ...] = ()  # (broker id, http://host:port/metrics)
+    security: KafkaSecurity = KafkaSecurity()  # [clusters.security]
+    zookeeper_security: ZooKeeperSecurity | None = None  # [clusters.zookeeper_security]
+    jmx_security: HttpSecurity | None = None  # [clusters.jmx_security]
 
 
 @dataclass(frozen=True)
@@ -38,6 +43,8 @@ class ObservationsConfig:
     topic: str = "krm.observations"
     partitions: int = 1
     replication_factor: int | None = None  # default: min(3, brokers) of the observations cluster
+    security: KafkaSecurity = KafkaSecurity()  # [observations.security]; default: the first cluster's when
+    # bootstrap_servers is not given either (the observations then live on that cluster)
 
 
 @dataclass(frozen=True)
@@ -58,6 +65,7 @@ class PipelineConfig:
     data_dir: Path
     metrics_host: str = "127.0.0.1"
     metrics_port: int = 9308
+    web_config_file: Path | None = None  # /metrics TLS and basic auth (Prometheus exporter-toolkit format)
     spark_master: str = "local[2,4]"
     spark_conf: tuple[tuple[str, str], ...] = ()  # [pipeline.spark_conf]: Spark settings over krm's defaults
     starting_offsets: str = "latest"  # only for a pipeline with no checkpoint yet
@@ -112,7 +120,8 @@ def parse_config(raw: dict[str, Any], source: Path | None = None) -> Config:
     clusters = []
     for i, c in enumerate(clusters_raw):
         sec = f"[[clusters]] #{i + 1}"
-        r.no_unknown(sec, c, {"name", "bootstrap_servers", "zookeeper", "jmx_exporter_urls"})
+        r.no_unknown(sec, c, {"name", "bootstrap_servers", "zookeeper", "jmx_exporter_urls", "security",
+                              "zookeeper_security", "jmx_security"})
         name = r.string(sec, c, "name")
         if not _NAME.match(name):
             raise ConfigError(f"{where}: {sec} name {name!r} may hold only letters, digits, '.', '_', '-'")
@@ -122,6 +131,12 @@ def parse_config(raw: dict[str, Any], source: Path | None = None) -> Config:
                 bootstrap_servers=r.string(sec, c, "bootstrap_servers"),
                 zookeeper=r.string(sec, c, "zookeeper", required=False),
                 jmx_exporter_urls=_jmx_urls(where, sec, c.get("jmx_exporter_urls", [])),
+                security=parse_kafka_security(where, f"[clusters.security] of {name}", c.get("security", {})),
+                zookeeper_security=(parse_zookeeper_security(where, f"[clusters.zookeeper_security] of {name}",
+                                                             c["zookeeper_security"])
+                                    if "zookeeper_security" in c else None),
+                jmx_security=(parse_http_security(where, f"[clusters.jmx_security] of {name}", c["jmx_security"])
+                              if "jmx_security" in c else None),
             )
         )
     names = [c.name for c in clusters]
@@ -129,13 +144,20 @@ def parse_config(raw: dict[str, Any], source: Path | None = None) -> Config:
         raise ConfigError(f"{where}: cluster names must be unique, got {names}")
 
     o = raw.get("observations", {})
-    r.no_unknown("[observations]", o, {"bootstrap_servers", "topic", "partitions", "replication_factor"})
+    r.no_unknown("[observations]", o, {"bootstrap_servers", "topic", "partitions", "replication_factor", "security"})
+    if "security" in o:
+        obs_security = parse_kafka_security(where, "[observations.security]", o["security"])
+    elif "bootstrap_servers" not in o:
+        obs_security = clusters[0].security  # the observations topic lives on the first cluster
+    else:
+        obs_security = KafkaSecurity()
     observations = ObservationsConfig(
         bootstrap_servers=r.string("[observations]", o, "bootstrap_servers", default=clusters[0].bootstrap_servers),
         topic=r.string("[observations]", o, "topic", default="krm.observations"),
         partitions=r.number("[observations]", o, "partitions", 1, int, minimum=1),
         replication_factor=(r.number("[observations]", o, "replication_factor", 1, int, minimum=1)
                             if "replication_factor" in o else None),
+        security=obs_security,
     )
 
     k = raw.get("collector", {})
@@ -161,7 +183,7 @@ def parse_config(raw: dict[str, Any], source: Path | None = None) -> Config:
         {"data_dir", "metrics_host", "metrics_port", "spark_master", "starting_offsets", "flap_window_s",
          "incident_touch_s", "history_trigger_s", "hw_stall_window_s", "replica_lag_messages",
          "replica_lag_seconds", "event_hold_s", "leader_skew_tolerance", "replica_imbalance_tolerance",
-         "quality_interval_s", "quality_max_rows", "spark_conf"},
+         "quality_interval_s", "quality_max_rows", "spark_conf", "web_config_file"},
     )
     data_dir = Path(r.string("[pipeline]", p, "data_dir", default="krm-data"))
     if not data_dir.is_absolute() and source is not None:
@@ -173,6 +195,7 @@ def parse_config(raw: dict[str, Any], source: Path | None = None) -> Config:
         data_dir=data_dir,
         metrics_host=r.string("[pipeline]", p, "metrics_host", default="127.0.0.1"),
         metrics_port=r.number("[pipeline]", p, "metrics_port", 9308, int, minimum=0, maximum=65535),
+        web_config_file=_web_config(where, source, p),
         spark_master=r.string("[pipeline]", p, "spark_master", default="local[2,4]"),
         spark_conf=_spark_conf(where, p.get("spark_conf", {})),
         starting_offsets=starting,
@@ -191,6 +214,22 @@ def parse_config(raw: dict[str, Any], source: Path | None = None) -> Config:
         quality_max_rows=r.number("[pipeline]", p, "quality_max_rows", 100_000, int, minimum=1),
     )
     return Config(tuple(clusters), observations, collector, pipeline, source)
+
+
+def _web_config(where: str, source: Path | None, p: dict) -> Path | None:
+    """`web_config_file`: checked and parsed now, so a broken one fails `krm run` before anything starts."""
+    if "web_config_file" not in p:
+        return None
+    value = p["web_config_file"]
+    if not isinstance(value, str) or not value.strip():
+        raise ConfigError(f"{where}: [pipeline] web_config_file must be a file path")
+    path = Path(value.strip()).expanduser()
+    if not path.is_absolute() and source is not None:
+        path = source.parent / path
+    from krm.web_config import load_web_config
+
+    load_web_config(path)
+    return path
 
 
 def _spark_conf(where: str, table: Any) -> tuple[tuple[str, str], ...]:

@@ -44,6 +44,7 @@ KAFKA_RUNTIMES = {
 }
 ZK_KAFKA_VERSION = "3.9.1"  # ZooKeeper mode was removed in Kafka 4.0
 KRAFT_KAFKA_VERSION = "4.4.0"  # the newest Kafka 4.x on Maven Central
+SECURITY_MODES = ("plaintext", "sasl_ssl")
 
 
 def default_kafka_version(mode: str) -> str:
@@ -122,6 +123,7 @@ class LocalCluster:
     heap_mb: int = HEAP_MB  # each broker's (and ZooKeeper's / the controller's) -Xmx
     kafka_version: str = ""  # empty: default_kafka_version(mode)
     controllers: int = 1  # KRaft: voters of the controller quorum
+    security: str = "plaintext"  # or "sasl_ssl": SCRAM-SHA-512 over TLS, ACLs on (krm/local_security.py)
 
     # ---------------------------------------------------------------- construction and state
 
@@ -145,6 +147,8 @@ class LocalCluster:
                                f"use --mode kraft, or --kafka-version {ZK_KAFKA_VERSION} for ZooKeeper mode")
         if self.controllers < 1 or (self.mode == "zk" and self.controllers != 1):
             raise ClusterError(f"--controllers applies to KRaft mode and must be at least 1, got {self.controllers}")
+        if self.security not in SECURITY_MODES:
+            raise ClusterError(f"--security must be one of {', '.join(SECURITY_MODES)}, got {self.security!r}")
         self.root = Path(self.root)
 
     @property
@@ -161,7 +165,8 @@ class LocalCluster:
                 chroot=s.get("chroot"), broker_config=s.get("broker_config", {}), cluster_id=s.get("cluster_id", ""),
                 metrics_port=s.get("metrics_port", 0), heap_mb=s.get("heap_mb", HEAP_MB),
                 kafka_version=s.get("kafka_version", ZK_KAFKA_VERSION),
-                controllers=max(1, len([n for n in s["nodes"].values() if n["role"] == "controller"])))
+                controllers=max(1, len([n for n in s["nodes"].values() if n["role"] == "controller"])),
+                security=s.get("security", "plaintext"))
         c.nodes = {k: Node(**v) for k, v in s["nodes"].items()}
         return c
 
@@ -169,7 +174,8 @@ class LocalCluster:
         state = {
             "mode": self.mode, "chroot": self.chroot, "broker_config": self.broker_config,
             "cluster_id": self.cluster_id, "metrics_port": self.metrics_port, "heap_mb": self.heap_mb,
-            "kafka_version": self.kafka_version, "nodes": {k: vars(n) for k, n in self.nodes.items()},
+            "kafka_version": self.kafka_version, "security": self.security,
+            "nodes": {k: vars(n) for k, n in self.nodes.items()},
         }
         tmp = self.root / "state.json.tmp"
         tmp.write_text(json.dumps(state, indent=2))
@@ -227,6 +233,8 @@ class LocalCluster:
         for i in range(1, self.brokers + 1):
             self.nodes[f"broker-{i}"] = Node("broker", i, free_port(), jmx_port=free_port())
         self.metrics_port = free_port()
+        if self.secured:
+            self._secrets.create()
         for node in self.nodes.values():
             self._write_node_config(node)
         self._write_krm_config()
@@ -235,6 +243,8 @@ class LocalCluster:
             if self.mode == "zk":
                 self._launch(self.nodes["zookeeper"])
                 self._wait_port(self.nodes["zookeeper"], timeout_s)
+                if self.secured:
+                    self._add_zk_scram_users()
             else:
                 self._format_storage()
                 for cid in self.controller_ids:
@@ -242,6 +252,8 @@ class LocalCluster:
             for b in self.broker_ids:
                 self._launch(self.broker(b))
             self.wait_for_brokers(self.broker_ids, timeout_s)
+            if self.secured:
+                self._grant_krm_acls()
         except BaseException:
             self.down()
             raise
@@ -358,7 +370,7 @@ class LocalCluster:
             "config": str(self.config_path),
             "metrics_port": self.metrics_port,
             "root": str(self.root),
-        }
+        } | ({"security": self._secrets.client_kwargs()} if self.secured else {})
 
     def wait_for_brokers(self, broker_ids: list[int], timeout_s: float) -> None:
         """Block until every given broker is in the cluster metadata (registered and unfenced)."""
@@ -378,6 +390,7 @@ class LocalCluster:
                     admin = KafkaAdminClient(
                         bootstrap_servers=[f"127.0.0.1:{p}" for p in live_ports],
                         request_timeout_ms=3000, api_version_auto_timeout_ms=3000, client_id="krm-local-cluster",
+                        **self.admin_kwargs(),
                     )
                     try:
                         seen = {b["node_id"] for b in admin.describe_cluster()["brokers"]}
@@ -390,6 +403,80 @@ class LocalCluster:
             time.sleep(0.3)
         raise ClusterError(f"brokers {sorted(want)} not registered after {timeout_s:.0f}s (last error: {last_err}); "
                            f"see logs under {self.root}")
+
+    # ---------------------------------------------------------------- security (--security sasl_ssl)
+
+    @property
+    def secured(self) -> bool:
+        return self.security == "sasl_ssl"
+
+    @property
+    def _secrets(self) -> Any:
+        from krm.local_security import LocalSecurity
+
+        return LocalSecurity(self.root)
+
+    def admin_kwargs(self) -> dict[str, Any]:
+        """kafka-python keyword arguments of the cluster's super user (empty when plaintext)."""
+        from krm.local_security import ADMIN_USER
+
+        return self._secrets.client_kwargs(ADMIN_USER) if self.secured else {}
+
+    def admin_client(self) -> Any:
+        """A KafkaAdminClient of the cluster's super user (tests and demos change ACLs with it)."""
+        from kafka.admin import KafkaAdminClient
+
+        return KafkaAdminClient(bootstrap_servers=self.bootstrap_servers, client_id="krm-local-cluster",
+                                request_timeout_ms=10000, **self.admin_kwargs())
+
+    def _grant_krm_acls(self) -> None:
+        from krm.local_security import grant_krm_acls
+
+        admin = self.admin_client()
+        try:
+            grant_krm_acls(admin)
+        finally:
+            admin.close()
+
+    def _add_zk_scram_users(self) -> None:
+        """ZooKeeper mode keeps SCRAM credentials in ZooKeeper; Kafka's own ConfigCommand writes them
+        there before any broker starts (the brokers authenticate to each other as admin)."""
+        from krm.local_security import ADMIN_USER, KRM_USER, MECHANISM
+
+        zk = self.nodes["zookeeper"]
+        procs = []
+        for user in (ADMIN_USER, KRM_USER):
+            cmd = self._java(Node("zookeeper", 0, zk.port), [
+                "kafka.admin.ConfigCommand", "--zookeeper", self._zk_connect(), "--alter", "--entity-type", "users",
+                "--entity-name", user, "--add-config",
+                f"{MECHANISM}=[iterations=4096,password={self._secrets.password(user)}]"])
+            log_file = open(self._node_dir(zk) / f"scram-{user}.log", "w")
+            procs.append((user, subprocess.Popen(cmd, stdout=log_file, stderr=subprocess.STDOUT,
+                                                 stdin=subprocess.DEVNULL), log_file))
+        for user, p, log_file in procs:
+            rc = p.wait(timeout=120)
+            log_file.close()
+            if rc != 0:
+                raise ClusterError(f"creating SCRAM user {user} failed (exit {rc}); "
+                                   f"see {self._node_dir(zk) / f'scram-{user}.log'}")
+
+    def _security_props(self, role: str) -> dict[str, Any]:
+        """Listener and authorizer settings of a broker or controller, by the cluster's security."""
+        if role == "controller":
+            base = {"listener.security.protocol.map": "CONTROLLER:PLAINTEXT"}
+            if not self.secured:
+                return base
+            # the brokers reach the controllers on the (loopback) PLAINTEXT controller listener, as
+            # User:ANONYMOUS: broker registration and heartbeats need CLUSTER_ACTION, hence super user
+            return base | {"authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+                           "super.users": "User:admin;User:ANONYMOUS"}
+        if not self.secured:
+            return {"listener": "PLAINTEXT", "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT"}
+        authorizer = ("kafka.security.authorizer.AclAuthorizer" if self.mode == "zk"
+                      else "org.apache.kafka.metadata.authorizer.StandardAuthorizer")
+        return {"listener": "SASL_SSL", "listener.security.protocol.map": "SASL_SSL:SASL_SSL,CONTROLLER:PLAINTEXT",
+                "authorizer.class.name": authorizer, "super.users": "User:admin",
+                **self._secrets.listener_properties("SASL_SSL")}
 
     # ---------------------------------------------------------------- internals
 
@@ -431,14 +518,17 @@ class LocalCluster:
                 "node.id": node.id,
                 "controller.quorum.voters": self._quorum_voters,
                 "controller.listener.names": "CONTROLLER",
+                **self._security_props("controller"),
                 "listeners": f"CONTROLLER://127.0.0.1:{node.port}",
-                "listener.security.protocol.map": "CONTROLLER:PLAINTEXT",
                 "broker.session.timeout.ms": 6000,
             }
         else:
+            sec = self._security_props("broker")
+            listener = sec.pop("listener")
             props |= {
-                "listeners": f"PLAINTEXT://127.0.0.1:{node.port}",
-                "advertised.listeners": f"PLAINTEXT://127.0.0.1:{node.port}",
+                "listeners": f"{listener}://127.0.0.1:{node.port}",
+                "advertised.listeners": f"{listener}://127.0.0.1:{node.port}",
+                "inter.broker.listener.name": listener,
                 "num.partitions": 1,
                 "default.replication.factor": 1,
                 "auto.create.topics.enable": "false",
@@ -453,6 +543,8 @@ class LocalCluster:
                 "background.threads": 2,
             }
             if self.mode == "zk":
+                sec["listener.security.protocol.map"] = sec["listener.security.protocol.map"].replace(
+                    ",CONTROLLER:PLAINTEXT", "")
                 props |= {"broker.id": node.id, "zookeeper.connect": self._zk_connect(),
                           "zookeeper.session.timeout.ms": 6000}
             else:
@@ -461,10 +553,9 @@ class LocalCluster:
                     "node.id": node.id,
                     "controller.quorum.voters": self._quorum_voters,
                     "controller.listener.names": "CONTROLLER",
-                    "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
-                    "inter.broker.listener.name": "PLAINTEXT",
                     "broker.heartbeat.interval.ms": 1000,
                 }
+            props |= sec
             props |= self.broker_config
         (d / "server.properties").write_text("".join(f"{k}={v}\n" for k, v in props.items()))
 
@@ -478,10 +569,14 @@ class LocalCluster:
     def _write_krm_config(self) -> None:
         zk = f'zookeeper = "{self.zookeeper}"\n' if self.mode == "zk" else ""
         jmx = "jmx_exporter_urls = [" + ", ".join(f'"{u}"' for u in self.jmx_exporter_urls) + "]\n"
+        sec = cluster_sec = obs_sec = ""
+        if self.secured:  # the password stays in its file; the config names the file
+            sec = self._secrets.config_toml()
+            cluster_sec, obs_sec = f"\n[clusters.security]\n{sec}", f"\n[observations.security]\n{sec}"
         self.config_path.write_text(
             f"# krm configuration for local cluster {self.name!r} ({self.mode} mode), written by `krm local-cluster up`.\n"
-            f"[[clusters]]\nname = \"{self.name}\"\nbootstrap_servers = \"{self.bootstrap_servers}\"\n{zk}{jmx}\n"
-            f"[observations]\nbootstrap_servers = \"{self.bootstrap_servers}\"\ntopic = \"krm.observations\"\n"
+            f"[[clusters]]\nname = \"{self.name}\"\nbootstrap_servers = \"{self.bootstrap_servers}\"\n{zk}{jmx}{cluster_sec}\n"
+            f"[observations]\nbootstrap_servers = \"{self.bootstrap_servers}\"\ntopic = \"krm.observations\"\n{obs_sec}"
             f"\n"
             f"[collector]\npoll_interval_s = 1.0\n\n"
             f"[pipeline]\ndata_dir = \"{self.root / 'krm-data'}\"\nmetrics_port = {self.metrics_port}\n"
@@ -510,8 +605,10 @@ class LocalCluster:
         procs = []
         for node in nodes if nodes is not None else list(self.nodes.values()):
             props = self._node_dir(node) / "server.properties"
+            scram = self._secrets.scram_format_args() if self.secured else []
             cmd = self._java(Node(node.role, node.id, node.port), ["kafka.tools.StorageTool", "format", "-t",
-                                                                 self.cluster_id, "-c", str(props), "--ignore-formatted"])
+                                                                 self.cluster_id, "-c", str(props), "--ignore-formatted",
+                                                                 *scram])
             out = open(self._node_dir(node) / "format.log", "w")
             procs.append((node, subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL), out))
         for node, p, out in procs:

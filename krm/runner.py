@@ -33,7 +33,12 @@ class Monitor:
     @property
     def metrics_url(self) -> str:
         p = self.config.pipeline
-        return f"http://{p.metrics_host}:{p.metrics_port}/metrics"
+        scheme = "http"
+        if p.web_config_file is not None:
+            from krm.web_config import load_web_config
+
+            scheme = "https" if load_web_config(p.web_config_file).tls else "http"
+        return f"{scheme}://{p.metrics_host}:{p.metrics_port}/metrics"
 
     def start(self) -> Monitor:
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
@@ -47,7 +52,8 @@ class Monitor:
                     from pipelines.metrics import serve
 
                     p = self.config.pipeline
-                    self._server = serve(None, p.metrics_host, p.metrics_port, (CollectorMetrics(self.collector),))
+                    self._server = serve(None, p.metrics_host, p.metrics_port, (CollectorMetrics(self.collector),),
+                                         p.web_config_file)
             if self.with_pipeline:
                 from collectors.stats import CollectorMetrics
                 from pipelines.job import Pipeline, Tables
@@ -57,7 +63,7 @@ class Monitor:
                 state = PipelineState()
                 p = self.config.pipeline
                 extra = (CollectorMetrics(self.collector),) if self.collector is not None else ()
-                self._server = serve(state, p.metrics_host, p.metrics_port, extra)
+                self._server = serve(state, p.metrics_host, p.metrics_port, extra, p.web_config_file)
                 if self._spark is None:
                     self._spark = build_session(p.spark_master, log_dir=Tables(p.data_dir).logs,
                                                 extra=dict(p.spark_conf))

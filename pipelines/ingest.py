@@ -5,13 +5,16 @@ from __future__ import annotations
 from typing import Any
 
 from krm.config import Config
+from krm.security import spark_kafka_options
 from schemas.observation import KINDS, OBSERVATION, SUPPORTED_VERSIONS, Array, Scalar, Struct, spark_schema
 
 
 def read_observations(spark: Any, config: Config) -> Any:
-    """The observations topic as a streaming DataFrame (Spark's Kafka source)."""
+    """The observations topic as a streaming DataFrame (Spark's Kafka source), connecting with the
+    observations cluster's security settings (krm/security.py)."""
     return (
         spark.readStream.format("kafka")
+        .options(**spark_kafka_options(config.observations.security))
         .option("kafka.bootstrap.servers", config.observations.bootstrap_servers)
         .option("subscribe", config.observations.topic)
         .option("startingOffsets", config.pipeline.starting_offsets)

@@ -175,7 +175,8 @@ def split_rows(rows: list[Any]) -> tuple[list[ScopePoll], list[Finding], dict[st
                     controller_id=cs.get("controller_id"), error=cs.get("error"), newest_observed_ms=r[at],
                     topic_count=cs.get("topic_count"),
                     leader_imbalance_percentage=cs.get("leader_imbalance_per_broker_percentage"),
-                    reassigning=bool(cs.get("reassignment_in_progress")), quorum=cs.get("quorum"))
+                    reassigning=bool(cs.get("reassignment_in_progress")), quorum=cs.get("quorum"),
+                    error_reason=cs.get("error_reason"), denied=tuple(cs.get("denied") or ()))
     return polls, found, clusters, counts, jmx
 
 

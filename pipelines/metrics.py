@@ -43,6 +43,15 @@ class ClusterView:
     leader_imbalance_percentage: int | None = None  # the cluster's leader.imbalance.per.broker.percentage
     reassigning: bool = False  # a partition reassignment is running (ZooKeeper mode)
     quorum: dict[str, Any] | None = None  # KRaft: the cluster record's DescribeQuorum state
+    error_reason: str | None = None  # why `error` (collectors/access.py)
+    denied: tuple[str, ...] = ()  # ACLs the poll found missing
+
+    @property
+    def unreachable_reason(self) -> str | None:
+        """None when krm can use the cluster fully; else authentication_failed, tls_failed, ..."""
+        if self.error:
+            return self.error_reason or "unreachable"
+        return "authorization_failed" if self.denied else None
 
 
 @dataclass(frozen=True)
@@ -143,8 +152,10 @@ class KrmCollector:
         age = GaugeMetricFamily("krm_observation_age_seconds",
                                 "Seconds since the newest observation the pipeline processed was taken.",
                                 labels=["cluster"])
-        reachable = GaugeMetricFamily("krm_cluster_reachable", "1 if the last poll of the cluster succeeded.",
-                                      labels=["cluster"])
+        reachable = GaugeMetricFamily("krm_cluster_reachable",
+                                      "1 if the last poll of the cluster succeeded with every ACL krm needs; 0 with "
+                                      "the reason (unreachable, authentication_failed, tls_failed, protocol_mismatch, "
+                                      "authorization_failed).", labels=["cluster", "reason"])
         broker_up = GaugeMetricFamily("krm_broker_up", "1 if the broker is registered with the cluster.",
                                       labels=["cluster", "broker"])
         leaders = GaugeMetricFamily("krm_broker_leaders", "Partitions led by the broker.", labels=["cluster", "broker"])
@@ -153,7 +164,8 @@ class KrmCollector:
             for t, fam in counts.items():
                 fam.add_metric([name], per_cluster[(name, t)])
             age.add_metric([name], max(0.0, now - view.newest_observed_ms / 1000))
-            reachable.add_metric([name], 0 if view.error else 1)
+            reason = view.unreachable_reason
+            reachable.add_metric([name, reason or ""], 0 if reason else 1)
             load = snap.broker_load.get(name, {})
             for bid in sorted({b for b, _ in view.brokers} | set(load)):
                 live = dict(view.brokers).get(bid, False)
@@ -290,15 +302,19 @@ def _offset_series(incidents: tuple[Incident, ...], now: float) -> Iterator[Any]
     yield lagging
 
 
-def serve(state: PipelineState | None, host: str, port: int, extra: tuple[Any, ...] = ()) -> Any:
+def serve(state: PipelineState | None, host: str, port: int, extra: tuple[Any, ...] = (),
+          web_config_file: Any = None) -> Any:
     """Start the /metrics HTTP server on a daemon thread; returns the server (call .shutdown()).
-    `extra`: more prometheus-client collectors (the collector daemon's own health)."""
-    from prometheus_client import CollectorRegistry, start_http_server
+    `extra`: more prometheus-client collectors (the collector daemon's own health). `web_config_file`:
+    TLS and basic auth as Prometheus exporters take them (krm/web_config.py)."""
+    from prometheus_client import CollectorRegistry, make_wsgi_app
+
+    from krm.web_config import load_web_config, serve_wsgi
 
     registry = CollectorRegistry(auto_describe=False)
     if state is not None:
         registry.register(KrmCollector(state))
     for c in extra:
         registry.register(c)
-    server, _thread = start_http_server(port, addr=host, registry=registry)
-    return server
+    web = load_web_config(web_config_file) if web_config_file is not None else None
+    return serve_wsgi(make_wsgi_app(registry), host, port, web)

@@ -33,6 +33,10 @@ def build_session(master: str = "local[2,4]", app_name: str = "krm-pipeline", lo
         "spark.sql.adaptive.enabled": "false",  # tiny micro-batches: planning overhead, no benefit
         "spark.scheduler.mode": "FAIR",  # history writes must not queue ahead of alert batches
         "spark.scheduler.allocation.file": str(CONF_DIR / "fairscheduler.xml"),  # alerts first to a free slot
+        # The Kafka source's options carry the observations cluster's password and TLS key
+        # (krm/security.py): hidden from plans, logs and the UI like Spark's own secrets.
+        "spark.sql.redaction.options.regex": "(?i)url|password|jaas|keystore\\.key|truststore\\.certificates|token",
+        "spark.redaction.regex": "(?i)secret|password|token|access[.]?key|jaas",
     }
     conf |= extra or {}
     builder = SparkSession.builder.master(master).appName(app_name)

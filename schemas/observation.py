@@ -123,6 +123,8 @@ CLUSTER_STATE = Struct((
     ("leader_imbalance_per_broker_percentage", INT, False),  # a broker's, for PREFERRED_LEADER_IMBALANCE
     ("reassignment_in_progress", BOOL, False),  # ZooKeeper mode: /admin/reassign_partitions exists
     ("quorum", QUORUM, False),  # v2, KRaft only
+    ("error_reason", STRING, False),  # v2: why `error` (collectors/access.py: authentication_failed, ...)
+    ("denied", Array(STRING), False),  # v2: ACLs the poll found missing ("DESCRIBE_CONFIGS on TOPIC t")
 ))
 
 TOPIC_STATE = Struct((

@@ -1,7 +1,9 @@
 """Shared fixtures: one local SparkSession and one Kafka cluster per mode and version, per test session.
 
 The Kafka matrix: `zk_cluster` (3.9.1, ZooKeeper), `kraft_cluster` (3.9.1, KRaft) and `kraft4_cluster`
-(the newest 4.x, KRaft with Eligible Leader Replicas on by default). Each starts on first use only.
+(the newest 4.x, KRaft with Eligible Leader Replicas on by default); `zk_secure_cluster` and
+`kraft4_secure_cluster` are the same with SASL_SSL and ACLs, krm connecting as its least-privilege
+user. Each starts on first use only.
 """
 
 from __future__ import annotations
@@ -37,6 +39,22 @@ def zk_cluster(tmp_path_factory):
 def kraft_cluster(tmp_path_factory):
     """KRaft on Kafka 3.9.1 (no ELR)."""
     cluster = local_cluster(tmp_path_factory, "kraft", kafka_version=ZK_KAFKA_VERSION)
+    yield cluster
+    cluster.down()
+
+
+@pytest.fixture(scope="session")
+def zk_secure_cluster(tmp_path_factory):
+    """ZooKeeper mode (3.9.1) with SASL_SSL listeners (SCRAM-SHA-512), AclAuthorizer, krm's minimum ACLs."""
+    cluster = local_cluster(tmp_path_factory, "zk", security="sasl_ssl")
+    yield cluster
+    cluster.down()
+
+
+@pytest.fixture(scope="session")
+def kraft4_secure_cluster(tmp_path_factory):
+    """The newest Kafka 4.x, KRaft, SASL_SSL listeners (SCRAM-SHA-512), StandardAuthorizer, krm's minimum ACLs."""
+    cluster = local_cluster(tmp_path_factory, "kraft", kafka_version=KRAFT_KAFKA_VERSION, security="sasl_ssl")
     yield cluster
     cluster.down()
 

@@ -52,18 +52,30 @@ def write_config(cluster: LocalCluster, tmp: Path, poll_interval_s: float = 1.0,
                  collector_extra: str = "") -> Path:
     """A krm config for `cluster` with its own data dir, metrics port and observations topic
     (on `observations_on`, a separate cluster as in production, or on the monitored one)."""
-    obs = (observations_on or cluster).bootstrap_servers
+    obs_cluster = observations_on or cluster
+    obs = obs_cluster.bootstrap_servers
     tag = uuid.uuid4().hex[:8]
     zk = f'zookeeper = "{cluster.zookeeper}"\n' if cluster.zookeeper else ""
     path = tmp / f"krm-{tag}.toml"
     path.write_text(
-        f'[[clusters]]\nname = "{cluster.name}"\nbootstrap_servers = "{cluster.bootstrap_servers}"\n{zk}\n'
-        f'[observations]\nbootstrap_servers = "{obs}"\ntopic = "krm.obs.{tag}"\n\n'
+        f'[[clusters]]\nname = "{cluster.name}"\nbootstrap_servers = "{cluster.bootstrap_servers}"\n{zk}'
+        f"{security_table('clusters', cluster)}\n"
+        f'[observations]\nbootstrap_servers = "{obs}"\ntopic = "krm.obs.{tag}"\n'
+        f"{security_table('observations', obs_cluster)}\n"
         f"[collector]\npoll_interval_s = {poll_interval_s}\n{collector_extra}\n"
         f'[pipeline]\ndata_dir = "{tmp / ("data-" + tag)}"\nmetrics_port = {free_port()}\nhistory_trigger_s = 5.0\n'
         f"{pipeline_extra}"
     )
     return path
+
+
+def security_table(section: str, cluster: LocalCluster) -> str:
+    """`[<section>.security]` for a secured local cluster (krm's least-privilege user), else nothing."""
+    if not cluster.secured:
+        return ""
+    from krm.local_security import LocalSecurity
+
+    return f"\n[{section}.security]\n{LocalSecurity(cluster.root).config_toml()}"
 
 
 def krm_json(*args: str) -> Any:
@@ -78,7 +90,8 @@ def create_topic(cluster: LocalCluster, name: str, partitions: int, rf: int,
     """Create a topic and return its assignment (partition -> replicas)."""
     from kafka.admin import KafkaAdminClient, NewTopic
 
-    admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap_servers, client_id="krm-tests")
+    admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap_servers, client_id="krm-tests",
+                             **cluster.admin_kwargs())
     try:
         admin.create_topics([NewTopic(name, partitions, rf, topic_configs=configs or {})])
 
@@ -93,11 +106,11 @@ def create_topic(cluster: LocalCluster, name: str, partitions: int, rf: int,
 
 
 def local_cluster(tmp_path_factory: Any, mode: str, chroot: str | None = None, brokers: int = 3,
-                  kafka_version: str = "", controllers: int = 1) -> LocalCluster:
+                  kafka_version: str = "", controllers: int = 1, security: str = "plaintext") -> LocalCluster:
     """A new real local cluster under the session's temp dir (the caller calls .down())."""
     root = Path(tempfile.mkdtemp(prefix=f"krm-{mode}{kafka_version}-", dir=tmp_path_factory.getbasetemp()))
     return LocalCluster(root=root / mode, mode=mode, brokers=brokers, chroot=chroot, kafka_version=kafka_version,
-                        controllers=controllers).up()
+                        controllers=controllers, security=security).up()
 
 
 def kafka_tool(main: str, *args: str) -> str:

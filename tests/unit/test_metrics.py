@@ -51,7 +51,21 @@ def test_open_incidents_become_series_and_counts():
 def test_unreachable_cluster_is_visible():
     state = PipelineState()
     state.update(clusters={"c1": ClusterView((), None, "NoBrokersAvailable", 10_000)})
-    assert _registry(state).get_sample_value("krm_cluster_reachable", {"cluster": "c1"}) == 0
+    assert _registry(state).get_sample_value("krm_cluster_reachable", {"cluster": "c1", "reason": "unreachable"}) == 0
+
+
+def test_reachable_says_why_not():
+    state = PipelineState()
+    state.update(clusters={
+        "ok": ClusterView(((1, True),), 1, None, 10_000),
+        "login": ClusterView((), None, "authentication failed for cluster login (SCRAM-SHA-512, user krm)", 10_000,
+                             error_reason="authentication_failed"),
+        "acl": ClusterView(((1, True),), 1, None, 10_000, denied=("DESCRIBE_CONFIGS on TOPIC t",)),
+    })
+    reg = _registry(state)
+    assert reg.get_sample_value("krm_cluster_reachable", {"cluster": "ok", "reason": ""}) == 1
+    assert reg.get_sample_value("krm_cluster_reachable", {"cluster": "login", "reason": "authentication_failed"}) == 0
+    assert reg.get_sample_value("krm_cluster_reachable", {"cluster": "acl", "reason": "authorization_failed"}) == 0
 
 
 def test_broker_leaders_and_replicas_always_present():

@@ -1,0 +1,151 @@
+"""Why krm cannot use a cluster, in one line an operator can act on.
+
+kafka-python reports a refused login badly: the Admin client's constructor raises
+"IncompatibleBrokerVersion" when SASL fails, and the real cause only reaches its log. When a poll
+fails, `explain` classifies the exception and, if it says nothing useful, opens one connection to a
+bootstrap broker with the same settings and records why that connection was closed.
+
+Reasons (the `reason` label of krm_cluster_reachable):
+  authentication_failed  the broker refused the credentials (SASL), or the mechanism
+  tls_failed             the handshake failed: the broker's certificate is not trusted by the CA
+                         given, its name does not match, or the client certificate was refused
+  protocol_mismatch      the listener speaks another security protocol than configured
+  authorization_failed   connected and logged in, but an ACL krm needs is missing (see `denials`)
+  unreachable            nothing answered (down, wrong address, firewall)
+"""
+
+from __future__ import annotations
+
+import socket
+import ssl
+import time
+from dataclasses import dataclass
+from typing import Any, Iterable
+
+from krm.security import KafkaSecurity, kafka_python_kwargs
+
+TOPIC_AUTHORIZATION_FAILED = 29  # Kafka error codes (clients/.../common/protocol/Errors.java)
+CLUSTER_AUTHORIZATION_FAILED = 31
+
+AUTHENTICATION = "authentication_failed"
+TLS = "tls_failed"
+PROTOCOL = "protocol_mismatch"
+AUTHORIZATION = "authorization_failed"
+UNREACHABLE = "unreachable"
+ACCESS_REASONS = (AUTHENTICATION, TLS, PROTOCOL, AUTHORIZATION)  # retried slowly: retrying sooner cannot help
+
+# How long after an access failure the next attempt waits: the broker logs every refused login, and
+# a credential or certificate is not fixed within seconds.
+ACCESS_RETRY_S = (5.0, 10.0, 20.0, 40.0, 60.0)
+
+
+@dataclass(frozen=True)
+class AccessProblem:
+    reason: str
+    message: str
+
+
+def classify(exc: BaseException | None, cluster: str, sec: KafkaSecurity) -> AccessProblem | None:
+    """The problem an exception names by itself, or None when it names none (a plain timeout)."""
+    from kafka import errors as Errors
+
+    if exc is None:
+        return None
+    who = f"({sec.principal()})"
+    if isinstance(exc, ssl.SSLCertVerificationError):
+        hint = (f"is ssl_cafile {sec.tls.cafile} the CA that signed the brokers' certificates?" if sec.tls.cafile
+                else "no ssl_cafile is configured: the system CAs do not trust it")
+        return AccessProblem(TLS, f"TLS handshake failed for cluster {cluster}: the broker's certificate was "
+                                  f"not accepted ({exc.verify_message}); {hint}")
+    if isinstance(exc, ssl.SSLError):
+        return AccessProblem(TLS, f"TLS handshake failed for cluster {cluster} {who}: {exc.reason or exc}")
+    if isinstance(exc, Errors.SaslAuthenticationFailedError):
+        return AccessProblem(AUTHENTICATION, f"authentication failed for cluster {cluster} {who}: "
+                                             f"{_broker_words(exc)}")
+    if isinstance(exc, Errors.UnsupportedSaslMechanismError):
+        return AccessProblem(AUTHENTICATION, f"authentication failed for cluster {cluster} {who}: the broker "
+                                             f"does not enable {sec.sasl_mechanism} on this listener")
+    if isinstance(exc, Errors.IllegalSaslStateError):
+        return AccessProblem(PROTOCOL, f"cluster {cluster}: the listener does not expect SASL "
+                                       f"(security_protocol is {sec.protocol}); check the listener's protocol")
+    if isinstance(exc, Errors.InvalidReceiveError) and not sec.uses_tls:
+        return AccessProblem(PROTOCOL, f"cluster {cluster}: the broker's answer is not Kafka's plaintext protocol: "
+                                       f"the listener probably uses TLS (security_protocol is {sec.protocol}; "
+                                       f"try SSL or SASL_SSL)")
+    if isinstance(exc, Errors.AuthorizationError):
+        return AccessProblem(AUTHORIZATION, f"authorization failed for cluster {cluster} {who}: {_broker_words(exc)}")
+    return None
+
+
+def explain(exc: BaseException, cluster: str, bootstrap_servers: str, sec: KafkaSecurity,
+            timeout_s: float = 3.0) -> AccessProblem:
+    """Why a poll failed. Asks one broker directly when the exception is not telling."""
+    found = classify(exc, cluster, sec)
+    if found is None:  # also for PLAINTEXT: a TLS listener answers it with garbage (protocol_mismatch)
+        found = probe(cluster, bootstrap_servers, sec, min(timeout_s, 1.0))
+    if found is None:
+        found = classify(exc.__cause__ or exc.__context__, cluster, sec)
+    return found or AccessProblem(UNREACHABLE, f"cluster {cluster} unreachable through the Admin API: "
+                                               f"{type(exc).__name__}: {exc}")
+
+
+def probe(cluster: str, bootstrap_servers: str, sec: KafkaSecurity, timeout_s: float = 3.0) -> AccessProblem | None:
+    """Connect to the bootstrap brokers in turn as the real client would; the first security failure
+    met is the answer, a successful connection (or only silence) means security is not the problem."""
+    from kafka.conn import BrokerConnection
+
+    deadline = time.monotonic() + timeout_s
+    kwargs = kafka_python_kwargs(sec)
+    for host, port in _addresses(bootstrap_servers):
+        if time.monotonic() >= deadline:
+            break
+        errors: list[BaseException] = []
+        try:
+            conn = BrokerConnection(host, port, socket.AF_UNSPEC, client_id="krm-access-check", **kwargs)
+        except Exception as e:  # noqa: BLE001 - e.g. an unreadable CA file
+            return classify(e, cluster, sec) or AccessProblem(TLS if sec.uses_tls else UNREACHABLE,
+                                                              f"cluster {cluster}: {type(e).__name__}: {e}")
+        close = conn.close
+
+        def recording_close(error: BaseException | None = None, _close: Any = close, _errors: list = errors) -> None:
+            if error is not None:  # the connection keeps only the last state; the cause is in the first error
+                _errors.append(error)
+            _close(error)
+
+        conn.close = recording_close  # type: ignore[method-assign]
+        try:
+            if conn.connect_blocking(timeout=max(0.1, deadline - time.monotonic())):
+                return None
+        except Exception as e:  # noqa: BLE001 - SSL errors are raised, SASL ones passed to close()
+            errors.insert(0, e)
+        finally:
+            close()
+        for e in errors:
+            found = classify(e, cluster, sec)
+            if found is not None:
+                return found
+    return None
+
+
+def denials(cluster: str, sec: KafkaSecurity, denied: Iterable[str]) -> AccessProblem | None:
+    """One line for the ACLs a poll found missing (`DESCRIBE_CONFIGS on TOPIC orders`, ...)."""
+    items = sorted(set(denied))
+    if not items:
+        return None
+    shown = "; ".join(items[:3]) + (f"; and {len(items) - 3} more" if len(items) > 3 else "")
+    return AccessProblem(AUTHORIZATION, f"authorization failed for cluster {cluster} ({sec.principal()}): "
+                                        f"missing ACL: {shown} (krm's minimum ACLs: README, 'Secured clusters')")
+
+
+def _broker_words(exc: BaseException) -> str:
+    text = str(exc)
+    return text.split(": ", 1)[1] if text.startswith("[Error") and ": " in text else text
+
+
+def _addresses(bootstrap_servers: str) -> list[tuple[str, int]]:
+    out = []
+    for item in bootstrap_servers.split(","):
+        host, _, port = item.strip().rpartition(":")
+        if host and port.isdigit():
+            out.append((host.strip("[]"), int(port)))
+    return out

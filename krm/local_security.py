@@ -1,0 +1,196 @@
+"""What `krm local-cluster up --security sasl_ssl` adds to a local cluster: a certificate authority of
+its own, a broker certificate it signed, SCRAM-SHA-512 users and passwords, and the ACLs of krm's
+least-privilege principal.
+
+Users: `admin` (the brokers' inter-broker principal and the only super user) and `krm` (what the
+monitor connects as, holding exactly `KRM_ACLS`, the minimum the README documents). Passwords are
+random per cluster, kept in `<root>/secrets/<user>.password` (mode 0600) and referenced by the
+cluster's krm.toml, never written into it.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import ipaddress
+import os
+import secrets
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+MECHANISM = "SCRAM-SHA-512"
+ADMIN_USER = "admin"
+KRM_USER = "krm"
+
+# krm's minimum ACLs: (resource type, resource name, pattern type, operation). "kafka-cluster" is the
+# cluster resource's only name. Why each is needed:
+KRM_ACLS = (
+    ("CLUSTER", "kafka-cluster", "LITERAL", "DESCRIBE"),  # DescribeCluster, DescribeQuorum, DescribeLogDirs
+    ("CLUSTER", "kafka-cluster", "LITERAL", "DESCRIBE_CONFIGS"),  # broker configs (replica.lag.time.max.ms, ...)
+    ("TOPIC", "*", "LITERAL", "DESCRIBE"),  # Metadata, ListOffsets, DescribeTopicPartitions: a topic krm may
+    #                                         not describe is invisible to it, not an error
+    ("TOPIC", "*", "LITERAL", "DESCRIBE_CONFIGS"),  # min.insync.replicas, unclean.leader.election.enable
+    # the observations topic (here every topic named krm.*, so several krm instances can share the
+    # cluster; a single LITERAL name is enough for one):
+    ("TOPIC", "krm.", "PREFIXED", "CREATE"),  # the collector creates its topic when missing
+    ("TOPIC", "krm.", "PREFIXED", "WRITE"),  # the collector publishes
+    ("TOPIC", "krm.", "PREFIXED", "READ"),  # the pipeline reads (Spark's Kafka source, no consumer group)
+)
+
+
+@dataclass(frozen=True)
+class LocalSecurity:
+    """Paths of one secured local cluster's files (all under `<root>/secrets`, mode 0700)."""
+
+    root: Path
+
+    @property
+    def dir(self) -> Path:
+        return self.root / "secrets"
+
+    @property
+    def ca_file(self) -> Path:
+        return self.dir / "ca.pem"
+
+    @property
+    def keystore(self) -> Path:
+        return self.dir / "broker.p12"
+
+    def password_file(self, user: str) -> Path:
+        return self.dir / f"{user}.password"
+
+    def password(self, user: str) -> str:
+        return self.password_file(user).read_text().strip()
+
+    def create(self) -> None:
+        """CA, broker key and certificate (valid for 127.0.0.1 and localhost), PKCS12 keystore, passwords."""
+        self.dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        for user in (ADMIN_USER, KRM_USER, "keystore"):
+            _write_private(self.password_file(user), secrets.token_urlsafe(24))
+        ca_key, ca_cert = _ca()
+        key, cert = _server_cert(ca_key, ca_cert)
+        from cryptography.hazmat.primitives import serialization
+        from cryptography.hazmat.primitives.serialization import pkcs12
+
+        self.ca_file.write_bytes(ca_cert.public_bytes(serialization.Encoding.PEM))
+        self.keystore.write_bytes(pkcs12.serialize_key_and_certificates(
+            b"broker", key, cert, [ca_cert],
+            serialization.BestAvailableEncryption(self.password("keystore").encode())))
+        os.chmod(self.keystore, 0o600)
+
+    def listener_properties(self, listener: str) -> dict[str, str]:
+        """Broker settings for a SASL_SSL listener named `listener` with SCRAM-SHA-512."""
+        jaas = (f'org.apache.kafka.common.security.scram.ScramLoginModule required username="{ADMIN_USER}" '
+                f'password="{self.password(ADMIN_USER)}";')
+        return {
+            "sasl.enabled.mechanisms": MECHANISM,
+            "sasl.mechanism.inter.broker.protocol": MECHANISM,
+            f"listener.name.{listener.lower()}.{MECHANISM.lower()}.sasl.jaas.config": jaas,
+            "ssl.keystore.type": "PKCS12",
+            "ssl.keystore.location": str(self.keystore),
+            "ssl.keystore.password": self.password("keystore"),
+            "ssl.truststore.type": "PEM",
+            "ssl.truststore.location": str(self.ca_file),
+        }
+
+    def client_kwargs(self, user: str = KRM_USER) -> dict[str, Any]:
+        """kafka-python keyword arguments for a client of this cluster (the `up --json` contract)."""
+        return {"security_protocol": "SASL_SSL", "sasl_mechanism": MECHANISM, "sasl_plain_username": user,
+                "sasl_plain_password": self.password(user), "ssl_cafile": str(self.ca_file)}
+
+    def scram_format_args(self) -> list[str]:
+        """KRaft: SCRAM credentials written into the metadata log when the storage is formatted (KIP-900)."""
+        out = []
+        for user in (ADMIN_USER, KRM_USER):
+            out += ["--add-scram", f"{MECHANISM}=[name={user},password={self.password(user)}]"]
+        return out
+
+    def config_toml(self) -> str:
+        """The `[clusters.security]`-style table body krm.toml gets: paths, never the password."""
+        return (f'security_protocol = "SASL_SSL"\nsasl_mechanism = "{MECHANISM}"\nsasl_username = "{KRM_USER}"\n'
+                f'sasl_password_file = "{self.password_file(KRM_USER)}"\nssl_cafile = "{self.ca_file}"\n')
+
+
+def grant_krm_acls(admin: Any, acls: tuple[tuple[str, str, str, str], ...] = KRM_ACLS, user: str = KRM_USER) -> None:
+    """Create krm's ACLs through an Admin client of a super user; raises if the broker refuses any."""
+    from kafka.admin import ACL, ACLPermissionType, ResourcePattern
+
+    from krm.errors import ClusterError
+
+    result = admin.create_acls([ACL(f"User:{user}", "*", _op(op), ACLPermissionType.ALLOW,
+                                    ResourcePattern(_rtype(rtype), name, _ptype(ptype)))
+                                for rtype, name, ptype, op in acls])
+    if result.get("failed"):
+        raise ClusterError(f"creating krm's ACLs failed: {result['failed']}")
+
+
+def revoke_acl(admin: Any, rtype: str, name: str, ptype: str, op: str, user: str = KRM_USER) -> None:
+    from kafka.admin import ACLFilter, ACLPermissionType, ResourcePatternFilter
+
+    admin.delete_acls([ACLFilter(f"User:{user}", "*", _op(op), ACLPermissionType.ALLOW,
+                                 ResourcePatternFilter(_rtype(rtype), name, _ptype(ptype)))])
+
+
+def _op(name: str) -> Any:
+    from kafka.admin import ACLOperation
+
+    return ACLOperation[name]
+
+
+def _rtype(name: str) -> Any:
+    from kafka.admin import ResourceType
+
+    return ResourceType[name]
+
+
+def _ptype(name: str) -> Any:
+    from kafka.admin import ACLResourcePatternType
+
+    return ACLResourcePatternType[name]
+
+
+def _write_private(path: Path, text: str) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(text + "\n")
+
+
+def _ca() -> tuple[Any, Any]:
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "krm local-cluster CA")])
+    now = dt.datetime.now(dt.timezone.utc)
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
+            .serial_number(x509.random_serial_number()).not_valid_before(now - dt.timedelta(minutes=5))
+            .not_valid_after(now + dt.timedelta(days=365))
+            .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
+            .add_extension(x509.KeyUsage(digital_signature=True, key_cert_sign=True, crl_sign=True,
+                                         content_commitment=False, key_encipherment=False, data_encipherment=False,
+                                         key_agreement=False, encipher_only=False, decipher_only=False), critical=True)
+            .sign(key, hashes.SHA256()))
+    return key, cert
+
+
+def _server_cert(ca_key: Any, ca_cert: Any) -> tuple[Any, Any]:
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    now = dt.datetime.now(dt.timezone.utc)
+    cert = (x509.CertificateBuilder()
+            .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "localhost")]))
+            .issuer_name(ca_cert.subject).public_key(key.public_key()).serial_number(x509.random_serial_number())
+            .not_valid_before(now - dt.timedelta(minutes=5)).not_valid_after(now + dt.timedelta(days=365))
+            .add_extension(x509.SubjectAlternativeName([x509.DNSName("localhost"),
+                                                        x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+                           critical=False)
+            .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH, ExtendedKeyUsageOID.CLIENT_AUTH]),
+                           critical=False)
+            .sign(ca_key, hashes.SHA256()))
+    return key, cert
