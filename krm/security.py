@@ -317,13 +317,13 @@ def parse_http_security(where: str, sec: str, t: Any) -> HttpSecurity:
 def _table(where: str, sec: str, t: Any, known: set[str]) -> None:
     if not isinstance(t, dict):
         raise ConfigError(f"{where}: {sec} must be a table")
-    unknown = sorted(set(t) - known)
-    if unknown:
-        raise ConfigError(f"{where}: {sec}: unknown key(s) {unknown}; known: {sorted(known)}")
     for key in ("password", "sasl_password", "ssl_key_password"):
         if key in t:
             raise ConfigError(f"{where}: {sec} {key}: secrets are not kept in the config; "
                               f"use {key}_file (a file only its owner reads) or {key}_env")
+    unknown = sorted(set(t) - known)
+    if unknown:
+        raise ConfigError(f"{where}: {sec}: unknown key(s) {unknown}; known: {sorted(known)}")
 
 
 def _path(where: str, sec: str, t: dict, key: str) -> Path | None:

@@ -1,0 +1,103 @@
+"""What krm does when a secured cluster refuses it: a wrong password, a CA that did not sign the
+brokers' certificates, an ACL taken away. One monitor watches the same SASL_SSL + ACL cluster three
+times (right credentials, wrong password, wrong CA): each failure is one log line naming the cluster
+and the cause, krm_cluster_reachable{reason} says it, the brokers are not stormed with logins, and the
+correctly configured cluster goes on being monitored."""
+
+import logging
+import os
+import time
+
+import pytest
+
+from krm.config import load_config
+from krm.local_cluster import free_port
+from krm.local_security import KRM_ACLS, LocalSecurity, grant_krm_acls, revoke_acl
+from krm.runner import Monitor
+from krm.scrape import scrape, series
+from tests.helpers import create_topic, wait_equal, wait_for
+
+pytestmark = pytest.mark.e2e
+
+
+def _reachable(url):
+    return {s.labels["cluster"]: (s.labels.get("reason", ""), s.value) for s in series(scrape(url), "krm_cluster_reachable")}
+
+
+def _refused_logins(cluster):
+    """The brokers' own count of refused SCRAM logins (their server.log)."""
+    n = 0
+    for b in cluster.broker_ids:
+        log = cluster.root / f"broker-{b}" / "logs" / "server.log"
+        n += log.read_text(errors="replace").count("invalid credentials with SASL mechanism")
+    return n
+
+
+def _other_ca(path):
+    from cryptography.hazmat.primitives import serialization
+
+    from krm.local_security import _ca
+
+    _, cert = _ca()
+    path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+
+
+def test_refused_password_certificate_and_acl(kraft4_secure_cluster, spark, tmp_path, caplog):
+    cluster = kraft4_secure_cluster
+    sec = LocalSecurity(cluster.root)
+    create_topic(cluster, "secured-topic", partitions=3, rf=3)
+    bad_pw = tmp_path / "wrong.password"
+    bad_pw.write_text("not-the-password\n")
+    os.chmod(bad_pw, 0o600)
+    _other_ca(tmp_path / "other-ca.pem")
+    good = sec.config_toml()
+    wrong_password = good.replace(str(sec.password_file("krm")), str(bad_pw))
+    wrong_ca = good.replace(str(sec.ca_file), str(tmp_path / "other-ca.pem"))
+    config_path = tmp_path / "krm.toml"
+    config_path.write_text("".join(
+        f'[[clusters]]\nname = "{name}"\nbootstrap_servers = "{cluster.bootstrap_servers}"\n[clusters.security]\n{s}\n'
+        for name, s in (("good", good), ("badpw", wrong_password), ("badca", wrong_ca)))
+        + f'[observations]\nbootstrap_servers = "{cluster.bootstrap_servers}"\ntopic = "krm.obs.access"\n'
+        f"[observations.security]\n{good}\n"
+        f"[collector]\npoll_interval_s = 1.0\nconfig_refresh_s = 2.0\n\n"
+        f'[pipeline]\ndata_dir = "{tmp_path / "data"}"\nmetrics_port = {free_port()}\n')
+    caplog.set_level(logging.WARNING, logger="collectors")
+    monitor = Monitor(load_config(config_path), spark=spark).start()
+    try:
+        url = monitor.metrics_url
+        wait_equal(lambda: _reachable(url), {"good": ("", 1.0), "badpw": ("authentication_failed", 0.0),
+                                             "badca": ("tls_failed", 0.0)}, 120, "reachability with reasons")
+        # the right credentials keep working beside the wrong ones
+        assert {s.labels["broker"]: s.value for s in series(scrape(url), "krm_broker_up", cluster="good")} == {
+            "1": 1.0, "2": 1.0, "3": 1.0}
+
+        before, t0 = _refused_logins(cluster), time.monotonic()
+        time.sleep(20)
+        refused = _refused_logins(cluster) - before
+        print(f"\nrefused logins on the brokers in {time.monotonic() - t0:.0f}s of a wrong password: {refused}")
+        # polled every second, the wrong password would cost at least 3 logins a second (two Admin
+        # client bootstraps and one diagnosis per poll); the back-off (5, 10, 20 s, ...) allows a few
+        assert refused <= 15, refused
+
+        lines = [r.getMessage() for r in caplog.records if r.name.startswith("collectors")]
+        assert [m for m in lines if "badpw" in m] == [
+            "authentication failed for cluster badpw (SCRAM-SHA-512, user krm): Authentication failed during "
+            "authentication due to invalid credentials with SASL mechanism SCRAM-SHA-512"]
+        (tls_line,) = [m for m in lines if "badca" in m]
+        assert tls_line.startswith("TLS handshake failed for cluster badca: the broker's certificate was not accepted")
+        assert not [r for r in caplog.records if r.exc_info], "no tracebacks"
+
+        admin = cluster.admin_client()
+        try:
+            revoke_acl(admin, "TOPIC", "*", "LITERAL", "DESCRIBE_CONFIGS")
+            wait_equal(lambda: _reachable(url)["good"], ("authorization_failed", 0.0), 60, "the missing ACL reported")
+            denied = [m for m in (r.getMessage() for r in caplog.records) if "cluster good" in m and "missing ACL" in m]
+            assert denied and "DESCRIBE_CONFIGS on TOPIC secured-topic" in denied[0], denied
+            # still polled: the partitions' health is still judged
+            assert [s.value for s in series(scrape(url), "krm_cluster_offline_partitions", cluster="good")] == [0.0]
+        finally:
+            grant_krm_acls(admin, tuple(a for a in KRM_ACLS if a[:2] == ("TOPIC", "*")))
+            admin.close()
+        wait_equal(lambda: _reachable(url)["good"], ("", 1.0), 60, "the ACL granted again")
+    finally:
+        monitor.stop()

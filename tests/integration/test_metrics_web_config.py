@@ -1,0 +1,93 @@
+"""krm's /metrics behind TLS and basic auth (web_config_file), scraped by a real Prometheus as any
+exporter is: with the credentials it gets 200 and the series, without them 401 and `up` 0."""
+
+import json
+import os
+import shutil
+import subprocess
+import urllib.parse
+import urllib.request
+
+import bcrypt
+import pytest
+import requests
+
+from krm.local_cluster import free_port
+from pipelines.metrics import ClusterView, PipelineState, serve
+from tests.helpers import wait_for
+
+pytestmark = pytest.mark.integration
+
+
+def _pki(tmp_path):
+    from cryptography.hazmat.primitives import serialization
+
+    from krm.local_security import _ca, _server_cert
+
+    ca_key, ca_cert = _ca()
+    key, cert = _server_cert(ca_key, ca_cert)
+    (tmp_path / "ca.pem").write_bytes(ca_cert.public_bytes(serialization.Encoding.PEM))
+    (tmp_path / "server.crt").write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    (tmp_path / "server.key").write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                                            serialization.NoEncryption()))
+    os.chmod(tmp_path / "server.key", 0o600)
+
+
+@pytest.fixture
+def secured_metrics(tmp_path):
+    _pki(tmp_path)
+    hashed = bcrypt.hashpw(b"scrape-me", bcrypt.gensalt(rounds=10)).decode()
+    web = tmp_path / "web.yml"
+    web.write_text(f"tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\n"
+                   f"basic_auth_users:\n  prometheus: '{hashed}'\n")
+    os.chmod(web, 0o600)
+    state = PipelineState()
+    state.update(clusters={"prod-eu-1": ClusterView(((1, True),), 1, None, 10_000)})
+    port = free_port()
+    server = serve(state, "127.0.0.1", port, web_config_file=web)
+    yield f"https://127.0.0.1:{port}/metrics", port, tmp_path
+    server.shutdown()
+
+
+def test_metrics_need_credentials(secured_metrics):
+    url, port, tmp = secured_metrics
+    ca = str(tmp / "ca.pem")
+    assert requests.get(url, verify=ca, timeout=5).status_code == 401
+    assert requests.get(url, verify=ca, auth=("prometheus", "wrong"), timeout=5).status_code == 401
+    ok = requests.get(url, verify=ca, auth=("prometheus", "scrape-me"), timeout=5)
+    assert ok.status_code == 200 and 'krm_cluster_reachable{cluster="prod-eu-1",reason=""} 1.0' in ok.text
+    with pytest.raises(requests.exceptions.ConnectionError):  # no plaintext beside TLS
+        requests.get(f"http://127.0.0.1:{port}/metrics", timeout=5)
+
+
+def test_prometheus_scrapes_with_the_web_config(secured_metrics):
+    url, port, tmp = secured_metrics
+    prometheus = shutil.which("prometheus")
+    assert prometheus, "`make test` installs Debian's prometheus"
+    (tmp / "scrape.pw").write_text("scrape-me\n")
+    os.chmod(tmp / "scrape.pw", 0o600)
+    target = f"127.0.0.1:{port}"
+    (tmp / "prom.yml").write_text(
+        "global:\n  scrape_interval: 1s\nscrape_configs:\n"
+        f"  - job_name: krm\n    scheme: https\n    tls_config:\n      ca_file: {tmp / 'ca.pem'}\n"
+        f"    basic_auth:\n      username: prometheus\n      password_file: {tmp / 'scrape.pw'}\n"
+        f"    static_configs:\n      - targets: ['{target}']\n"
+        f"  - job_name: anonymous\n    scheme: https\n    tls_config:\n      ca_file: {tmp / 'ca.pem'}\n"
+        f"    static_configs:\n      - targets: ['{target}']\n")
+    prom_port = free_port()
+    proc = subprocess.Popen([prometheus, f"--config.file={tmp / 'prom.yml'}", f"--storage.tsdb.path={tmp / 'tsdb'}",
+                             f"--web.listen-address=127.0.0.1:{prom_port}"], stdout=open(tmp / "prom.log", "w"),
+                            stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+
+    def query(q):
+        with urllib.request.urlopen(f"http://127.0.0.1:{prom_port}/api/v1/query?query={urllib.parse.quote(q)}",
+                                    timeout=5) as r:
+            return {s["metric"].get("job"): float(s["value"][1]) for s in json.load(r)["data"]["result"]}
+
+    try:
+        wait_for(lambda: len(query("up")) == 2, 60, "both scrape jobs to run")
+        assert query("up") == {"krm": 1.0, "anonymous": 0.0}
+        assert query('krm_cluster_reachable{cluster="prod-eu-1"}') == {"krm": 1.0}
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
