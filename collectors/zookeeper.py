@@ -84,8 +84,10 @@ class ZkState:
         try:
             self._zk.start(timeout=10)
         except Exception as e:  # noqa: BLE001 - degrade to the Admin API alone
-            log.warning("cluster %s: ZooKeeper %s unreachable (%s); using the Admin API alone", self.cluster.name,
-                        self.cluster.zookeeper, e)
+            log.warning("cluster %s: ZooKeeper %s %s; using the Admin API alone", self.cluster.name,
+                        self.cluster.zookeeper, _zk_failure(e, self.cluster.zookeeper_security))
+            self._stopping = True  # no background reconnects: the watches were never set up
+            self._zk.stop()
             return self
         zk = self._zk
         zk.ChildrenWatch("/brokers/ids", self._on_ids)
@@ -254,3 +256,16 @@ def _json(data: bytes) -> dict[str, Any]:
         return value if isinstance(value, dict) else {}
     except (ValueError, UnicodeDecodeError):
         return {}
+
+
+def _zk_failure(e: BaseException, security: object) -> str:
+    """Why a ZooKeeper session did not start, said for an operator."""
+    from kazoo.exceptions import AuthFailedError, SessionClosedRequireSaslError
+
+    sasl_user = getattr(security, "username", None)
+    if isinstance(e, SessionClosedRequireSaslError):
+        return "requires SASL authentication: set [clusters.zookeeper_security] sasl_username and sasl_password_file"
+    if isinstance(e, AuthFailedError):
+        return f"refused the login (DIGEST-MD5, user {sasl_user})" if sasl_user else "refused the login"
+    return f"unreachable ({type(e).__name__}{': ' + str(e) if str(e) else ''})"
+

@@ -444,6 +444,16 @@ class LocalCluster:
         from krm.local_security import ADMIN_USER, KRM_USER, MECHANISM
 
         zk = self.nodes["zookeeper"]
+        if self.chroot:  # ConfigCommand writes under the chroot but, unlike a broker, does not create it
+            from kazoo.client import KazooClient
+
+            client = KazooClient(hosts=f"127.0.0.1:{zk.port}", timeout=5.0, **self._secrets.kazoo_kwargs())
+            client.start(timeout=20)
+            try:
+                client.ensure_path(self.chroot)
+            finally:
+                client.stop()
+                client.close()
         procs = []
         for user in (ADMIN_USER, KRM_USER):
             cmd = self._java(Node("zookeeper", 0, zk.port), [
@@ -459,6 +469,13 @@ class LocalCluster:
             if rc != 0:
                 raise ClusterError(f"creating SCRAM user {user} failed (exit {rc}); "
                                    f"see {self._node_dir(zk) / f'scram-{user}.log'}")
+
+    def _jaas(self, node: Node) -> list[str]:
+        """Secured ZooKeeper mode: ZooKeeper's user list; its clients' (brokers, Kafka tools) login."""
+        if not self.secured or self.mode != "zk" or node.role == "controller":
+            return []
+        jaas = self._secrets.zk_server_jaas if node is self.nodes.get("zookeeper") else self._secrets.zk_client_jaas
+        return [f"-Djava.security.auth.login.config={jaas}"]
 
     def _security_props(self, role: str) -> dict[str, Any]:
         """Listener and authorizer settings of a broker or controller, by the cluster's security."""
@@ -508,6 +525,8 @@ class LocalCluster:
         if node.role == "zookeeper":
             lines = [f"dataDir={d / 'data'}", f"clientPort={node.port}", "clientPortAddress=127.0.0.1",
                      "tickTime=1000", "maxClientCnxns=0", "admin.enableServer=false"]
+            if self.secured:
+                lines += self._secrets.ZOO_CFG
             (d / "zoo.cfg").write_text("\n".join(lines) + "\n")
             return
         n = self.brokers
@@ -573,6 +592,8 @@ class LocalCluster:
         if self.secured:  # the password stays in its file; the config names the file
             sec = self._secrets.config_toml()
             cluster_sec, obs_sec = f"\n[clusters.security]\n{sec}", f"\n[observations.security]\n{sec}"
+            if self.mode == "zk":
+                cluster_sec += f"\n[clusters.zookeeper_security]\n{self._secrets.zookeeper_toml()}"
         self.config_path.write_text(
             f"# krm configuration for local cluster {self.name!r} ({self.mode} mode), written by `krm local-cluster up`.\n"
             f"[[clusters]]\nname = \"{self.name}\"\nbootstrap_servers = \"{self.bootstrap_servers}\"\n{zk}{jmx}{cluster_sec}\n"
@@ -585,7 +606,7 @@ class LocalCluster:
     def _java(self, node: Node, main: list[str]) -> list[str]:
         group, log_conf = KAFKA_RUNTIMES[self.kafka_version]
         kafka_cp = str(jar_group(group)[0].parent / "*")
-        cmd = ["java", *JVM_OPTS, f"-Xmx{self.heap_mb}m",
+        cmd = ["java", *JVM_OPTS, f"-Xmx{self.heap_mb}m", *self._jaas(node),
                f"-Dlog4j.configuration=file:{CONF_DIR / log_conf}",
                f"-Dlog4j2.configurationFile={CONF_DIR / log_conf}",
                f"-Dkafka.logs.dir={self._node_dir(node) / 'logs'}"]
@@ -640,7 +661,7 @@ class LocalCluster:
         NodeExists on /brokers/ids/<id> (KafkaZkClient.registerBroker). Wait for the node to go."""
         from kazoo.client import KazooClient
 
-        zk = KazooClient(hosts=self.zookeeper, timeout=5.0)
+        zk = KazooClient(hosts=self.zookeeper, timeout=5.0, **(self._secrets.kazoo_kwargs() if self.secured else {}))
         zk.start(timeout=10)
         try:
             deadline = time.monotonic() + timeout_s

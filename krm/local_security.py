@@ -21,6 +21,7 @@ from typing import Any
 MECHANISM = "SCRAM-SHA-512"
 ADMIN_USER = "admin"
 KRM_USER = "krm"
+ZK_BROKER_USER = "kafka"  # ZooKeeper mode: the brokers' (and Kafka tools') SASL digest user in ZooKeeper
 
 # krm's minimum ACLs: (resource type, resource name, pattern type, operation). "kafka-cluster" is the
 # cluster resource's only name. Why each is needed:
@@ -56,6 +57,26 @@ class LocalSecurity:
     def keystore(self) -> Path:
         return self.dir / "broker.p12"
 
+    @property
+    def zk_server_jaas(self) -> Path:
+        return self.dir / "zookeeper-server.jaas"
+
+    @property
+    def zk_client_jaas(self) -> Path:
+        """What the brokers and Kafka's tools log in to ZooKeeper with (as ZK_BROKER_USER)."""
+        return self.dir / "zookeeper-client.jaas"
+
+    # zoo.cfg lines: every session must authenticate with SASL (ZooKeeper 3.7+'s enforce.auth)
+    ZOO_CFG = ("authProvider.sasl=org.apache.zookeeper.server.auth.SASLAuthenticationProvider",
+               "enforce.auth.enabled=true", "enforce.auth.schemes=sasl")
+
+    def zookeeper_toml(self) -> str:
+        """`[clusters.zookeeper_security]` body: krm's SASL digest user in ZooKeeper."""
+        return f'sasl_username = "{KRM_USER}"\nsasl_password_file = "{self.password_file(f"zk-{KRM_USER}")}"\n'
+
+    def kazoo_kwargs(self, user: str = ZK_BROKER_USER) -> dict[str, Any]:
+        return {"sasl_options": {"mechanism": "DIGEST-MD5", "username": user, "password": self.password(f"zk-{user}")}}
+
     def password_file(self, user: str) -> Path:
         return self.dir / f"{user}.password"
 
@@ -65,8 +86,14 @@ class LocalSecurity:
     def create(self) -> None:
         """CA, broker key and certificate (valid for 127.0.0.1 and localhost), PKCS12 keystore, passwords."""
         self.dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-        for user in (ADMIN_USER, KRM_USER, "keystore"):
+        for user in (ADMIN_USER, KRM_USER, "keystore", f"zk-{ZK_BROKER_USER}", f"zk-{KRM_USER}"):
             _write_private(self.password_file(user), secrets.token_urlsafe(24))
+        # ZooKeeper's side (DigestLoginModule: the users and their passwords) and its clients' side
+        users = " ".join(f'user_{u}="{self.password(f"zk-{u}")}"' for u in (ZK_BROKER_USER, KRM_USER))
+        _write_private(self.zk_server_jaas, "Server {\n  org.apache.zookeeper.server.auth.DigestLoginModule required "
+                                            f"{users};\n}};")
+        _write_private(self.zk_client_jaas, "Client {\n  org.apache.zookeeper.server.auth.DigestLoginModule required "
+                                            f'username="{ZK_BROKER_USER}" password="{self.password(f"zk-{ZK_BROKER_USER}")}";\n}};')
         ca_key, ca_cert = _ca()
         key, cert = _server_cert(ca_key, ca_cert)
         from cryptography.hazmat.primitives import serialization

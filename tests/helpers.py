@@ -75,7 +75,10 @@ def security_table(section: str, cluster: LocalCluster) -> str:
         return ""
     from krm.local_security import LocalSecurity
 
-    return f"\n[{section}.security]\n{LocalSecurity(cluster.root).config_toml()}"
+    sec = LocalSecurity(cluster.root)
+    zk = (f"\n[clusters.zookeeper_security]\n{sec.zookeeper_toml()}"
+          if section == "clusters" and cluster.mode == "zk" else "")
+    return f"\n[{section}.security]\n{sec.config_toml()}{zk}"
 
 
 def krm_json(*args: str) -> Any:
