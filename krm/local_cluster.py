@@ -583,7 +583,8 @@ class LocalCluster:
 
     @property
     def jmx_exporter_urls(self) -> list[str]:
-        return [f"{b}=http://127.0.0.1:{self.broker(b).jmx_port}/metrics" for b in self.broker_ids]
+        scheme = "https" if self.secured else "http"
+        return [f"{b}={scheme}://127.0.0.1:{self.broker(b).jmx_port}/metrics" for b in self.broker_ids]
 
     def _write_krm_config(self) -> None:
         zk = f'zookeeper = "{self.zookeeper}"\n' if self.mode == "zk" else ""
@@ -594,6 +595,7 @@ class LocalCluster:
             cluster_sec, obs_sec = f"\n[clusters.security]\n{sec}", f"\n[observations.security]\n{sec}"
             if self.mode == "zk":
                 cluster_sec += f"\n[clusters.zookeeper_security]\n{self._secrets.zookeeper_toml()}"
+            cluster_sec += f"\n[clusters.jmx_security]\n{self._secrets.jmx_toml()}"
         self.config_path.write_text(
             f"# krm configuration for local cluster {self.name!r} ({self.mode} mode), written by `krm local-cluster up`.\n"
             f"[[clusters]]\nname = \"{self.name}\"\nbootstrap_servers = \"{self.bootstrap_servers}\"\n{zk}{jmx}{cluster_sec}\n"
@@ -612,7 +614,8 @@ class LocalCluster:
                f"-Dkafka.logs.dir={self._node_dir(node) / 'logs'}"]
         if node.jmx_port:
             agent = jar_group("agent")[0]
-            cmd.append(f"-javaagent:{agent}=127.0.0.1:{node.jmx_port}:{CONF_DIR / 'jmx-exporter.yaml'}")
+            exporter = self._secrets.jmx_exporter_config if self.secured else CONF_DIR / "jmx-exporter.yaml"
+            cmd.append(f"-javaagent:{agent}=127.0.0.1:{node.jmx_port}:{exporter}")
         return cmd + ["-cp", kafka_cp, *main]
 
     def _command(self, node: Node) -> list[str]:

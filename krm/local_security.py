@@ -21,6 +21,7 @@ from typing import Any
 MECHANISM = "SCRAM-SHA-512"
 ADMIN_USER = "admin"
 KRM_USER = "krm"
+JMX_USER = "prometheus"  # the JMX exporters' basic-auth user
 ZK_BROKER_USER = "kafka"  # ZooKeeper mode: the brokers' (and Kafka tools') SASL digest user in ZooKeeper
 
 # krm's minimum ACLs: (resource type, resource name, pattern type, operation). "kafka-cluster" is the
@@ -86,7 +87,7 @@ class LocalSecurity:
     def create(self) -> None:
         """CA, broker key and certificate (valid for 127.0.0.1 and localhost), PKCS12 keystore, passwords."""
         self.dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-        for user in (ADMIN_USER, KRM_USER, "keystore", f"zk-{ZK_BROKER_USER}", f"zk-{KRM_USER}"):
+        for user in (ADMIN_USER, KRM_USER, "keystore", f"zk-{ZK_BROKER_USER}", f"zk-{KRM_USER}", "jmx"):
             _write_private(self.password_file(user), secrets.token_urlsafe(24))
         # ZooKeeper's side (DigestLoginModule: the users and their passwords) and its clients' side
         users = " ".join(f'user_{u}="{self.password(f"zk-{u}")}"' for u in (ZK_BROKER_USER, KRM_USER))
@@ -104,6 +105,33 @@ class LocalSecurity:
             b"broker", key, cert, [ca_cert],
             serialization.BestAvailableEncryption(self.password("keystore").encode())))
         os.chmod(self.keystore, 0o600)
+        self._write_jmx_exporter_config()
+
+    @property
+    def jmx_exporter_config(self) -> Path:
+        return self.dir / "jmx-exporter.yaml"
+
+    def _write_jmx_exporter_config(self) -> None:
+        """krm's exporter rules (conf/jmx-exporter.yaml) behind HTTPS (the broker certificate) and basic
+        auth (user `prometheus`, SHA-256 of "<salt>:<password>", as the JMX exporter agent checks it)."""
+        import hashlib
+
+        from krm.paths import CONF_DIR
+
+        salt = secrets.token_hex(8)
+        # the agent compares against BigInteger(1, digest).toString(16): hex without leading zeros
+        # (io/prometheus/jmx/common/http/authenticator/MessageDigestAuthenticator, agent 1.0.1)
+        digest = hashlib.sha256(f"{salt}:{self.password('jmx')}".encode()).hexdigest().lstrip("0")
+        server = (f"httpServer:\n  authentication:\n    basic:\n      username: {JMX_USER}\n"
+                  f"      algorithm: SHA-256\n      salt: {salt}\n      passwordHash: {digest}\n"
+                  f"  ssl:\n    keyStore:\n      filename: {self.keystore}\n      password: {self.password('keystore')}\n"
+                  f"    certificate:\n      alias: broker\n")
+        _write_private(self.jmx_exporter_config, (CONF_DIR / "jmx-exporter.yaml").read_text() + "\n" + server)
+
+    def jmx_toml(self) -> str:
+        """`[clusters.jmx_security]` body for this cluster's exporters."""
+        return (f'username = "{JMX_USER}"\npassword_file = "{self.password_file("jmx")}"\n'
+                f'ssl_cafile = "{self.ca_file}"\n')
 
     def listener_properties(self, listener: str) -> dict[str, str]:
         """Broker settings for a SASL_SSL listener named `listener` with SCRAM-SHA-512."""

@@ -2,6 +2,7 @@
 agree with the Admin API at the same moment, and a dead broker's endpoint is an observation."""
 
 import time
+from dataclasses import replace
 
 import pytest
 
@@ -68,3 +69,27 @@ def test_jmx_values_agree_with_the_admin_api(zk_cluster):
     finally:
         jmx.close()
         admin.close()
+
+
+def test_exporters_behind_basic_auth_and_tls(kraft4_secure_cluster):
+    """A secured cluster's exporters (HTTPS with the cluster's CA, basic auth): krm's
+    [clusters.jmx_security] gets the gauges; without the password or with another CA, the record
+    says why, and nothing is read."""
+    from krm.config import load_config
+
+    cluster = kraft4_secure_cluster
+    c = load_config(cluster.config_path).clusters[0]
+    assert all(url.startswith("https://") for _, url in c.jmx_exporter_urls)
+    ok = JmxSource(c.name, dict(c.jmx_exporter_urls), security=c.jmx_security)
+    no_password = JmxSource(c.name, dict(c.jmx_exporter_urls), security=replace(c.jmx_security, username=None))
+    no_ca = JmxSource(c.name, dict(c.jmx_exporter_urls))
+    try:
+        states = _by_broker(ok.poll())
+        assert sorted(states) == cluster.broker_ids
+        assert all(s["error"] is None and s["gauges"] for s in states.values()), states
+        assert {s["error"] for s in _by_broker(no_password.poll()).values()} == {"HTTPError: HTTP Error 401: Unauthorized"}
+        assert all("CERTIFICATE_VERIFY_FAILED" in s["error"] and not s["gauges"]
+                   for s in _by_broker(no_ca.poll()).values())
+    finally:
+        for src in (ok, no_password, no_ca):
+            src.close()
