@@ -1,6 +1,6 @@
 # kafka-replication-monitor — the two commands of the README, and what they need.
 #
-#   make demo   install what is missing, then replay seeds/002 on a real local cluster
+#   make demo   install what is missing, then replay docs/cases/rf1-outage-zk-chroot.md on a real local cluster
 #   make test   install what is missing, then run the whole test suite
 #
 # Installs are idempotent and cached: the venv in .venv, jars in .cache/jars (from Maven Central,

@@ -189,7 +189,7 @@ def ensure_topic(settings: ObservationsConfig) -> None:
         raise SourceUnavailable(f"observations cluster {settings.bootstrap_servers} unreachable: {e}") from e
     try:
         if settings.topic not in admin.list_topics():
-            # The monitor's own topic must survive the broker failures it reports (seeds/002's lesson).
+            # The monitor's own topic must survive the broker failures it reports (docs/cases/rf1-outage-zk-chroot.md's lesson).
             rf = settings.replication_factor or min(3, len(admin.describe_cluster()["brokers"]))
             admin.create_topics([NewTopic(settings.topic, settings.partitions, rf,
                                           topic_configs={"retention.ms": str(24 * 3600 * 1000)})])

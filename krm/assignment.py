@@ -1,4 +1,4 @@
-"""Kafka's replica assignment, reproduced exactly (ZooKeeper-mode code path; seeds/000).
+"""Kafka's replica assignment, reproduced exactly (ZooKeeper-mode code path; docs/cases/partition-expansion.md).
 
 Source: `server-common/src/main/java/org/apache/kafka/admin/AdminUtils.java`
 (`assignReplicasToBrokers`, Kafka 3.9; `kafka.admin.AdminUtils` in older releases). Topic creation,
@@ -130,7 +130,7 @@ def rack_alternated(racks: Mapping[int, str]) -> list[int]:
 
 def expansion_inputs(brokers: Sequence[int], partition0_replicas: Sequence[int], current_partitions: int
                      ) -> tuple[list[int], int, int]:
-    """(broker list, start index, start partition) Kafka uses when adding partitions (seeds/000).
+    """(broker list, start index, start partition) Kafka uses when adding partitions (docs/cases/partition-expansion.md).
 
     `core/src/main/scala/kafka/zk/AdminZkClient.scala`, `createNewPartitionsAssignment`: the broker
     list sorted by id, start index = max(0, first index whose id >= partition 0's first replica)

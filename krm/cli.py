@@ -498,7 +498,7 @@ def build_parser() -> argparse.ArgumentParser:
     sim = asub.add_parser("simulate", help="where AdminUtils.assignReplicasToBrokers puts each replica",
                           description="Kafka's ZooKeeper-mode assignment (topic creation, partition expansion, "
                                       "reassignment --generate). The broker list order matters: creation uses the "
-                                      "controller's unsorted list, expansion a sorted one (seeds/000).")
+                                      "controller's unsorted list, expansion a sorted one (docs/cases/partition-expansion.md).")
     sim.add_argument("--brokers", type=_int_list, required=True, help="broker ids in Kafka's order, e.g. 0,1,4,2,3")
     sim.add_argument("--partitions", type=int, required=True, help="how many partitions to place")
     sim.add_argument("--replication-factor", type=int, required=True)
@@ -509,7 +509,7 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--json", action="store_true")
     sim.set_defaults(func=cmd_assign_simulate)
     ex = asub.add_parser("explain", help="a topic's replicas and preferred leaders per broker, and why they are uneven",
-                         description="Per-broker counts, which partitions Kafka's expansion rule placed (seeds/000) and "
+                         description="Per-broker counts, which partitions Kafka's expansion rule placed (docs/cases/partition-expansion.md) and "
                                      "which brokers joined later (assignment history, when the pipeline has it), and "
                                      "where the next partitions would land.")
     _placement_source(ex)

@@ -3,7 +3,7 @@
 Three questions an operator asks about an uneven topic:
 1. How are replicas and preferred leaders spread over the brokers (every live broker listed, also
    those holding nothing)?
-2. Is it Kafka's ZooKeeper-mode partition expansion (seeds/000)? Creation places partitions over the
+2. Is it Kafka's ZooKeeper-mode partition expansion (docs/cases/partition-expansion.md)? Creation places partitions over the
    controller's *unsorted* broker list; `kafka-topics --alter --partitions` continues over the
    *sorted* list from partition 0's first replica (krm/assignment.py, `expansion_inputs`). A suffix
    of partitions that this rule reproduces exactly — or that the assignment history shows appearing
@@ -192,7 +192,7 @@ def _findings(segments: list[Segment], live: list[int], replicas: Counter, joins
             out.append(what + "; this expansion made the topic uneven: it placed " + _by_broker(s.replicas_by_broker, live)
                        + (f", none on {starved} which held the fewest" if starved else "")
                        + ". Creation used the controller's unsorted broker list, expansion the sorted one, so the "
-                         "expansion does not continue creation's rotation (seeds/000)")
+                         "expansion does not continue creation's rotation (docs/cases/partition-expansion.md)")
         else:
             out.append(what + ("; the topic stayed even" if _even_enough(cumulative, live, rf) else
                                "; the topic was uneven before it"))

@@ -274,7 +274,7 @@ class LocalCluster:
             self._save()
 
     def kill(self, broker_id: int) -> None:
-        """SIGKILL one broker (or controller): no controlled shutdown, exactly like seeds/002's `kill`.
+        """SIGKILL one broker (or controller): no controlled shutdown, exactly like docs/cases/rf1-outage-zk-chroot.md's `kill`.
         On Kafka 4 the broker's next registration then counts as an unclean shutdown: the controller
         removes it from every partition's ELR (ReplicationControlManager.handleBrokerShutdown)."""
         node = self._live_broker(broker_id)

@@ -9,13 +9,13 @@ replicas, live brokers, min.insync.replicas, unclean.leader.election.enable), wi
   live replica and loses what only the stopping broker had (enabled);
 - the ISR left behind is compared with min(min.insync.replicas, RF) (`Partition.effectiveMinIsr`).
 
-Verdicts, worst first: `becomes_leaderless` (RF 1 — seeds/002 — or the broker is the only live ISR
+Verdicts, worst first: `becomes_leaderless` (RF 1 — docs/cases/rf1-outage-zk-chroot.md — or the broker is the only live ISR
 member), `unclean_election_data_loss`, `under_min_isr` (acks=all producers fail), `at_min_isr` (one
 more loss stops acks=all), `leadership_moves` (to whom), `follower_only` (loses a follower copy).
 Unsafe: the first three. For comparison, Strimzi's roller (KafkaAvailability / rolling.Availability)
 judges each replica of the broker by |ISR| - min.insync.replicas only, and in the version with the
 replica-count guard skips partitions with no more replicas than min.insync.replicas: an RF-1 topic
-with the default min ISR 1 (seeds/002) counts as safe to restart there, and where leadership goes is
+with the default min ISR 1 (docs/cases/rf1-outage-zk-chroot.md) counts as safe to restart there, and where leadership goes is
 not its question. Redpanda's rolling restart gates on the cluster health overview
 (`rpk cluster health`; cluster/health_monitor_backend.cc: healthy = no node down, no leaderless and
 no under-replicated partition, a controller) and then puts the broker in maintenance mode, which

@@ -29,7 +29,7 @@ def spark(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def zk_cluster(tmp_path_factory):
-    """A real 3-broker ZooKeeper-mode cluster under the chroot of seeds/002."""
+    """A real 3-broker ZooKeeper-mode cluster under the chroot of docs/cases/rf1-outage-zk-chroot.md."""
     cluster = local_cluster(tmp_path_factory, "zk", "/kafka_cluster_01")
     yield cluster
     cluster.down()

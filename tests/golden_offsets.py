@@ -39,7 +39,7 @@ CHANGE = [
     (1, 2, 1, [1, 2, 3], 100, 100, {2: 100}, {1: 100, 2: 100}, False, False, [],
      "clean fail-over: 2 was in the ISR"),
     (2, 2, 1, [1], 80, 120, {2: 80, 3: 80}, {1: 120, 2: 80, 3: 80}, True, True, [],
-     "seeds/003: 2 out of the ISR elected; the HW falls 120 -> 80"),
+     "docs/cases/restart-order-truncation.md: 2 out of the ISR elected; the HW falls 120 -> 80"),
     (3, 2, -1, [1], 80, 120, {2: 80}, {1: 120, 2: 80}, True, True, [],
      "elected after a leaderless spell: compared with the ISR kept while leaderless"),
     (4, 2, 2, [2, 3], 80, 80, {1: 80, 2: 80, 3: 80}, {1: 120, 2: 80, 3: 80}, False, False, [(1, "uncommitted_suffix")],

@@ -4,7 +4,7 @@ milliseconds.
 
 What it models, with Kafka's rules:
 - placement: topics are created with Kafka's own `assignReplicasToBrokers` (krm/assignment.py) over
-  the broker list (random start per topic), expansions with the expansion rule (seeds/000);
+  the broker list (random start per topic), expansions with the expansion rule (docs/cases/partition-expansion.md);
 - each poll interval every live leader appends `rate x dt` messages; live followers that are not
   stalled fetch up to the leader's LEO; a follower that has not caught up for
   replica.lag.time.max.ms leaves the ISR (`Partition.maybeShrinkIsr`), one that caught up to the HW
@@ -35,7 +35,7 @@ class SimSettings:
     topics: int = 2000
     partitions_per_topic: int = 100
     replication_factor: int = 3
-    rf1_topics: int = 0  # additional single-replica topics (seeds/002's situation)
+    rf1_topics: int = 0  # additional single-replica topics (docs/cases/rf1-outage-zk-chroot.md's situation)
     min_insync_replicas: int = 2
     write_rate: float = 2.0  # mean messages/s per partition; a quarter of partitions are idle
     replica_lag_time_max_ms: int = 30_000

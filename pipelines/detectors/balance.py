@@ -15,7 +15,7 @@ so the driver's work grows with topics x brokers, never with partitions.
   has enough to cover every broker, or the spread exceeds the replication factor and the largest
   share is 1.5x the mean. Kafka's placement spreads one topic evenly when it is created; a later
   partition expansion in ZooKeeper mode starts over from a sorted broker list and can leave brokers
-  out (seeds/000): cause `partition_expansion` when the topic grew while watched, else
+  out (docs/cases/partition-expansion.md): cause `partition_expansion` when the topic grew while watched, else
   `uneven_assignment`. Topics whose only uncovered brokers joined after the topic was laid out are
   not reported one by one: that is the cluster-level incident below.
 - REPLICA_IMBALANCE per cluster (one per underloaded broker): a live broker holds fewer than

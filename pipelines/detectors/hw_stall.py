@@ -1,6 +1,6 @@
 """HW_STALL: the leader's high watermark has not moved for a window while its log end offset is ahead.
 
-The leader's HW is the minimum LEO over the ISR (seeds/001, `Partition.maybeIncrementLeaderHW` in
+The leader's HW is the minimum LEO over the ISR (docs/cases/isr-hw-leo-epoch.md, `Partition.maybeIncrementLeaderHW` in
 core/src/main/scala/kafka/cluster/Partition.scala): one ISR follower that stops fetching holds it
 still, and acks=all producers hang until that follower catches up or leaves the ISR, which takes up
 to replica.lag.time.max.ms (plus half of it: the ISR shrink check runs at that period). An idle

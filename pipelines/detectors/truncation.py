@@ -2,7 +2,7 @@
 
 - OFFSET_REGRESSION: the partition's high watermark is lower than before. Everything at or above the
   new HW that consumers could already read was committed, and is lost: the signature of an unclean
-  election (seeds/003). Critical.
+  election (docs/cases/restart-order-truncation.md). Critical.
 - LOG_TRUNCATION: one replica's log end offset is lower than before. A follower becoming follower of
   a new leader truncates to where the leader's epoch ended (KIP-101, `Partition.truncateTo` via
   `AbstractFetcherThread.truncateToEpochEndOffsets`), which is normal for an uncommitted suffix

@@ -3,7 +3,7 @@ observations on the KRaft cluster. Its own cluster because a broker is added, wh
 clusters' other tests must not see.
 
 1. A topic of 2 single-replica partitions on brokers 1 and 2, expanded to 4 partitions that again go
-   to 1 and 2 (the outcome seeds/000 explains): broker 3 holds none of the topic ->
+   to 1 and 2 (the outcome docs/cases/partition-expansion.md explains): broker 3 holds none of the topic ->
    REPLICA_IMBALANCE on the topic, cause partition_expansion.
 2. A fourth broker joins: Kafka moves nothing onto it -> REPLICA_IMBALANCE on the cluster for
    broker 4, cause broker_expansion; the topic's incident keeps its own cause.

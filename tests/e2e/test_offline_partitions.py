@@ -1,7 +1,7 @@
-"""seeds/002 end to end on real clusters: RF-1 partitions of a SIGKILLed broker alert and clear.
+"""docs/cases/rf1-outage-zk-chroot.md end to end on real clusters: RF-1 partitions of a SIGKILLed broker alert and clear.
 
 Collector -> observations topic -> Spark (Kafka source) -> incidents Delta table and /metrics, in
-ZooKeeper mode (with the chroot of seeds/002) and in KRaft mode, on Kafka 3.9 and on Kafka 4.x. On
+ZooKeeper mode (with the chroot of docs/cases/rf1-outage-zk-chroot.md) and in KRaft mode, on Kafka 3.9 and on Kafka 4.x. On
 Kafka 4 the fenced broker's RF-1 partitions have an empty ISR, the broker in their ELR and last known
 ELR; its restart after the SIGKILL is an unclean shutdown, so Kafka elects it as the last known leader
 ("using an unclean election", leader recovery): nothing was lost, and no critical incident may stay.

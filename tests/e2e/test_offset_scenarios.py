@@ -4,7 +4,7 @@
    leader's LEO moves, its HW does not; HW_STALL names the paused follower before the ISR shrinks,
    and resolves once the controller drops the follower from the ISR (the HW moves again). Here the
    shrink comes from the paused broker's 6 s ZooKeeper session ending, before replica.lag.time.max.ms.
-2. Unclean election (seeds/003, scenario 4): RF 2 with unclean.leader.election.enable; the follower
+2. Unclean election (docs/cases/restart-order-truncation.md, scenario 4): RF 2 with unclean.leader.election.enable; the follower
    paused until out of the ISR; more writes; the leader SIGKILLed; the follower resumed and elected
    out of sync -> UNCLEAN_LEADER_ELECTION and OFFSET_REGRESSION; the old leader restarted truncates
    its log below the old HW -> LOG_TRUNCATION on it.

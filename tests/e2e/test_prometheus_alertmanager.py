@@ -1,5 +1,5 @@
 """The shipped rules in a real Prometheus, alerting a real Alertmanager (Debian's packages), scraping
-the real pipeline: seeds/002's leaderless partitions fire KafkaPartitionOffline, which reaches
+the real pipeline: docs/cases/rf1-outage-zk-chroot.md's leaderless partitions fire KafkaPartitionOffline, which reaches
 Alertmanager and its webhook receiver, and resolves when the broker returns.
 
 Printed (pytest -s): kill -> /metrics, -> Prometheus firing, -> Alertmanager, -> webhook.

@@ -1,4 +1,4 @@
-"""`krm check shutdown` on a real ZooKeeper-mode cluster: the seeds/002 situation is flagged unsafe
+"""`krm check shutdown` on a real ZooKeeper-mode cluster: the docs/cases/rf1-outage-zk-chroot.md situation is flagged unsafe
 before the broker is stopped, and the prediction matches what Kafka does when it is SIGKILLed."""
 
 import json

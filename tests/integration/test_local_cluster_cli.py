@@ -30,7 +30,7 @@ def test_up_json_status_and_broker_control(tmp_path):
         assert set(info["brokers"]) == {"1"} and info["brokers"]["1"]["pid"] > 0
         assert os.path.exists(info["config"]) and "metrics_port" in open(info["config"]).read()
 
-        # The broker registered under the chroot, exactly where seeds/002 looked.
+        # The broker registered under the chroot, exactly where docs/cases/rf1-outage-zk-chroot.md looked.
         zk_hosts = info["zookeeper"].split("/")[0]
         zk = KazooClient(hosts=zk_hosts)
         zk.start(timeout=10)

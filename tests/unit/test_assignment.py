@@ -1,4 +1,4 @@
-"""krm.assignment against seeds/000's worked example and Kafka's documented examples (pure)."""
+"""krm.assignment against the worked example of docs/cases/partition-expansion.md and Kafka's documented examples (pure)."""
 
 import random
 
@@ -9,8 +9,8 @@ from krm.assignment import AssignmentError, assign, expansion_inputs, rack_alter
 pytestmark = pytest.mark.unit
 
 
-def test_seeds000_worked_example_exactly():
-    # seeds/000 lines 76-87: brokers [0,1,4,2,3] (unsorted, as at creation), 10 partitions, RF 3,
+def test_expansion_case_worked_example_exactly():
+    # The article behind docs/cases/partition-expansion.md: brokers [0,1,4,2,3] (unsorted, as at creation), 10 partitions, RF 3,
     # random startIndex 2 and nextReplicaShift 4; the shift becomes 5 at partition 5.
     got = assign([0, 1, 4, 2, 3], 10, 3, start_index=2, replica_shift=4)
     assert got == {
@@ -19,8 +19,8 @@ def test_seeds000_worked_example_exactly():
     }
 
 
-def test_seeds000_expansion_piles_up_new_partitions():
-    # seeds/000: 3 partitions x RF 1 created on [0,1,4,2,3] from index 0 -> brokers 0, 1, 4.
+def test_expansion_case_expansion_piles_up_new_partitions():
+    # docs/cases/partition-expansion.md: 3 partitions x RF 1 created on [0,1,4,2,3] from index 0 -> brokers 0, 1, 4.
     created = assign([0, 1, 4, 2, 3], 3, 1, start_index=0)
     assert created == {0: [0], 1: [1], 2: [4]}
     # Expanding to 5 sorts the list: [0,1,2,3,4], start index = index of broker 0 = 0, from p3.

@@ -51,7 +51,7 @@ def test_1_evenly_created_topic_is_balanced():
 
 
 def test_2_expansion_leaving_a_broker_out_is_partition_expansion():
-    """seeds/000: the new partitions started from a sorted broker list and skipped broker 3."""
+    """docs/cases/partition-expansion.md: the new partitions started from a sorted broker list and skipped broker 3."""
     h = AssignmentHistory()
     h.observe_brokers("c", {1, 2, 3}, 1_000)
     h.observe_topic("c", "t", 2, 1_000)

@@ -1,4 +1,4 @@
-"""krm assign explain (krm/explain.py): the seeds/000 expansion effect recognised and explained."""
+"""krm assign explain (krm/explain.py): the docs/cases/partition-expansion.md expansion effect recognised and explained."""
 
 import datetime as dt
 
@@ -11,7 +11,7 @@ def _expanded(created, brokers_now, total, rf):
     return {**created, **assign(ordered, total - len(created), rf, start_index=start, start_partition=k)}
 
 
-def test_seeds_000_t5_expansion_is_found_and_blamed():
+def test_expansion_case_t5_expansion_is_found_and_blamed():
     t5 = _expanded(assign([0, 1, 4, 2, 3], 3, 1, start_index=2), [0, 1, 2, 3, 4], 5, 1)
     e = explain("t5", t5, [0, 1, 2, 3, 4], next_n=3)
     assert not e.balanced
@@ -22,7 +22,7 @@ def test_seeds_000_t5_expansion_is_found_and_blamed():
     assert e.next_partitions == {5: [4], 6: [0], 7: [1]}
 
 
-def test_seeds_000_t2_expansion_found_but_even():
+def test_expansion_case_t2_expansion_found_but_even():
     t2 = _expanded(assign([0, 1, 4, 2, 3], 10, 3, start_index=2, replica_shift=4), [0, 1, 2, 3, 4], 13, 3)
     e = explain("t2", t2, [0, 1, 2, 3, 4])
     assert e.balanced and [(s.first, s.origin) for s in e.segments] == [(0, "creation"), (10, "expansion")]

@@ -20,7 +20,7 @@ def _per_topic_counts(after, brokers, topic):
     return [c[b] for b in brokers]
 
 
-def test_seeds_000_expansion_is_undone_with_two_moves():
+def test_expansion_case_expansion_is_undone_with_two_moves():
     created = assign([0, 1, 4, 2, 3], 3, 1, start_index=2)  # {0: [4], 1: [2], 2: [3]}
     ordered, start, k = expansion_inputs([0, 1, 2, 3, 4], created[0], 3)
     t5 = {**created, **assign(ordered, 2, 1, start_index=start, start_partition=k)}  # 3: [2], 4: [3]

@@ -9,7 +9,7 @@ pytestmark = pytest.mark.unit
 B = 1  # the broker to stop
 # (number, leader, replicas, isr, live, min.insync.replicas, unclean, expected verdict, new leader, reason)
 CASES = [
-    (1, 1, [1], [1], {1, 2, 3}, 1, False, "becomes_leaderless", None, "seeds/002: RF 1 on the broker"),
+    (1, 1, [1], [1], {1, 2, 3}, 1, False, "becomes_leaderless", None, "docs/cases/rf1-outage-zk-chroot.md: RF 1 on the broker"),
     (2, 1, [1, 2], [1], {1, 2, 3}, 1, False, "becomes_leaderless", None, "only live ISR member, follower out of sync"),
     (3, 1, [1, 2], [1], {1, 2, 3}, 1, True, "unclean_election_data_loss", 2,
      "same with unclean election enabled: 2 leads and what only 1 had is lost"),
