@@ -17,15 +17,18 @@ STAMPS := .cache/stamps
 SPARK_EXCLUDES := -DexcludeGroupIds=org.apache.hadoop,org.scala-lang,org.scala-lang.modules,org.lz4,org.xerial.snappy,org.slf4j,com.google.code.findbugs,org.antlr -DexcludeArtifactIds=spark-tags_2.13
 PYTEST_ARGS ?=
 
-.PHONY: demo test setup system-packages jars venv unit clean
+.PHONY: demo test lint setup system-packages jars venv unit clean
 
 demo: setup
 	$(VENV)/bin/krm demo
 
-test: setup
+test: setup lint
 	$(VENV)/bin/python -m pytest $(PYTEST_ARGS)
 
-unit: setup
+lint: venv
+	$(VENV)/bin/ruff check .
+
+unit: venv
 	$(VENV)/bin/python -m pytest -m unit $(PYTEST_ARGS)
 
 setup: system-packages jars venv

@@ -124,7 +124,8 @@ def main() -> int:
             cluster.start(victim)
             wait_for(lambda: not series(scrape(url), "krm_partition_offline", cluster=cluster.name), 90, "clear")
         where = "separate cluster" if obs_cluster else "the monitored cluster"
-        print(f"\nmode={args.mode} kafka={cluster.kafka_version} poll={args.poll}s rounds={len(kill_lat)} observations topic on {where}")
+        print(f"\nmode={args.mode} kafka={cluster.kafka_version} poll={args.poll}s rounds={len(kill_lat)} "
+              f"observations topic on {where}")
         print(f"kill -> /metrics        p50 {statistics.median(kill_lat):.2f}s  p95 {pct(kill_lat, 0.95):.2f}s  "
               f"max {max(kill_lat):.2f}s")
         if ctl_lat:

@@ -39,7 +39,8 @@ def main() -> None:
     per_broker = 200_000 * 3 // b
     scenarios = [
         ("healthy, 200k partitions RF3", []),
-        ("1 broker dead: its RF-3 replicas under-replicated (200k/RF3)", incidents("UNDER_REPLICATED", per_broker, None, "warning")),
+        ("1 broker dead: its RF-3 replicas under-replicated (200k/RF3)",
+         incidents("UNDER_REPLICATED", per_broker, None, "warning")),
         ("1 broker dead: RF-1 topics offline (200k/RF1)", incidents("OFFLINE_PARTITION", 200_000 // b,
                                                                     "single_replica_on_dead_broker", "critical")),
         ("50k partitions unhealthy", incidents("UNDER_REPLICATED", 50_000, None, "warning")),

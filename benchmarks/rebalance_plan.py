@@ -52,7 +52,8 @@ def scenarios(rng):
     b6, b9 = list(range(6)), list(range(9))
     racks9 = {b: "abc"[b % 3] for b in b9}
     return [
-        ("docs/cases/partition-expansion.md: 1 topic 3->5 partitions RF1, 5 brokers", expanded(1, 3, 5, 1, [0, 1, 2, 3, 4], rng), [0, 1, 2, 3, 4], [], None),
+        ("docs/cases/partition-expansion.md: 1 topic 3->5 partitions RF1, 5 brokers",
+         expanded(1, 3, 5, 1, [0, 1, 2, 3, 4], rng), [0, 1, 2, 3, 4], [], None),
         ("partition expansion: 40 topics 6->10 partitions RF2, 5 brokers", expanded(40, 6, 10, 2, [0, 1, 2, 3, 4], rng),
          [0, 1, 2, 3, 4], [], None),
         ("broker expansion: 50 topics x 24 partitions RF3, 6 -> 9 brokers", topics(50, 24, 3, b6, rng), b9, [], None),

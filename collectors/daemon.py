@@ -29,7 +29,8 @@ class Collector:
         self._zk = {c.name: ZkState(c, self._wake[c.name].set, self._dirty[c.name].set) for c in config.clusters
                     if c.zookeeper and zookeeper_watches}
         self.sources = [AdminSource(c, config.collector, self._zk.get(c.name)) for c in config.clusters]
-        self.jmx_sources = [JmxSource(c.name, dict(c.jmx_exporter_urls), security=c.jmx_security) for c in config.clusters if c.jmx_exporter_urls]
+        self.jmx_sources = [JmxSource(c.name, dict(c.jmx_exporter_urls), security=c.jmx_security)
+                            for c in config.clusters if c.jmx_exporter_urls]
         self.jmx_scrapes = 0
         self.quick_publishes = 0
         self._stop = threading.Event()

@@ -446,7 +446,8 @@ def _kafka_versions() -> list[str]:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="krm", description="kafka-replication-monitor: Kafka replication health, live and historical.")
+    p = argparse.ArgumentParser(prog="krm",
+                                description="kafka-replication-monitor: Kafka replication health, live and historical.")
     p.add_argument("--version", action="version", version=f"krm {_version()}")
     p.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -509,7 +510,8 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--json", action="store_true")
     sim.set_defaults(func=cmd_assign_simulate)
     ex = asub.add_parser("explain", help="a topic's replicas and preferred leaders per broker, and why they are uneven",
-                         description="Per-broker counts, which partitions Kafka's expansion rule placed (docs/cases/partition-expansion.md) and "
+                         description="Per-broker counts, which partitions Kafka's expansion rule placed "
+                                     "(docs/cases/partition-expansion.md) and "
                                      "which brokers joined later (assignment history, when the pipeline has it), and "
                                      "where the next partitions would land.")
     _placement_source(ex)

@@ -58,7 +58,8 @@ def run_demo(keep: bool = False, brokers: int = 3) -> int:
         say(f"monitoring: {brokers} brokers up, 0 offline partitions  ({url})")
 
         doomed = _partitions_on(cluster, RF1_TOPIC, VICTIM)
-        say(f"killing broker {VICTIM} with SIGKILL, as in the field case (docs/cases/rf1-outage-zk-chroot.md); it is the only replica of "
+        say(f"killing broker {VICTIM} with SIGKILL, as in the field case (docs/cases/rf1-outage-zk-chroot.md); "
+            f"it is the only replica of "
             f"{RF1_TOPIC} partitions {sorted(doomed)}")
         cluster.kill(VICTIM)
         t_kill = time.monotonic()
@@ -100,7 +101,8 @@ def run_demo(keep: bool = False, brokers: int = 3) -> int:
             print(f"         {i.type} {i.topic}/{i.partition} cause={root} {i.status} after {dur:.1f}s"
                   + (f" (last: {i.cause})" if i.cause != root else "")
                   + (f" (must return: broker {','.join(map(str, must))})" if must else ""))
-        print(f"\n  The lesson (docs/cases/rf1-outage-zk-chroot.md): a replication-factor-1 partition is offline for as long as its one broker"
+        print("\n  The lesson (docs/cases/rf1-outage-zk-chroot.md): a replication-factor-1 partition is offline "
+              f"for as long as its one broker"
               f"\n  is down. Before maintenance, move such partitions off the broker.\n"
               f"\n  History: .venv/bin/krm incidents --config {cluster.config_path}")
         return 0

@@ -93,8 +93,9 @@ class LocalSecurity:
         users = " ".join(f'user_{u}="{self.password(f"zk-{u}")}"' for u in (ZK_BROKER_USER, KRM_USER))
         _write_private(self.zk_server_jaas, "Server {\n  org.apache.zookeeper.server.auth.DigestLoginModule required "
                                             f"{users};\n}};")
+        broker_pw = self.password(f"zk-{ZK_BROKER_USER}")
         _write_private(self.zk_client_jaas, "Client {\n  org.apache.zookeeper.server.auth.DigestLoginModule required "
-                                            f'username="{ZK_BROKER_USER}" password="{self.password(f"zk-{ZK_BROKER_USER}")}";\n}};')
+                                            f'username="{ZK_BROKER_USER}" password="{broker_pw}";\n}};')
         ca_key, ca_cert = _ca()
         key, cert = _server_cert(ca_key, ca_cert)
         from cryptography.hazmat.primitives import serialization

@@ -35,7 +35,8 @@ class ClusterSnapshot:
         for t in self.topics:
             if t["topic"] == name:
                 return t
-        raise KrmError(f"topic {name!r} not found in {self.name} (topics: {', '.join(sorted(t['topic'] for t in self.topics)) or 'none'})")
+        known = ", ".join(sorted(t["topic"] for t in self.topics)) or "none"
+        raise KrmError(f"topic {name!r} not found in {self.name} (topics: {known})")
 
 
 def from_cluster(config: Any, cluster_name: str | None, with_sizes: bool = False) -> ClusterSnapshot:

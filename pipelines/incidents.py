@@ -200,7 +200,8 @@ class IncidentBook:
         new = Incident(
             incident_id=incident_id(f.key, f.observed_at_ms), cluster=f.cluster, scope=f.scope, type=f.type,
             severity=f.severity, topic=f.topic, partition=f.partition, broker=f.broker, cause=f.cause,
-            details=_with_causes(f.details, f.cause, None), opened_at_ms=f.observed_at_ms, last_seen_at_ms=f.observed_at_ms, resolved_at_ms=None,
+            details=_with_causes(f.details, f.cause, None), opened_at_ms=f.observed_at_ms,
+            last_seen_at_ms=f.observed_at_ms, resolved_at_ms=None,
             status="open",
         )
         self._put(new)

@@ -269,7 +269,8 @@ class Pipeline:
 
         def start_alerts() -> Any:
             return self._in_pool("alerts", lambda: (
-                F_.alert_rows(valid(parse(raw)), detector_settings(self.config)).writeStream.queryName("krm-alerts").foreachBatch(alert_path)
+                F_.alert_rows(valid(parse(raw)), detector_settings(self.config))
+                .writeStream.queryName("krm-alerts").foreachBatch(alert_path)
                 .option("checkpointLocation", str(self.tables.checkpoints / "alerts")).start()))
 
         def start_history() -> Any:

@@ -18,8 +18,9 @@ Additions are optional fields (and new kinds), so records of older collectors st
 
 Versions (`v`): 1 the first; 2 adds, all optional, `elr` / `last_known_elr` per partition and in
 `previous` (KRaft, Kafka 4's Eligible Leader Replicas, KIP-966), the cluster's `quorum` (KRaft
-DescribeQuorum) and the topic's `unreachable_brokers` (client-visible availability). A v1 record is read as "no ELR and no quorum known", which is what a v1 collector
-knew. The pipeline accepts every version in SUPPORTED_VERSIONS and quarantines others.
+DescribeQuorum), the topic's `unreachable_brokers` (client-visible availability), the cluster's
+`error_reason` and `denied` (secured clusters). A v1 record is read as "no ELR and no quorum known",
+which is what a v1 collector knew. The pipeline accepts every version in SUPPORTED_VERSIONS and quarantines others.
 """
 
 from __future__ import annotations

@@ -17,6 +17,18 @@ from tests.helpers import local_cluster
 
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
+TIERS = ("unit", "spark", "integration", "e2e")  # one folder each under tests/
+
+
+def pytest_collection_modifyitems(items):
+    """The tier marker follows the folder, so `-m unit` selects every pure test without relying on
+    each module's own `pytestmark`."""
+    for item in items:
+        parts = item.path.parts
+        tier = next((t for t in TIERS if t in parts[parts.index("tests") + 1:][:1]), None) if "tests" in parts else None
+        if tier is not None and not item.get_closest_marker(tier):
+            item.add_marker(getattr(pytest.mark, tier))
+
 
 @pytest.fixture(scope="session")
 def spark(tmp_path_factory):

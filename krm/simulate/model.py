@@ -111,7 +111,7 @@ class SimCluster:
     def _append(self, topic: int, a: dict[int, list[int]]) -> None:
         n, width = len(a), self.replicas.shape[1]
         reps = np.full((n, width), -1, dtype=np.int32)
-        for i, (p, r) in enumerate(sorted(a.items())):
+        for i, (_p, r) in enumerate(sorted(a.items())):
             reps[i, :len(r)] = r
         present = reps >= 0
         rate = np.array([0.0 if self.rng.random() < 0.25 else self.rng.expovariate(1 / self.settings.write_rate)

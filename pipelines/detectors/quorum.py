@@ -25,7 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from pipelines.detectors.controllers import TYPE
+from pipelines.detectors.controllers import TYPE as TYPE  # re-exported: quorum findings are CONTROLLER_ANOMALY
 
 SCOPE = "quorum"  # incidents resolved by each cluster record that carries a quorum
 TOPIC = "__cluster_metadata"  # the subject of quorum findings: the metadata log's only partition

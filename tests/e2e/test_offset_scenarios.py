@@ -50,7 +50,8 @@ def test_hw_stall_names_the_paused_follower_before_the_isr_shrinks(zk_cluster, k
     follower = replicas[1]
     # the paused follower's ZooKeeper session (6 s here) ends its ISR membership: poll fast, short window
     config_path = write_config(cluster, tmp_path, poll_interval_s=0.5, observations_on=kraft_cluster,
-                               pipeline_extra="hw_stall_window_s = 1.0\n", collector_extra="offsets_timeout_ms = 300\nrequest_timeout_ms = 500\n")
+                               pipeline_extra="hw_stall_window_s = 1.0\n",
+                               collector_extra="offsets_timeout_ms = 300\nrequest_timeout_ms = 500\n")
     monitor = Monitor(load_config(config_path), spark=spark).start()
     url = monitor.metrics_url
     producer = None

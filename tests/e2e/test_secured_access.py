@@ -15,7 +15,7 @@ from krm.local_cluster import free_port
 from krm.local_security import KRM_ACLS, LocalSecurity, grant_krm_acls, revoke_acl
 from krm.runner import Monitor
 from krm.scrape import scrape, series
-from tests.helpers import create_topic, wait_equal, wait_for
+from tests.helpers import create_topic, wait_equal
 
 pytestmark = pytest.mark.e2e
 

@@ -65,7 +65,7 @@ def test_plan_executed_by_kafkas_reassign_tool(zk_cluster, tmp_path):
                                       replica_assignments={p: [a, b] for p in range(6)})])
     finally:
         admin.close()
-    wait_for(lambda: all(l >= 0 for _, l in _describe(cluster, "rebal").values()), 30, "leaders")
+    wait_for(lambda: all(leader >= 0 for _, leader in _describe(cluster, "rebal").values()), 30, "leaders")
     producer = KafkaProducer(bootstrap_servers=cluster.bootstrap_servers, acks="all")
     for i in range(600):
         producer.send("rebal", value=b"x" * 100, partition=i % 6)
@@ -94,7 +94,7 @@ def test_plan_executed_by_kafkas_reassign_tool(zk_cluster, tmp_path):
     def even():
         d = _describe(cluster, "rebal")
         replicas = Counter(x for r, _ in d.values() for x in r)
-        leaders = Counter(l for _, l in d.values())
+        leaders = Counter(leader for _, leader in d.values())
         return (replicas == Counter({a: 4, b: 4, c: 4}) and leaders == Counter({a: 2, b: 2, c: 2})) and d
 
     final = wait_for(even, 60, "an even topic after the plan and the preferred election")

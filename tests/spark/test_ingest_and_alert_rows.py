@@ -39,7 +39,8 @@ BAD = [
     (json.dumps({k: v for k, v in _cluster().items() if k != "observed_at_ms"}), "required field observed_at_ms is missing"),
     (json.dumps({**_topic(), "topic_state": None}), "topic_state is required for kind 'topic'"),
     (json.dumps({**_topic(), "poll_id": "seven"}), "required field poll_id is missing or not a long"),
-    (json.dumps(_topic(parts=[{"partition": 0, "replicas": [1], "isr": [1]}])), "partitions[].{partition,leader,replicas,isr} is missing"),
+    (json.dumps(_topic(parts=[{"partition": 0, "replicas": [1], "isr": [1]}])),
+     "partitions[].{partition,leader,replicas,isr} is missing"),
 ]
 
 

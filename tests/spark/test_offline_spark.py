@@ -17,7 +17,7 @@ def test_offline_columns_match_golden_cases(spark):
     c = offline_columns(F.col("leader"), F.col("replicas"), F.col("isr"), F.col("live"), F.col("elr"), F.col("lk"))
     got = {r.num: r for r in df.select("num", c["is_offline"].alias("off"), c["cause"].alias("cause"),
                                       c["must_return"].alias("must")).collect()}
-    for num, *_x, live, cause, must_return, reason in CASES:
+    for num, *_x, _live, cause, must_return, reason in CASES:
         r = got[num]
         if cause is None:
             assert not r.off, f"case {num}: {reason}"

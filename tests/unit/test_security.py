@@ -34,7 +34,7 @@ def _load(tmp_path, text):
 
 
 def test_scram_over_tls_becomes_client_settings(tmp_path):
-    pw = _secret(tmp_path)
+    _secret(tmp_path)
     ca = tmp_path / "ca.pem"
     ca.write_text("-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n")
     cfg = _load(tmp_path, _config(tmp_path, 'security_protocol = "SASL_SSL"\nsasl_mechanism = "SCRAM-SHA-512"\n'
