@@ -37,6 +37,7 @@ class Collector:
         self._threads: list[threading.Thread] = []
         self.polls = 0
         self.last_poll_s: dict[str, float] = {}
+        self.last_poll_at: dict[str, float] = {}  # cluster -> time.time() the last poll ended
 
     def start(self) -> Collector:
         self.publisher.start()
@@ -94,6 +95,7 @@ class Collector:
                 log.exception("poll of cluster %s failed", src.cluster.name)
             self.polls += 1
             self.last_poll_s[src.cluster.name] = time.monotonic() - t0
+            self.last_poll_at[src.cluster.name] = time.time()
             if scheduled:  # fixed rate, no burst after a slow poll; extra (watch-triggered) polls never delay it
                 next_at = max(next_at + interval, time.monotonic())
 

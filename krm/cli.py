@@ -15,8 +15,26 @@ from krm.errors import KrmError
 log = logging.getLogger("krm")
 
 
-def _setup_logging(level: str) -> None:
-    logging.basicConfig(level=getattr(logging, level.upper()), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+class JsonFormatter(logging.Formatter):
+    """One JSON object per line (`--log-format json`), for log shippers: ts, level, logger, message,
+    and the exception's type and text when there is one."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        import datetime as dt
+
+        out = {"ts": dt.datetime.fromtimestamp(record.created, dt.timezone.utc).isoformat(timespec="milliseconds"),
+               "level": record.levelname, "logger": record.name, "message": record.getMessage()}
+        if record.exc_info and record.exc_info[1] is not None:
+            out["exception"] = f"{type(record.exc_info[1]).__name__}: {record.exc_info[1]}"
+            out["traceback"] = self.formatException(record.exc_info)
+        return json.dumps(out, ensure_ascii=False)
+
+
+def _setup_logging(level: str, fmt: str = "text") -> None:
+    handler = logging.StreamHandler()
+    handler.setFormatter(JsonFormatter() if fmt == "json" else
+                         logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    logging.basicConfig(level=getattr(logging, level.upper()), handlers=[handler])
     # kafka-python reports every refused connection; krm logs the degraded state once instead.
     logging.getLogger("kafka").setLevel(logging.CRITICAL)
     logging.getLogger("kazoo").setLevel(logging.WARNING)
@@ -450,6 +468,8 @@ def build_parser() -> argparse.ArgumentParser:
                                 description="kafka-replication-monitor: Kafka replication health, live and historical.")
     p.add_argument("--version", action="version", version=f"krm {_version()}")
     p.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+    p.add_argument("--log-format", default="text", choices=["text", "json"],
+                   help="json: one JSON object per log line (ts, level, logger, message, exception)")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     d = sub.add_parser("demo", help="local cluster + collector + pipeline; kill a broker holding RF-1 partitions; watch alerts")
@@ -604,7 +624,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    _setup_logging(args.log_level)
+    _setup_logging(args.log_level, args.log_format)
     try:
         rc = int(args.func(args) or 0)
     except KrmError as e:

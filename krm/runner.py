@@ -10,6 +10,7 @@ import logging
 import os
 import signal
 import threading
+import time
 from typing import Any
 
 from krm.config import Config
@@ -53,14 +54,14 @@ class Monitor:
 
                     p = self.config.pipeline
                     self._server = serve(None, p.metrics_host, p.metrics_port, (CollectorMetrics(self.collector),),
-                                         p.web_config_file)
+                                         p.web_config_file, readiness=self._collector_readiness)
             if self.with_pipeline:
                 from collectors.stats import CollectorMetrics
                 from pipelines.job import Pipeline, Tables
                 from pipelines.metrics import PipelineState, serve
                 from pipelines.session import build_session
 
-                state = PipelineState()
+                state = PipelineState(ready_window_s=self.ready_window_s)
                 p = self.config.pipeline
                 extra = (CollectorMetrics(self.collector),) if self.collector is not None else ()
                 self._server = serve(state, p.metrics_host, p.metrics_port, extra, p.web_config_file)
@@ -72,6 +73,19 @@ class Monitor:
             self.stop()
             raise
         return self
+
+    @property
+    def ready_window_s(self) -> float:
+        """/readyz and krm_pipeline_up want a batch (or a poll) at least this recent: five polls, >= 30 s."""
+        return max(30.0, 5 * self.config.collector.poll_interval_s)
+
+    def _collector_readiness(self) -> tuple[bool, str]:
+        """`krm collect`: ready while every cluster was polled within the window."""
+        now = time.time()
+        stale = [c.name for c in self.config.clusters
+                 if now - self.collector.last_poll_at.get(c.name, 0.0) > self.ready_window_s]
+        return (not stale, f"not polled within {self.ready_window_s:.0f}s: {', '.join(stale)}" if stale
+                else "every cluster polled")
 
     def stop(self) -> None:
         if self.pipeline is not None:

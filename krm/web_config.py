@@ -164,8 +164,10 @@ class BasicAuth:
             self._verified.add((user, digest))
         return True
 
+    OPEN_PATHS = ("/healthz", "/readyz")  # liveness and readiness probes: no data, no credentials
+
     def __call__(self, environ: dict, start_response: Callable) -> Iterable[bytes]:
-        if self.allowed(environ.get("HTTP_AUTHORIZATION")):
+        if environ.get("PATH_INFO") in self.OPEN_PATHS or self.allowed(environ.get("HTTP_AUTHORIZATION")):
             return self.app(environ, start_response)
         start_response("401 Unauthorized", [("WWW-Authenticate", 'Basic realm="krm"'), ("Content-Type", "text/plain")])
         return [b"Unauthorized\n"]

@@ -121,6 +121,7 @@ class AlertPath:
             if name not in views or view.newest_observed_ms >= views[name].newest_observed_ms:
                 views[name] = view
         self.state.update(clusters=views, open_incidents=tuple(self.book.open_incidents()), batches=snap.batches + 1,
+                          last_batch_at=time.time(),
                           broker_load=self.counts.totals(), last_batch_s=time.perf_counter() - t0,
                           jmx=self.jmx.snapshot())
         t_metrics = time.perf_counter() - t0

@@ -74,6 +74,8 @@ class Snapshot:
     broker_load: dict[str, dict[int, tuple[int, int, int, int]]] = field(default_factory=dict)
     batches: int = 0
     last_batch_s: float = 0.0
+    last_batch_at: float = 0.0  # time.time() when the last alert-path micro-batch finished (0: none yet)
+    pipeline_error: str | None = None  # why the pipeline cannot run (e.g. no Spark executors)
     records_quarantined: int = 0
     jmx: dict[tuple[str, int], Any] = field(default_factory=dict)  # (cluster, broker) -> jmx_view.JmxSample
     quality: QualityStats | None = None  # None until the first data-quality run
@@ -82,9 +84,22 @@ class Snapshot:
 class PipelineState:
     """The one mutable thing shared by the alert path (writer) and the scrape thread (reader)."""
 
-    def __init__(self) -> None:
+    def __init__(self, ready_window_s: float = 30.0) -> None:
         self._lock = threading.Lock()
         self._snapshot = Snapshot()
+        self.ready_window_s = ready_window_s  # a batch at least this recent makes the pipeline "up"
+
+    def readiness(self, now: float | None = None) -> tuple[bool, str]:
+        """(ready, why): a micro-batch finished within ready_window_s and nothing stops the pipeline."""
+        snap = self._snapshot
+        if snap.pipeline_error:
+            return False, snap.pipeline_error
+        if not snap.last_batch_at:
+            return False, "no micro-batch processed yet"
+        age = (time.time() if now is None else now) - snap.last_batch_at
+        if age > self.ready_window_s:
+            return False, f"last micro-batch {age:.0f}s ago (more than {self.ready_window_s:.0f}s)"
+        return True, f"last micro-batch {age:.1f}s ago"
 
     @property
     def snapshot(self) -> Snapshot:
@@ -194,6 +209,9 @@ class KrmCollector:
 
         yield GaugeMetricFamily("krm_pipeline_last_batch_seconds", "Duration of the last alert-path micro-batch.",
                                 value=snap.last_batch_s)
+        yield GaugeMetricFamily("krm_pipeline_up", "1 while the pipeline processes micro-batches (one within the "
+                                "readiness window, the same as /readyz); 0 before the first, when they stop, or "
+                                "when Spark cannot run it.", value=1 if self.state.readiness(now)[0] else 0)
         yield CounterMetricFamily("krm_pipeline_batches", "Alert-path micro-batches processed.", value=snap.batches)
         yield CounterMetricFamily("krm_pipeline_records_quarantined", "Observation records sent to quarantine.",
                                   value=snap.records_quarantined)
@@ -303,10 +321,11 @@ def _offset_series(incidents: tuple[Incident, ...], now: float) -> Iterator[Any]
 
 
 def serve(state: PipelineState | None, host: str, port: int, extra: tuple[Any, ...] = (),
-          web_config_file: Any = None) -> Any:
+          web_config_file: Any = None, readiness: Any = None) -> Any:
     """Start the /metrics HTTP server on a daemon thread; returns the server (call .shutdown()).
     `extra`: more prometheus-client collectors (the collector daemon's own health). `web_config_file`:
-    TLS and basic auth as Prometheus exporters take them (krm/web_config.py)."""
+    TLS and basic auth as Prometheus exporters take them (krm/web_config.py). `readiness`: what /readyz
+    answers (default: the pipeline state's)."""
     from prometheus_client import CollectorRegistry, make_wsgi_app
 
     from krm.web_config import load_web_config, serve_wsgi
@@ -314,7 +333,24 @@ def serve(state: PipelineState | None, host: str, port: int, extra: tuple[Any, .
     registry = CollectorRegistry(auto_describe=False)
     if state is not None:
         registry.register(KrmCollector(state))
+        readiness = readiness or state.readiness
     for c in extra:
         registry.register(c)
     web = load_web_config(web_config_file) if web_config_file is not None else None
-    return serve_wsgi(make_wsgi_app(registry), host, port, web)
+    return serve_wsgi(with_probes(make_wsgi_app(registry), readiness), host, port, web)
+
+
+def with_probes(metrics_app: Any, readiness: Any = None) -> Any:
+    """/healthz (the process answers) and /readyz (`readiness()` -> (ready, why): 200 or 503 with the
+    why) beside /metrics. Probes carry no data, so a web config's basic auth does not apply to them."""
+    def app(environ: dict, start_response: Any) -> Any:
+        path = environ.get("PATH_INFO", "")
+        if path == "/healthz":
+            start_response("200 OK", [("Content-Type", "text/plain")])
+            return [b"ok\n"]
+        if path == "/readyz":
+            ready, why = readiness() if readiness is not None else (True, "no readiness check")
+            start_response("200 OK" if ready else "503 Service Unavailable", [("Content-Type", "text/plain")])
+            return [f"{'ready' if ready else 'not ready'}: {why}\n".encode()]
+        return metrics_app(environ, start_response)
+    return app
