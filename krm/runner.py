@@ -66,8 +66,11 @@ class Monitor:
                 extra = (CollectorMetrics(self.collector),) if self.collector is not None else ()
                 self._server = serve(state, p.metrics_host, p.metrics_port, extra, p.web_config_file)
                 if self._spark is None:
+                    # a Spark master can take a minute to accept (or refuse) the application: say so meanwhile
+                    state.update(pipeline_error=f"starting the Spark session on {p.spark_master}")
                     self._spark = build_session(p.spark_master, log_dir=Tables(p.data_dir).logs,
                                                 extra=dict(p.spark_conf))
+                    state.update(pipeline_error=None)
                 self.pipeline = Pipeline(self.config, self._spark, state).start()
         except BaseException:
             self.stop()

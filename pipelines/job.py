@@ -301,9 +301,11 @@ class Pipeline:
             sc.setLocalProperty("spark.scheduler.pool", None)
 
     def _watch(self) -> None:
+        executors = ExecutorWatch(self.spark, self.config.pipeline.spark_master, self.state)
         while not self._stopping.wait(2.0):
             try:
                 self.restart_failed()
+                executors.check()
             except Exception:  # noqa: BLE001 - e.g. the JVM is going down; the next round retries
                 log.exception("could not restart a failed streaming query")
 
@@ -333,3 +335,44 @@ class Pipeline:
             self.queries[i] = self._starters[q.name]()
             restarted += 1
         return restarted
+
+
+class ExecutorWatch:
+    """On a Spark cluster, a pipeline the master gives no executors (no free cores, executors too big
+    for the workers) waits forever without an error. Say so, once, after EXECUTOR_PATIENCE_S, and keep
+    it in the state (/readyz, krm_pipeline_up 0) until executors come."""
+
+    EXECUTOR_PATIENCE_S = 60.0
+
+    def __init__(self, spark: Any, master: str, state: PipelineState, clock: Any = time.monotonic) -> None:
+        self.spark, self.master, self.state, self.clock = spark, master, state, clock
+        self.local = master.startswith("local")
+        self.since: float | None = None
+        self.reported = False
+
+    def count(self) -> int:
+        """Executors registered with the driver (the driver itself excluded)."""
+        sc = self.spark.sparkContext
+        return max(0, len(sc._jsc.sc().statusTracker().getExecutorInfos()) - 1)
+
+    def check(self, executors: int | None = None) -> None:
+        if self.local:
+            return
+        n = self.count() if executors is None else executors
+        now = self.clock()
+        if n > 0:
+            self.since = None
+            if self.reported:
+                log.warning("Spark master %s gave the pipeline %d executor(s); running", self.master, n)
+                self.state.update(pipeline_error=None)
+                self.reported = False
+            return
+        self.since = self.since or now
+        if not self.reported and now - self.since >= self.EXECUTOR_PATIENCE_S:
+            why = (f"Spark master {self.master} has given the pipeline no executors for "
+                   f"{now - self.since:.0f}s: no free cores or memory on its workers? (spark.cores.max, "
+                   f"spark.executor.memory, spark.executor.cores in [pipeline.spark_conf])")
+            log.error("%s", why)
+            self.state.update(pipeline_error=why)
+            self.reported = True
+

@@ -6,7 +6,12 @@ import os
 from pathlib import Path
 from typing import Any
 
+from krm.errors import KrmError
 from krm.paths import CONF_DIR, jar_group
+
+
+class SparkUnavailable(KrmError):
+    """The Spark session could not be created (master unreachable, application refused)."""
 
 
 def build_session(master: str = "local[2,4]", app_name: str = "krm-pipeline", log_dir: Path | None = None,
@@ -42,6 +47,29 @@ def build_session(master: str = "local[2,4]", app_name: str = "krm-pipeline", lo
     builder = SparkSession.builder.master(master).appName(app_name)
     for k, v in conf.items():
         builder = builder.config(k, v)
-    spark = builder.getOrCreate()
+    try:
+        spark = builder.getOrCreate()
+    except Exception as e:  # a Py4J error whose cause is in Spark's own log: say it in one line
+        raise SparkUnavailable(explain_session_failure(master, log_dir, e)) from None
     spark.sparkContext.setLogLevel("WARN")
     return spark
+
+
+def explain_session_failure(master: str, log_dir: Path, error: BaseException) -> str:
+    """One line: the reason Spark's scheduler logged (e.g. "All masters are unresponsive! Giving up.")
+    or the error's first line, and where the full log is."""
+    reason = None
+    log_file = log_dir / "spark.log"
+    try:
+        for line in log_file.read_text(errors="replace").splitlines():
+            if "Application has been killed. Reason:" in line:
+                reason = line.split("Reason:", 1)[1].strip()
+    except OSError:
+        pass
+    first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+    hint = (" Is the master running and reachable from this host (and this host from its workers)?"
+            if master.startswith("spark://") else "")
+    said = reason or first
+    said = said if said.endswith((".", "!", "?")) else said + "."
+    return f"Spark session on {master} could not start: {said}{hint} Spark's log: {log_file}"
+

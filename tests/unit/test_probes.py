@@ -80,3 +80,36 @@ def test_json_log_lines():
         rec = logging.LogRecord("krm.x", logging.ERROR, __file__, 1, "boom", (), sys.exc_info())
     out = json.loads(JsonFormatter().format(rec))
     assert out["exception"] == "ValueError: bad" and "Traceback" in out["traceback"]
+
+
+def test_no_executors_said_once_then_cleared(caplog):
+    from pipelines.job import ExecutorWatch
+
+    t = [0.0]
+    state = PipelineState()
+    watch = ExecutorWatch(None, "spark://m:7077", state, clock=lambda: t[0])
+    caplog.set_level(logging.WARNING, logger="pipelines.job")
+    for t[0] in (0.0, 30.0, 59.0):
+        watch.check(executors=0)
+    assert state.snapshot.pipeline_error is None
+    for t[0] in (60.0, 90.0):
+        watch.check(executors=0)
+    assert state.snapshot.pipeline_error.startswith("Spark master spark://m:7077 has given the pipeline no executors for 60s")
+    assert len([r for r in caplog.records if r.levelname == "ERROR"]) == 1
+    watch.check(executors=1)
+    assert state.snapshot.pipeline_error is None
+    assert ExecutorWatch(None, "local[2]", state).check() is None  # local mode: nothing to wait for
+
+
+def test_session_failure_in_one_line(tmp_path):
+    from pipelines.session import explain_session_failure
+
+    (tmp_path / "spark.log").write_text(
+        "2026-11-23T18:12:55,180 ERROR StandaloneSchedulerBackend: Application has been killed. "
+        "Reason: All masters are unresponsive! Giving up.\n")
+    error = RuntimeError("Cannot call methods on a stopped SparkContext.\nat ...")
+    msg = explain_session_failure("spark://10.0.0.9:7077", tmp_path, error)
+    assert msg == ("Spark session on spark://10.0.0.9:7077 could not start: All masters are unresponsive! Giving up. "
+                   "Is the master running and reachable from this host (and this host from its workers)? "
+                   f"Spark's log: {tmp_path / 'spark.log'}")
+    assert "\n" not in msg
