@@ -429,6 +429,19 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_setup(args: argparse.Namespace) -> int:
+    from krm.jars import LOCAL_CLUSTER_GROUPS, PIPELINE_GROUPS, fetch
+    from krm.paths import jars_dir
+
+    target = Path(args.jars_dir) if args.jars_dir else jars_dir()
+    groups = PIPELINE_GROUPS + (LOCAL_CLUSTER_GROUPS if args.local_cluster else ())
+    print(f"fetching the pinned jars ({', '.join(groups)}) from {args.repository} into {target} ...")
+    fetch(groups, args.repository, target)
+    if args.jars_dir:
+        print(f"point krm at them with KRM_JARS_DIR={target}")
+    return 0
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     from krm.demo import run_demo
 
@@ -471,6 +484,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--log-format", default="text", choices=["text", "json"],
                    help="json: one JSON object per log line (ts, level, logger, message, exception)")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    su = sub.add_parser("setup", help="fetch the pinned jars (Spark's Kafka source, Delta; --local-cluster: Kafka) "
+                                      "for an installed krm; a checkout uses `make jars`")
+    su.add_argument("--local-cluster", action="store_true",
+                    help="also Kafka 3.9.1 and 4.4.0 and the JMX exporter, for `krm local-cluster` and `krm demo`")
+    su.add_argument("--repository", default="https://repo1.maven.org/maven2", metavar="URL",
+                    help="Maven repository to fetch from (a mirror; file:// works)")
+    su.add_argument("--jars-dir", metavar="DIR", help="where to put them (default: $KRM_JARS_DIR, else $KRM_HOME/jars)")
+    su.set_defaults(func=cmd_setup)
 
     d = sub.add_parser("demo", help="local cluster + collector + pipeline; kill a broker holding RF-1 partitions; watch alerts")
     d.add_argument("--brokers", type=int, default=3)

@@ -185,7 +185,7 @@ def parse_config(raw: dict[str, Any], source: Path | None = None) -> Config:
          "replica_lag_seconds", "event_hold_s", "leader_skew_tolerance", "replica_imbalance_tolerance",
          "quality_interval_s", "quality_max_rows", "spark_conf", "web_config_file"},
     )
-    data_dir = Path(r.string("[pipeline]", p, "data_dir", default="krm-data"))
+    data_dir = _data_dir(where, r.string("[pipeline]", p, "data_dir", default="krm-data"))
     if not data_dir.is_absolute() and source is not None:
         data_dir = source.parent / data_dir
     starting = r.string("[pipeline]", p, "starting_offsets", default="latest")
@@ -214,6 +214,20 @@ def parse_config(raw: dict[str, Any], source: Path | None = None) -> Config:
         quality_max_rows=r.number("[pipeline]", p, "quality_max_rows", 100_000, int, minimum=1),
     )
     return Config(tuple(clusters), observations, collector, pipeline, source)
+
+
+def _data_dir(where: str, value: str) -> Path:
+    """A path, or a file:// URI. Other schemes are refused by name rather than read as a local folder
+    called "s3a:" (object stores are not supported yet)."""
+    from urllib.parse import urlparse
+
+    if "://" not in value:
+        return Path(value).expanduser()
+    uri = urlparse(value)
+    if uri.scheme == "file":
+        return Path(uri.path)
+    raise ConfigError(f"{where}: [pipeline] data_dir {value!r}: {uri.scheme}:// storage is not supported yet; "
+                      f"use a local path or a filesystem every Spark executor mounts (file:// or a plain path)")
 
 
 def _web_config(where: str, source: Path | None, p: dict) -> Path | None:

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from krm.errors import ClusterError
-from krm.paths import CONF_DIR, REPO_ROOT, jar_group
+from krm.paths import CONF_DIR, jar_group, krm_home
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +51,6 @@ def default_kafka_version(mode: str) -> str:
     return ZK_KAFKA_VERSION if mode == "zk" else KRAFT_KAFKA_VERSION
 JVM_OPTS = ["-Xms64m", "-XX:+UseSerialGC", "-Djava.awt.headless=true"]
 HEAP_MB = 384  # enough for the tests' few hundred partitions; benchmarks with thousands pass more
-DEFAULT_HOME = Path(os.environ.get("KRM_HOME", REPO_ROOT / ".krm"))
 
 
 def free_port() -> int:
@@ -61,7 +60,7 @@ def free_port() -> int:
 
 
 def clusters_root() -> Path:
-    return DEFAULT_HOME / "clusters"
+    return krm_home() / "clusters"
 
 
 def _port_open(port: int) -> bool:

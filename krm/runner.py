@@ -71,11 +71,24 @@ class Monitor:
                     self._spark = build_session(p.spark_master, log_dir=Tables(p.data_dir).logs,
                                                 extra=dict(p.spark_conf))
                     state.update(pipeline_error=None)
+                if self.collector is None:
+                    self._ensure_observations_topic()
                 self.pipeline = Pipeline(self.config, self._spark, state).start()
         except BaseException:
             self.stop()
             raise
         return self
+
+    def _ensure_observations_topic(self) -> None:
+        """`krm pipeline` started before any collector: create the topic (as the collector would), so
+        the Kafka source does not fail on a missing topic and then skip the first records at `latest`."""
+        from collectors.publisher import ensure_topic
+
+        try:
+            ensure_topic(self.config.observations)
+        except Exception as e:  # noqa: BLE001 - the collector creates it later; the queries retry meanwhile
+            log.warning("observations topic %s not created by the pipeline (%s: %s); waiting for the collector",
+                        self.config.observations.topic, type(e).__name__, e)
 
     @property
     def ready_window_s(self) -> float:

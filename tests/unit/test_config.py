@@ -1,3 +1,5 @@
+from pathlib import Path
+
 import pytest
 
 from krm.config import load_config, parse_config
@@ -95,3 +97,10 @@ def test_spark_conf_reaches_the_session_over_krms_defaults(monkeypatch, tmp_path
     finally:
         monitor._spark = None
         monitor.stop()
+
+
+def test_data_dir_uris(tmp_path):
+    base = {"clusters": [{"name": "c", "bootstrap_servers": "b:9092"}]}
+    assert parse_config({**base, "pipeline": {"data_dir": "file:///var/lib/krm"}}).pipeline.data_dir == Path("/var/lib/krm")
+    with pytest.raises(ConfigError, match=r"data_dir 's3a://bucket/krm': s3a:// storage is not supported yet"):
+        parse_config({**base, "pipeline": {"data_dir": "s3a://bucket/krm"}})
