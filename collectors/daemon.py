@@ -12,6 +12,7 @@ import time
 from typing import Any
 
 from collectors.admin import AdminSource
+from collectors.canary import CanarySource
 from collectors.jmx import JmxSource
 from collectors.publisher import Publisher
 from collectors.zookeeper import ZkState
@@ -31,6 +32,8 @@ class Collector:
         self.sources = [AdminSource(c, config.collector, self._zk.get(c.name)) for c in config.clusters]
         self.jmx_sources = [JmxSource(c.name, dict(c.jmx_exporter_urls), security=c.jmx_security)
                             for c in config.clusters if c.jmx_exporter_urls]
+        self.canaries = [CanarySource(c, config.collector) for c in config.clusters if c.canary]
+        self.canary_rounds = 0
         self.jmx_scrapes = 0
         self.quick_publishes = 0
         self._stop = threading.Event()
@@ -50,6 +53,11 @@ class Collector:
                                      name=f"krm-zk-publish-{src.cluster.name}")
                 q.start()
                 self._threads.append(q)
+        for canary in self.canaries:
+            t = threading.Thread(target=self._canary_loop, args=(canary,), name=f"krm-canary-{canary.cluster.name}",
+                                 daemon=True)
+            t.start()
+            self._threads.append(t)
         for jmx in self.jmx_sources:
             t = threading.Thread(target=self._scrape_loop, args=(jmx,), name=f"krm-jmx-{jmx.cluster}", daemon=True)
             t.start()
@@ -70,6 +78,8 @@ class Collector:
             src.close()
         for jmx in self.jmx_sources:
             jmx.close()
+        for canary in self.canaries:
+            canary.close()
         self.publisher.close()
 
     def _loop(self, src: Any) -> None:
@@ -98,6 +108,20 @@ class Collector:
             self.last_poll_at[src.cluster.name] = time.time()
             if scheduled:  # fixed rate, no burst after a slow poll; extra (watch-triggered) polls never delay it
                 next_at = max(next_at + interval, time.monotonic())
+
+    def _canary_loop(self, canary: CanarySource) -> None:
+        """Canary rounds on their own thread and cadence: a round waiting on a dead leader never
+        delays a poll."""
+        interval = self.config.collector.canary_interval_s
+        next_at = time.monotonic()
+        while not self._stop.is_set():
+            try:
+                self.publisher.publish(canary.poll())
+                self.canary_rounds += 1
+            except Exception:  # noqa: BLE001 - keep going
+                log.exception("canary round of cluster %s failed", canary.cluster.name)
+            next_at = max(next_at + interval, time.monotonic())
+            self._stop.wait(max(0.0, next_at - time.monotonic()))
 
     def _scrape_loop(self, jmx: JmxSource) -> None:
         """JMX scrapes on their own thread and cadence: a slow exporter never delays a poll."""

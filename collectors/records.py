@@ -52,3 +52,11 @@ def topic_record(cluster: str, source: str, poll_id: int, observed_at_ms: int, *
     if unreachable_brokers:
         rec["topic_state"]["unreachable_brokers"] = sorted(unreachable_brokers)
     return rec
+
+
+def canary_record(cluster: str, poll_id: int, observed_at_ms: int, *, topic: str,
+                  partitions: Iterable[dict[str, Any]]) -> dict[str, Any]:
+    rec = envelope("canary", cluster, "canary", poll_id, observed_at_ms)
+    rec["canary_state"] = {"topic": topic, "partitions": sorted(partitions, key=lambda p: p["partition"])}
+    return rec
+

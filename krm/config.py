@@ -27,6 +27,8 @@ class ClusterConfig:
     zookeeper: str | None = None  # host:port[/chroot], ZooKeeper-mode clusters only
     jmx_exporter_urls: tuple[tuple[int, str], ...] = ()  # (broker id, http://host:port/metrics)
     security: KafkaSecurity = KafkaSecurity()  # [clusters.security]
+    canary: bool = False  # produce/consume canary (collectors/canary.py)
+    canary_topic: str = "krm.canary"
     zookeeper_security: ZooKeeperSecurity | None = None  # [clusters.zookeeper_security]
     jmx_security: HttpSecurity | None = None  # [clusters.jmx_security]
 
@@ -58,6 +60,9 @@ class CollectorConfig:
     assignment_snapshot_s: float = 600.0  # every topic's assignment recorded this often (and on change)
     broker_check_s: float = 0.2  # clusters without ZooKeeper watches: brokers-only Metadata between polls; 0: off
     unreachable_after_s: float = 4.0  # a broker silent (timeouts) this long makes its partitions unavailable
+    canary_interval_s: float = 5.0  # clusters with `canary = true`: a write + read-back round this often
+    canary_timeout_ms: int = 3000  # a canary write not acknowledged (and read back) within this fails the round
+    canary_replication_factor: int = 3  # of the canary topic, at most the number of brokers
 
 
 @dataclass(frozen=True)
@@ -121,7 +126,9 @@ def parse_config(raw: dict[str, Any], source: Path | None = None) -> Config:
     for i, c in enumerate(clusters_raw):
         sec = f"[[clusters]] #{i + 1}"
         r.no_unknown(sec, c, {"name", "bootstrap_servers", "zookeeper", "jmx_exporter_urls", "security",
-                              "zookeeper_security", "jmx_security"})
+                              "zookeeper_security", "jmx_security", "canary", "canary_topic"})
+        if not isinstance(c.get("canary", False), bool):
+            raise ConfigError(f"{where}: {sec} canary must be true or false, got {c.get('canary')!r}")
         name = r.string(sec, c, "name")
         if not _NAME.match(name):
             raise ConfigError(f"{where}: {sec} name {name!r} may hold only letters, digits, '.', '_', '-'")
@@ -132,6 +139,8 @@ def parse_config(raw: dict[str, Any], source: Path | None = None) -> Config:
                 zookeeper=r.string(sec, c, "zookeeper", required=False),
                 jmx_exporter_urls=_jmx_urls(where, sec, c.get("jmx_exporter_urls", [])),
                 security=parse_kafka_security(where, f"[clusters.security] of {name}", c.get("security", {})),
+                canary=c.get("canary", False),
+                canary_topic=r.string(sec, c, "canary_topic", default="krm.canary"),
                 zookeeper_security=(parse_zookeeper_security(where, f"[clusters.zookeeper_security] of {name}",
                                                              c["zookeeper_security"])
                                     if "zookeeper_security" in c else None),
@@ -163,7 +172,8 @@ def parse_config(raw: dict[str, Any], source: Path | None = None) -> Config:
     k = raw.get("collector", {})
     r.no_unknown("[collector]", k, {"poll_interval_s", "config_refresh_s", "request_timeout_ms", "offsets_timeout_ms",
                                     "spool_max_mb", "jmx_interval_s", "assignment_snapshot_s", "broker_check_s",
-                                    "unreachable_after_s"})
+                                    "unreachable_after_s", "canary_interval_s", "canary_timeout_ms",
+                                    "canary_replication_factor"})
     collector = CollectorConfig(
         poll_interval_s=r.number("[collector]", k, "poll_interval_s", 2.0, float, minimum=0.05),
         config_refresh_s=r.number("[collector]", k, "config_refresh_s", 30.0, float, minimum=0.0),
@@ -174,6 +184,9 @@ def parse_config(raw: dict[str, Any], source: Path | None = None) -> Config:
         assignment_snapshot_s=r.number("[collector]", k, "assignment_snapshot_s", 600.0, float, minimum=1.0),
         broker_check_s=r.number("[collector]", k, "broker_check_s", 0.2, float, minimum=0.0),
         unreachable_after_s=r.number("[collector]", k, "unreachable_after_s", 4.0, float, minimum=0.0),
+        canary_interval_s=r.number("[collector]", k, "canary_interval_s", 5.0, float, minimum=0.5),
+        canary_timeout_ms=r.number("[collector]", k, "canary_timeout_ms", 3000, int, minimum=100),
+        canary_replication_factor=r.number("[collector]", k, "canary_replication_factor", 3, int, minimum=1),
     )
 
     p = raw.get("pipeline", {})

@@ -214,13 +214,22 @@ def jmx_rows(obs: Any) -> Any:
                         details=F.to_json(F.struct(bm["error"].alias("error"), bm["gauges"].alias("gauges")))))
 
 
+def canary_rows(obs: Any) -> Any:
+    """For a `canary` record: the round as it is; the driver judges it (pipelines/detectors/canary.py)."""
+    from pyspark.sql import functions as F
+
+    cs = obs["canary_state"]
+    return F.array(_row(row_type=F.lit("canary"), scope=F.lit("canary"), topic=cs["topic"], details=F.to_json(cs)))
+
+
 def alert_rows(observations: Any, settings: DetectorSettings | None = None) -> Any:
     """Everything the driver needs from one micro-batch: cluster, poll_id, observed_at_ms + ROW_FIELDS."""
     from pyspark.sql import functions as F
 
-    o = F.struct(*[F.col(c) for c in ("cluster_state", "topic_state", "broker_metrics_state")])
+    o = F.struct(*[F.col(c) for c in ("cluster_state", "topic_state", "broker_metrics_state", "canary_state")])
     rows = (F.when(F.col("kind") == "topic", topic_rows(o, F.col("observed_at_ms"), settings or DetectorSettings()))
             .when(F.col("kind") == "cluster", cluster_rows(o))
+            .when(F.col("kind") == "canary", canary_rows(o))
             .otherwise(jmx_rows(o)))
     return observations.select("cluster", "poll_id", "observed_at_ms", F.explode(rows).alias("r")).select(
         "cluster", "poll_id", "observed_at_ms", "r.*")

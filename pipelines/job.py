@@ -27,7 +27,7 @@ from pipelines.incidents import Finding, IncidentBook, ScopePoll
 from pipelines.jmx_view import JmxSample, JmxView
 from pipelines.ingest import parse, read_observations, rejected, valid
 from pipelines.load import BrokerLoad, TopicLoad
-from pipelines.detectors import quorum
+from pipelines.detectors import canary, quorum
 from pipelines.metrics import ClusterView, PipelineState
 
 log = logging.getLogger(__name__)
@@ -109,7 +109,7 @@ class AlertPath:
         t0 = time.perf_counter()
         rows = batch.collect()  # the Spark job: Kafka fetch, parse, detect
         t_collect = time.perf_counter() - t0
-        polls, found, clusters, counts, jmx = split_rows(rows)
+        polls, found, clusters, counts, jmx = split_rows(rows, canaries := [])
         changed = self.book.apply(polls, found)
         self.counts.update(counts)
         changed += self.book.apply(*self.balance.evaluate(self.counts, counts, clusters))
@@ -120,8 +120,11 @@ class AlertPath:
         for name, view in clusters.items():
             if name not in views or view.newest_observed_ms >= views[name].newest_observed_ms:
                 views[name] = view
+        latest = snap.canary
+        if canaries:  # the newest round of each canary partition
+            latest = dict(latest) | {(c.cluster, c.partition): c for c in canaries}
         self.state.update(clusters=views, open_incidents=tuple(self.book.open_incidents()), batches=snap.batches + 1,
-                          last_batch_at=time.time(),
+                          last_batch_at=time.time(), canary=latest,
                           broker_load=self.counts.totals(), last_batch_s=time.perf_counter() - t0,
                           jmx=self.jmx.snapshot())
         t_metrics = time.perf_counter() - t0
@@ -130,11 +133,12 @@ class AlertPath:
                   t_collect, t_metrics, time.perf_counter() - t0)
 
 
-def split_rows(rows: list[Any]) -> tuple[list[ScopePoll], list[Finding], dict[str, ClusterView], list[TopicLoad],
-                                        list[JmxSample]]:
+def split_rows(rows: list[Any], canaries: list[Any] | None = None) -> tuple[
+        list[ScopePoll], list[Finding], dict[str, ClusterView], list[TopicLoad], list[JmxSample]]:
     """The collected alert rows sorted by kind. Fields are read by position: a pyspark Row's
     attribute access searches its field names each time, and a broker death at 200k partitions
-    brings 40k findings here in one batch."""
+    brings 40k findings here in one batch. Canary samples are appended to `canaries`."""
+    canaries = [] if canaries is None else canaries
     polls: list[ScopePoll] = []
     found: list[Finding] = []
     clusters: dict[str, ClusterView] = {}
@@ -163,6 +167,12 @@ def split_rows(rows: list[Any]) -> tuple[list[ScopePoll], list[Finding], dict[st
             d = loads(r[details])
             jmx.append(JmxSample(r[cluster], r[broker], r[poll_id], r[at], d.get("error"),
                                  {g["name"]: g["value"] for g in d.get("gauges") or []}))
+        elif kind == "canary":  # judged here: one record per round and cluster
+            d = loads(r[details])
+            polls.append(ScopePoll(r[cluster], canary.SCOPE, r[poll_id], r[at]))
+            found.extend(Finding(r[cluster], canary.SCOPE, canary.TYPE, canary.SEVERITY, d["topic"], c.partition,
+                                 c.broker, canary.CAUSE, c.details, r[at], r[poll_id]) for c in canary.judge(d))
+            canaries.extend(canary.samples(r[cluster], d, r[at]))
         else:
             cs = loads(r[details])
             if cs.get("quorum") is not None and cs.get("error") is None:  # KRaft: judged on every record

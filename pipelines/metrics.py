@@ -76,6 +76,7 @@ class Snapshot:
     last_batch_s: float = 0.0
     last_batch_at: float = 0.0  # time.time() when the last alert-path micro-batch finished (0: none yet)
     pipeline_error: str | None = None  # why the pipeline cannot run (e.g. no Spark executors)
+    canary: dict[tuple[str, int], Any] = field(default_factory=dict)  # (cluster, partition) -> CanarySample
     records_quarantined: int = 0
     jmx: dict[tuple[str, int], Any] = field(default_factory=dict)  # (cluster, broker) -> jmx_view.JmxSample
     quality: QualityStats | None = None  # None until the first data-quality run
@@ -190,6 +191,7 @@ class KrmCollector:
                 replicas.add_metric([name, str(bid)], rep)
         yield from (*counts.values(), age, reachable, broker_up, leaders, replicas)
         yield from _kraft_series(snap.clusters)
+        yield from _canary_series(snap.canary)
 
         jmx_up = GaugeMetricFamily("krm_broker_jmx_up", "1 if the broker's JMX exporter answered the last scrape.",
                                    labels=["cluster", "broker"])
@@ -260,6 +262,30 @@ def _unavailable_series(incidents: tuple[Incident, ...]) -> Any:
     for (cluster, topic, partition), cause in sorted(causes.items()):
         fam.add_metric([cluster, topic, partition, cause], 1)
     return fam
+
+
+def _canary_series(samples: dict[tuple[str, int], Any]) -> Iterator[Any]:
+    """krm_canary_*: per broker, from the newest round of the canary partition(s) it is meant to lead
+    (a broker with several counts as up only if every one took the write; latencies: the slowest)."""
+    from prometheus_client.core import GaugeMetricFamily
+
+    up = GaugeMetricFamily("krm_canary_produce_up", "1 if the last canary round's acks=all write to the partition(s) "
+                           "the broker should lead was acknowledged.", labels=["cluster", "broker"])
+    produce = GaugeMetricFamily("krm_canary_produce_latency_seconds", "The last canary write's acknowledgement time.",
+                                labels=["cluster", "broker"])
+    e2e = GaugeMetricFamily("krm_canary_e2e_latency_seconds", "The last canary record's produce -> consume time.",
+                            labels=["cluster", "broker"])
+    by_broker: dict[tuple[str, int], list[Any]] = {}
+    for s in samples.values():
+        by_broker.setdefault((s.cluster, s.broker), []).append(s)
+    for (cluster, broker), ss in sorted(by_broker.items()):
+        labels = [cluster, str(broker)]
+        up.add_metric(labels, 1 if all(s.produced for s in ss) else 0)
+        if all(s.produce_ms is not None for s in ss):
+            produce.add_metric(labels, max(s.produce_ms for s in ss) / 1000)
+        if all(s.e2e_ms is not None for s in ss):
+            e2e.add_metric(labels, max(s.e2e_ms for s in ss) / 1000)
+    yield from (up, produce, e2e)
 
 
 def _kraft_series(clusters: dict[str, ClusterView]) -> Iterator[Any]:

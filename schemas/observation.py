@@ -14,6 +14,8 @@ Kinds of record (field `kind`):
   (write rate, HW stalled since, the previous state when an epoch changed or an offset went back).
 - `broker_metrics`: one per broker per JMX exporter scrape: the broker's own replication gauges and
   per-partition fetcher lag and log end offsets; `error` when the endpoint did not answer.
+- `canary` (v2): one per canary round: for each partition of the canary topic, whether an acks=all
+  write to it was acknowledged and read back, and how long that took.
 Additions are optional fields (and new kinds), so records of older collectors stay valid.
 
 Versions (`v`): 1 the first; 2 adds, all optional, `elr` / `last_known_elr` per partition and in
@@ -32,7 +34,7 @@ from krm.errors import SchemaError
 
 SCHEMA_VERSION = 2
 SUPPORTED_VERSIONS = (1, 2)
-KINDS = ("cluster", "topic", "broker_metrics")
+KINDS = ("cluster", "topic", "broker_metrics", "canary")
 
 
 @dataclass(frozen=True)
@@ -152,6 +154,20 @@ BROKER_METRICS_STATE = Struct((  # one per broker per JMX scrape (collectors/jmx
                                  ("value", DOUBLE, True)))), False),
 ))
 
+CANARY_STATE = Struct((  # v2: one per canary round of a cluster (collectors/canary.py)
+    ("topic", STRING, True),
+    ("partitions", Array(Struct((
+        ("partition", INT, True),
+        ("broker", INT, True),  # the broker meant to lead it: its first replica (preferred leader)
+        ("leader", INT, False),  # the leader the metadata named this round (-1: none)
+        ("produced", BOOL, True),  # an acks=all write was acknowledged within the round's timeout
+        ("produce_ms", DOUBLE, False),
+        ("consumed", BOOL, False),  # the record was read back within the timeout (null: not produced)
+        ("e2e_ms", DOUBLE, False),  # produce call -> record read back
+        ("error", STRING, False),
+    ))), True),
+))
+
 OBSERVATION = Struct((
     ("v", INT, True),
     ("kind", STRING, True),
@@ -162,6 +178,7 @@ OBSERVATION = Struct((
     ("cluster_state", CLUSTER_STATE, False),
     ("topic_state", TOPIC_STATE, False),
     ("broker_metrics_state", BROKER_METRICS_STATE, False),
+    ("canary_state", CANARY_STATE, False),
 ))
 
 _PY_TYPES: dict[str, tuple[type, ...]] = {"string": (str,), "int": (int,), "long": (int,), "bool": (bool,),

@@ -1,0 +1,209 @@
+"""A produce/consume canary per cluster, in the style of LinkedIn's Xinfra Monitor: what a client of
+the cluster experiences, measured rather than inferred from metadata.
+
+The canary topic has one partition meant to be led by each broker (its first replica, the preferred
+leader). Each round writes one record to every partition with acks=all and reads it back; a write
+not acknowledged within `canary_timeout_ms` is a partition producers cannot use right now (a dead
+or paused leader before the controller moves leadership, too few in-sync replicas for acks=all).
+A broker that joins gets a new partition led by it (CreatePartitions with an explicit assignment);
+partitions of departed brokers stay (Kafka cannot remove partitions) and keep being written.
+
+Needs, besides krm's minimum ACLs: CREATE, ALTER (new partitions), WRITE and READ on the canary topic.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from typing import Any
+
+from collectors.records import canary_record
+from krm.config import ClusterConfig, CollectorConfig
+from krm.security import kafka_python_kwargs
+
+log = logging.getLogger(__name__)
+
+TOPIC_CHECK_S = 60.0  # the canary topic's coverage of the live brokers is re-checked this often
+
+
+def plan_partitions(live: list[int], current: dict[int, list[int]], rf: int) -> dict[int, list[int]]:
+    """Pure: the new partitions (id -> replicas) that give every live broker a canary partition it
+    leads by preference. Followers: the next live brokers in id order (replicas on distinct brokers)."""
+    led = {replicas[0] for replicas in current.values() if replicas}
+    ordered = sorted(live)
+    out: dict[int, list[int]] = {}
+    next_id = max(current, default=-1) + 1
+    for b in ordered:
+        if b in led:
+            continue
+        i = ordered.index(b)
+        out[next_id] = [ordered[(i + k) % len(ordered)] for k in range(min(rf, len(ordered)))]
+        next_id += 1
+    return out
+
+
+class CanarySource:
+    """One cluster's canary: `poll()` runs a round and returns its `canary` record (never raises)."""
+
+    source = "canary"
+
+    def __init__(self, cluster: ClusterConfig, settings: CollectorConfig) -> None:
+        self.cluster = cluster
+        self.settings = settings
+        self.topic = cluster.canary_topic
+        self._poll_id = 0
+        self._producer: Any = None
+        self._consumer: Any = None
+        self._admin: Any = None
+        self._partitions: dict[int, list[int]] = {}  # partition -> replicas (first: the broker it is for)
+        self._leaders: dict[int, int] = {}
+        self._checked_at = 0.0
+        self._failing = False
+
+    # ------------------------------------------------------------------ one round
+
+    def poll(self) -> list[dict[str, Any]]:
+        self._poll_id += 1
+        try:
+            self._connect()
+            self._ensure_topic()
+            results = self._round()
+        except Exception as e:  # noqa: BLE001 - a round that cannot even start says so for every partition
+            if not self._failing:
+                log.warning("cluster %s: canary round failed (%s: %s)", self.cluster.name, type(e).__name__, e)
+                self._failing = True
+            self._close()
+            results = [{"partition": p, "broker": r[0], "leader": self._leaders.get(p), "produced": False,
+                        "error": f"{type(e).__name__}: {e}"} for p, r in sorted(self._partitions.items())]
+        else:
+            if self._failing:
+                log.warning("cluster %s: canary rounds run again", self.cluster.name)
+                self._failing = False
+        return [canary_record(self.cluster.name, self._poll_id, int(time.time() * 1000), topic=self.topic,
+                              partitions=results)] if results else []
+
+    def _round(self) -> list[dict[str, Any]]:
+        from kafka import TopicPartition
+
+        timeout_s = self.settings.canary_timeout_ms / 1000
+        parts = sorted(self._partitions)
+        if {tp.partition for tp in self._consumer.assignment()} != set(parts):  # first round, or new partitions
+            tps = [TopicPartition(self.topic, p) for p in parts]
+            self._consumer.assign(tps)
+            self._consumer.seek_to_end()
+            for tp in tps:
+                self._consumer.position(tp)  # resolved now, before this round's writes land
+        sent: dict[int, tuple[Any, float]] = {}
+        for p in parts:
+            t0 = time.monotonic()
+            value = json.dumps({"sent_ms": int(time.time() * 1000), "round": self._poll_id}).encode()
+            sent[p] = (self._producer.send(self.topic, value=value, partition=p), t0)
+        self._producer.flush(timeout=timeout_s)
+        deadline = time.monotonic() + timeout_s
+        results: dict[int, dict[str, Any]] = {}
+        for p, (future, t0) in sent.items():
+            res = {"partition": p, "broker": self._partitions[p][0], "leader": self._leaders.get(p)}
+            try:
+                meta = future.get(timeout=max(0.0, deadline - time.monotonic()))
+                res |= {"produced": True, "produce_ms": round((time.monotonic() - t0) * 1000, 1), "offset": meta.offset}
+            except Exception as e:  # noqa: BLE001 - the partition's producers fail the same way now
+                res |= {"produced": False, "error": f"{type(e).__name__}: {e}"[:300]}
+            results[p] = res
+        # read back this round's records (the consumer sits at the log end of every partition)
+        want = {p: r["offset"] for p, r in results.items() if r["produced"]}
+        got: dict[int, float] = {}
+        while want.keys() - got.keys() and time.monotonic() < deadline:
+            for tp, records in self._consumer.poll(timeout_ms=100).items():
+                for rec in records:
+                    if rec.offset >= want.get(tp.partition, 1 << 62):
+                        got.setdefault(tp.partition, time.time() * 1000 - json.loads(rec.value)["sent_ms"])
+        for p, r in results.items():
+            r.pop("offset", None)
+            if r["produced"]:
+                r["consumed"] = p in got
+                if p in got:
+                    r["e2e_ms"] = round(max(0.0, got[p]), 1)
+        return [results[p] for p in parts]
+
+    # ------------------------------------------------------------------ topic and clients
+
+    def _ensure_topic(self) -> None:
+        """Create the topic, or add partitions for brokers without one, at most every TOPIC_CHECK_S."""
+        if time.monotonic() - self._checked_at < TOPIC_CHECK_S and self._partitions:
+            return
+        from kafka.admin import NewPartitions, NewTopic
+
+        live = sorted(b["node_id"] for b in self._admin.describe_cluster()["brokers"])
+        rf = min(self.settings.canary_replication_factor, len(live))
+        current = self._describe()
+        if not current:
+            assignment = plan_partitions(live, {}, rf)
+            self._admin.create_topics([NewTopic(self.topic, replica_assignments=assignment,
+                                                topic_configs={"retention.ms": str(3600 * 1000),
+                                                               "min.insync.replicas": "1"})])
+            log.info("cluster %s: created canary topic %s (%d partitions, RF %d)", self.cluster.name, self.topic,
+                     len(assignment), rf)
+        else:
+            new = plan_partitions(live, current, rf)
+            if new:
+                self._admin.create_partitions({self.topic: NewPartitions(
+                    len(current) + len(new), [new[p] for p in sorted(new)])})
+                log.info("cluster %s: canary partitions %s added for brokers %s", self.cluster.name, sorted(new),
+                         [r[0] for r in new.values()])
+        self._partitions = self._await_partitions()
+        self._checked_at = time.monotonic()
+
+    def _describe(self) -> dict[int, list[int]]:
+        from kafka.errors import UnknownTopicOrPartitionError
+
+        try:
+            (t,) = self._admin.describe_topics([self.topic])
+        except UnknownTopicOrPartitionError:
+            return {}
+        if t.get("error_code"):
+            return {}
+        self._leaders = {p["partition"]: p["leader"] for p in t["partitions"]}
+        return {p["partition"]: list(p["replicas"]) for p in t["partitions"]}
+
+    def _await_partitions(self) -> dict[int, list[int]]:
+        deadline = time.monotonic() + 10
+        parts = self._describe()
+        while (not parts or any(self._leaders.get(p, -1) < 0 for p in parts)) and time.monotonic() < deadline:
+            time.sleep(0.2)
+            parts = self._describe()
+        return parts
+
+    def _connect(self) -> None:
+        if self._producer is not None:
+            return
+        from kafka import KafkaConsumer, KafkaProducer
+        from kafka.admin import KafkaAdminClient
+
+        sec = kafka_python_kwargs(self.cluster.security)
+        boot = self.cluster.bootstrap_servers.split(",")
+        timeout = self.settings.canary_timeout_ms
+        self._admin = KafkaAdminClient(bootstrap_servers=boot, client_id=f"krm-canary-{self.cluster.name}",
+                                       request_timeout_ms=max(timeout, 5000), **sec)
+        # acks=all, retried (a moved leader is found again) but never beyond the round's timeout: a write
+        # that needs longer is what the canary reports
+        self._producer = KafkaProducer(bootstrap_servers=boot, client_id=f"krm-canary-{self.cluster.name}", acks="all",
+                                       linger_ms=0, request_timeout_ms=max(500, timeout // 2), max_block_ms=timeout,
+                                       delivery_timeout_ms=timeout, retries=10, retry_backoff_ms=100,
+                                       metadata_max_age_ms=5000, reconnect_backoff_max_ms=1000, **sec)
+        self._consumer = KafkaConsumer(bootstrap_servers=boot, client_id=f"krm-canary-{self.cluster.name}",
+                                       group_id=None, enable_auto_commit=False, auto_offset_reset="latest",
+                                       reconnect_backoff_max_ms=1000, **sec)
+
+    def _close(self) -> None:
+        for client in (self._producer, self._consumer, self._admin):
+            if client is not None:
+                try:
+                    client.close(timeout=1) if client is self._producer else client.close()
+                except Exception:  # noqa: BLE001 - closing a broken client must not mask the round's error
+                    pass
+        self._producer = self._consumer = self._admin = None
+        self._checked_at = 0.0
+
+    def close(self) -> None:
+        self._close()

@@ -1,0 +1,53 @@
+"""The canary's verdict: a partition of the canary topic that did not take an acks=all write within
+the round's timeout is unavailable to producers, whatever the metadata says (Xinfra Monitor's
+produce availability). Judged on the driver for each canary record (one per round and cluster).
+
+Finding: PARTITION_UNAVAILABLE (critical), cause `canary_failed`, topic/partition the canary's,
+`broker` the partition's preferred leader, details: the leader seen, the error. It resolves with the
+next round that writes to the partition; it feeds krm_partition_unavailable like the other causes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from pipelines.detectors.availability import SEVERITY, TYPE
+
+CAUSE = "canary_failed"
+SCOPE = "canary"  # one poll marker per canary record resolves the round's partitions
+
+
+@dataclass(frozen=True)
+class CanaryFinding:
+    partition: int
+    broker: int
+    details: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class CanarySample:
+    """The last round's result for one broker's canary partition (for /metrics)."""
+
+    cluster: str
+    broker: int
+    partition: int
+    produced: bool
+    produce_ms: float | None
+    e2e_ms: float | None
+    observed_at_ms: int
+
+
+def judge(state: dict[str, Any]) -> list[CanaryFinding]:
+    """Pure: the canary record's partitions that did not take the write."""
+    return [CanaryFinding(p["partition"], p["broker"], {"leader": p.get("leader"), "error": p.get("error"),
+                                                        "produce_ms": p.get("produce_ms")})
+            for p in state["partitions"] if not p["produced"]]
+
+
+def samples(cluster: str, state: dict[str, Any], observed_at_ms: int) -> list[CanarySample]:
+    return [CanarySample(cluster, p["broker"], p["partition"], bool(p["produced"]), p.get("produce_ms"),
+                         p.get("e2e_ms"), observed_at_ms) for p in state["partitions"]]
+
+
+__all__ = ["CAUSE", "SCOPE", "SEVERITY", "TYPE", "CanaryFinding", "CanarySample", "judge", "samples"]
