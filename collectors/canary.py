@@ -86,24 +86,33 @@ class CanarySource:
     def _round(self) -> list[dict[str, Any]]:
         from kafka import TopicPartition
 
+        from kafka.errors import KafkaTimeoutError
+
         timeout_s = self.settings.canary_timeout_ms / 1000
         parts = sorted(self._partitions)
         if {tp.partition for tp in self._consumer.assignment()} != set(parts):  # first round, or new partitions
             tps = [TopicPartition(self.topic, p) for p in parts]
             self._consumer.assign(tps)
             self._consumer.seek_to_end()
-            for tp in tps:
-                self._consumer.position(tp)  # resolved now, before this round's writes land
+            until = time.monotonic() + timeout_s
+            for tp in tps:  # resolved now, before this round's writes land (bounded: a dead leader never answers)
+                self._consumer.position(tp, timeout_ms=max(1, int((until - time.monotonic()) * 1000)))
         sent: dict[int, tuple[Any, float]] = {}
         for p in parts:
             t0 = time.monotonic()
             value = json.dumps({"sent_ms": int(time.time() * 1000), "round": self._poll_id}).encode()
             sent[p] = (self._producer.send(self.topic, value=value, partition=p), t0)
-        self._producer.flush(timeout=timeout_s)
+        try:
+            self._producer.flush(timeout=timeout_s)
+        except KafkaTimeoutError:
+            pass  # each partition's future says whether its write made it
         deadline = time.monotonic() + timeout_s
         results: dict[int, dict[str, Any]] = {}
+        metadata = self._producer._metadata  # the leader the producer wrote to (its own, fresh, view)
         for p, (future, t0) in sent.items():
-            res = {"partition": p, "broker": self._partitions[p][0], "leader": self._leaders.get(p)}
+            leader = metadata.leader_for_partition(TopicPartition(self.topic, p))
+            res = {"partition": p, "broker": self._partitions[p][0],
+                   "leader": leader if leader is not None else self._leaders.get(p)}
             try:
                 meta = future.get(timeout=max(0.0, deadline - time.monotonic()))
                 res |= {"produced": True, "produce_ms": round((time.monotonic() - t0) * 1000, 1), "offset": meta.offset}

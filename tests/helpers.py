@@ -49,7 +49,7 @@ def wait_equal(get: Callable[[], Any], want: Any, timeout_s: float, what: str) -
 
 def write_config(cluster: LocalCluster, tmp: Path, poll_interval_s: float = 1.0,
                  observations_on: LocalCluster | None = None, pipeline_extra: str = "",
-                 collector_extra: str = "") -> Path:
+                 collector_extra: str = "", cluster_extra: str = "") -> Path:
     """A krm config for `cluster` with its own data dir, metrics port and observations topic
     (on `observations_on`, a separate cluster as in production, or on the monitored one)."""
     obs_cluster = observations_on or cluster
@@ -58,7 +58,7 @@ def write_config(cluster: LocalCluster, tmp: Path, poll_interval_s: float = 1.0,
     zk = f'zookeeper = "{cluster.zookeeper}"\n' if cluster.zookeeper else ""
     path = tmp / f"krm-{tag}.toml"
     path.write_text(
-        f'[[clusters]]\nname = "{cluster.name}"\nbootstrap_servers = "{cluster.bootstrap_servers}"\n{zk}'
+        f'[[clusters]]\nname = "{cluster.name}"\nbootstrap_servers = "{cluster.bootstrap_servers}"\n{zk}{cluster_extra}'
         f"{security_table('clusters', cluster)}\n"
         f'[observations]\nbootstrap_servers = "{obs}"\ntopic = "krm.obs.{tag}"\n'
         f"{security_table('observations', obs_cluster)}\n"

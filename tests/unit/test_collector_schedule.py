@@ -42,7 +42,7 @@ def test_watch_triggered_polls_do_not_delay_the_schedule():
     c._wake = {"c1": wake}
     c._zk = {"c1": Watches(wake)}
     c._stop = threading.Event()
-    c.polls, c.last_poll_s = 0, {}
+    c.polls, c.last_poll_s, c.last_poll_at = 0, {}, {}
     t = threading.Thread(target=c._loop, args=(src,), daemon=True)
     start = time.monotonic()
     t.start()
@@ -83,7 +83,7 @@ def test_without_watches_a_broker_change_polls_at_once():
     c.config = SimpleNamespace(collector=SimpleNamespace(poll_interval_s=5.0, broker_check_s=0.05))
     c.publisher = SimpleNamespace(publish=lambda records: None)
     c._wake, c._zk, c._stop = {"c1": wake}, {}, threading.Event()
-    c.polls, c.last_poll_s = 0, {}
+    c.polls, c.last_poll_s, c.last_poll_at = 0, {}, {}
     t = threading.Thread(target=c._loop, args=(src,), daemon=True)
     t.start()
     time.sleep(1.2)

@@ -13,6 +13,7 @@ from collectors.stats import CollectorMetrics
 from krm.paths import REPO_ROOT
 from pipelines.incidents import Incident
 from pipelines.jmx_view import JmxSample
+from pipelines.detectors.canary import CanarySample
 from pipelines.metrics import ClusterView, KrmCollector, PipelineState, QualityStats
 
 pytestmark = pytest.mark.unit
@@ -32,7 +33,8 @@ def exported_names():
     state.update(clusters={"c1": ClusterView(((1, True),), 1, None, 1, quorum=quorum)}, open_incidents=incidents,
                  broker_load={"c1": {1: (1, 1, 1, 0)}},
                  jmx={("c1", 1): JmxSample("c1", 1, 1, 1, None, {"under_replicated_partitions": 0.0})},
-                 quality=QualityStats(runs=1, failing=(("expect_x", "col"),), unexpected_total=((("expect_x", "col"), 1),)))
+                 quality=QualityStats(runs=1, failing=(("expect_x", "col"),), unexpected_total=((("expect_x", "col"), 1),)),
+                 canary={("c1", 0): CanarySample("c1", 1, 0, True, 40.0, 45.0, 1)})
     collector = SimpleNamespace(publisher=SimpleNamespace(spool=Spool(10), sent=0, dropped=0, invalid=0), polls=0,
                                 quick_publishes=0, last_poll_s={"c1": 0.1})
     reg = CollectorRegistry(auto_describe=False)
@@ -45,7 +47,7 @@ def test_every_query_uses_an_exported_metric():
     exported = exported_names()
     dash = json.loads(DASHBOARD.read_text())
     exprs = [t["expr"] for p in dash["panels"] for t in p.get("targets", [])]
-    used = {m for e in exprs for m in re.findall(r"\bkrm_[a-z_]+", e)}
+    used = {m for e in exprs for m in re.findall(r"\bkrm_[a-z0-9_]+", e)}
     assert used and used <= exported, f"not exported: {sorted(used - exported)}"
 
 
@@ -53,7 +55,7 @@ def test_every_alert_rule_uses_an_exported_metric():
     exported = exported_names() | {"up"}
     rules = (REPO_ROOT / "dashboards" / "prometheus" / "krm-alerts.yml").read_text()
     exprs = re.findall(r"^\s*expr: (.*)$", rules, flags=re.M)
-    used = {m for e in exprs for m in re.findall(r"\bkrm_[a-z_]+", e)}
+    used = {m for e in exprs for m in re.findall(r"\bkrm_[a-z0-9_]+", e)}
     assert used and used <= exported, f"not exported: {sorted(used - exported)}"
 
 

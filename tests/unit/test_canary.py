@@ -1,0 +1,73 @@
+"""The canary: which partitions it adds, how a round is judged, what /metrics shows (pure)."""
+
+import json
+
+import pytest
+
+from collectors.canary import plan_partitions
+from pipelines.detectors import canary
+from pipelines.findings import ROW_FIELDS
+from pipelines.incidents import IncidentBook
+from pipelines.job import split_rows
+from pipelines.metrics import KrmCollector, PipelineState
+
+pytestmark = pytest.mark.unit
+
+
+def test_every_live_broker_gets_a_partition_it_leads():
+    assert plan_partitions([1, 2, 3], {}, 3) == {0: [1, 2, 3], 1: [2, 3, 1], 2: [3, 1, 2]}
+    assert plan_partitions([1, 2], {}, 3) == {0: [1, 2], 1: [2, 1]}  # RF capped by the brokers
+    current = {0: [1, 2, 3], 1: [2, 3, 1], 2: [3, 1, 2]}
+    assert plan_partitions([1, 2, 3], current, 3) == {}
+    # broker 4 joins: one more partition, led by it; broker 3 gone: its partition stays as it is
+    assert plan_partitions([1, 2, 4], current, 3) == {3: [4, 1, 2]}
+
+
+def _row(**fields):
+    from pyspark.sql import Row
+
+    names = ["cluster", "poll_id", "observed_at_ms"] + [n for n, _ in ROW_FIELDS]
+    return Row(*names)(*[fields.get(n) for n in names])
+
+
+ROUND = {"topic": "krm.canary", "partitions": [
+    {"partition": 0, "broker": 1, "leader": 1, "produced": True, "produce_ms": 40.0, "consumed": True, "e2e_ms": 45.0},
+    {"partition": 1, "broker": 2, "leader": 2, "produced": False, "error": "KafkaTimeoutError: Expiring 1 record(s)"},
+]}
+
+
+def test_a_failed_write_is_a_partition_clients_cannot_use():
+    rows = [_row(cluster="c", poll_id=7, observed_at_ms=1_000, row_type="canary", scope="canary", topic="krm.canary",
+                 details=json.dumps(ROUND))]
+    samples: list = []
+    polls, found, *_ = split_rows(rows, samples)
+    assert [(p.scope, p.poll_id) for p in polls] == [("canary", 7)]
+    assert [(f.type, f.severity, f.topic, f.partition, f.broker, f.cause) for f in found] == [
+        ("PARTITION_UNAVAILABLE", "critical", "krm.canary", 1, 2, "canary_failed")]
+    assert found[0].details["error"].startswith("KafkaTimeoutError")
+
+    book = IncidentBook(flap_window_ms=0)
+    book.apply(polls, found)
+    state = PipelineState()
+    state.update(open_incidents=tuple(book.open_incidents()), canary={(s.cluster, s.partition): s for s in samples})
+    from prometheus_client import CollectorRegistry
+
+    reg = CollectorRegistry(auto_describe=False)
+    reg.register(KrmCollector(state, clock=lambda: 2.0))
+    assert reg.get_sample_value("krm_partition_unavailable", {"cluster": "c", "topic": "krm.canary", "partition": "1",
+                                                              "cause": "canary_failed"}) == 1
+    assert reg.get_sample_value("krm_canary_produce_up", {"cluster": "c", "broker": "1"}) == 1
+    assert reg.get_sample_value("krm_canary_produce_up", {"cluster": "c", "broker": "2"}) == 0
+    assert reg.get_sample_value("krm_canary_e2e_latency_seconds", {"cluster": "c", "broker": "1"}) == 0.045
+    assert reg.get_sample_value("krm_canary_produce_latency_seconds", {"cluster": "c", "broker": "2"}) is None
+
+    # the next round writes everywhere: the incident resolves
+    ok = {"topic": "krm.canary", "partitions": [dict(p, produced=True, produce_ms=41.0) for p in ROUND["partitions"]]}
+    polls, found, *_ = split_rows([_row(cluster="c", poll_id=8, observed_at_ms=6_000, row_type="canary",
+                                        scope="canary", topic="krm.canary", details=json.dumps(ok))])
+    book.apply(polls, found)
+    assert book.open_incidents() == []
+
+
+def test_judge_is_the_failed_partitions():
+    assert [(f.partition, f.broker) for f in canary.judge(ROUND)] == [(1, 2)]
