@@ -112,27 +112,23 @@ class Collector:
     def _canary_loop(self, canary: CanarySource) -> None:
         """Canary rounds on their own thread and cadence: a round waiting on a dead leader never
         delays a poll."""
-        interval = self.config.collector.canary_interval_s
-        next_at = time.monotonic()
-        while not self._stop.is_set():
-            try:
-                self.publisher.publish(canary.poll())
-                self.canary_rounds += 1
-            except Exception:  # noqa: BLE001 - keep going
-                log.exception("canary round of cluster %s failed", canary.cluster.name)
-            next_at = max(next_at + interval, time.monotonic())
-            self._stop.wait(max(0.0, next_at - time.monotonic()))
+        self._fixed_rate(self.config.collector.canary_interval_s, canary.poll, "canary_rounds",
+                         f"canary round of cluster {canary.cluster.name}")
 
     def _scrape_loop(self, jmx: JmxSource) -> None:
         """JMX scrapes on their own thread and cadence: a slow exporter never delays a poll."""
-        interval = self.config.collector.jmx_interval_s
+        self._fixed_rate(self.config.collector.jmx_interval_s, jmx.poll, "jmx_scrapes",
+                         f"JMX scrape of cluster {jmx.cluster}")
+
+    def _fixed_rate(self, interval: float, poll: Any, counter: str, what: str) -> None:
+        """Publish `poll()` every `interval` seconds until stopped; a failure is logged and the next runs."""
         next_at = time.monotonic()
         while not self._stop.is_set():
             try:
-                self.publisher.publish(jmx.poll())
-                self.jmx_scrapes += 1
-            except Exception:  # noqa: BLE001 - keep scraping
-                log.exception("JMX scrape of cluster %s failed", jmx.cluster)
+                self.publisher.publish(poll())
+                setattr(self, counter, getattr(self, counter) + 1)
+            except Exception:  # noqa: BLE001 - keep going
+                log.exception("%s failed", what)
             next_at = max(next_at + interval, time.monotonic())
             self._stop.wait(max(0.0, next_at - time.monotonic()))
 

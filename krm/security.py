@@ -288,30 +288,30 @@ def parse_zookeeper_security(where: str, sec: str, t: Any) -> ZooKeeperSecurity:
     _table(where, sec, t, {"sasl_username", "sasl_password_file", "sasl_password_env", "tls", "ssl_cafile",
                            "ssl_certfile", "ssl_keyfile", "ssl_key_password_file", "ssl_key_password_env",
                            "ssl_check_hostname"})
-    username = t.get("sasl_username")
-    password = _secret(where, sec, t, "sasl_password")
-    if bool(username) != (password is not None):
-        raise ConfigError(f"{where}: {sec} SASL digest needs both sasl_username and sasl_password_file/_env")
-    if password is not None:
-        password.check(f"{sec} sasl_password")
+    username, password = _login(where, sec, t, "sasl_username", "sasl_password", "SASL digest")
     use_tls = t.get("tls", False)
     if not isinstance(use_tls, bool):
         raise ConfigError(f"{where}: {sec} tls must be true or false")
-    return ZooKeeperSecurity(str(username) if username else None, password, _tls(where, sec, t) if use_tls else None)
+    return ZooKeeperSecurity(username, password, _tls(where, sec, t) if use_tls else None)
 
 
 def parse_http_security(where: str, sec: str, t: Any) -> HttpSecurity:
     _table(where, sec, t, {"username", "password_file", "password_env", "ssl_cafile", "ssl_certfile",
                            "ssl_keyfile", "ssl_key_password_file", "ssl_key_password_env", "ssl_check_hostname"})
-    username = t.get("username")
-    password = _secret(where, sec, t, "password")
-    if bool(username) != (password is not None):
-        raise ConfigError(f"{where}: {sec} basic auth needs both username and password_file/password_env")
-    if password is not None:
-        password.check(f"{sec} password")
+    username, password = _login(where, sec, t, "username", "password", "basic auth")
     tls = _tls(where, sec, t)
     has_tls = tls.cafile or tls.certfile or not tls.check_hostname
-    return HttpSecurity(str(username) if username else None, password, tls if has_tls else None)
+    return HttpSecurity(username, password, tls if has_tls else None)
+
+
+def _login(where: str, sec: str, t: dict, user_key: str, secret: str, what: str) -> tuple[str | None, Secret | None]:
+    """A user name and its secret, both or neither; the secret checked (present, not world-readable)."""
+    username, password = t.get(user_key), _secret(where, sec, t, secret)
+    if bool(username) != (password is not None):
+        raise ConfigError(f"{where}: {sec} {what} needs both {user_key} and {secret}_file or {secret}_env")
+    if password is not None:
+        password.check(f"{sec} {secret}")
+    return (str(username) if username else None), password
 
 
 def _table(where: str, sec: str, t: Any, known: set[str]) -> None:

@@ -1,0 +1,69 @@
+"""How hard a collector with a wrong password hits the brokers: refused SCRAM logins counted in the
+brokers' own logs over a window, with krm's back-off after an access failure (collectors/access.py:
+5, 10, 20, 40, then every 60 s) and, for comparison, with it disabled (a new attempt at every poll).
+
+Runs the collector's own poll (collectors/admin.py), one poll a second, against a real local cluster
+started with `--security sasl_ssl` and the wrong password.
+
+Usage: .venv/bin/python benchmarks/access_backoff.py [--seconds 20] [--mode kraft|zk]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from collectors import access  # noqa: E402
+from collectors.admin import AdminSource  # noqa: E402
+from krm.config import CollectorConfig, load_config  # noqa: E402
+from krm.local_cluster import LocalCluster  # noqa: E402
+
+
+def refused(cluster: LocalCluster) -> int:
+    return sum((cluster.root / f"broker-{b}" / "logs" / "server.log").read_text(errors="replace")
+               .count("invalid credentials with SASL mechanism") for b in cluster.broker_ids)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--seconds", type=float, default=20.0)
+    ap.add_argument("--mode", choices=["kraft", "zk"], default="kraft")
+    args = ap.parse_args()
+    import dataclasses
+
+    with tempfile.TemporaryDirectory() as tmp:
+        cluster = LocalCluster(root=Path(tmp) / "c", mode=args.mode, brokers=3, security="sasl_ssl").up()
+        try:
+            wrong = Path(tmp) / "wrong.password"
+            wrong.write_text("not-the-password\n")
+            os.chmod(wrong, 0o600)
+            good = load_config(cluster.config_path).clusters[0]
+            bad = dataclasses.replace(good, security=dataclasses.replace(
+                good.security, password=dataclasses.replace(good.security.password, path=wrong)))
+            print(f"Kafka {cluster.kafka_version} {args.mode}, SASL_SSL, 3 brokers; one poll a second for "
+                  f"{args.seconds:.0f}s with a wrong password")
+            for label, delays in (("krm (back-off)", access.ACCESS_RETRY_S), ("retry at every poll", (0.0,))):
+                access.ACCESS_RETRY_S = delays
+                src = AdminSource(bad, CollectorConfig())
+                before, t0 = refused(cluster), time.monotonic()
+                polls = 0
+                while time.monotonic() - t0 < args.seconds:
+                    src.poll()
+                    polls += 1
+                    time.sleep(1.0)
+                src.close()
+                time.sleep(1.0)
+                print(f"  {label:22s} {polls:3d} polls, {refused(cluster) - before:3d} refused logins on the brokers")
+        finally:
+            cluster.down()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
