@@ -97,8 +97,9 @@ class AlertPath:
     """
 
     def __init__(self, state: PipelineState, book: IncidentBook, store: IncidentStore,
-                 balance: BalanceCheck | None = None) -> None:
+                 balance: BalanceCheck | None = None, deleted_after_ms: int = 30_000) -> None:
         self.state = state
+        self.deleted_after_ms = deleted_after_ms  # a topic no successful poll observed this long was deleted
         self.book = book
         self.store = store
         self.counts = BrokerLoad()
@@ -112,6 +113,9 @@ class AlertPath:
         polls, found, clusters, counts, jmx = split_rows(rows, canaries := [])
         changed = self.book.apply(polls, found)
         self.counts.update(counts)
+        for name, view in clusters.items():  # deleted topics leave the per-broker totals
+            if view.error is None:
+                self.counts.forget_stale(name, view.newest_observed_ms - self.deleted_after_ms)
         changed += self.book.apply(*self.balance.evaluate(self.counts, counts, clusters))
         if jmx:
             changed += self.book.apply(*self.jmx.update(jmx))
@@ -275,7 +279,8 @@ class Pipeline:
         raw = read_observations(self.spark, self.config)
         p = self.config.pipeline
         balance = BalanceCheck(BalanceSettings(p.leader_skew_tolerance, p.replica_imbalance_tolerance))
-        alert_path = interruptible(AlertPath(self.state, book, store, balance))
+        deleted_after_ms = int(max(30.0, 3 * self.config.collector.poll_interval_s) * 1000)
+        alert_path = interruptible(AlertPath(self.state, book, store, balance, deleted_after_ms))
         history_path = interruptible(HistoryPath(self.state, self.tables, app_id="krm-history"))
 
         def start_alerts() -> Any:

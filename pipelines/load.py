@@ -51,6 +51,14 @@ class BrokerLoad:
     def topics(self, cluster: str) -> list[TopicLoad]:
         return [t for (c, _), t in self._topics.items() if c == cluster]
 
+    def forget_stale(self, cluster: str, before_ms: int) -> list[str]:
+        """Drop the topics of `cluster` last observed before `before_ms`: every successful poll
+        observes every topic, so a topic missing from polls for that long was deleted. Returns them."""
+        gone = [topic for (c, topic), t in self._topics.items() if c == cluster and t.observed_at_ms < before_ms]
+        if gone:
+            self.forget_topics(cluster, {topic for (c, topic) in self._topics if c == cluster} - set(gone))
+        return gone
+
     def forget_topics(self, cluster: str, keep: set[str]) -> None:
         """Drop deleted topics (not in the cluster's latest topic list) from the totals."""
         for (c, topic) in [k for k in self._topics if k[0] == cluster and k[1] not in keep]:
