@@ -66,14 +66,24 @@ class Collector:
             zk.start()
         return self
 
-    def stop(self) -> None:
+    def request_stop(self) -> None:
+        """Tell every loop to end after its current round, without waiting for them."""
         self._stop.set()
-        for zk in self._zk.values():
-            zk.stop()
         for wake in (*self._wake.values(), *self._dirty.values()):
             wake.set()
+
+    def stop(self, timeout_s: float = 10.0) -> None:
+        """Stop and close everything; the loops share one `timeout_s` (a round waiting on a dead broker
+        is left to its daemon thread rather than holding up the shutdown)."""
+        self.request_stop()
+        for zk in self._zk.values():
+            zk.stop()
+        deadline = time.monotonic() + timeout_s
         for t in self._threads:
-            t.join(timeout=10)
+            t.join(timeout=max(0.0, deadline - time.monotonic()))
+        late = [t.name for t in self._threads if t.is_alive()]
+        if late:
+            log.info("collector threads still in a round at shutdown: %s", ", ".join(late))
         for src in self.sources:
             src.close()
         for jmx in self.jmx_sources:

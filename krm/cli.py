@@ -38,6 +38,8 @@ def _setup_logging(level: str, fmt: str = "text") -> None:
     # kafka-python reports every refused connection; krm logs the degraded state once instead.
     logging.getLogger("kafka").setLevel(logging.CRITICAL)
     logging.getLogger("kazoo").setLevel(logging.WARNING)
+    # great-expectations logs hundreds of INFO lines on import and on every run: only when asked (DEBUG)
+    logging.getLogger("great_expectations").setLevel(logging.DEBUG if level.upper() == "DEBUG" else logging.WARNING)
     logging.getLogger("py4j").setLevel(logging.WARNING)
 
 
@@ -120,7 +122,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     from krm.config import load_config
     from krm.runner import Monitor
 
+    import faulthandler
+    import signal
+
     config = load_config(_resolve_config(args.config))
+    faulthandler.register(signal.SIGUSR1, all_threads=True)  # `kill -USR1`: every thread's stack on stderr
     collect, pipeline = {"run": (True, True), "collect": (True, False), "pipeline": (False, True)}[args.command]
     monitor = Monitor(config, collect=collect, pipeline=pipeline).start()
     parts = [n for n, on in (("collector", collect), ("pipeline", pipeline)) if on]

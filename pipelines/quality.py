@@ -111,10 +111,12 @@ class Suite:
     """The expectation suite bound to a pandas data source in an ephemeral context (no files)."""
 
     def __init__(self) -> None:
+        gx_log = logging.getLogger("great_expectations")
+        if gx_log.level == logging.NOTSET:  # before the import, which logs too; `--log-level DEBUG` keeps them
+            gx_log.setLevel(logging.WARNING)
         import great_expectations as gx
         from great_expectations.data_context.types.base import ProgressBarsConfig
 
-        logging.getLogger("great_expectations").setLevel(logging.WARNING)
         ctx = gx.get_context(mode="ephemeral")
         ctx.variables.progress_bars = ProgressBarsConfig(globally=False)
         batch = ctx.data_sources.add_pandas("krm").add_dataframe_asset("partitions") \
@@ -225,10 +227,14 @@ class QualityRunner:
         self._thread.start()
         return self
 
-    def stop(self) -> None:
+    def stop(self, timeout_s: float = 2.0) -> None:
+        """Never holds up a shutdown: a run still going is abandoned with the (daemon) thread. Its
+        append is one Delta commit, so the table keeps the run whole or not at all."""
         self._stop.set()
         if self._thread is not None:
-            self._thread.join(timeout=30)
+            self._thread.join(timeout=timeout_s)
+            if self._thread.is_alive():
+                log.info("a data-quality run was still going at shutdown; it ends with the process")
 
     def _loop(self) -> None:
         while not self._stop.wait(self.interval_s):

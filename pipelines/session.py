@@ -34,6 +34,7 @@ def build_session(master: str = "local[2,4]", app_name: str = "krm-pipeline", lo
         "spark.driver.memory": "2g",
         "spark.driver.extraJavaOptions": java_opts,
         "spark.sql.streaming.stopGracefullyOnShutdown": "true",
+        "spark.sql.streaming.stopTimeout": "30s",  # a stuck batch (cluster) must not hold a shutdown forever
         "spark.databricks.delta.snapshotPartitions": "2",
         "spark.sql.adaptive.enabled": "false",  # tiny micro-batches: planning overhead, no benefit
         "spark.scheduler.mode": "FAIR",  # history writes must not queue ahead of alert batches

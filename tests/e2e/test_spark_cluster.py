@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 import urllib.request
 from pathlib import Path
 
@@ -106,10 +107,14 @@ def test_rf1_outage_on_a_spark_standalone_cluster(zk_cluster, standalone, tmp_pa
         try:
             rc = run.wait(timeout=90)
         except subprocess.TimeoutExpired:
+            run.send_signal(signal.SIGUSR1)  # the stacks of the threads that held the shutdown up, into the log
+            time.sleep(2)
             os.killpg(run.pid, signal.SIGKILL)
             rc = None
         if cluster.status()["brokers"][str(victim)]["state"] == "dead":
             cluster.start(victim)
     out = (tmp_path / "krm-run.log").read_text(errors="replace")
-    assert rc == 0, out[-3000:]
+    assert rc == 0, out[-6000:]
     assert "Traceback" not in out, out[-3000:]
+    assert " INFO great_expectations" not in out  # its logs at WARNING unless asked
+    print(next(line for line in out.splitlines() if "krm.runner: stopped in" in line))
