@@ -141,6 +141,11 @@ def cmd_incidents(args: argparse.Namespace) -> int:
     from pipelines.incident_store import IncidentStore, to_json_obj
     from pipelines.job import Tables
 
+    from pipelines.detectors.registry import INCIDENT_TYPES
+
+    unknown = sorted(set(args.type or ()) - set(INCIDENT_TYPES))
+    if unknown:
+        raise KrmError(f"unknown incident type {', '.join(unknown)}; the types are {', '.join(INCIDENT_TYPES)}")
     config = load_config(_resolve_config(args.config))
     incidents = IncidentStore(Tables(config.pipeline.data_dir).incidents).read(open_only=args.open, types=args.type)
     if args.json:

@@ -164,7 +164,9 @@ class Window:
 def incident_windows(incidents: list[Any], topic: str, partition: int | None, start: dt.datetime,
                      now: dt.datetime) -> list[Window]:
     """Replication incidents of `topic` (pipelines.incidents.Incident) overlapping [start, now]."""
-    kinds = {"REPLICA_LAG", "UNDER_REPLICATED", "UNDER_MIN_ISR", "HW_STALL", "OFFLINE_PARTITION"}
+    from pipelines.detectors import hw_stall, isr, lag, offline
+
+    kinds = {lag.TYPE, isr.UNDER_REPLICATED, isr.UNDER_MIN_ISR, hw_stall.TYPE, offline.TYPE}
     out = []
     for i in incidents:
         if i.topic != topic or i.type not in kinds or (partition is not None and i.partition != partition):

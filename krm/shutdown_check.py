@@ -4,7 +4,8 @@ For every partition with a replica on the broker, judged from one fresh observat
 replicas, live brokers, min.insync.replicas, unclean.leader.election.enable), with Kafka's rules:
 - the new leader is the first replica in assignment order that is alive, in the ISR and not the
   stopping broker (`ControlledShutdownLeaderElection` / `OfflinePartitionLeaderElection`,
-  core/src/main/scala/kafka/controller/PartitionStateMachine.scala);
+  core/src/main/scala/kafka/controller/PartitionStateMachine.scala), or on Kafka 4 a live ELR member
+  when the ISR is left empty: the OFFLINE_PARTITION rule's election (pipelines/detectors/offline.py);
 - without one, the partition has no leader (unclean election disabled) or elects an out-of-sync
   live replica and loses what only the stopping broker had (enabled);
 - the ISR left behind is compared with min(min.insync.replicas, RF) (`Partition.effectiveMinIsr`).
@@ -32,6 +33,8 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
+from pipelines.detectors import isr as isr_rule
+from pipelines.detectors import offline
 from pipelines.detectors.isr import effective_min_isr
 
 LEADERLESS = "becomes_leaderless"
@@ -60,39 +63,43 @@ class Verdict:
 
 def judge(broker: int, topic: str, p: dict[str, Any], live: set[int], min_isr: int | None,
           unclean: bool | None) -> Verdict | None:
+    """The partition after the broker stops, judged by the pipeline's own rules: who leads is
+    `offline.classify_offline` over the state left behind (the stopping broker out of the ISR and
+    not alive), the ISR left behind is `isr.classify_isr`'s."""
     replicas, isr, leader = tuple(p["replicas"]), tuple(p["isr"]), p["leader"]
     if broker not in replicas:
         return None
     live_after = live - {broker}
     isr_after = tuple(r for r in isr if r != broker and r in live_after)
     eff = effective_min_isr(min_isr, replicas)
-    leads = leader == broker or leader < 0 or leader not in live
-    new_leader = next((r for r in replicas if r in isr_after), None) if leads else leader
-    if leads and new_leader is None:
+    elr_after = [r for r in p.get("elr") or () if r != broker]
+    election = offline.classify_offline(leader, replicas, isr_after, live_after, elr_after, p.get("last_known_elr"))
+    new_leader = leader if election is None else (election.live_isr[0] if election.live_isr else None)
+
+    def verdict(kind: str, to: int | None, reason: str) -> Verdict:
+        return Verdict(topic, p["partition"], kind, leader, to, replicas, isr, isr_after, eff, reason)
+
+    if new_leader is None:
         others = [r for r in replicas if r in live_after]
         if len(replicas) == 1:
-            why = "replication factor 1: its only replica is on this broker"
-        elif unclean and others:
-            return Verdict(topic, p["partition"], UNCLEAN, leader, others[0], replicas, isr, isr_after, eff,
-                           f"no other live ISR member; unclean election would make {others[0]} leader and lose "
-                           "what only this broker has")
-        else:
-            why = "this broker is the only live in-sync replica" + ("" if others else " and no other replica is alive")
-        return Verdict(topic, p["partition"], LEADERLESS, leader, None, replicas, isr, isr_after, eff, why)
+            return verdict(LEADERLESS, None, "replication factor 1: its only replica is on this broker")
+        if unclean and others:
+            return verdict(UNCLEAN, others[0], f"no other live ISR member; unclean election would make {others[0]} "
+                                               "leader and lose what only this broker has")
+        return verdict(LEADERLESS, None, "this broker is the only live in-sync replica"
+                       + ("" if others else " and no other replica is alive"))
     if broker not in isr and leader != broker:
-        return Verdict(topic, p["partition"], FOLLOWER, leader, leader, replicas, isr, isr_after, eff,
-                       "an out-of-sync follower: stopping it changes neither the ISR nor the leader")
-    if len(isr_after) < eff:
-        return Verdict(topic, p["partition"], UNDER_MIN_ISR, leader, new_leader, replicas, isr, isr_after, eff,
+        return verdict(FOLLOWER, leader, "an out-of-sync follower: stopping it changes neither the ISR nor the leader")
+    after = isr_rule.classify_isr(replicas, isr_after, min_isr)
+    if isr_rule.UNDER_MIN_ISR in after.types:
+        return verdict(UNDER_MIN_ISR, new_leader,
                        f"ISR would be {list(isr_after)}, below min ISR {eff}: acks=all producers fail")
-    if len(isr_after) == eff and len(isr_after) < len(replicas):
-        return Verdict(topic, p["partition"], AT_MIN_ISR, leader, new_leader, replicas, isr, isr_after, eff,
+    if isr_rule.AT_MIN_ISR in after.types:
+        return verdict(AT_MIN_ISR, new_leader,
                        f"ISR would be {list(isr_after)}, at min ISR {eff}: one more loss stops acks=all")
     if leader == broker:
-        return Verdict(topic, p["partition"], LEADER_MOVES, leader, new_leader, replicas, isr, isr_after, eff,
-                       f"leadership moves to {new_leader}")
-    return Verdict(topic, p["partition"], FOLLOWER, leader, leader, replicas, isr, isr_after, eff,
-                   "loses a follower copy only")
+        return verdict(LEADER_MOVES, new_leader, f"leadership moves to {new_leader}")
+    return verdict(FOLLOWER, leader, "loses a follower copy only")
 
 
 def check(broker: int, topics: list[dict[str, Any]], live: set[int]) -> list[Verdict]:

@@ -27,9 +27,10 @@ class BalanceSettings:
 
 
 class BalanceCheck:
-    def __init__(self, settings: BalanceSettings | None = None) -> None:
+    def __init__(self, settings: BalanceSettings | None = None, history: balance.AssignmentHistory | None = None
+                 ) -> None:
         self.settings = settings or BalanceSettings()
-        self.history = balance.AssignmentHistory()
+        self.history = history or balance.AssignmentHistory()
         self._evaluated: dict[str, int] = {}
 
     def evaluate(self, load: BrokerLoad, batch_topics: list[TopicLoad], clusters: dict[str, ClusterView]
@@ -59,6 +60,6 @@ class BalanceCheck:
             ]
             at = view.newest_observed_ms
             polls.append(ScopePoll(name, SCOPE, at, at))
-            found.extend(Finding(name, SCOPE, r.type, balance.SEVERITY[r.type], r.topic, None, r.broker, r.cause,
-                                 r.details, at, at) for r in results)
+            found.extend(Finding(name, SCOPE, r.type, balance.RULES[r.type].severity_of(r.cause), r.topic, None,
+                                 r.broker, r.cause, r.details, at, at) for r in results)
         return polls, found

@@ -12,3 +12,12 @@ def let(value: Any, body: Callable[[Any], Any]) -> Any:
     from pyspark.sql import functions as F
 
     return F.element_at(F.transform(F.array(value), body), 1)
+
+
+def leo_of(replica_offsets: Any, broker: Any) -> Any:
+    """The LEO a replica reported (a partition's `replica_offsets`), as a Column; null when it did not
+    answer."""
+    from pyspark.sql import functions as F
+
+    return F.get(F.transform(F.filter(replica_offsets, lambda o: o["broker"] == broker),
+                             lambda o: o["log_end_offset"]), 0)

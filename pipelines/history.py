@@ -23,7 +23,7 @@ PARTITION_COLUMNS = ("date", "cluster")
 def partition_state(good: Any) -> Any:
     from pyspark.sql import functions as F
 
-    from pipelines.detectors.hw_stall import leo_of
+    from pipelines.columns import leo_of
 
     topics = good.where(F.col("kind") == "topic").select(
         "cluster", "source", "poll_id", "observed_at_ms", F.col("topic_state.topic").alias("topic"),
@@ -42,7 +42,7 @@ def partition_state(good: Any) -> Any:
 def replica_lag(good: Any) -> Any:
     from pyspark.sql import functions as F
 
-    from pipelines.detectors.hw_stall import leo_of
+    from pipelines.columns import leo_of
 
     parts = good.where(F.col("kind") == "topic").select(
         "cluster", "observed_at_ms", F.col("topic_state.topic").alias("topic"),

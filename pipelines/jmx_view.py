@@ -40,8 +40,9 @@ class JmxView:
                       if s.error is None and "active_controller_count" in s.gauges}
             claimants = controllers.split_brain(counts)
             if claimants:
-                found.append(Finding(cluster, SCOPE, controllers.TYPE, controllers.SEVERITY, None, None, claimants[0],
-                                     controllers.MULTIPLE, {"active_controllers": claimants}, at, poll_id))
+                found.append(Finding(cluster, SCOPE, controllers.TYPE, controllers.RULE.severity_of(controllers.MULTIPLE),
+                                     None, None, claimants[0], controllers.MULTIPLE, {"active_controllers": claimants},
+                                     at, poll_id))
         return polls, found
 
     def snapshot(self) -> dict[tuple[str, int], JmxSample]:

@@ -67,10 +67,31 @@ def detector_settings(config: Config) -> F_.DetectorSettings:
 
 def event_hold_ms(config: Config) -> dict[str, int]:
     """Incident types that are events (seen by one poll) and how long they stay open."""
-    from pipelines.detectors import truncation, unclean
+    from pipelines.detectors.registry import EVENT_TYPES
 
     hold = int(config.pipeline.event_hold_s * 1000)
-    return {unclean.TYPE: hold, truncation.REGRESSION: hold, truncation.TRUNCATION: hold}
+    return {t: hold for t in EVENT_TYPES}
+
+
+def restored_history(tables: Tables, store: IncidentStore) -> Any:
+    """The balance detectors' assignment history as the tables left it: a restarted pipeline keeps
+    knowing which brokers joined and which topics grew while it watched (their incidents keep their
+    causes). Unreadable tables cost the history, not the pipeline."""
+    from krm.assignment_history import broker_join_ms, topic_layouts
+    from pipelines.detectors.balance import REPLICA_IMBALANCE, AssignmentHistory
+
+    t0 = time.perf_counter()
+    try:
+        layouts = topic_layouts(tables.assignments)
+        joins = broker_join_ms(store.read(types=[REPLICA_IMBALANCE]) if store.exists() else [])
+    except Exception as e:  # noqa: BLE001 - e.g. a table being vacuumed; the history then starts afresh
+        log.warning("assignment history not restored from %s (%s: %s): expansions seen before this start "
+                    "will read as uneven_assignment", tables.assignments, type(e).__name__, e)
+        return AssignmentHistory()
+    if layouts or joins:
+        log.info("assignment history restored: %d topics, %d broker joins (%.1fs)", len(layouts), len(joins),
+                 time.perf_counter() - t0)
+    return AssignmentHistory.restore(layouts, joins)
 
 
 class Tables:
@@ -278,7 +299,8 @@ class Pipeline:
 
         raw = read_observations(self.spark, self.config)
         p = self.config.pipeline
-        balance = BalanceCheck(BalanceSettings(p.leader_skew_tolerance, p.replica_imbalance_tolerance))
+        balance = BalanceCheck(BalanceSettings(p.leader_skew_tolerance, p.replica_imbalance_tolerance),
+                               restored_history(self.tables, store))
         deleted_after_ms = int(max(30.0, 3 * self.config.collector.poll_interval_s) * 1000)
         alert_path = interruptible(AlertPath(self.state, book, store, balance, deleted_after_ms))
         history_path = interruptible(HistoryPath(self.state, self.tables, app_id="krm-history"))

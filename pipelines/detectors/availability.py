@@ -17,9 +17,11 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
+from pipelines.detectors.rule import PartitionView, Rule
+
 TYPE = "PARTITION_UNAVAILABLE"
 LEADER_UNREACHABLE = "leader_unreachable"
-SEVERITY = "critical"
+CANARY_FAILED = "canary_failed"  # judged on the driver from canary rounds (pipelines/detectors/canary.py)
 
 
 def leader_unreachable(leader: int, live: Sequence[int], unreachable: Sequence[int] | None) -> bool:
@@ -33,3 +35,19 @@ def leader_unreachable_column(leader: Any, live: Any, unreachable: Any) -> Any:
     # the (usually empty) unreachable list first: every partition of every poll passes here
     return F.coalesce(F.array_contains(unreachable, leader) & (leader >= 0) & F.array_contains(live, leader),
                       F.lit(False))
+
+
+def _affected(view: PartitionView) -> Any:
+    return view.memo("unavailable", lambda: leader_unreachable_column(view.p["leader"], view.live, view.unreachable))
+
+
+def _plan(view: PartitionView) -> Any:
+    from pyspark.sql import functions as F
+
+    return F.array(F.when(_affected(view), view.finding(
+        RULE, LEADER_UNREACHABLE, view.details(view.unreachable.alias("unreachable_brokers")))))
+
+
+RULE = Rule(TYPE, {LEADER_UNREACHABLE: "critical", CANARY_FAILED: "critical"}, "partition",
+            "clients cannot use the partition, before the controller says so", scope="offsets", plan=_plan,
+            affected=_affected)

@@ -21,8 +21,9 @@ so the driver's work grows with topics x brokers, never with partitions.
 - REPLICA_IMBALANCE per cluster (one per underloaded broker): a live broker holds fewer than
   (1 - tolerance) of the mean replicas per broker (default 20 %). Cause `broker_expansion` when that
   broker joined the cluster while watched (Kafka never moves existing replicas to a new broker by
-  itself), else `uneven_assignment`. The history lives in the driver: after a pipeline restart a
-  broker added earlier is `uneven_assignment`, and its topics are reported one by one.
+  itself), else `uneven_assignment`. The history survives restarts (`AssignmentHistory.restore`,
+  from the `assignments` table and the `broker_expansion` incidents); a broker that joined while no
+  pipeline ran is `uneven_assignment`.
 """
 
 from __future__ import annotations
@@ -30,15 +31,23 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from pipelines.detectors.rule import Rule
 from pipelines.load import Counts, TopicLoad
 
 PREFERRED = "PREFERRED_LEADER_IMBALANCE"
 LEADER_SKEW = "LEADER_SKEW"
 REPLICA_IMBALANCE = "REPLICA_IMBALANCE"
-SEVERITY = {PREFERRED: "warning", LEADER_SKEW: "warning", REPLICA_IMBALANCE: "warning"}
 PARTITION_EXPANSION = "partition_expansion"
 BROKER_EXPANSION = "broker_expansion"
 UNEVEN = "uneven_assignment"
+RULES = {
+    PREFERRED: Rule(PREFERRED, {None: "warning"}, "driver",
+                    "a broker not leading more than leader.imbalance.per.broker.percentage of its preferred partitions"),
+    LEADER_SKEW: Rule(LEADER_SKEW, {None: "warning"}, "driver", "a broker leading far more or fewer than the mean"),
+    REPLICA_IMBALANCE: Rule(REPLICA_IMBALANCE, {PARTITION_EXPANSION: "warning", BROKER_EXPANSION: "warning",
+                                                UNEVEN: "warning"}, "driver",
+                            "replicas unevenly spread: a broker left out by an expansion or an uneven assignment"),
+}
 DEFAULT_IMBALANCE_PERCENTAGE = 10  # Kafka's leader.imbalance.per.broker.percentage
 
 
@@ -51,21 +60,55 @@ class BalanceFinding:
     details: dict[str, Any]
 
 
+@dataclass(frozen=True)
+class TopicLayout:
+    """A topic as the `assignments` table recorded it (krm/assignment_history.py reads it)."""
+
+    first_ms: int  # first recorded
+    laid_out_ms: int  # first recorded with its current partition count
+    partitions: int  # the current (largest recorded) partition count
+
+
 @dataclass
 class AssignmentHistory:
     """What the pipeline saw change: when each broker and each topic's partition count first
-    appeared, and when a topic's partition count last grew. Restarts start it afresh."""
+    appeared, and when a topic's partition count last grew. Kept across restarts by `restore`."""
 
     cluster_first_ms: dict[str, int] = field(default_factory=dict)
     broker_first_ms: dict[tuple[str, int], int] = field(default_factory=dict)
     topic_partitions: dict[tuple[str, str], int] = field(default_factory=dict)
     topic_laid_out_ms: dict[tuple[str, str], int] = field(default_factory=dict)  # first seen or last grown
     topic_expanded_ms: dict[tuple[str, str], int] = field(default_factory=dict)
+    _restored: set[str] = field(default_factory=set)  # clusters whose first sight now is not their first
+
+    @classmethod
+    def restore(cls, layouts: dict[tuple[str, str], TopicLayout], joins: dict[tuple[str, int], int]
+                ) -> AssignmentHistory:
+        """The history a pipeline had before it restarted, from what it wrote: topic layouts and
+        growth from the `assignments` table, broker joins from its `broker_expansion` incidents
+        (`joins`: (cluster, broker) -> when first seen). A live broker known to neither is taken
+        as present from the start: one that joined while no pipeline ran is `uneven_assignment`."""
+        h = cls()
+        for (cluster, topic), t in layouts.items():
+            key = (cluster, topic)
+            h.topic_partitions[key] = t.partitions
+            h.topic_laid_out_ms[key] = t.laid_out_ms
+            if t.laid_out_ms > t.first_ms:
+                h.topic_expanded_ms[key] = t.laid_out_ms
+            h.cluster_first_ms[cluster] = min(t.first_ms, h.cluster_first_ms.get(cluster, t.first_ms))
+        for (cluster, broker), at in joins.items():
+            h.broker_first_ms[(cluster, broker)] = at
+            h.cluster_first_ms[cluster] = min(at - 1, h.cluster_first_ms.get(cluster, at - 1))
+        h._restored = set(h.cluster_first_ms)
+        return h
 
     def observe_brokers(self, cluster: str, live: set[int], at_ms: int) -> None:
         self.cluster_first_ms.setdefault(cluster, at_ms)
+        # after a restore, the brokers first seen now were there before (as far as the tables know)
+        first = self.cluster_first_ms[cluster] if cluster in self._restored else at_ms
+        self._restored.discard(cluster)
         for b in live:
-            self.broker_first_ms.setdefault((cluster, b), at_ms)
+            self.broker_first_ms.setdefault((cluster, b), first)
 
     def observe_topic(self, cluster: str, topic: str, partitions: int, at_ms: int) -> None:
         key = (cluster, topic)

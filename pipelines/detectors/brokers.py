@@ -17,13 +17,12 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-from pipelines.detectors.controllers import TYPE as CONTROLLER_ANOMALY
+from pipelines.detectors.controllers import NO_CONTROLLER, controller_missing  # noqa: F401 - the cluster checks
+from pipelines.detectors.rule import ClusterView, Rule
 
 BROKER_DOWN = "BROKER_DOWN"
-SEVERITY = {BROKER_DOWN: "critical", CONTROLLER_ANOMALY: "critical"}
 NOT_REGISTERED = "not_registered"
 UNREACHABLE = "unreachable"
-NO_CONTROLLER = "no_active_controller"
 
 
 def down_brokers(brokers: Iterable[dict[str, Any]]) -> list[tuple[int, str]]:
@@ -37,17 +36,26 @@ def down_brokers(brokers: Iterable[dict[str, Any]]) -> list[tuple[int, str]]:
     return sorted(out)
 
 
-def controller_missing(controller_id: int | None) -> bool:
-    return controller_id is None or controller_id < 0
-
-
 def broker_columns(cluster_state: Any) -> dict[str, Any]:
-    """Spark form: {"down": array of broker structs not live, "no_controller": boolean}."""
+    """Spark form: {"down": broker structs not registered, "unreachable": registered but not answering}."""
     from pyspark.sql import functions as F
 
-    cid = cluster_state["controller_id"]
     return {
         "down": F.filter(cluster_state["brokers"], lambda b: ~b["live"]),
         "unreachable": F.filter(cluster_state["brokers"], lambda b: b["live"] & (b["reachable"] == F.lit(False))),
-        "no_controller": cid.isNull() | (cid < 0),
     }
+
+
+def _plan(view: ClusterView) -> Any:
+    from pyspark.sql import functions as F
+
+    b = broker_columns(view.cs)
+
+    def each(brokers: Any, cause: str) -> Any:
+        return F.transform(brokers, lambda br: view.finding(RULE, cause, F.to_json(F.struct(
+            br["host"].alias("host"), br["port"].alias("port"), br["rack"].alias("rack"))), broker=br["id"]))
+    return F.concat(each(b["down"], NOT_REGISTERED), each(b["unreachable"], UNREACHABLE))
+
+
+RULE = Rule(BROKER_DOWN, {NOT_REGISTERED: "critical", UNREACHABLE: "warning"}, "cluster",
+            "a broker not registered (critical) or not answering while still registered (warning)", plan=_plan)

@@ -12,9 +12,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from pipelines.detectors.availability import SEVERITY, TYPE
+from pipelines.detectors.availability import CANARY_FAILED as CAUSE
+from pipelines.detectors.availability import RULE, TYPE
 
-CAUSE = "canary_failed"
+SEVERITY = RULE.severity_of(CAUSE)
 SCOPE = "canary"  # one poll marker per canary record resolves the round's partitions
 
 

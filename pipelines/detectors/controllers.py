@@ -1,4 +1,13 @@
-"""CONTROLLER_ANOMALY from the brokers' own JMX: more than one broker says it is the active controller.
+"""CONTROLLER_ANOMALY: the one declaration of the type, judged in three places.
+
+- `no_active_controller` (critical): a successful cluster record names no controller (ZooKeeper mode:
+  no broker holds /controller); judged in the alert projection (see pipelines/detectors/brokers.py
+  for why KRaft never shows it).
+- `no_quorum_leader`, `voter_lagging`, `quorum_at_risk`: the KRaft metadata quorum
+  (pipelines/detectors/quorum.py, on the driver).
+- `multiple_active_controllers` (critical), from the brokers' own JMX, below.
+
+Split brain from JMX: more than one broker says it is the active controller.
 
 Metadata answers name one controller; only the brokers themselves can reveal a split brain (a
 deposed controller that has not noticed, e.g. after a long GC pause or a ZooKeeper partition):
@@ -10,9 +19,16 @@ fail-over between two rounds is not a split brain.
 
 from __future__ import annotations
 
+from typing import Any
+
+from pipelines.detectors.rule import ClusterView, Rule
+
 TYPE = "CONTROLLER_ANOMALY"
-SEVERITY = "critical"
+NO_CONTROLLER = "no_active_controller"
 MULTIPLE = "multiple_active_controllers"
+NO_QUORUM_LEADER = "no_quorum_leader"
+VOTER_LAGGING = "voter_lagging"
+QUORUM_AT_RISK = "quorum_at_risk"
 
 
 def active_controllers(counts: dict[int, float]) -> list[int]:
@@ -23,3 +39,19 @@ def active_controllers(counts: dict[int, float]) -> list[int]:
 def split_brain(counts: dict[int, float]) -> list[int] | None:
     claimants = active_controllers(counts)
     return claimants if len(claimants) > 1 else None
+
+
+def controller_missing(controller_id: int | None) -> bool:
+    return controller_id is None or controller_id < 0
+
+
+def _plan(view: ClusterView) -> Any:
+    from pyspark.sql import functions as F
+
+    cid = view.cs["controller_id"]
+    return F.array(F.when(cid.isNull() | (cid < 0), view.finding(RULE, NO_CONTROLLER, F.lit("{}"))))
+
+
+RULE = Rule(TYPE, {NO_CONTROLLER: "critical", MULTIPLE: "critical", NO_QUORUM_LEADER: "critical",
+                   VOTER_LAGGING: "warning", QUORUM_AT_RISK: "warning"}, "cluster",
+            "no active controller, more than one, or a KRaft quorum losing its majority", plan=_plan)

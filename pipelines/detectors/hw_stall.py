@@ -17,8 +17,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Sequence
 
+from pipelines.columns import leo_of
+from pipelines.detectors import offline
+from pipelines.detectors.rule import PartitionView, Rule
+
 TYPE = "HW_STALL"
-SEVERITY = "critical"
 FOLLOWER_UNREACHABLE = "isr_follower_unreachable"
 FOLLOWER_BEHIND = "isr_follower_not_caught_up"
 DEFAULT_WINDOW_MS = 30_000  # Kafka's default replica.lag.time.max.ms since 2.5
@@ -43,14 +46,6 @@ def classify_stall(leader: int, isr: Sequence[int], hw: int | None, leos: dict[i
                  unreachable + behind, unreachable)
 
 
-def leo_of(replica_offsets: Any, broker: Any) -> Any:
-    """The LEO a replica reported, as a Column (null when it did not answer)."""
-    from pyspark.sql import functions as F
-
-    return F.get(F.transform(F.filter(replica_offsets, lambda o: o["broker"] == broker),
-                             lambda o: o["log_end_offset"]), 0)
-
-
 def stall_columns(p: Any, observed_at_ms: Any, window_ms: Any) -> dict[str, Any]:
     """The same rule as Spark Columns over one partition struct of a topic record."""
     from pyspark.sql import functions as F
@@ -70,3 +65,31 @@ def stall_columns(p: Any, observed_at_ms: Any, window_ms: Any) -> dict[str, Any]
         "holding_back": F.concat(unreachable, behind),
         "unreachable": unreachable,
     }
+
+
+def of(view: PartitionView) -> dict[str, Any]:
+    """`stall_columns` of a partition view with its window: the detector setting, else the cluster's
+    replica.lag.time.max.ms."""
+    from pyspark.sql import functions as F
+
+    def build() -> dict[str, Any]:
+        configured = view.settings.hw_stall_window_ms
+        window = (F.lit(configured) if configured is not None
+                  else F.coalesce(view.ts["replica_lag_time_max_ms"], F.lit(DEFAULT_WINDOW_MS)))
+        return {**stall_columns(view.p, view.observed_at_ms, window), "window": window}
+    return view.memo("stall", build)
+
+
+def _plan(view: PartitionView) -> Any:
+    from pyspark.sql import functions as F
+
+    st, p = of(view), view.p
+    details = view.details(
+        *view.offsets_details, st["stalled_ms"].alias("stalled_ms"), p["hw_stalled_since_ms"].alias("hw_stalled_since_ms"),
+        st["window"].alias("window_ms"), st["holding_back"].alias("holding_back"), st["unreachable"].alias("unreachable"))
+    return F.array(F.when(~offline.of(view)["is_offline"] & st["stalled"], view.finding(RULE, st["cause"], details)))
+
+
+RULE = Rule(TYPE, {FOLLOWER_UNREACHABLE: "critical", FOLLOWER_BEHIND: "critical"}, "partition",
+            "the HW held still for a window while the leader's log is ahead: acks=all producers hang",
+            scope="offsets", plan=_plan, affected=lambda v: of(v)["stalled"])

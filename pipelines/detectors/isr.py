@@ -28,10 +28,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Sequence
 
+from pipelines.detectors import offline
+from pipelines.detectors.rule import PartitionView, Rule
+
 UNDER_REPLICATED = "UNDER_REPLICATED"
 UNDER_MIN_ISR = "UNDER_MIN_ISR"
 AT_MIN_ISR = "AT_MIN_ISR"
-SEVERITY = {UNDER_REPLICATED: "warning", UNDER_MIN_ISR: "critical", AT_MIN_ISR: "warning"}
 DEFAULT_MIN_ISR = 1  # Kafka's default min.insync.replicas; used when the config is unknown
 
 
@@ -86,3 +88,38 @@ def isr_columns(replicas: Any, isr: Any, min_insync_replicas: Any) -> dict[str, 
         "cli_under_min_isr": n < raw,
         "cli_at_min_isr": n == raw,
     }
+
+
+def incomplete(view: PartitionView) -> Any:
+    """|ISR| < RF: what each of the three ISR rules needs first (one shared prefilter)."""
+    from pyspark.sql import functions as F
+
+    return F.size(view.p["isr"]) < F.size(view.p["replicas"])
+
+
+def _plan_of(kind: str) -> Any:
+    def plan(view: PartitionView) -> Any:
+        from pyspark.sql import functions as F
+
+        p, ts = view.p, view.ts
+        i = view.memo("isr", lambda: isr_columns(p["replicas"], p["isr"], ts["min_insync_replicas"]))
+        details = view.memo("isr_details", lambda: view.details(
+            i["out_of_sync"].alias("out_of_sync"), i["effective_min_isr"].alias("effective_min_isr"),
+            ts["min_insync_replicas"].alias("min_insync_replicas"),
+            F.struct(i["cli_under_min_isr"].alias("under_min_isr"), i["cli_at_min_isr"].alias("at_min_isr"))
+            .alias("cli_view")))
+        column = {UNDER_REPLICATED: "under_replicated", UNDER_MIN_ISR: "under_min_isr", AT_MIN_ISR: "at_min_isr"}[kind]
+        return F.array(F.when(~offline.of(view)["is_offline"] & i[column], view.finding(RULES[kind], None, details)))
+    return plan
+
+
+RULES = {
+    UNDER_REPLICATED: Rule(UNDER_REPLICATED, {None: "warning"}, "partition", "a led partition with |ISR| < RF",
+                           scope="topic", plan=_plan_of(UNDER_REPLICATED), affected=incomplete),
+    UNDER_MIN_ISR: Rule(UNDER_MIN_ISR, {None: "critical"}, "partition",
+                        "|ISR| < min(min.insync.replicas, RF): acks=all producers fail", scope="topic",
+                        plan=_plan_of(UNDER_MIN_ISR), affected=incomplete),
+    AT_MIN_ISR: Rule(AT_MIN_ISR, {None: "warning"}, "partition",
+                     "ISR members lost down to min ISR: one more loss stops acks=all", scope="topic",
+                     plan=_plan_of(AT_MIN_ISR), affected=incomplete),
+}

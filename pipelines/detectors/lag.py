@@ -13,8 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from pipelines.detectors.rule import PartitionView, Rule
+
 TYPE = "REPLICA_LAG"
-SEVERITY = "warning"
 DEFAULT_MESSAGES = 10_000
 DEFAULT_SECONDS = 30.0
 
@@ -48,7 +49,7 @@ def lag_columns(p: Any, max_messages: Any, max_seconds: Any) -> Any:
     from pyspark.sql import functions as F
 
     from pipelines.columns import let
-    from pipelines.detectors.hw_stall import leo_of
+    from pipelines.columns import leo_of
 
     offsets = F.coalesce(p["replica_offsets"], F.array())
     rate = p["write_rate"]
@@ -67,3 +68,29 @@ def lag_columns(p: Any, max_messages: Any, max_seconds: Any) -> Any:
 
     # The leader's LEO is looked up once per partition, not once per follower (pipelines/columns.let).
     return let(leo_of(offsets, p["leader"]), lagging)
+
+
+def of(view: PartitionView) -> Any:
+    from pyspark.sql import functions as F
+
+    s = view.settings
+    return view.memo("lag", lambda: lag_columns(view.p, F.lit(s.lag_messages), F.lit(s.lag_seconds)))
+
+
+def _plan(view: PartitionView) -> Any:
+    from pyspark.sql import functions as F
+
+    return F.transform(of(view), lambda x: view.finding(RULE, None, view.details(
+        x["messages"].alias("lag_messages"), x["seconds"].alias("lag_seconds"), x["in_isr"].alias("in_isr"),
+        x["leader_leo"].alias("leader_leo"), x["follower_leo"].alias("follower_leo"),
+        view.p["write_rate"].alias("write_rate")), broker=x["broker"]))
+
+
+def _affected(view: PartitionView) -> Any:
+    from pyspark.sql import functions as F
+
+    return F.size(of(view)) > 0
+
+
+RULE = Rule(TYPE, {None: "warning"}, "partition", "a follower behind its leader (messages or estimated seconds)",
+            scope="offsets", plan=_plan, affected=_affected)

@@ -41,8 +41,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Sequence
 
+from pipelines.detectors.rule import PartitionView, Rule
+
 TYPE = "OFFLINE_PARTITION"
-SEVERITY = "critical"
 SINGLE_REPLICA = "single_replica_on_dead_broker"
 ALL_ISR_DEAD = "all_isr_replicas_dead"
 LIVE_ISR_NO_LEADER = "live_isr_but_no_leader"
@@ -115,3 +116,24 @@ def offline_columns(leader: Any, replicas: Any, isr: Any, live: Any, elr: Any = 
                    .otherwise(F.filter(replicas, lambda b: ~is_live(b))))
     live_isr_out = F.when(single | ~has_live, empty).otherwise(live_candidates)
     return {"is_offline": offline, "cause": cause, "must_return": must_return, "live_isr": live_isr_out}
+
+
+def of(view: PartitionView) -> dict[str, Any]:
+    """`offline_columns` of a partition view, built once per plan (the ISR and stall rules ask too)."""
+    p = view.p
+    return view.memo("offline", lambda: offline_columns(p["leader"], p["replicas"], p["isr"], view.live, p["elr"],
+                                                        p["last_known_elr"]))
+
+
+def _plan(view: PartitionView) -> Any:
+    from pyspark.sql import functions as F
+
+    o = of(view)
+    details = view.details(view.live.alias("live_brokers"), o["must_return"].alias("must_return"),
+                           o["live_isr"].alias("live_isr"),
+                           view.ts["unclean_leader_election"].alias("unclean_leader_election"))
+    return F.array(F.when(o["is_offline"], view.finding(RULE, o["cause"], details)))
+
+
+RULE = Rule(TYPE, {c: "critical" for c in CAUSES}, "partition", "no live leader: nobody can produce or consume",
+            scope="topic", plan=_plan, affected=lambda v: of(v)["is_offline"])

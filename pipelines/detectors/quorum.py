@@ -25,14 +25,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from pipelines.detectors.controllers import NO_QUORUM_LEADER as NO_LEADER
+from pipelines.detectors.controllers import QUORUM_AT_RISK as AT_RISK
+from pipelines.detectors.controllers import RULE, VOTER_LAGGING
 from pipelines.detectors.controllers import TYPE as TYPE  # re-exported: quorum findings are CONTROLLER_ANOMALY
 
 SCOPE = "quorum"  # incidents resolved by each cluster record that carries a quorum
 TOPIC = "__cluster_metadata"  # the subject of quorum findings: the metadata log's only partition
-NO_LEADER = "no_quorum_leader"
-VOTER_LAGGING = "voter_lagging"
-AT_RISK = "quorum_at_risk"
-SEVERITY = {NO_LEADER: "critical", VOTER_LAGGING: "warning", AT_RISK: "warning"}
 FETCH_TIMEOUT_MS = 2000  # controller.quorum.fetch.timeout.ms's default
 
 LEADER, CAUGHT_UP, LAGGING, NOT_FETCHING = "leader", "caught_up", "lagging", "not_fetching"
@@ -89,10 +88,10 @@ def judge(quorum: dict[str, Any] | None, timeout_ms: int = FETCH_TIMEOUT_MS) -> 
     if quorum is None:
         return []
     if quorum.get("leader_id") is None or quorum["leader_id"] < 0:
-        return [QuorumFinding(NO_LEADER, SEVERITY[NO_LEADER], None,
+        return [QuorumFinding(NO_LEADER, RULE.severity_of(NO_LEADER), None,
                               {"error": quorum.get("error"), "leader_epoch": quorum.get("leader_epoch")})]
     states = voter_states(quorum, timeout_ms)
-    found = [QuorumFinding(VOTER_LAGGING, SEVERITY[VOTER_LAGGING], s.id,
+    found = [QuorumFinding(VOTER_LAGGING, RULE.severity_of(VOTER_LAGGING), s.id,
                            {"state": s.state, "records_behind": s.records_behind, "fetch_age_ms": s.fetch_age_ms,
                             "caught_up_age_ms": s.caught_up_age_ms, "leader_id": quorum["leader_id"]})
              for s in states if s.state in (LAGGING, NOT_FETCHING)]
@@ -101,7 +100,7 @@ def judge(quorum: dict[str, Any] | None, timeout_ms: int = FETCH_TIMEOUT_MS) -> 
     counts = {"voters": len(states), "healthy": healthy, "majority": majority, "can_lose": healthy - majority,
               "out": [s.id for s in states if s.state in (LAGGING, NOT_FETCHING)], "leader_id": quorum["leader_id"]}
     if states and healthy < majority:
-        found.append(QuorumFinding(NO_LEADER, SEVERITY[NO_LEADER], None, {**counts, "error": "majority lost"}))
+        found.append(QuorumFinding(NO_LEADER, RULE.severity_of(NO_LEADER), None, {**counts, "error": "majority lost"}))
     elif states and healthy < len(states) and healthy == majority:
-        found.append(QuorumFinding(AT_RISK, SEVERITY[AT_RISK], None, counts))
+        found.append(QuorumFinding(AT_RISK, RULE.severity_of(AT_RISK), None, counts))
     return found

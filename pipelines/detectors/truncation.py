@@ -18,12 +18,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from pipelines.detectors.rule import PartitionView, Rule, changed
+
 REGRESSION = "OFFSET_REGRESSION"
 TRUNCATION = "LOG_TRUNCATION"
-SEVERITY = {REGRESSION: "critical"}
 UNCOMMITTED = "uncommitted_suffix"
 BELOW_HW = "below_high_watermark"
-TRUNCATION_SEVERITY = {UNCOMMITTED: "warning", BELOW_HW: "critical"}
 
 
 @dataclass(frozen=True)
@@ -60,7 +60,7 @@ def truncation_column(p: Any) -> Any:
     """array<struct<broker, before, after, cause>> of the replicas whose LEO went backwards."""
     from pyspark.sql import functions as F
 
-    from pipelines.detectors.hw_stall import leo_of
+    from pipelines.columns import leo_of
 
     prev = p["previous"]
     before_offsets = F.coalesce(prev["replica_offsets"], F.array())
@@ -73,3 +73,29 @@ def truncation_column(p: Any) -> Any:
         .alias("cause")))
     return F.when(prev.isNotNull(), F.filter(rows, lambda x: x["before"].isNotNull() & (x["after"] < x["before"]))) \
         .otherwise(F.array().cast("array<struct<broker:int,before:bigint,after:bigint,cause:string>>"))
+
+
+def _regression_plan(view: PartitionView) -> Any:
+    from pyspark.sql import functions as F
+
+    return F.array(F.when(regression_column(view.p), view.finding(REGRESSION_RULE, None, view.change_details)))
+
+
+def _truncation_plan(view: PartitionView) -> Any:
+    from pyspark.sql import functions as F
+
+    prev = view.prev
+    return F.transform(truncation_column(view.p), lambda x: view.finding(
+        TRUNCATION_RULE, x["cause"], view.details(
+            x["before"].alias("log_end_offset_before"), x["after"].alias("log_end_offset_after"),
+            (x["before"] - x["after"]).alias("truncated_messages"),
+            prev["high_watermark"].alias("previous_high_watermark"), prev["max_high_watermark"].alias("max_high_watermark")),
+        broker=x["broker"]))
+
+
+REGRESSION_RULE = Rule(REGRESSION, {None: "critical"}, "partition",
+                       "the high watermark went back: committed messages are lost", scope="offsets",
+                       plan=_regression_plan, affected=changed, event=True)
+TRUNCATION_RULE = Rule(TRUNCATION, {UNCOMMITTED: "warning", BELOW_HW: "critical"}, "partition",
+                       "a replica's log end offset went back", scope="offsets", plan=_truncation_plan,
+                       affected=changed, event=True)

@@ -29,11 +29,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Sequence
 
+from pipelines.detectors.rule import PartitionView, Rule, changed
+
 TYPE = "UNCLEAN_LEADER_ELECTION"
 NOT_ELIGIBLE = "not_in_isr_or_elr"  # an out-of-sync replica leads: committed messages may be gone
 LAST_KNOWN_ELR = "last_known_elr"  # Kafka 4's recovery of the last known leader
-SEVERITY = {NOT_ELIGIBLE: "critical", LAST_KNOWN_ELR: "warning"}
-CAUSES = tuple(SEVERITY)
 
 
 @dataclass(frozen=True)
@@ -52,8 +52,8 @@ def classify_election(leader: int, previous_leader: int | None, previous_isr: Se
         return None
     if leader in (previous_last_known_elr or ()):
         went_back = hw is not None and previous_hw is not None and hw < previous_hw
-        return ElectionVerdict(LAST_KNOWN_ELR, "critical" if went_back else SEVERITY[LAST_KNOWN_ELR])
-    return ElectionVerdict(NOT_ELIGIBLE, SEVERITY[NOT_ELIGIBLE])
+        return ElectionVerdict(LAST_KNOWN_ELR, "critical" if went_back else RULE.severity_of(LAST_KNOWN_ELR))
+    return ElectionVerdict(NOT_ELIGIBLE, RULE.severity_of(NOT_ELIGIBLE))
 
 
 def is_unclean(leader: int, previous_leader: int | None, previous_isr: Sequence[int] | None) -> bool:
@@ -73,5 +73,19 @@ def election_columns(p: Any) -> dict[str, Any]:
     return {
         "unclean": F.coalesce(elected & ~was_eligible, F.lit(False)),
         "cause": F.when(last_known, F.lit(LAST_KNOWN_ELR)).otherwise(F.lit(NOT_ELIGIBLE)),
-        "severity": F.when(last_known & ~went_back, F.lit(SEVERITY[LAST_KNOWN_ELR])).otherwise(F.lit("critical")),
+        "severity": F.when(last_known & ~went_back, F.lit(RULE.severity_of(LAST_KNOWN_ELR))).otherwise(F.lit("critical")),
     }
+
+
+def _plan(view: PartitionView) -> Any:
+    from pyspark.sql import functions as F
+
+    e = election_columns(view.p)
+    return F.array(F.when(e["unclean"], view.finding(RULE, e["cause"], view.change_details, e["severity"])))
+
+
+# declared severities; a last-known-leader election whose HW went back in the same poll is critical
+RULE = Rule(TYPE, {NOT_ELIGIBLE: "critical", LAST_KNOWN_ELR: "warning"}, "partition",
+            "a leader elected from outside the ISR and the ELR", scope="offsets", plan=_plan, affected=changed,
+            event=True)
+CAUSES = RULE.causes

@@ -7,6 +7,8 @@ clusters' other tests must not see.
    REPLICA_IMBALANCE on the topic, cause partition_expansion.
 2. A fourth broker joins: Kafka moves nothing onto it -> REPLICA_IMBALANCE on the cluster for
    broker 4, cause broker_expansion; the topic's incident keeps its own cause.
+3. The monitor restarts: both incidents keep their ids and causes (the assignment history is
+   rebuilt from the `assignments` table and the incidents, not forgotten).
 """
 
 import pytest
@@ -60,6 +62,24 @@ def test_partition_expansion_then_broker_expansion(small_cluster, kraft_cluster,
         # the topic's own incident keeps its cause: broker 3 was left out by the expansion, not by joining late
         (still,) = [i for i in _open(config_path, "REPLICA_IMBALANCE") if i["topic"] == "expand"]
         assert still["cause"] == "partition_expansion" and still["incident_id"] == inc["incident_id"]
+
+        # 3. restart once the history path recorded the grown topic
+        from krm.assignment_history import topic_layouts
+        from pipelines.job import Tables
+
+        tables = Tables(load_config(config_path).pipeline.data_dir)
+        wait_for(lambda: (cluster.name, "expand") in topic_layouts(tables.assignments)
+                 and topic_layouts(tables.assignments)[(cluster.name, "expand")].partitions == 4, 60,
+                 "the assignments table to record the expansion")
+        monitor.stop()
+        monitor = Monitor(load_config(config_path), spark=spark).start()
+        batches = lambda: sum(s.value for s in series(scrape(url), "krm_pipeline_batches"))  # noqa: E731
+        wait_for(lambda: batches() >= 6 and replicas() == 4, 90, "six alert batches after the restart")
+        after = {(i["topic"], i["broker"]): i for i in _open(config_path, "REPLICA_IMBALANCE")}
+        assert after[("expand", None)]["incident_id"] == inc["incident_id"]
+        assert after[("expand", None)]["cause"] == "partition_expansion"
+        assert after[(None, new)]["incident_id"] == joined[0]["incident_id"]
+        assert after[(None, new)]["cause"] == "broker_expansion"
     finally:
         admin.close()
         monitor.stop()

@@ -1,0 +1,36 @@
+"""Every incident type krm raises, one rule each (pipelines/detectors/rule.py), in report order.
+
+The alert projection judges the `partition` and `cluster` rules, in this order; the driver judges the
+others. `krm incidents --type`, the docs and the shipped alert rules are checked against this list.
+"""
+
+from __future__ import annotations
+
+from pipelines.detectors import availability, balance, brokers, controllers, hw_stall, isr, lag, offline, truncation, unclean
+from pipelines.detectors.rule import Rule
+
+RULES: tuple[Rule, ...] = (
+    offline.RULE,
+    isr.RULES[isr.UNDER_REPLICATED],
+    isr.RULES[isr.UNDER_MIN_ISR],
+    isr.RULES[isr.AT_MIN_ISR],
+    hw_stall.RULE,
+    unclean.RULE,
+    availability.RULE,
+    truncation.REGRESSION_RULE,
+    lag.RULE,
+    truncation.TRUNCATION_RULE,
+    brokers.RULE,
+    controllers.RULE,
+    balance.RULES[balance.PREFERRED],
+    balance.RULES[balance.LEADER_SKEW],
+    balance.RULES[balance.REPLICA_IMBALANCE],
+)
+BY_TYPE: dict[str, Rule] = {r.type: r for r in RULES}
+assert len(BY_TYPE) == len(RULES), "one rule per incident type"
+INCIDENT_TYPES: tuple[str, ...] = tuple(BY_TYPE)
+EVENT_TYPES: frozenset[str] = frozenset(r.type for r in RULES if r.event)
+
+
+def of_subject(subject: str) -> tuple[Rule, ...]:
+    return tuple(r for r in RULES if r.subject == subject)

@@ -1,0 +1,174 @@
+"""What each incident type declares once: its causes and their severities, what it is judged on, and
+(when the alert projection judges it) its Spark form.
+
+Every detector module ends with one `Rule` per incident type it raises; pipelines/detectors/
+registry.py lists them. The alert projection (pipelines/findings.py) loops over the rules of its
+subjects, the driver-side judges (balance, canary, quorum, JMX) take their severities from them, and
+docs and alert rules are checked against the registry (tests/unit/test_rule_registry.py). Adding an
+incident type: a detector module with its rule, one line in the registry, its golden table.
+
+Subjects:
+- `partition`: judged in the alert projection on each partition of a `topic` record (`PartitionView`);
+  `plan(view)` gives an array of finding rows (nulls dropped), `affected(view)` a cheap condition that
+  must hold for any finding (partitions for which every rule's `affected` is false are skipped).
+- `cluster`: judged in the alert projection on each successful `cluster` record (`ClusterView`).
+- `driver`: judged in Python on the driver (counts, canary rounds, quorum, JMX); no Spark form.
+A type judged in several places (CONTROLLER_ANOMALY) has one rule whose `plan` covers the Spark part.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any, Callable, Mapping
+
+# The columns of every row the alert projection hands the driver (findings, poll markers, states).
+ROW_FIELDS = [("row_type", "string"), ("scope", "string"), ("type", "string"), ("severity", "string"),
+              ("topic", "string"), ("partition", "int"), ("broker", "int"), ("cause", "string"),
+              ("details", "string")]
+
+
+@dataclass(frozen=True)
+class Rule:
+    type: str
+    severity: Mapping[str | None, str]  # by cause; the key None for a type without causes
+    subject: str  # "partition" | "cluster" | "driver"
+    summary: str
+    scope: str | None = None  # partition rules: "topic" (metadata alone resolves it) or "offsets"
+    plan: Callable[[Any], Any] | None = None  # view -> array<finding row> Column (nulls allowed)
+    affected: Callable[[Any], Any] | None = None  # PartitionView -> boolean Column; shared callables count once
+    event: bool = False  # a moment, not a state: held open for `event_hold_s`, then resolved
+
+    def __post_init__(self) -> None:
+        if self.subject not in ("partition", "cluster", "driver"):
+            raise ValueError(f"{self.type}: unknown subject {self.subject!r}")
+        if (self.plan is None) != (self.subject == "driver"):
+            raise ValueError(f"{self.type}: a {self.subject} rule {'needs' if self.plan is None else 'has no'} plan")
+        if self.subject == "partition" and (self.scope not in ("topic", "offsets") or self.affected is None):
+            raise ValueError(f"{self.type}: a partition rule needs scope 'topic' or 'offsets' and `affected`")
+
+    @property
+    def causes(self) -> tuple[str, ...]:
+        return tuple(c for c in self.severity if c is not None)
+
+    def severity_of(self, cause: str | None = None) -> str:
+        return self.severity[cause]
+
+    def severity_column(self, cause: Any) -> Any:
+        """The declared severity of a cause Column (one `when` per cause; constant when all agree)."""
+        from pyspark.sql import functions as F
+
+        levels = set(self.severity.values())
+        if len(levels) == 1:
+            return F.lit(levels.pop())
+        out: Any = None
+        for c, level in self.severity.items():
+            cond = cause.isNull() if c is None else cause == F.lit(c)
+            out = F.when(cond, F.lit(level)) if out is None else out.when(cond, F.lit(level))
+        return out
+
+
+def row(**values: Any) -> Any:
+    """A struct with every ROW_FIELDS field, nulls where not given, so all rows share one type."""
+    from pyspark.sql import functions as F
+
+    return F.struct(*[(values[n] if values.get(n) is not None else F.lit(None)).cast(t).alias(n) for n, t in ROW_FIELDS])
+
+
+def lit(value: Any) -> Any:
+    from pyspark.sql import functions as F
+
+    return value if value is None or not isinstance(value, (str, int, float)) else F.lit(value)
+
+
+class PartitionView:
+    """One partition struct `p` of a topic record, with what several rules read: the topic's state,
+    live and unreachable brokers, the previous state (on a leader change), the common details, and a
+    memo so a column two rules use is built once per plan."""
+
+    def __init__(self, p: Any, topic_state: Any, observed_at_ms: Any, settings: Any) -> None:
+        from pyspark.sql import functions as F
+
+        self.p = p
+        self.ts = topic_state
+        self.observed_at_ms = observed_at_ms
+        self.settings = settings
+        self.topic = topic_state["topic"]
+        self.live = topic_state["live_brokers"]
+        self.unreachable = F.coalesce(topic_state["unreachable_brokers"], F.array().cast("array<int>"))
+        self.prev = p["previous"]
+        self._memo: dict[str, Any] = {}
+
+    def memo(self, key: str, build: Callable[[], Any]) -> Any:
+        if key not in self._memo:
+            self._memo[key] = build()
+        return self._memo[key]
+
+    @cached_property
+    def base(self) -> list[Any]:
+        """Every partition finding's details start with these. elr / last_known_elr (Kafka 4): with
+        ELR the ISR may shrink below min ISR, even to empty, while the ELR still holds the committed
+        data; null where the broker does not report them."""
+        p = self.p
+        return [p["leader"].alias("leader"), p["leader_epoch"].alias("leader_epoch"), p["replicas"].alias("replicas"),
+                p["isr"].alias("isr"), p["elr"].alias("elr"), p["last_known_elr"].alias("last_known_elr")]
+
+    @cached_property
+    def offsets_details(self) -> list[Any]:
+        from pyspark.sql import functions as F
+
+        from pipelines.columns import leo_of
+
+        p = self.p
+        return [p["high_watermark"].alias("high_watermark"),
+                leo_of(F.coalesce(p["replica_offsets"], F.array()), p["leader"]).alias("leader_leo")]
+
+    @cached_property
+    def change_details(self) -> Any:
+        """Details of the findings that compare this poll with the previous state."""
+        p, prev = self.p, self.prev
+        return self.details(
+            *self.offsets_details, prev["leader"].alias("previous_leader"),
+            prev["leader_epoch"].alias("previous_leader_epoch"), prev["isr"].alias("previous_isr"),
+            prev["elr"].alias("previous_elr"), prev["last_known_elr"].alias("previous_last_known_elr"),
+            prev["high_watermark"].alias("previous_high_watermark"),
+            (prev["high_watermark"] - p["high_watermark"]).alias("hw_lost"),
+            self.ts["unclean_leader_election"].alias("unclean_leader_election"))
+
+    def details(self, *columns: Any) -> Any:
+        from pyspark.sql import functions as F
+
+        return F.to_json(F.struct(*self.base, *columns))
+
+    def finding(self, rule: Rule, cause: Any = None, details: Any = None, severity: Any = None,
+                broker: Any = None) -> Any:
+        """A finding row of `rule` for this partition, in the rule's scope; severity: the declared one."""
+        from pyspark.sql import functions as F
+
+        cause = lit(cause)
+        if severity is None:
+            severity = rule.severity_column(cause) if cause is not None else F.lit(rule.severity_of(None))
+        scope = F.concat(F.lit(f"{rule.scope}:"), self.topic)
+        return row(row_type=F.lit("finding"), scope=scope, type=F.lit(rule.type), severity=lit(severity),
+                   topic=self.topic, partition=self.p["partition"], broker=lit(broker), cause=cause, details=details)
+
+
+def changed(view: PartitionView) -> Any:
+    """The collector attached the previous state (the leader epoch changed, or offsets went back):
+    the condition of every rule that compares two polls."""
+    return view.prev.isNotNull()
+
+
+class ClusterView:
+    """One `cluster` record's state (a successful poll)."""
+
+    def __init__(self, cluster_state: Any) -> None:
+        self.cs = cluster_state
+
+    def finding(self, rule: Rule, cause: str | None, details: Any, broker: Any = None,
+                severity: str | None = None) -> Any:
+        from pyspark.sql import functions as F
+
+        return row(row_type=F.lit("finding"), scope=F.lit("cluster"), type=F.lit(rule.type),
+                   severity=F.lit(severity or rule.severity_of(cause)), broker=broker, cause=lit(cause),
+                   details=details)

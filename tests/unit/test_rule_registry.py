@@ -1,0 +1,68 @@
+"""The registry is the one list of incident types: the docs and the shipped alert rules must match it."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from pipelines.detectors.registry import BY_TYPE, EVENT_TYPES, RULES, of_subject
+from pipelines.detectors.rule import Rule
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def readme_rows() -> dict[str, tuple[set[str], str]]:
+    """incident -> (severities, the row's text) from README's "What it detects" table."""
+    rows = {}
+    for line in (ROOT / "README.md").read_text().splitlines():
+        m = re.match(r"\| `([A-Z_]+)` \| ([a-z /]+) \|(.*)", line)
+        if m:
+            rows[m.group(1)] = ({s.strip() for s in m.group(2).split("/")}, m.group(3))
+    return rows
+
+
+def test_one_rule_per_type_with_known_severities():
+    assert len(BY_TYPE) == len(RULES)
+    for rule in RULES:
+        assert set(rule.severity.values()) <= {"critical", "warning"}, rule.type
+        assert rule.summary, rule.type
+
+
+def test_readme_table_lists_every_type_with_its_severities_and_causes():
+    rows = readme_rows()
+    assert set(rows) == set(BY_TYPE)
+    for rule in RULES:
+        severities, text = rows[rule.type]
+        assert severities == set(rule.severity.values()), rule.type
+        for cause in rule.causes:
+            assert f"`{cause}`" in text, (rule.type, cause)
+
+
+def test_alert_rules_name_only_registered_types():
+    rules = (ROOT / "dashboards/prometheus/krm-alerts.yml").read_text()
+    named = set()
+    for m in re.finditer(r'type=~?"([^"]+)"', rules):
+        named.update(m.group(1).split("|"))
+    assert named and named <= set(BY_TYPE), named - set(BY_TYPE)
+
+
+def test_events_are_the_types_comparing_two_polls():
+    assert EVENT_TYPES == {"UNCLEAN_LEADER_ELECTION", "OFFSET_REGRESSION", "LOG_TRUNCATION"}
+
+
+def test_spark_rules_have_plans_and_driver_rules_none():
+    assert all(r.plan is not None for r in of_subject("partition") + of_subject("cluster"))
+    assert all(r.plan is None for r in of_subject("driver"))
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"subject": "topic"}, "unknown subject"),
+    ({"subject": "partition", "plan": None}, "needs plan"),
+    ({"subject": "driver", "plan": lambda v: v}, "has no plan"),
+    ({"subject": "partition", "plan": lambda v: v, "scope": "cluster", "affected": lambda v: v}, "scope"),
+])
+def test_a_malformed_rule_is_refused(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        Rule("X", {None: "warning"}, summary="x", **kwargs)
