@@ -18,6 +18,16 @@ from krm.security import (HttpSecurity, KafkaSecurity, ZooKeeperSecurity, parse_
 _NAME = re.compile(r"^[A-Za-z0-9._-]+$")
 
 
+def setting(default: Any, minimum: float | None = None, maximum: float | None = None) -> Any:
+    """A numeric setting: its default and bounds, declared once; the parser reads both from here."""
+    return field(default=default, metadata={"minimum": minimum, "maximum": maximum})
+
+
+def default_of(cls: type, name: str) -> Any:
+    """The declared default of a setting (what other modules' own defaults follow)."""
+    return cls.__dataclass_fields__[name].default  # type: ignore[attr-defined]
+
+
 @dataclass(frozen=True)
 class ClusterConfig:
     """One monitored Kafka cluster."""
@@ -43,7 +53,7 @@ class ObservationsConfig:
 
     bootstrap_servers: str
     topic: str = "krm.observations"
-    partitions: int = 1
+    partitions: int = setting(1, minimum=1)
     replication_factor: int | None = None  # default: min(3, brokers) of the observations cluster
     security: KafkaSecurity = KafkaSecurity()  # [observations.security]; default: the first cluster's when
     # bootstrap_servers is not given either (the observations then live on that cluster)
@@ -51,40 +61,44 @@ class ObservationsConfig:
 
 @dataclass(frozen=True)
 class CollectorConfig:
-    poll_interval_s: float = 2.0
-    config_refresh_s: float = 30.0  # topic configs change rarely; refreshed on new topics too
-    request_timeout_ms: int = 2000  # per broker asked (metadata, configs); then the next broker
-    offsets_timeout_ms: int = 1000  # how long a poll waits for brokers' offsets; later = unreachable
-    spool_max_mb: float = 64.0  # records kept while the observations topic is unreachable
-    jmx_interval_s: float = 10.0  # JMX exporter scrapes (clusters with jmx_exporter_urls)
-    assignment_snapshot_s: float = 600.0  # every topic's assignment recorded this often (and on change)
-    broker_check_s: float = 0.2  # clusters without ZooKeeper watches: brokers-only Metadata between polls; 0: off
-    unreachable_after_s: float = 4.0  # a broker silent (timeouts) this long makes its partitions unavailable
-    canary_interval_s: float = 5.0  # clusters with `canary = true`: a write + read-back round this often
-    canary_timeout_ms: int = 3000  # a canary write not acknowledged (and read back) within this fails the round
-    canary_replication_factor: int = 3  # of the canary topic, at most the number of brokers
+    poll_interval_s: float = setting(2.0, minimum=0.05)
+    config_refresh_s: float = setting(30.0, minimum=0.0)  # topic configs change rarely; refreshed on new topics too
+    request_timeout_ms: int = setting(2000, minimum=100)  # per broker asked (metadata, configs); then the next broker
+    offsets_timeout_ms: int = setting(1000, minimum=50)  # how long a poll waits for brokers' offsets; later = unreachable
+    spool_max_mb: float = setting(64.0, minimum=0.001)  # records kept while the observations topic is unreachable
+    jmx_interval_s: float = setting(10.0, minimum=0.1)  # JMX exporter scrapes (clusters with jmx_exporter_urls)
+    assignment_snapshot_s: float = setting(600.0, minimum=1.0)  # every topic's assignment recorded this often (and on change)
+    # clusters without ZooKeeper watches: brokers-only Metadata between polls; 0: off
+    broker_check_s: float = setting(0.2, minimum=0.0)
+    # a broker silent (timeouts) this long makes its partitions unavailable
+    unreachable_after_s: float = setting(4.0, minimum=0.0)
+    canary_interval_s: float = setting(5.0, minimum=0.5)  # clusters with `canary = true`: a write + read-back round this often
+    # a canary write not acknowledged (and read back) within this fails the round
+    canary_timeout_ms: int = setting(3000, minimum=100)
+    canary_replication_factor: int = setting(3, minimum=1)  # of the canary topic, at most the number of brokers
 
 
 @dataclass(frozen=True)
 class PipelineConfig:
     data_dir: Path
     metrics_host: str = "127.0.0.1"
-    metrics_port: int = 9308
+    metrics_port: int = setting(9308, minimum=0, maximum=65535)
     web_config_file: Path | None = None  # /metrics TLS and basic auth (Prometheus exporter-toolkit format)
     spark_master: str = "local[2,4]"
     spark_conf: tuple[tuple[str, str], ...] = ()  # [pipeline.spark_conf]: Spark settings over krm's defaults
     starting_offsets: str = "latest"  # only for a pipeline with no checkpoint yet
-    flap_window_s: float = 300.0  # an incident reopening within this window is the same incident
-    incident_touch_s: float = 60.0  # an unchanged open incident's last_seen_at is written this often
-    history_trigger_s: float = 10.0  # observations/quarantine Delta appends (beside the alert path)
+    flap_window_s: float = setting(300.0, minimum=0.0)  # an incident reopening within this window is the same incident
+    incident_touch_s: float = setting(60.0, minimum=0.0)  # an unchanged open incident's last_seen_at is written this often
+    history_trigger_s: float = setting(10.0, minimum=0.0)  # observations/quarantine Delta appends (beside the alert path)
     hw_stall_window_s: float | None = None  # None: each cluster's replica.lag.time.max.ms
-    replica_lag_messages: int = 10_000  # REPLICA_LAG when a follower is this many messages behind ...
-    replica_lag_seconds: float = 30.0  # ... or this many seconds at the partition's recent write rate
-    event_hold_s: float = 900.0  # events (unclean election, truncation, regression) stay open this long
-    leader_skew_tolerance: float = 0.5  # LEADER_SKEW beyond this share of the mean leaders per broker
-    replica_imbalance_tolerance: float = 0.2  # REPLICA_IMBALANCE (cluster) below this share under the mean
-    quality_interval_s: float = 60.0  # data-quality suite over new observations (0: off)
-    quality_max_rows: int = 100_000  # partition rows validated per run at most (the newest)
+    replica_lag_messages: int = setting(10_000, minimum=1)  # REPLICA_LAG when a follower is this many messages behind ...
+    replica_lag_seconds: float = setting(30.0, minimum=0.0)  # ... or this many seconds at the partition's recent write rate
+    event_hold_s: float = setting(900.0, minimum=0.0)  # events (unclean election, truncation, regression) stay open this long
+    leader_skew_tolerance: float = setting(0.5, minimum=0.0)  # LEADER_SKEW beyond this share of the mean leaders per broker
+    # REPLICA_IMBALANCE (cluster) below this share under the mean
+    replica_imbalance_tolerance: float = setting(0.2, minimum=0.0, maximum=1.0)
+    quality_interval_s: float = setting(60.0, minimum=0.0)  # data-quality suite over new observations (0: off)
+    quality_max_rows: int = setting(100_000, minimum=1)  # partition rows validated per run at most (the newest)
 
 
 @dataclass(frozen=True)
@@ -113,6 +127,26 @@ def load_config(path: str | Path) -> Config:
     return parse_config(raw, source=path)
 
 
+def _settings(r: _Reader, sec: str, table: dict, cls: type) -> dict[str, Any]:
+    """Every `setting(...)` field of `cls` present in the table or not: its value, validated against
+    the declared type and bounds, or the declared default."""
+    import typing
+
+    hints = typing.get_type_hints(cls)
+    out = {}
+    for f in cls.__dataclass_fields__.values():  # type: ignore[attr-defined]
+        if "minimum" not in f.metadata:
+            continue
+        kind = int if hints[f.name] is int else float
+        out[f.name] = r.number(sec, table, f.name, f.default, kind, minimum=f.metadata["minimum"],
+                               maximum=f.metadata["maximum"])
+    return out
+
+
+def _keys(cls: type, *extra: str) -> set[str]:
+    return {n for n in cls.__dataclass_fields__} | set(extra)  # type: ignore[attr-defined]
+
+
 def parse_config(raw: dict[str, Any], source: Path | None = None) -> Config:
     where = str(source) if source else "<config>"
     r = _Reader(where)
@@ -125,8 +159,7 @@ def parse_config(raw: dict[str, Any], source: Path | None = None) -> Config:
     clusters = []
     for i, c in enumerate(clusters_raw):
         sec = f"[[clusters]] #{i + 1}"
-        r.no_unknown(sec, c, {"name", "bootstrap_servers", "zookeeper", "jmx_exporter_urls", "security",
-                              "zookeeper_security", "jmx_security", "canary", "canary_topic"})
+        r.no_unknown(sec, c, _keys(ClusterConfig))
         if not isinstance(c.get("canary", False), bool):
             raise ConfigError(f"{where}: {sec} canary must be true or false, got {c.get('canary')!r}")
         name = r.string(sec, c, "name")
@@ -140,7 +173,7 @@ def parse_config(raw: dict[str, Any], source: Path | None = None) -> Config:
                 jmx_exporter_urls=_jmx_urls(where, sec, c.get("jmx_exporter_urls", [])),
                 security=parse_kafka_security(where, f"[clusters.security] of {name}", c.get("security", {})),
                 canary=c.get("canary", False),
-                canary_topic=r.string(sec, c, "canary_topic", default="krm.canary"),
+                canary_topic=r.string(sec, c, "canary_topic", default=default_of(ClusterConfig, "canary_topic")),
                 zookeeper_security=(parse_zookeeper_security(where, f"[clusters.zookeeper_security] of {name}",
                                                              c["zookeeper_security"])
                                     if "zookeeper_security" in c else None),
@@ -153,7 +186,7 @@ def parse_config(raw: dict[str, Any], source: Path | None = None) -> Config:
         raise ConfigError(f"{where}: cluster names must be unique, got {names}")
 
     o = raw.get("observations", {})
-    r.no_unknown("[observations]", o, {"bootstrap_servers", "topic", "partitions", "replication_factor", "security"})
+    r.no_unknown("[observations]", o, _keys(ObservationsConfig))
     if "security" in o:
         obs_security = parse_kafka_security(where, "[observations.security]", o["security"])
     elif "bootstrap_servers" not in o:
@@ -162,69 +195,35 @@ def parse_config(raw: dict[str, Any], source: Path | None = None) -> Config:
         obs_security = KafkaSecurity()
     observations = ObservationsConfig(
         bootstrap_servers=r.string("[observations]", o, "bootstrap_servers", default=clusters[0].bootstrap_servers),
-        topic=r.string("[observations]", o, "topic", default="krm.observations"),
-        partitions=r.number("[observations]", o, "partitions", 1, int, minimum=1),
+        topic=r.string("[observations]", o, "topic", default=default_of(ObservationsConfig, "topic")),
         replication_factor=(r.number("[observations]", o, "replication_factor", 1, int, minimum=1)
                             if "replication_factor" in o else None),
         security=obs_security,
+        **_settings(r, "[observations]", o, ObservationsConfig),
     )
 
     k = raw.get("collector", {})
-    r.no_unknown("[collector]", k, {"poll_interval_s", "config_refresh_s", "request_timeout_ms", "offsets_timeout_ms",
-                                    "spool_max_mb", "jmx_interval_s", "assignment_snapshot_s", "broker_check_s",
-                                    "unreachable_after_s", "canary_interval_s", "canary_timeout_ms",
-                                    "canary_replication_factor"})
-    collector = CollectorConfig(
-        poll_interval_s=r.number("[collector]", k, "poll_interval_s", 2.0, float, minimum=0.05),
-        config_refresh_s=r.number("[collector]", k, "config_refresh_s", 30.0, float, minimum=0.0),
-        request_timeout_ms=r.number("[collector]", k, "request_timeout_ms", 2000, int, minimum=100),
-        offsets_timeout_ms=r.number("[collector]", k, "offsets_timeout_ms", 1000, int, minimum=50),
-        spool_max_mb=r.number("[collector]", k, "spool_max_mb", 64.0, float, minimum=0.001),
-        jmx_interval_s=r.number("[collector]", k, "jmx_interval_s", 10.0, float, minimum=0.1),
-        assignment_snapshot_s=r.number("[collector]", k, "assignment_snapshot_s", 600.0, float, minimum=1.0),
-        broker_check_s=r.number("[collector]", k, "broker_check_s", 0.2, float, minimum=0.0),
-        unreachable_after_s=r.number("[collector]", k, "unreachable_after_s", 4.0, float, minimum=0.0),
-        canary_interval_s=r.number("[collector]", k, "canary_interval_s", 5.0, float, minimum=0.5),
-        canary_timeout_ms=r.number("[collector]", k, "canary_timeout_ms", 3000, int, minimum=100),
-        canary_replication_factor=r.number("[collector]", k, "canary_replication_factor", 3, int, minimum=1),
-    )
+    r.no_unknown("[collector]", k, _keys(CollectorConfig))
+    collector = CollectorConfig(**_settings(r, "[collector]", k, CollectorConfig))
 
     p = raw.get("pipeline", {})
-    r.no_unknown(
-        "[pipeline]",
-        p,
-        {"data_dir", "metrics_host", "metrics_port", "spark_master", "starting_offsets", "flap_window_s",
-         "incident_touch_s", "history_trigger_s", "hw_stall_window_s", "replica_lag_messages",
-         "replica_lag_seconds", "event_hold_s", "leader_skew_tolerance", "replica_imbalance_tolerance",
-         "quality_interval_s", "quality_max_rows", "spark_conf", "web_config_file"},
-    )
+    r.no_unknown("[pipeline]", p, _keys(PipelineConfig))
     data_dir = _data_dir(where, r.string("[pipeline]", p, "data_dir", default="krm-data"))
     if not data_dir.is_absolute() and source is not None:
         data_dir = source.parent / data_dir
-    starting = r.string("[pipeline]", p, "starting_offsets", default="latest")
+    starting = r.string("[pipeline]", p, "starting_offsets", default=default_of(PipelineConfig, "starting_offsets"))
     if starting not in ("latest", "earliest"):
         raise ConfigError(f"{where}: [pipeline] starting_offsets must be 'latest' or 'earliest', got {starting!r}")
     pipeline = PipelineConfig(
         data_dir=data_dir,
-        metrics_host=r.string("[pipeline]", p, "metrics_host", default="127.0.0.1"),
-        metrics_port=r.number("[pipeline]", p, "metrics_port", 9308, int, minimum=0, maximum=65535),
+        metrics_host=r.string("[pipeline]", p, "metrics_host", default=default_of(PipelineConfig, "metrics_host")),
         web_config_file=_web_config(where, source, p),
-        spark_master=r.string("[pipeline]", p, "spark_master", default="local[2,4]"),
+        spark_master=r.string("[pipeline]", p, "spark_master", default=default_of(PipelineConfig, "spark_master")),
         spark_conf=_spark_conf(where, p.get("spark_conf", {})),
         starting_offsets=starting,
-        flap_window_s=r.number("[pipeline]", p, "flap_window_s", 300.0, float, minimum=0.0),
-        incident_touch_s=r.number("[pipeline]", p, "incident_touch_s", 60.0, float, minimum=0.0),
-        history_trigger_s=r.number("[pipeline]", p, "history_trigger_s", 10.0, float, minimum=0.0),
         hw_stall_window_s=(r.number("[pipeline]", p, "hw_stall_window_s", 30.0, float, minimum=0.0)
                            if "hw_stall_window_s" in p else None),
-        replica_lag_messages=r.number("[pipeline]", p, "replica_lag_messages", 10_000, int, minimum=1),
-        replica_lag_seconds=r.number("[pipeline]", p, "replica_lag_seconds", 30.0, float, minimum=0.0),
-        event_hold_s=r.number("[pipeline]", p, "event_hold_s", 900.0, float, minimum=0.0),
-        leader_skew_tolerance=r.number("[pipeline]", p, "leader_skew_tolerance", 0.5, float, minimum=0.0),
-        replica_imbalance_tolerance=r.number("[pipeline]", p, "replica_imbalance_tolerance", 0.2, float,
-                                             minimum=0.0, maximum=1.0),
-        quality_interval_s=r.number("[pipeline]", p, "quality_interval_s", 60.0, float, minimum=0.0),
-        quality_max_rows=r.number("[pipeline]", p, "quality_max_rows", 100_000, int, minimum=1),
+        **_settings(r, "[pipeline]", p, PipelineConfig),
     )
     return Config(tuple(clusters), observations, collector, pipeline, source)
 

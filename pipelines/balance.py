@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from krm.config import PipelineConfig, default_of
 from pipelines.detectors import balance
 from pipelines.incidents import Finding, ScopePoll
 from pipelines.load import BrokerLoad, TopicLoad
@@ -22,8 +23,8 @@ SCOPE = "balance"
 
 @dataclass(frozen=True)
 class BalanceSettings:
-    leader_skew_tolerance: float = 0.5
-    replica_imbalance_tolerance: float = 0.2
+    leader_skew_tolerance: float = default_of(PipelineConfig, "leader_skew_tolerance")
+    replica_imbalance_tolerance: float = default_of(PipelineConfig, "replica_imbalance_tolerance")
 
 
 class BalanceCheck:

@@ -12,8 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from krm.config import PipelineConfig, default_of
 from pipelines.columns import let
-from pipelines.detectors import lag, registry
+from pipelines.detectors import registry
 from pipelines.detectors.rule import ROW_FIELDS, ClusterView, PartitionView
 from pipelines.detectors.rule import row as _row
 
@@ -25,8 +26,8 @@ class DetectorSettings:
     """Thresholds baked into the plan (it is built once per stream)."""
 
     hw_stall_window_ms: int | None = None  # None: each cluster's replica.lag.time.max.ms
-    lag_messages: int = lag.DEFAULT_MESSAGES
-    lag_seconds: float = lag.DEFAULT_SECONDS
+    lag_messages: int = default_of(PipelineConfig, "replica_lag_messages")
+    lag_seconds: float = default_of(PipelineConfig, "replica_lag_seconds")
 
 
 def topic_rows(obs: Any, observed_at_ms: Any, settings: DetectorSettings) -> Any:

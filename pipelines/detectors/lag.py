@@ -16,8 +16,6 @@ from typing import Any
 from pipelines.detectors.rule import PartitionView, Rule
 
 TYPE = "REPLICA_LAG"
-DEFAULT_MESSAGES = 10_000
-DEFAULT_SECONDS = 30.0
 
 
 @dataclass(frozen=True)
