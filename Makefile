@@ -27,6 +27,7 @@ test: setup lint
 
 lint: venv
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy
 
 unit: venv
 	$(VENV)/bin/python -m pytest -m unit $(PYTEST_ARGS)

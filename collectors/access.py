@@ -120,8 +120,8 @@ def probe(cluster: str, bootstrap_servers: str, sec: KafkaSecurity, timeout_s: f
             errors.insert(0, e)
         finally:
             close()
-        for e in errors:
-            found = classify(e, cluster, sec)
+        for err in errors:
+            found = classify(err, cluster, sec)
             if found is not None:
                 return found
     return None

@@ -320,8 +320,8 @@ def _leader_chain(after, hi, lo, leads, per_topic, topic_of, tset) -> list[tuple
                 came[y] = (x, tp)
                 if y == lo:
                     path = []
-                    while came[y] is not None:
-                        x_, tp_ = came[y]
+                    while (step := came[y]) is not None:
+                        x_, tp_ = step
                         path.append((tp_, y))
                         y = x_
                     return path[::-1]

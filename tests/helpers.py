@@ -125,3 +125,21 @@ def kafka_tool(main: str, *args: str) -> str:
     out = subprocess.run(["java", *JVM_OPTS, "-cp", cp, main, *args], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
     return out.stdout
+
+
+def stored_incidents(*args: str) -> list[dict[str, Any]]:
+    """What `krm incidents <args> --json` prints, read in-process (no `krm` process per wait round).
+    Takes the CLI's own arguments: --config P, --open, --type T (repeatable)."""
+    import argparse
+
+    from krm.config import load_config
+    from pipelines.incident_store import IncidentStore, to_json_obj
+    from pipelines.job import Tables
+
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--config", required=True)
+    ap.add_argument("--open", action="store_true")
+    ap.add_argument("--type", action="append")
+    a = ap.parse_args(args)
+    store = IncidentStore(Tables(load_config(a.config).pipeline.data_dir).incidents)
+    return [to_json_obj(i) for i in store.read(open_only=a.open, types=a.type)]

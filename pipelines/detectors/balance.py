@@ -156,7 +156,7 @@ def leader_skew(totals: dict[int, Counts], live: set[int], tolerance: float) -> 
 
 def topic_replica_imbalance(cluster: str, loads: list[TopicLoad], live: set[int],
                             history: AssignmentHistory) -> list[BalanceFinding]:
-    out = []
+    out: list[BalanceFinding] = []
     if not live:
         return out
     for load in sorted(loads, key=lambda t: t.topic):

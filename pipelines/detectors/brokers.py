@@ -1,4 +1,5 @@
-"""BROKER_DOWN and CONTROLLER_ANOMALY: judged on each successful `cluster` record.
+"""BROKER_DOWN: judged on each successful `cluster` record (with CONTROLLER_ANOMALY's
+`no_active_controller`, declared in pipelines/detectors/controllers.py).
 
 - BROKER_DOWN: a broker the cluster knows (it holds replicas, or the collector saw it alive) is not
   in the Metadata response's broker list, i.e. it is not registered: its ZooKeeper session expired
@@ -17,7 +18,6 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-from pipelines.detectors.controllers import NO_CONTROLLER, controller_missing  # noqa: F401 - the cluster checks
 from pipelines.detectors.rule import ClusterView, Rule
 
 BROKER_DOWN = "BROKER_DOWN"

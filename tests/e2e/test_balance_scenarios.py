@@ -16,7 +16,7 @@ import pytest
 from krm.config import load_config
 from krm.runner import Monitor
 from krm.scrape import scrape, series
-from tests.helpers import local_cluster, krm_json, wait_for, write_config
+from tests.helpers import local_cluster, stored_incidents, wait_for, write_config
 
 pytestmark = pytest.mark.e2e
 
@@ -29,7 +29,7 @@ def small_cluster(tmp_path_factory):
 
 
 def _open(config_path, type_):
-    return krm_json("incidents", "--open", "--type", type_, "--config", str(config_path))
+    return stored_incidents("--open", "--type", type_, "--config", str(config_path))
 
 
 def test_partition_expansion_then_broker_expansion(small_cluster, kraft_cluster, spark, tmp_path):
@@ -73,7 +73,7 @@ def test_partition_expansion_then_broker_expansion(small_cluster, kraft_cluster,
                  "the assignments table to record the expansion")
         monitor.stop()
         monitor = Monitor(load_config(config_path), spark=spark).start()
-        batches = lambda: sum(s.value for s in series(scrape(url), "krm_pipeline_batches"))  # noqa: E731
+        batches = lambda: sum(s.value for s in series(scrape(url), "krm_pipeline_batches_total"))  # noqa: E731
         wait_for(lambda: batches() >= 6 and replicas() == 4, 90, "six alert batches after the restart")
         after = {(i["topic"], i["broker"]): i for i in _open(config_path, "REPLICA_IMBALANCE")}
         assert after[("expand", None)]["incident_id"] == inc["incident_id"]

@@ -11,7 +11,7 @@ import pytest
 from krm.config import load_config
 from krm.runner import Monitor
 from krm.scrape import scrape, series
-from tests.helpers import krm_json, wait_equal, wait_for, write_config
+from tests.helpers import krm_json, stored_incidents, wait_equal, wait_for, write_config
 
 pytestmark = pytest.mark.e2e
 
@@ -45,7 +45,7 @@ def test_canary_sees_a_killed_leader_before_and_after_the_election(kraft4_cluste
         wait_equal(lambda: _up(url, cluster.name), {1: 1.0, 2: 1.0, 3: 1.0}, 90, "writes after the election")
         print(f"SIGKILL -> canary writing everywhere again: {time.monotonic() - t_kill:.1f}s")
         assert cluster.status()["brokers"][str(victim)]["state"] == "dead"
-        incidents = wait_for(lambda: [i for i in krm_json("incidents", "--config", str(config_path))
+        incidents = wait_for(lambda: [i for i in stored_incidents("--config", str(config_path))
                                       if i["cause"] == "canary_failed"], 30, "the canary incident stored")
         # the victim's own partition; with acks=all, the partitions it follows too until the ISR drops it
         assert {(i["type"], i["topic"]) for i in incidents} == {("PARTITION_UNAVAILABLE", "krm.canary")}

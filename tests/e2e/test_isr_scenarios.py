@@ -12,7 +12,7 @@ import pytest
 from krm.config import load_config
 from krm.runner import Monitor
 from krm.scrape import scrape, series
-from tests.helpers import create_topic, krm_json, wait_equal, wait_for, write_config
+from tests.helpers import create_topic, krm_json, stored_incidents, wait_equal, wait_for, write_config
 
 pytestmark = pytest.mark.e2e
 
@@ -47,7 +47,7 @@ def test_followers_paused_one_by_one(mode, request, zk_cluster, spark, tmp_path)
         cluster.pause(f2)
         wait_equal(view, {"krm_partition_under_replicated", "krm_partition_under_min_isr"}, 60, "UNDER_MIN_ISR")
         incidents = wait_for(lambda: (lambda xs: xs if {i["type"] for i in xs} >= {"UNDER_REPLICATED", "UNDER_MIN_ISR"}
-                                      else None)([i for i in krm_json("incidents", "--open", "--config", str(config_path))
+                                      else None)([i for i in stored_incidents("--open", "--config", str(config_path))
                                                   if i["topic"] == topic]), 30, "incidents stored")
         urp = next(i for i in incidents if i["type"] == "UNDER_REPLICATED")
         assert urp["details"]["out_of_sync"] == [f1, f2] and urp["details"]["isr"] == [leader]
@@ -62,7 +62,7 @@ def test_followers_paused_one_by_one(mode, request, zk_cluster, spark, tmp_path)
         cluster.resume(f1)
         cluster.resume(f2)
         wait_equal(view, set(), 90, "full ISR again")
-        wait_for(lambda: not [i for i in krm_json("incidents", "--open", "--config", str(config_path))
+        wait_for(lambda: not [i for i in stored_incidents("--open", "--config", str(config_path))
                               if i["topic"] == topic or i["type"] == "BROKER_DOWN"], 30, "all resolved")
     finally:
         monitor.stop()

@@ -20,7 +20,7 @@ from krm.config import load_config
 from krm.local_cluster import KRAFT_KAFKA_VERSION
 from krm.runner import Monitor
 from krm.scrape import scrape, series
-from tests.helpers import create_topic, krm_json, local_cluster, wait_for, write_config
+from tests.helpers import create_topic, local_cluster, stored_incidents, wait_for, write_config
 
 pytestmark = pytest.mark.e2e
 
@@ -33,7 +33,7 @@ def kafka4(tmp_path_factory):
 
 
 def _incidents(config_path, **match):
-    return [i for i in krm_json("incidents", "--config", str(config_path))
+    return [i for i in stored_incidents("--config", str(config_path))
             if all(i.get(k) == v for k, v in match.items())]
 
 

@@ -19,7 +19,7 @@ import pytest
 from krm.config import load_config
 from krm.runner import Monitor
 from krm.scrape import scrape, series
-from tests.helpers import KRM, create_topic, krm_json, wait_equal, wait_for, write_config
+from tests.helpers import KRM, create_topic, krm_json, stored_incidents, wait_equal, wait_for, write_config
 
 pytestmark = pytest.mark.e2e
 
@@ -32,7 +32,7 @@ def _offline(url, cluster, topic):
 
 
 def _open_incidents(config_path, topic):
-    return {i["incident_id"]: i for i in krm_json("incidents", "--open", "--config", str(config_path))
+    return {i["incident_id"]: i for i in stored_incidents("--open", "--config", str(config_path))
             if i["topic"] == topic}
 
 

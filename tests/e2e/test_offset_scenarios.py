@@ -18,13 +18,13 @@ import pytest
 from krm.config import load_config
 from krm.runner import Monitor
 from krm.scrape import scrape, series
-from tests.helpers import create_topic, krm_json, wait_for, write_config
+from tests.helpers import create_topic, krm_json, stored_incidents, wait_for, write_config
 
 pytestmark = pytest.mark.e2e
 
 
 def _open(config_path, topic, type_):
-    return [i for i in krm_json("incidents", "--open", "--type", type_, "--config", str(config_path))
+    return [i for i in stored_incidents("--open", "--type", type_, "--config", str(config_path))
             if i["topic"] == topic]
 
 

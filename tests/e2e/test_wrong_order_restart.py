@@ -12,13 +12,13 @@ import pytest
 from krm.config import load_config
 from krm.runner import Monitor
 from krm.scrape import scrape, series
-from tests.helpers import krm_json, wait_for, write_config
+from tests.helpers import stored_incidents, wait_for, write_config
 
 pytestmark = pytest.mark.e2e
 
 
 def _offline(config_path, topic):
-    return [i for i in krm_json("incidents", "--open", "--type", "OFFLINE_PARTITION", "--config", str(config_path))
+    return [i for i in stored_incidents("--open", "--type", "OFFLINE_PARTITION", "--config", str(config_path))
             if i["topic"] == topic]
 
 
@@ -37,7 +37,7 @@ def test_two_brokers_restarted_in_the_wrong_order(zk_cluster, kraft_cluster, spa
     try:
         wait_for(lambda: series(scrape(url), "krm_cluster_offline_partitions", cluster=cluster.name), 90, "/metrics")
         cluster.kill(a)
-        wait_for(lambda: [i for i in krm_json("incidents", "--open", "--type", "UNDER_REPLICATED",
+        wait_for(lambda: [i for i in stored_incidents("--open", "--type", "UNDER_REPLICATED",
                                               "--config", str(config_path))
                           if i["topic"] == topic and i["details"]["out_of_sync"] == [a]], 60, "ISR shrunk to [B]")
         cluster.kill(b)

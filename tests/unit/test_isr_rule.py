@@ -1,6 +1,7 @@
 import pytest
 
-from pipelines.detectors.brokers import controller_missing, down_brokers
+from pipelines.detectors.brokers import down_brokers
+from pipelines.detectors.controllers import controller_missing
 from pipelines.detectors.isr import classify_isr
 from tests.golden_isr import CASES
 
