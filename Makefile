@@ -15,6 +15,7 @@ MVN := mvn -q -B -s jvm/settings.xml -Dmaven.repo.local=$(CURDIR)/.cache/m2
 JARS := .cache/jars
 STAMPS := .cache/stamps
 SPARK_EXCLUDES := -DexcludeGroupIds=org.apache.hadoop,org.scala-lang,org.scala-lang.modules,org.lz4,org.xerial.snappy,org.slf4j,com.google.code.findbugs,org.antlr -DexcludeArtifactIds=spark-tags_2.13
+OBJECTSTORE_EXCLUDES := -DexcludeGroupIds=io.netty,org.slf4j,commons-codec,commons-logging,org.apache.httpcomponents
 PYTEST_ARGS ?=
 
 .PHONY: demo test lint setup system-packages jars venv unit clean
@@ -51,13 +52,14 @@ system-packages:
 
 jars: $(STAMPS)/jars
 
-$(STAMPS)/jars: jvm/kafka-pom.xml jvm/kafka4-pom.xml jvm/spark-pom.xml jvm/agent-pom.xml jvm/settings.xml
+$(STAMPS)/jars: jvm/kafka-pom.xml jvm/kafka4-pom.xml jvm/spark-pom.xml jvm/agent-pom.xml jvm/objectstore-pom.xml jvm/settings.xml
 	@echo "fetching jars from Maven Central into $(JARS) (once) ..."
 	rm -rf $(JARS) && mkdir -p $(STAMPS)
 	$(MVN) -f jvm/kafka-pom.xml dependency:copy-dependencies -DoutputDirectory=$(CURDIR)/$(JARS)/kafka
 	$(MVN) -f jvm/kafka4-pom.xml dependency:copy-dependencies -DoutputDirectory=$(CURDIR)/$(JARS)/kafka-4.4.0
 	$(MVN) -f jvm/agent-pom.xml dependency:copy-dependencies -DoutputDirectory=$(CURDIR)/$(JARS)/agent
 	$(MVN) -f jvm/spark-pom.xml dependency:copy-dependencies -DincludeScope=runtime $(SPARK_EXCLUDES) -DoutputDirectory=$(CURDIR)/$(JARS)/spark
+	$(MVN) -f jvm/objectstore-pom.xml dependency:copy-dependencies -DincludeScope=runtime $(OBJECTSTORE_EXCLUDES) -DoutputDirectory=$(CURDIR)/$(JARS)/objectstore
 	touch $@
 
 venv: $(STAMPS)/venv

@@ -7,37 +7,40 @@ no Spark. Absent tables mean no history, not an error: the pipeline may never ha
 from __future__ import annotations
 
 import datetime as dt
-from pathlib import Path
 from typing import Any
 
 
-def topic_history(assignments: Path, cluster: str, topic: str) -> list[dict[str, Any]]:
+def topic_history(assignments: Any, cluster: str, topic: str) -> list[dict[str, Any]]:
     """[{observed_at, partition_count}] oldest first (empty without a table)."""
-    if not (assignments / "_delta_log").exists():
+    from krm.storage import as_location
+
+    assignments = as_location(assignments)
+    if not assignments.is_table():
         return []
     import pyarrow.compute as pc
-    from deltalake import DeltaTable
 
-    t = DeltaTable(str(assignments)).to_pyarrow_dataset().to_table(columns=["cluster", "topic", "observed_at",
+    t = assignments.table().to_pyarrow_dataset().to_table(columns=["cluster", "topic", "observed_at",
                                                                           "partition_count"])
     t = t.filter(pc.and_(pc.equal(t["cluster"], cluster), pc.equal(t["topic"], topic)))
     t = t.sort_by([("observed_at", "ascending")])
     return [{"observed_at": _utc(r["observed_at"]), "partition_count": r["partition_count"]} for r in t.to_pylist()]
 
 
-def topic_layouts(assignments: Path) -> dict[tuple[str, str], Any]:
+def topic_layouts(assignments: Any) -> dict[tuple[str, str], Any]:
     """(cluster, topic) -> balance.TopicLayout over every recorded snapshot: when first recorded, when
     first recorded with its current (largest) partition count, that count. A pipeline restores its
     assignment history from it at start; two aggregations, no row-by-row scan."""
     from pipelines.detectors.balance import TopicLayout
 
-    if not (assignments / "_delta_log").exists():
+    from krm.storage import as_location
+
+    assignments = as_location(assignments)
+    if not assignments.is_table():
         return {}
     import pyarrow as pa
     import pyarrow.compute as pc
-    from deltalake import DeltaTable
 
-    t = DeltaTable(str(assignments)).to_pyarrow_dataset().to_table(
+    t = assignments.table().to_pyarrow_dataset().to_table(
         columns=["cluster", "topic", "observed_at", "partition_count"])
     ms = pc.cast(pc.cast(t["observed_at"], pa.timestamp("ms", tz="UTC")), pa.int64())
     t = t.set_column(2, "observed_at", ms)

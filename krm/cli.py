@@ -255,6 +255,9 @@ def cmd_maintain(args: argparse.Namespace) -> int:
 
     config = load_config(_resolve_config(args.config))
     root = Tables(config.pipeline.data_dir).root / "tables"
+    if not root.is_local:
+        print(f"krm: {root} is on an object store, where Delta cannot arbitrate between this run's commits and the "
+              "pipeline's: run `krm maintain` with the pipeline stopped", file=sys.stderr)
     reports = maintain(root, args.retention_days, args.vacuum_hours)
     if not reports:
         print(f"no history tables under {root} yet")
@@ -326,8 +329,7 @@ def cmd_assign_explain(args: argparse.Namespace) -> int:
 
         tables = Tables(load_config(_resolve_config(args.config)).pipeline.data_dir)
         history = topic_history(tables.assignments, snap.name, args.topic)
-        if (tables.incidents / "_delta_log").exists():
-            joins = broker_joins(IncidentStore(tables.incidents).read(), snap.name)
+        joins = broker_joins(IncidentStore(tables.incidents).read(), snap.name)
     e = explain(args.topic, assignment, sorted(snap.live), mode=snap.mode, leaders=leaders or None,
                 history=history, broker_joins=joins, next_n=args.next,
                 first_seen=history[0]["observed_at"] if history else None)

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from krm.errors import ConfigError
+from krm.storage import Location, StorageConfig, parse_data_dir, parse_storage
 from krm.security import (HttpSecurity, KafkaSecurity, ZooKeeperSecurity, parse_http_security,
                           parse_kafka_security, parse_zookeeper_security)
 
@@ -80,7 +81,7 @@ class CollectorConfig:
 
 @dataclass(frozen=True)
 class PipelineConfig:
-    data_dir: Path
+    data_dir: Location  # a local folder, or an s3a:// / hdfs:// URI (krm/storage.py)
     metrics_host: str = "127.0.0.1"
     metrics_port: int = setting(9308, minimum=0, maximum=65535)
     web_config_file: Path | None = None  # /metrics TLS and basic auth (Prometheus exporter-toolkit format)
@@ -99,6 +100,7 @@ class PipelineConfig:
     replica_imbalance_tolerance: float = setting(0.2, minimum=0.0, maximum=1.0)
     quality_interval_s: float = setting(60.0, minimum=0.0)  # data-quality suite over new observations (0: off)
     quality_max_rows: int = setting(100_000, minimum=1)  # partition rows validated per run at most (the newest)
+    storage: StorageConfig = StorageConfig()  # [pipeline.storage]: object-store endpoint and credentials
 
 
 @dataclass(frozen=True)
@@ -208,9 +210,9 @@ def parse_config(raw: dict[str, Any], source: Path | None = None) -> Config:
 
     p = raw.get("pipeline", {})
     r.no_unknown("[pipeline]", p, _keys(PipelineConfig))
-    data_dir = _data_dir(where, r.string("[pipeline]", p, "data_dir", default="krm-data"))
-    if not data_dir.is_absolute() and source is not None:
-        data_dir = source.parent / data_dir
+    storage = parse_storage(where, p.get("storage"))
+    data_dir = parse_data_dir(where, r.string("[pipeline]", p, "data_dir", default="krm-data"),
+                              source.parent if source is not None else None, storage)
     starting = r.string("[pipeline]", p, "starting_offsets", default=default_of(PipelineConfig, "starting_offsets"))
     if starting not in ("latest", "earliest"):
         raise ConfigError(f"{where}: [pipeline] starting_offsets must be 'latest' or 'earliest', got {starting!r}")
@@ -223,23 +225,10 @@ def parse_config(raw: dict[str, Any], source: Path | None = None) -> Config:
         starting_offsets=starting,
         hw_stall_window_s=(r.number("[pipeline]", p, "hw_stall_window_s", 30.0, float, minimum=0.0)
                            if "hw_stall_window_s" in p else None),
+        storage=storage,
         **_settings(r, "[pipeline]", p, PipelineConfig),
     )
     return Config(tuple(clusters), observations, collector, pipeline, source)
-
-
-def _data_dir(where: str, value: str) -> Path:
-    """A path, or a file:// URI. Other schemes are refused by name rather than read as a local folder
-    called "s3a:" (object stores are not supported yet)."""
-    from urllib.parse import urlparse
-
-    if "://" not in value:
-        return Path(value).expanduser()
-    uri = urlparse(value)
-    if uri.scheme == "file":
-        return Path(uri.path)
-    raise ConfigError(f"{where}: [pipeline] data_dir {value!r}: {uri.scheme}:// storage is not supported yet; "
-                      f"use a local path or a filesystem every Spark executor mounts (file:// or a plain path)")
 
 
 def _web_config(where: str, source: Path | None, p: dict) -> Path | None:

@@ -3,7 +3,8 @@ default) into krm's jar folder, each checked against its SHA-256. No Maven neede
 krm (a wheel in any venv) gets the same jars a checkout gets from `make jars`. Idempotent: a jar
 already present with the right digest is not fetched again.
 
-Groups: `spark` (what the pipeline needs: Delta, Spark's Kafka source), and for `krm local-cluster`
+Groups: `spark` and `objectstore` (what the pipeline needs: Delta, Spark's Kafka source, the S3A
+connector for an s3a:// data_dir), and for `krm local-cluster`
 and `krm demo` also `kafka` (3.9.1), `kafka-4.4.0` and `agent` (the JMX exporter).
 """
 
@@ -19,7 +20,7 @@ from krm.errors import SetupError
 from krm.paths import JARS_LOCK, jars_dir
 
 MAVEN_CENTRAL = "https://repo1.maven.org/maven2"
-PIPELINE_GROUPS = ("spark",)
+PIPELINE_GROUPS = ("spark", "objectstore")
 LOCAL_CLUSTER_GROUPS = ("kafka", "kafka-4.4.0", "agent")
 
 

@@ -57,13 +57,15 @@ def read_history(table: Path, topic: str, partition: int | None, since: dt.timed
     turn into Python objects within an interactive wait."""
     import pyarrow.compute as pc
     import pyarrow.dataset as ds
-    from deltalake import DeltaTable
 
-    if not (Path(table) / "_delta_log").is_dir():
+    from krm.storage import as_location
+
+    table = as_location(table)
+    if not table.is_table():
         raise KrmError(f"no replica_lag table at {table}: has the pipeline (`krm run`) written history yet?")
     now = now or dt.datetime.now(dt.timezone.utc)
     start = now - since
-    data = DeltaTable(str(table)).to_pyarrow_dataset()
+    data = table.table().to_pyarrow_dataset()
     # is_leader is filtered after the scan: a boolean predicate pushed into delta-rs' dataset pruned
     # whole files that held both values (seen with deltalake 1.6.6)
     cond = (ds.field("date") >= start.date()) & (ds.field("topic") == topic) & (ds.field("observed_at") >= start)

@@ -8,7 +8,9 @@ For each history table (observations, partition_state, replica_lag, assignments,
 3. vacuum: remove files no longer referenced and older than `vacuum_hours` (readers that started
    before the compaction keep working for that long).
 The incidents table is small and kept whole. Delta's optimistic concurrency lets this run while
-the pipeline appends; a conflicting commit is reported and retried at the next run.
+the pipeline appends to a local data_dir; a conflicting commit is reported and retried at the next
+run. On an object store (s3a://) there is no such arbitration between Spark and delta-rs writers:
+run it with the pipeline stopped (krm/storage.py).
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ import logging
 import time
 from dataclasses import dataclass
 from pathlib import Path
+
+from krm.storage import Location, as_location
 
 log = logging.getLogger(__name__)
 
@@ -35,12 +39,10 @@ class TableReport:
     error: str | None = None
 
 
-def maintain_table(path: Path, retention_days: int, vacuum_hours: float, today: dt.date) -> TableReport:
-    from deltalake import DeltaTable
-
+def maintain_table(path: Location, retention_days: int, vacuum_hours: float, today: dt.date) -> TableReport:
     t0 = time.perf_counter()
     name = path.name
-    dtable = DeltaTable(str(path))
+    dtable = path.table()
     before = len(dtable.file_uris())
     deleted = 0
     try:
@@ -50,18 +52,18 @@ def maintain_table(path: Path, retention_days: int, vacuum_hours: float, today: 
             deleted = int(metrics.get("num_deleted_rows", 0) or 0)
         dtable.optimize.compact()
         vacuumed = dtable.vacuum(retention_hours=int(vacuum_hours), enforce_retention_duration=False, dry_run=False)
-        after = len(DeltaTable(str(path)).file_uris())
+        after = len(path.table().file_uris())
     except Exception as e:  # noqa: BLE001 - one table's conflict must not stop the others
         return TableReport(name, deleted, before, before, 0, time.perf_counter() - t0, f"{type(e).__name__}: {e}")
     return TableReport(name, deleted, before, after, len(vacuumed), time.perf_counter() - t0)
 
 
-def maintain(tables_root: Path, retention_days: int, vacuum_hours: float,
+def maintain(tables_root: Location | Path, retention_days: int, vacuum_hours: float,
              today: dt.date | None = None) -> list[TableReport]:
     today = today or dt.datetime.now(dt.timezone.utc).date()
     out = []
     for name in HISTORY_TABLES:
-        path = tables_root / name
-        if (path / "_delta_log").is_dir():
+        path = as_location(tables_root) / name
+        if path.is_table():
             out.append(maintain_table(path, retention_days, vacuum_hours, today))
     return out

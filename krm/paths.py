@@ -39,6 +39,7 @@ def jar_group(name: str) -> list[Path]:
     folder = jars_dir() / name
     jars = sorted(folder.glob("*.jar")) if folder.is_dir() else []
     if not jars:
-        how = "`make jars`" if IN_CHECKOUT else "`krm setup`" + (" --local-cluster" if name != "spark" else "")
+        pipeline = name in ("spark", "objectstore")
+        how = "`make jars`" if IN_CHECKOUT else "`krm setup`" + ("" if pipeline else " --local-cluster")
         raise SetupError(f"no jars in {folder}: run {how} (fetches them from Maven Central once)")
     return jars

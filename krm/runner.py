@@ -69,7 +69,7 @@ class Monitor:
                     # a Spark master can take a minute to accept (or refuse) the application: say so meanwhile
                     state.update(pipeline_error=f"starting the Spark session on {p.spark_master}")
                     self._spark = build_session(p.spark_master, log_dir=Tables(p.data_dir).logs,
-                                                extra=dict(p.spark_conf))
+                                                extra=self.spark_settings())
                     state.update(pipeline_error=None)
                 if self.collector is None:
                     self._ensure_observations_topic()
@@ -78,6 +78,18 @@ class Monitor:
             self.stop()
             raise
         return self
+
+    def spark_settings(self) -> dict[str, str]:
+        """What the config adds to krm's Spark defaults: the object store's S3A settings for an
+        s3a:// data_dir, then `[pipeline.spark_conf]` (which wins)."""
+        p = self.config.pipeline
+        out: dict[str, str] = {}
+        if p.data_dir.uri.startswith("s3a://"):
+            from pipelines.session import objectstore_jars
+
+            objectstore_jars(required=True)  # `make jars` / `krm setup` fetch them; say so before Spark starts
+            out |= p.storage.spark_conf()
+        return out | dict(p.spark_conf)
 
     def _ensure_observations_topic(self) -> None:
         """`krm pipeline` started before any collector: create the topic (as the collector would), so

@@ -13,6 +13,7 @@ import json
 from pathlib import Path
 from typing import Any, Iterable
 
+from krm.storage import Location, as_location
 from pipelines.incidents import Incident
 
 _UTC = dt.timezone.utc
@@ -59,26 +60,26 @@ def from_row(r: dict[str, Any]) -> Incident:
 
 
 class IncidentStore:
-    def __init__(self, path: Path) -> None:
-        self.path = Path(path)
+    def __init__(self, path: Location | Path | str) -> None:
+        self.path = as_location(path)
+        self._exists = False  # once there, a table stays (asked again only until then: a remote store)
 
     def exists(self) -> bool:
-        return (self.path / "_delta_log").is_dir()
+        self._exists = self._exists or self.path.is_table()
+        return self._exists
 
     def upsert(self, incidents: Iterable[Incident]) -> None:
         import pyarrow as pa
-        from deltalake import DeltaTable, write_deltalake
 
         rows = [to_row(i) for i in incidents]
         if not rows:
             return
         table = pa.Table.from_pylist(rows, schema=_schema())
         if not self.exists():
-            self.path.mkdir(parents=True, exist_ok=True)
-            write_deltalake(str(self.path), table, mode="append")
+            self.path.write(table, mode="append")
             return
         (
-            DeltaTable(str(self.path))
+            self.path.table()
             .merge(table, predicate="t.incident_id = s.incident_id", source_alias="s", target_alias="t")
             .when_matched_update_all()
             .when_not_matched_insert_all()
@@ -86,11 +87,9 @@ class IncidentStore:
         )
 
     def read(self, open_only: bool = False, types: Iterable[str] | None = None) -> list[Incident]:
-        from deltalake import DeltaTable
-
         if not self.exists():
             return []
-        rows = DeltaTable(str(self.path)).to_pyarrow_table().to_pylist()
+        rows = self.path.table().to_pyarrow_table().to_pylist()
         out = [from_row(r) for r in rows]
         if open_only:
             out = [i for i in out if i.status == "open"]

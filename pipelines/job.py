@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from krm.config import Config
+from krm.storage import Location, as_location
 from pipelines import findings as F_
 from pipelines import history
 from pipelines.balance import BalanceCheck, BalanceSettings
@@ -97,8 +98,8 @@ def restored_history(tables: Tables, store: IncidentStore) -> Any:
 class Tables:
     """Paths of the Delta tables and checkpoints under one data dir."""
 
-    def __init__(self, data_dir: Path) -> None:
-        self.root = Path(data_dir)
+    def __init__(self, data_dir: Location | Path | str) -> None:
+        self.root = as_location(data_dir)
         self.incidents = self.root / "tables" / "incidents"
         self.observations = self.root / "tables" / "observations"
         self.quarantine = self.root / "tables" / "quarantine"
@@ -107,7 +108,15 @@ class Tables:
         self.assignments = self.root / "tables" / "assignments"
         self.data_quality = self.root / "tables" / "data_quality"
         self.checkpoints = self.root / "checkpoints"
-        self.logs = self.root / "logs"
+
+    @property
+    def logs(self) -> Path:
+        """Spark's own log file is local: beside the tables, or under KRM_HOME for a remote data_dir."""
+        if self.root.is_local:
+            return self.root.path / "logs"
+        from krm.paths import krm_home
+
+        return krm_home() / "logs"
 
 
 class AlertPath:
@@ -224,20 +233,18 @@ class HistoryPath:
         self.state = state
         self.tables = tables
         self.app_id = app_id
-        self._layouts: dict[Path, tuple[str, ...]] = {}
+        self._layouts: dict[str, tuple[str, ...]] = {}
 
-    def _layout(self, path: Path) -> tuple[str, ...]:
+    def _layout(self, path: Location) -> tuple[str, ...]:
         """Partition columns: (date, cluster) — retention drops whole days, and a query for one
         cluster reads only its files. A table created by an earlier release keeps its own layout
         (Delta refuses appends with different partition columns)."""
-        if path not in self._layouts:
+        if path.uri not in self._layouts:
             cols: tuple[str, ...] = history.PARTITION_COLUMNS
-            if (path / "_delta_log").is_dir():
-                from deltalake import DeltaTable
-
-                cols = tuple(DeltaTable(str(path)).metadata().partition_columns)
-            self._layouts[path] = cols
-        return self._layouts[path]
+            if path.is_table():
+                cols = tuple(path.table().metadata().partition_columns)
+            self._layouts[path.uri] = cols
+        return self._layouts[path.uri]
 
     def __call__(self, batch: Any, batch_id: int) -> None:
         from pyspark.sql import functions as F

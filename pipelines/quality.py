@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from krm.storage import Location, as_location
+
 log = logging.getLogger(__name__)
 
 INDEX = ["cluster", "topic", "partition"]  # names the offending rows in the results
@@ -161,17 +163,17 @@ def _plain(v: Any) -> Any:
     return None if v is None or v != v else v  # NaN -> None
 
 
-def read_recent(observations: Path, since_ms: int, max_rows: int) -> tuple[list[dict[str, Any]], int]:
+def read_recent(observations: Location | Path, since_ms: int, max_rows: int) -> tuple[list[dict[str, Any]], int]:
     """Topic records observed after `since_ms` (newest first, at most about `max_rows` partitions),
     and the newest observed_at_ms seen."""
     import pyarrow.compute as pc
     import pyarrow.dataset as ds
-    from deltalake import DeltaTable
 
-    if not (observations / "_delta_log").is_dir():
+    observations = as_location(observations)
+    if not observations.is_table():
         return [], since_ms
     day = dt.datetime.fromtimestamp(since_ms / 1000, dt.timezone.utc).date()
-    data = DeltaTable(str(observations)).to_pyarrow_dataset()
+    data = observations.table().to_pyarrow_dataset()
     t = data.to_table(columns=["cluster", "kind", "observed_at_ms", "kafka_timestamp", "topic_state"],
                       filter=(ds.field("date") >= day) & (ds.field("observed_at_ms") > since_ms))
     t = t.filter(pc.equal(t["kind"], "topic"))
@@ -198,20 +200,19 @@ def to_rows(report: Report) -> list[dict[str, Any]]:
             for o in report.outcomes]
 
 
-def store(table: Path, report: Report) -> None:
+def store(table: Location | Path, report: Report) -> None:
     import pyarrow as pa
-    from deltalake import write_deltalake
 
     rows = to_rows(report)
     if rows:
-        write_deltalake(str(table), pa.Table.from_pylist(rows), mode="append", partition_by=["date"])
+        as_location(table).write(pa.Table.from_pylist(rows), mode="append", partition_by=["date"])
 
 
 class QualityRunner:
     """The suite on a timer, in its own thread. Failures of the runner itself are logged and counted
     on /metrics (a failed run is a result too); the alert path never waits for it."""
 
-    def __init__(self, observations: Path, results: Path, state: Any, interval_s: float, max_rows: int) -> None:
+    def __init__(self, observations: Location, results: Location, state: Any, interval_s: float, max_rows: int) -> None:
         self.observations = observations
         self.results = results
         self.state = state

@@ -6,12 +6,22 @@ import os
 from pathlib import Path
 from typing import Any
 
-from krm.errors import KrmError
+from krm.errors import KrmError, SetupError
 from krm.paths import CONF_DIR, jar_group
 
 
 class SparkUnavailable(KrmError):
     """The Spark session could not be created (master unreachable, application refused)."""
+
+
+def objectstore_jars(required: bool = False) -> list[Path]:
+    """The S3A connector's jars (an s3a:// data_dir); a local data_dir does without them."""
+    try:
+        return jar_group("objectstore")
+    except SetupError:
+        if required:
+            raise
+        return []
 
 
 def build_session(master: str = "local[2,4]", app_name: str = "krm-pipeline", log_dir: Path | None = None,
@@ -23,7 +33,7 @@ def build_session(master: str = "local[2,4]", app_name: str = "krm-pipeline", lo
     os.environ.setdefault("PYSPARK_PYTHON", os.path.realpath(os.sys.executable))
     java_opts = f"-Dlog4j2.configurationFile=file:{CONF_DIR / 'spark-log4j2.properties'} -Dkrm.log.dir={log_dir}"
     conf = {
-        "spark.jars": ",".join(str(j) for j in jar_group("spark")),
+        "spark.jars": ",".join(str(j) for j in jar_group("spark") + objectstore_jars()),
         "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
         "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
         "spark.sql.shuffle.partitions": "2",

@@ -49,7 +49,7 @@ def test_file_errors_name_the_file(tmp_path):
 def test_relative_data_dir_is_relative_to_the_file(tmp_path):
     f = tmp_path / "krm.toml"
     f.write_text('[[clusters]]\nname = "a"\nbootstrap_servers = "x:1"\n[pipeline]\ndata_dir = "d"\n')
-    assert load_config(f).pipeline.data_dir == tmp_path / "d"
+    assert load_config(f).pipeline.data_dir.path == tmp_path / "d"
 
 
 def test_spark_conf_takes_quoted_and_nested_keys(tmp_path):
@@ -101,6 +101,46 @@ def test_spark_conf_reaches_the_session_over_krms_defaults(monkeypatch, tmp_path
 
 def test_data_dir_uris(tmp_path):
     base = {"clusters": [{"name": "c", "bootstrap_servers": "b:9092"}]}
-    assert parse_config({**base, "pipeline": {"data_dir": "file:///var/lib/krm"}}).pipeline.data_dir == Path("/var/lib/krm")
-    with pytest.raises(ConfigError, match=r"data_dir 's3a://bucket/krm': s3a:// storage is not supported yet"):
-        parse_config({**base, "pipeline": {"data_dir": "s3a://bucket/krm"}})
+    assert parse_config({**base, "pipeline": {"data_dir": "file:///var/lib/krm"}}).pipeline.data_dir.path == Path("/var/lib/krm")
+    s3 = parse_config({**base, "pipeline": {"data_dir": "s3a://bucket/krm/", "storage": {
+        "endpoint": "http://127.0.0.1:9000", "path_style_access": True, "region": "eu-west-1"}}}).pipeline
+    assert str(s3.data_dir) == "s3a://bucket/krm" and str(s3.data_dir / "tables") == "s3a://bucket/krm/tables"
+    assert (s3.data_dir / "tables").delta_uri == "s3://bucket/krm/tables"
+    assert (s3.data_dir / "t").options() == {"AWS_S3_ALLOW_UNSAFE_RENAME": "true", "AWS_ENDPOINT_URL": "http://127.0.0.1:9000",
+                                             "AWS_ALLOW_HTTP": "true", "AWS_REGION": "eu-west-1",
+                                             "AWS_VIRTUAL_HOSTED_STYLE_REQUEST": "false"}
+    assert s3.storage.spark_conf() == {"spark.hadoop.fs.s3a.endpoint": "http://127.0.0.1:9000",
+                                       "spark.hadoop.fs.s3a.connection.ssl.enabled": "false",
+                                       "spark.hadoop.fs.s3a.endpoint.region": "eu-west-1",
+                                       "spark.hadoop.fs.s3a.path.style.access": "true"}
+    assert str(parse_config({**base, "pipeline": {"data_dir": "hdfs://nn:8020/krm"}}).pipeline.data_dir) == "hdfs://nn:8020/krm"
+    with pytest.raises(ConfigError, match=r"data_dir 'gs://bucket/krm': gs:// is not supported \(gcs-connector is not among"):
+        parse_config({**base, "pipeline": {"data_dir": "gs://bucket/krm"}})
+    with pytest.raises(ConfigError, match=r"s3:// is not supported \(use s3a://"):
+        parse_config({**base, "pipeline": {"data_dir": "s3://bucket/krm"}})
+    with pytest.raises(ConfigError, match=r"names no bucket"):
+        parse_config({**base, "pipeline": {"data_dir": "s3a:///krm"}})
+
+
+def test_storage_secrets_and_errors(tmp_path, monkeypatch):
+    base = {"clusters": [{"name": "a", "bootstrap_servers": "x:1"}]}
+
+    def storage(t):
+        return parse_config({**base, "pipeline": {"data_dir": "s3a://b/k", "storage": t}}).pipeline.storage
+
+    monkeypatch.setenv("KRM_TEST_KEY", "AKIA1")
+    monkeypatch.setenv("KRM_TEST_SECRET", "s3cret")
+    s = storage({"access_key_id_env": "KRM_TEST_KEY", "secret_access_key_env": "KRM_TEST_SECRET"})
+    assert s.delta_options()["AWS_SECRET_ACCESS_KEY"] == "s3cret"
+    assert s.spark_conf()["spark.hadoop.fs.s3a.access.key"] == "AKIA1"
+    with pytest.raises(ConfigError, match="give both access_key_id_"):
+        storage({"access_key_id_env": "KRM_TEST_KEY"})
+    with pytest.raises(ConfigError, match="secrets are not kept in the config|unknown key"):
+        storage({"secret_access_key": "plain"})
+    with pytest.raises(ConfigError, match="endpoint must be an http"):
+        storage({"endpoint": "minio:9000"})
+    loose = tmp_path / "secret"
+    loose.write_text("x")
+    loose.chmod(0o644)
+    with pytest.raises(ConfigError, match="chmod"):
+        storage({"access_key_id_env": "KRM_TEST_KEY", "secret_access_key_file": str(loose)})
