@@ -446,6 +446,11 @@ def cmd_setup(args: argparse.Namespace) -> int:
     from krm.jars import LOCAL_CLUSTER_GROUPS, PIPELINE_GROUPS, fetch
     from krm.paths import jars_dir
 
+    if args.spark_submit_args:
+        from pipelines.session import spark_submit_args
+
+        print(" ".join(spark_submit_args()))
+        return 0
     target = Path(args.jars_dir) if args.jars_dir else jars_dir()
     groups = PIPELINE_GROUPS + (LOCAL_CLUSTER_GROUPS if args.local_cluster else ())
     print(f"fetching the pinned jars ({', '.join(groups)}) from {args.repository} into {target} ...")
@@ -505,6 +510,9 @@ def build_parser() -> argparse.ArgumentParser:
     su.add_argument("--repository", default="https://repo1.maven.org/maven2", metavar="URL",
                     help="Maven repository to fetch from (a mirror; file:// works)")
     su.add_argument("--jars-dir", metavar="DIR", help="where to put them (default: $KRM_JARS_DIR, else $KRM_HOME/jars)")
+    su.add_argument("--spark-submit-args", action="store_true",
+                    help="fetch nothing; print `--jars <the pipeline's jars> <krm's entry script>` for "
+                         "`spark-submit [options] $(krm setup --spark-submit-args) run --config krm.toml`")
     su.set_defaults(func=cmd_setup)
 
     d = sub.add_parser("demo", help="local cluster + collector + pipeline; kill a broker holding RF-1 partitions; watch alerts")

@@ -90,6 +90,8 @@ class PipelineConfig:
     starting_offsets: str = "latest"  # only for a pipeline with no checkpoint yet
     flap_window_s: float = setting(300.0, minimum=0.0)  # an incident reopening within this window is the same incident
     incident_touch_s: float = setting(60.0, minimum=0.0)  # an unchanged open incident's last_seen_at is written this often
+    # history tasks at once; 0: local[N] keeps a core for the alert path (N-1), a cluster is not capped
+    history_tasks: int = setting(0, minimum=0)
     history_trigger_s: float = setting(10.0, minimum=0.0)  # observations/quarantine Delta appends (beside the alert path)
     hw_stall_window_s: float | None = None  # None: each cluster's replica.lag.time.max.ms
     replica_lag_messages: int = setting(10_000, minimum=1)  # REPLICA_LAG when a follower is this many messages behind ...

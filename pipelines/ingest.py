@@ -49,7 +49,45 @@ def _missing(t: Struct, col: Any, path: str) -> list[tuple[Any, str]]:
                 cond = F.exists(c, _any_null(names))
                 why = f"required field {path}{name}[].{{{','.join(names)}}} is missing or of the wrong type"
                 out.append((c.isNotNull() & cond, why))
+            if _has_nested(ft.element):
+                out.append((c.isNotNull() & F.exists(c, _element_broken(ft.element, nested_only=True)),
+                            f"a required field inside {path}{name}[] is missing or of the wrong type"))
     return out
+
+
+def _has_nested(t: Struct) -> bool:
+    return any(isinstance(ft, Struct) or (isinstance(ft, Array) and isinstance(ft.element, Struct))
+               for _, ft, _ in t.fields)
+
+
+def _nested_broken(t: Struct, x: Any) -> Any:
+    """Within one array element `x` of type `t`: a struct or struct array below it misses a required
+    field (Spark's JSON reader leaves a mistyped field null, so a broken element would pass)."""
+    from pyspark.sql import functions as F
+
+    cond = F.lit(False)
+    for name, ft, _ in t.fields:
+        if isinstance(ft, Struct):
+            required = [n for n, _, req in ft.fields if req]
+            inner = _any_null(required)(x[name]) if required else F.lit(False)
+            if _has_nested(ft):
+                inner = inner | _nested_broken(ft, x[name])
+            cond = cond | (x[name].isNotNull() & inner)
+        elif isinstance(ft, Array) and isinstance(ft.element, Struct):
+            cond = cond | F.coalesce(F.exists(x[name], _element_broken(ft.element)), F.lit(False))
+    return cond
+
+
+def _element_broken(t: Struct, nested_only: bool = False) -> Any:
+    """A one-argument predicate for F.exists (PySpark counts a lambda's parameters, so no defaults)."""
+    from pyspark.sql import functions as F
+
+    names = [n for n, _, req in t.fields if req]
+
+    def pred(y: Any) -> Any:
+        b = _any_null(names)(y) if names and not nested_only else F.lit(False)
+        return (b | _nested_broken(t, y)) if _has_nested(t) else b
+    return pred
 
 
 def _type_name(t: Any) -> str:
@@ -101,10 +139,18 @@ def parse(raw: Any) -> Any:
     return df.select("*", reason.alias("reject_reason"))
 
 
+# Kafka's rule for topic names (clients/src/main/java/org/apache/kafka/common/internals/Topic.java,
+# `validate`: ASCII letters, digits, '.', '_', '-', at most 249, not "." or "..") and krm's for
+# cluster names (krm/config.py)
+TOPIC_NAME = r"^(?!\.\.?$)[a-zA-Z0-9._-]{1,249}$"
+CLUSTER_NAME = r"^[A-Za-z0-9._-]+$"
+
+
 def contract(o: Any) -> list[tuple[Any, Any]]:
     """(condition, reason) for what no correct collector can publish, whatever the cluster does:
-    Kafka itself keeps these invariants (a leader is one of the replicas, the ISR a subset of them,
-    log start <= HW on the broker that answered both, in that order — collectors/offsets.py). The
+    names that are names (cluster, topic), and what Kafka itself keeps (a leader is one of the
+    replicas, the ISR a subset of them, log start <= HW on the broker that answered both, in that
+    order — collectors/offsets.py). The
     reason names the first partition that breaks it. Not here, because sampling can legitimately
     break them: HW <= the leader's LEO (an unclean election makes a leader with less than the old
     HW — exactly what the truncation detectors must see) and follower LEO <= leader LEO; the data-
@@ -120,7 +166,17 @@ def contract(o: Any) -> list[tuple[Any, Any]]:
                 F.concat(F.lit(f"contract: {what} (topic "), o["topic_state"]["topic"], F.lit(", partition "),
                          bad[0]["partition"].cast("string"), F.lit(")")))
 
+    def named(kind: str, name: Any, pattern: str, what: str) -> tuple[Any, Any]:
+        # Spark's JSON reader turns any JSON value in a string field into its text (an array into
+        # "[...]"): a name that is not a name is how a mistyped or hostile one shows here.
+        return ((o["kind"] == kind) & ~name.rlike(pattern),
+                F.concat(F.lit(f"contract: not a legal {what}: "), F.substring(name, 1, 80)))
+
     checks = [
+        ((~o["cluster"].rlike(CLUSTER_NAME)),
+         F.concat(F.lit("contract: not a legal cluster name: "), F.substring(o["cluster"], 1, 80))),
+        named("topic", o["topic_state"]["topic"], TOPIC_NAME, "Kafka topic name"),
+        named("canary", o["canary_state"]["topic"], TOPIC_NAME, "Kafka topic name"),
         first(lambda p: p["partition"] < 0, "negative partition id"),
         first(lambda p: F.size(p["replicas"]) == 0, "no replicas"),
         first(lambda p: F.size(F.array_distinct(p["replicas"])) != F.size(p["replicas"]), "a broker twice in replicas"),

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import threading
 import time
 from pathlib import Path
@@ -72,6 +73,22 @@ def event_hold_ms(config: Config) -> dict[str, int]:
 
     hold = int(config.pipeline.event_hold_s * 1000)
     return {t: hold for t in EVENT_TYPES}
+
+
+def history_tasks(configured: int, master: str) -> int | None:
+    """How many tasks a history batch may run at once. Spark does not preempt: an alert batch waits
+    for a core held by a history task. In local mode the history path therefore keeps one core free
+    (local[N] -> N-1 tasks); on a cluster the executors are not the driver's cores and nothing is
+    capped. `configured` > 0 wins."""
+    import re
+
+    if configured > 0:
+        return configured
+    m = re.fullmatch(r"local\[(\d+|\*)(?:,\d+)?\]", master.strip())
+    if not m:
+        return None
+    cores = (os.cpu_count() or 2) if m.group(1) == "*" else int(m.group(1))
+    return max(1, cores - 1)
 
 
 def restored_history(tables: Tables, store: IncidentStore) -> Any:
@@ -229,10 +246,11 @@ class HistoryPath:
     """foreachBatch handler of the history query (input: `ingest.parse` of the stream): idempotent
     Delta appends (txnAppId/txnVersion), so a replayed batch is not written twice."""
 
-    def __init__(self, state: PipelineState, tables: Tables, app_id: str) -> None:
+    def __init__(self, state: PipelineState, tables: Tables, app_id: str, tasks: int | None = None) -> None:
         self.state = state
         self.tables = tables
         self.app_id = app_id
+        self.tasks = tasks  # at most this many tasks at once (None: one per Kafka partition)
         self._layouts: dict[str, tuple[str, ...]] = {}
 
     def _layout(self, path: Location) -> tuple[str, ...]:
@@ -249,7 +267,7 @@ class HistoryPath:
     def __call__(self, batch: Any, batch_id: int) -> None:
         from pyspark.sql import functions as F
 
-        parsed = batch.persist()
+        parsed = (batch.coalesce(self.tasks) if self.tasks else batch).persist()
         took: list[str] = []
         try:
             good = valid(parsed).withColumn("date", F.to_date(F.timestamp_millis("observed_at_ms")))
@@ -310,7 +328,8 @@ class Pipeline:
                                restored_history(self.tables, store))
         deleted_after_ms = int(max(30.0, 3 * self.config.collector.poll_interval_s) * 1000)
         alert_path = interruptible(AlertPath(self.state, book, store, balance, deleted_after_ms))
-        history_path = interruptible(HistoryPath(self.state, self.tables, app_id="krm-history"))
+        history_path = interruptible(HistoryPath(self.state, self.tables, app_id="krm-history",
+                                                 tasks=history_tasks(p.history_tasks, p.spark_master)))
 
         def start_alerts() -> Any:
             return self._in_pool("alerts", lambda: (

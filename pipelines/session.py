@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 from pathlib import Path
 from typing import Any
@@ -9,9 +10,29 @@ from typing import Any
 from krm.errors import KrmError, SetupError
 from krm.paths import CONF_DIR, jar_group
 
+log = logging.getLogger(__name__)
+
 
 class SparkUnavailable(KrmError):
     """The Spark session could not be created (master unreachable, application refused)."""
+
+
+# What a running driver JVM can no longer take: spark-submit's own options set them
+SUBMIT_OWNS = frozenset({"spark.jars", "spark.driver.memory", "spark.driver.extraJavaOptions"})
+
+
+def under_spark_submit() -> bool:
+    """PySpark's launcher (spark-submit) hands the Python driver its JVM's gateway port."""
+    return "PYSPARK_GATEWAY_PORT" in os.environ
+
+
+def spark_submit_args() -> list[str]:
+    """`--jars <the pipeline's jars> <krm's entry script>`: what `spark-submit` needs before krm's own
+    arguments (`krm setup --spark-submit-args`)."""
+    import krm.submit.krm_driver as entry
+
+    jars = jar_group("spark") + objectstore_jars()
+    return ["--jars", ",".join(str(j) for j in jars), entry.__file__]
 
 
 def objectstore_jars(required: bool = False) -> list[Path]:
@@ -55,7 +76,14 @@ def build_session(master: str = "local[2,4]", app_name: str = "krm-pipeline", lo
         "spark.redaction.regex": "(?i)secret|password|token|access[.]?key|jaas",
     }
     conf |= extra or {}
-    builder = SparkSession.builder.master(master).appName(app_name)
+    builder = SparkSession.builder.appName(app_name)
+    if under_spark_submit():
+        # spark-submit started the driver JVM: its --master, --jars and driver settings hold
+        left = sorted(k for k in conf if k in SUBMIT_OWNS)
+        log.info("under spark-submit: its master and %s apply, not krm's", ", ".join(left))
+        conf = {k: v for k, v in conf.items() if k not in SUBMIT_OWNS}
+    else:
+        builder = builder.master(master)
     for k, v in conf.items():
         builder = builder.config(k, v)
     try:

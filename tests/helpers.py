@@ -143,3 +143,16 @@ def stored_incidents(*args: str) -> list[dict[str, Any]]:
     a = ap.parse_args(args)
     store = IncidentStore(Tables(load_config(a.config).pipeline.data_dir).incidents)
     return [to_json_obj(i) for i in store.read(open_only=a.open, types=a.type)]
+
+
+def delete_topic(cluster: LocalCluster, name: str) -> None:
+    """Remove a test's topic from a shared cluster, so a later test's broker kill sees only its own
+    single-replica partitions go offline."""
+    from kafka.admin import KafkaAdminClient
+
+    admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap_servers, client_id="krm-tests",
+                             **cluster.admin_kwargs())
+    try:
+        admin.delete_topics([name], timeout_ms=30_000)
+    finally:
+        admin.close()

@@ -16,7 +16,7 @@ import pytest
 from krm.config import load_config
 from krm.local_cluster import free_port
 from krm.scrape import scrape, series
-from tests.helpers import KRM, create_topic, wait_equal, wait_for, write_config
+from tests.helpers import KRM, create_topic, delete_topic, wait_equal, wait_for, write_config
 
 pytestmark = pytest.mark.e2e
 
@@ -124,6 +124,7 @@ def test_rf1_outage_with_the_data_dir_on_s3(zk_cluster, s3_endpoint, tmp_path, m
         stop(run, "run-2.log")
         if cluster.status()["brokers"][str(victim)]["state"] == "dead":
             cluster.start(victim)
+        delete_topic(cluster, topic)
     # the history tables are on the store too; maintenance (with the pipeline stopped) reads them there
     out = _krm(["maintain", "--config", str(config_path)], env)
     assert "observations" in out and "partition_state" in out and "ERROR" not in out, out

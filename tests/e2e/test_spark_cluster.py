@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -17,7 +18,7 @@ import pytest
 from krm.config import load_config
 from krm.local_cluster import free_port
 from krm.scrape import scrape, series
-from tests.helpers import KRM, create_topic, wait_equal, wait_for, write_config
+from tests.helpers import KRM, create_topic, delete_topic, wait_equal, wait_for, write_config
 
 pytestmark = pytest.mark.e2e
 
@@ -113,8 +114,36 @@ def test_rf1_outage_on_a_spark_standalone_cluster(zk_cluster, standalone, tmp_pa
             rc = None
         if cluster.status()["brokers"][str(victim)]["state"] == "dead":
             cluster.start(victim)
+        delete_topic(cluster, topic)
     out = (tmp_path / "krm-run.log").read_text(errors="replace")
     assert rc == 0, out[-6000:]
     assert "Traceback" not in out, out[-3000:]
     assert " INFO great_expectations" not in out  # its logs at WARNING unless asked
     print(next(line for line in out.splitlines() if "krm.runner: stopped in" in line))
+
+
+def test_an_unreachable_master_ends_in_one_line(zk_cluster, tmp_path):
+    """Nothing listens at the master's address: /readyz says what it waits for meanwhile, then
+    `krm pipeline` exits 2 with Spark's reason in one line, no Py4J traceback."""
+    config_path = write_config(zk_cluster, tmp_path, pipeline_extra=f'spark_master = "spark://127.0.0.1:{free_port()}"\n')
+    base = f"http://127.0.0.1:{load_config(config_path).pipeline.metrics_port}"
+    run = subprocess.Popen([KRM, "pipeline", "--config", str(config_path)], stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, text=True, start_new_session=True,
+                           env={**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"})
+    try:
+        def not_ready():
+            try:
+                urllib.request.urlopen(f"{base}/readyz", timeout=5)
+            except urllib.error.HTTPError as e:
+                return e.code == 503 and e.read().decode()
+            return None
+        said = wait_for(not_ready, 60, "/readyz while the session starts")
+        assert "starting the Spark session on spark://127.0.0.1:" in said
+        out, _ = run.communicate(timeout=240)
+    finally:
+        if run.poll() is None:
+            os.killpg(run.pid, signal.SIGKILL)
+    errors = [line for line in out.splitlines() if line.startswith("krm: error:")]
+    assert run.returncode == 2, out[-3000:]
+    assert len(errors) == 1 and "could not start: All masters are unresponsive" in errors[0], out[-3000:]
+    assert "Traceback" not in out and "Py4JJavaError" not in out, out[-3000:]

@@ -144,3 +144,13 @@ def test_storage_secrets_and_errors(tmp_path, monkeypatch):
     loose.chmod(0o644)
     with pytest.raises(ConfigError, match="chmod"):
         storage({"access_key_id_env": "KRM_TEST_KEY", "secret_access_key_file": str(loose)})
+
+
+def test_history_tasks_leave_the_alert_path_a_core_in_local_mode(monkeypatch):
+    from pipelines.job import history_tasks
+
+    assert history_tasks(0, "local[2,4]") == 1 and history_tasks(0, "local[4]") == 3 and history_tasks(0, "local[1]") == 1
+    monkeypatch.setattr("os.cpu_count", lambda: 8)
+    assert history_tasks(0, "local[*]") == 7
+    assert history_tasks(0, "spark://m:7077") is None and history_tasks(0, "yarn") is None  # executors: not capped
+    assert history_tasks(3, "local[2]") == 3  # the setting wins
