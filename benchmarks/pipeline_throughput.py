@@ -63,14 +63,15 @@ def java_children(pid: int) -> list[int]:
 
 
 def run_size(spark, obs: LocalCluster, size: int, minutes: float, poll_s: float, work: Path,
-             history_trigger_s: float, prebuild: bool) -> dict:
+             history_trigger_s: float, prebuild: bool, history_tasks: int = 0) -> dict:
     topics = size // 100
     cfg = work / f"sim-{size}.toml"
     cfg.write_text(
         f'[[clusters]]\nname = "sim"\nbootstrap_servers = "{obs.bootstrap_servers}"\n\n'
         f'[observations]\nbootstrap_servers = "{obs.bootstrap_servers}"\ntopic = "krm.sim.{size}"\npartitions = 4\n\n'
         f'[pipeline]\ndata_dir = "{work / f"data-{size}"}"\nmetrics_port = {free_port()}\nspark_master = "local[2]"\n'
-        f"history_trigger_s = {history_trigger_s}\nhw_stall_window_s = 10.0\nquality_interval_s = 60.0\n")
+        f"history_trigger_s = {history_trigger_s}\nhw_stall_window_s = 10.0\nquality_interval_s = 60.0\n"
+        f"history_tasks = {history_tasks}\n")
     ensure_topic(load_config(cfg).observations)  # before the pipeline subscribes
     debug_log = work / f"pipeline-{size}.log"  # the handlers' own timings (pipelines/job.py, DEBUG)
     handler = logging.FileHandler(debug_log)
@@ -167,6 +168,8 @@ def main() -> None:
     ap.add_argument("--poll", type=float, default=10.0)
     ap.add_argument("--driver-memory", default="4g")
     ap.add_argument("--history-trigger", type=float, default=10.0)
+    ap.add_argument("--history-tasks", type=int, default=0,
+                    help="[pipeline] history_tasks (0: krm's default, N-1 in local[N]; 64: not capped)")
     ap.add_argument("--prebuild", action="store_true",
                     help="the simulator builds every poll before publishing (krm simulate --prebuild), so its CPU "
                          "does not compete with the pipeline on this machine")
@@ -180,7 +183,8 @@ def main() -> None:
     try:
         for size in (int(x) for x in args.sizes.split(",")):
             print(f"--- {size} partitions, {args.minutes} min ...", file=sys.stderr, flush=True)
-            r = run_size(spark, obs, size, args.minutes, args.poll, work, args.history_trigger, args.prebuild)
+            r = run_size(spark, obs, size, args.minutes, args.poll, work, args.history_trigger, args.prebuild,
+                         args.history_tasks)
             print(r, file=sys.stderr, flush=True)
             results.append(r)
     finally:

@@ -72,9 +72,9 @@ def broker_counts(partitions: Any) -> Any:
     led by its preferred replica, as in KafkaController.checkAndTriggerAutoLeaderRebalance.
 
     Cost matters: this runs for every partition of every poll. The four arrays are built once (one
-    lambda call per partition each) and counted per broker with the native array_remove. Counting
-    with a filter lambda per broker, over arrays rebuilt per broker, made the projection of a
-    200k-partition poll take 2.4 s instead of 1.4 s (benchmarks/BENCHMARKS.md)."""
+    lambda call per partition each) and counted per broker with the native array_remove; a filter
+    lambda per broker, over arrays rebuilt per broker, made the whole projection much slower
+    (benchmarks/BENCHMARKS.md, "after profiling the alert projection")."""
     from pyspark.sql import functions as F
 
     arrays = F.struct(

@@ -115,8 +115,8 @@ def parse(raw: Any) -> Any:
     # Parsed inside a generator (explode of a one-element array): Catalyst pushes no filter below a
     # Generate on the column it generates. As a plain projection, the filter on reject_reason
     # (valid/rejected) was pushed below it with from_json inlined into each of its ~100 references:
-    # every record parsed ~100 times (a 50k-partition poll: 5.4 s instead of ~0.8 s,
-    # benchmarks/BENCHMARKS.md). Non-deterministic barriers are refused in streaming queries.
+    # every record parsed ~100 times (several times slower: benchmarks/BENCHMARKS.md). Non-deterministic
+    # barriers are refused in streaming queries.
     obs = F.explode(F.array(F.from_json(text, spark_schema(), {"mode": "PERMISSIVE"})))
     df = raw.select(
         text.alias("raw"), obs.alias("o"), F.col("topic").alias("kafka_topic"),

@@ -139,8 +139,8 @@ class Tables:
 class AlertPath:
     """foreachBatch handler of the alert query; its input is already `findings.alert_rows`.
 
-    The plan is built once on the stream, not per batch: building a DataFrame from Python costs about
-    a second of py4j calls, executing the prepared plan on a small batch about 0.2 s.
+    The plan is built once on the stream, not per batch: building a DataFrame from Python costs many
+    py4j calls, far more than executing the prepared plan on a small batch (benchmarks/BENCHMARKS.md).
     """
 
     def __init__(self, state: PipelineState, book: IncidentBook, store: IncidentStore,
@@ -276,7 +276,7 @@ class HistoryPath:
                                       ("replica_lag", history.replica_lag(good), self.tables.replica_lag),
                                       ("assignments", history.assignments(good), self.tables.assignments)):
                 t0 = time.perf_counter()
-                # Most batches change no assignment: an empty Delta commit would still cost ~0.2 s.
+                # Most batches change no assignment: an empty Delta commit is not free.
                 if name == "assignments" and frame.isEmpty():
                     continue
                 (frame.write.format("delta").mode("append").partitionBy(*self._layout(path))

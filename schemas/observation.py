@@ -215,8 +215,7 @@ class _Mismatch(Exception):
 
 def _compile(t: Any) -> Any:
     """One checking function per node of the schema tree, built once: the collector checks every
-    partition of every poll (a 10k-partition poll's records: 86 ms walking the tree generically,
-    48 ms this way)."""
+    partition of every poll, and walking the tree generically cost nearly twice as much."""
     if isinstance(t, Scalar):
         types, bounds, is_bool = _PY_TYPES[t.name], _INT_RANGE.get(t.name), t.name == "bool"
 
