@@ -154,5 +154,8 @@ def delete_topic(cluster: LocalCluster, name: str) -> None:
                              **cluster.admin_kwargs())
     try:
         admin.delete_topics([name], timeout_ms=30_000)
+        # the controller accepts at once and deletes later (ZooKeeper mode: once every replica
+        # acknowledged); until then the topic is in the metadata and its partitions can go offline
+        wait_for(lambda: name not in admin.list_topics(), 90, f"topic {name} deleted")
     finally:
         admin.close()
