@@ -36,6 +36,17 @@ def _open_incidents(config_path, topic):
             if i["topic"] == topic}
 
 
+def _only_offline_open(config_path, topic, expected):
+    """The topic's open incidents once they are exactly one OFFLINE_PARTITION per expected partition:
+    the PARTITION_UNAVAILABLE seen before the controller acted resolves once it confirms (a poll with
+    offsets later than the ZooKeeper watch's record), and the store trails /metrics by a batch."""
+    def settled():
+        o = _open_incidents(config_path, topic)
+        kinds = {(i["partition"], i["type"], i["cause"], i["status"]) for i in o.values()}
+        return o if kinds == {(p, "OFFLINE_PARTITION", CAUSE, "open") for p in expected} else None
+    return settled
+
+
 def _healthy(url, cluster, brokers):
     s = scrape(url)
     up = series(s, "krm_broker_up", cluster=cluster)
@@ -71,8 +82,8 @@ def test_killed_broker_takes_exactly_its_rf1_partitions_offline(mode, request, s
         broker_up = {s.labels["broker"]: s.value for s in series(scrape(url), "krm_broker_up", cluster=cluster.name)}
         assert broker_up == {"1": 1.0, "2": 0.0, "3": 1.0}
 
-        incidents = wait_for(lambda: (lambda o: o if len(o) == len(expected) else None)(_open_incidents(config_path, topic)),
-                             30, "open incidents in the Delta table")
+        incidents = wait_for(_only_offline_open(config_path, topic, expected), 30,
+                             "exactly the offline incidents open in the Delta table")
         assert {(i["partition"], i["type"], i["cause"], i["status"]) for i in incidents.values()} == {
             (p, "OFFLINE_PARTITION", CAUSE, "open") for p in expected}
         assert all(i["details"]["must_return"] == [victim] for i in incidents.values())
@@ -126,8 +137,7 @@ def test_pipeline_killed_mid_incident_neither_loses_nor_duplicates(zk_cluster, t
         cluster.kill(victim)
         want = {(p, CAUSE) for p in expected}
         wait_equal(lambda: _offline(url, cluster.name, topic), want, 60, "the offline alerts")
-        before = wait_for(lambda: (lambda o: o if len(o) == len(expected) else None)(_open_incidents(config_path, topic)),
-                          30, "open incidents stored")
+        before = wait_for(_only_offline_open(config_path, topic, expected), 30, "open incidents stored")
 
         os.killpg(run.pid, signal.SIGKILL)  # the Python driver and its Spark JVM, no goodbye
         run.wait(timeout=30)
