@@ -1,6 +1,7 @@
 """Detectors: one replication failure mode per module, pure functions of observations and thresholds.
 
-Each module holds the rule twice when it is needed in both places: as plain Python (for the CLI's
-predictions and for golden-case tests without a JVM) and as Spark Columns (for the pipeline). One
-golden-case table in tests drives both, so they cannot drift apart.
+Each module ends with the `Rule` of every incident type it raises (rule.py; registry.py lists them
+all). Where a rule is needed in both places it is held twice: as plain Python (the CLI's predictions,
+e.g. `krm check shutdown`, and golden-case tests without a JVM) and as Spark Columns (the alert
+projection). One golden-case table in tests drives both, so they cannot drift apart.
 """
