@@ -24,8 +24,10 @@ from urllib.parse import urlparse
 from krm.errors import ConfigError
 
 REMOTE_SCHEMES = ("s3a", "hdfs")
-NOT_BUNDLED = {"abfss": "hadoop-azure", "abfs": "hadoop-azure", "wasbs": "hadoop-azure", "gs": "gcs-connector",
-               "s3": "use s3a:// (Hadoop's S3 connector)", "s3n": "use s3a:// (Hadoop's S3 connector)"}
+_AZURE = "hadoop-azure is not among krm's pinned jars"
+_S3 = "use s3a:// (Hadoop's S3 connector)"
+WHY_NOT = {"abfss": _AZURE, "abfs": _AZURE, "wasbs": _AZURE, "gs": "gcs-connector is not among krm's pinned jars",
+           "s3": _S3, "s3n": _S3}
 
 
 @dataclass(frozen=True)
@@ -141,11 +143,9 @@ def parse_data_dir(where: str, value: str, base: Path | None, storage: StorageCo
         if not uri.netloc:
             raise ConfigError(f"{where}: [pipeline] data_dir {value!r} names no bucket or namenode")
         return Location(value.rstrip("/"), storage)
-    hint = NOT_BUNDLED.get(uri.scheme)
-    raise ConfigError(f"{where}: [pipeline] data_dir {value!r}: {uri.scheme}:// is not supported"
-                      + (f" ({hint} is not among krm's pinned jars)" if hint and " " not in hint else
-                         f" ({hint})" if hint else "")
-                      + "; use a local path, file://, s3a:// or hdfs://")
+    why = f" ({WHY_NOT[uri.scheme]})" if uri.scheme in WHY_NOT else ""
+    raise ConfigError(f"{where}: [pipeline] data_dir {value!r}: {uri.scheme}:// is not supported{why}; "
+                      "use a local path, file://, s3a:// or hdfs://")
 
 
 def parse_storage(where: str, t: Any) -> StorageConfig:

@@ -35,7 +35,7 @@ def _python_driver(pgid: int) -> int | None:
             argv = (d / "cmdline").read_bytes().split(b"\0")
         except (OSError, ProcessLookupError):
             continue
-        if argv and b"python" in Path(argv[0].decode()).name.encode() and any(b"krm_driver.py" in a for a in argv):
+        if "python" in Path(argv[0].decode(errors="replace")).name and any(b"krm_driver.py" in a for a in argv):
             return int(d.name)
     return None
 
