@@ -81,7 +81,7 @@ class CollectorConfig:
 
 @dataclass(frozen=True)
 class PipelineConfig:
-    data_dir: Location  # a local folder, or an s3a:// / hdfs:// URI (krm/storage.py)
+    data_dir: Location  # a local folder, or an s3a://, abfss://, gs:// or hdfs:// URI (krm/storage.py)
     metrics_host: str = "127.0.0.1"
     metrics_port: int = setting(9308, minimum=0, maximum=65535)
     web_config_file: Path | None = None  # /metrics TLS and basic auth (Prometheus exporter-toolkit format)

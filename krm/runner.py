@@ -80,15 +80,15 @@ class Monitor:
         return self
 
     def spark_settings(self) -> dict[str, str]:
-        """What the config adds to krm's Spark defaults: the object store's S3A settings for an
-        s3a:// data_dir, then `[pipeline.spark_conf]` (which wins)."""
+        """What the config adds to krm's Spark defaults: the object store's Hadoop settings for an
+        s3a://, abfss:// or gs:// data_dir, then `[pipeline.spark_conf]` (which wins)."""
         p = self.config.pipeline
         out: dict[str, str] = {}
-        if p.data_dir.uri.startswith("s3a://"):
+        if p.data_dir.uri.startswith(("s3a://", "abfss://", "gs://")):
             from pipelines.session import objectstore_jars
 
             objectstore_jars(required=True)  # `make jars` / `krm setup` fetch them; say so before Spark starts
-            out |= p.storage.spark_conf()
+            out |= p.storage.spark_conf(p.data_dir.uri)
         return out | dict(p.spark_conf)
 
     def _ensure_observations_topic(self) -> None:

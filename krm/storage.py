@@ -1,17 +1,23 @@
 """Where the Delta tables and checkpoints live: a local folder or an object store / HDFS URI.
 
-`[pipeline] data_dir` is a path (relative to the config file), a `file://` URI, or an `s3a://bucket/
-prefix` (any S3-compatible store: AWS, MinIO, Ceph; settings in `[pipeline.storage]`) or
-`hdfs://namenode/path` URI. Spark reads and writes through Hadoop's file systems (the S3A connector
-is in the pinned `objectstore` jars; PySpark's own Hadoop client holds HDFS); the tools that read the
-tables without Spark (`krm incidents`, `krm lag`, `krm maintain`, the incident store, the data-quality
-thread) use delta-rs with the matching storage options. One `Location` carries both views.
+`[pipeline] data_dir` is a path (relative to the config file), a `file://` URI, or one of
+- `s3a://bucket/prefix`: AWS S3 or any S3-compatible store (MinIO, Ceph), Hadoop's S3A connector;
+- `abfss://container@account.dfs.core.windows.net/prefix`: Azure (ADLS Gen2 / Blob storage),
+  hadoop-azure's ABFS connector;
+- `gs://bucket/prefix`: Google Cloud Storage, Google's Cloud Storage connector;
+- `hdfs://namenode:port/path`: PySpark's own Hadoop client.
+Spark reads and writes through those Hadoop file systems (the connectors are the pinned `objectstore`
+jars); the tools that read the tables without Spark (`krm incidents`, `krm lag`, `krm maintain`, the
+incident store, the data-quality thread) use delta-rs with the matching storage options. One
+`Location` carries both views; `[pipeline.storage]` holds the endpoint and credentials and turns
+into Hadoop settings (`spark_conf`) and delta-rs options (`delta_options`) for the data_dir's scheme.
 
 Object stores and Delta: every table has one writer (Spark writes the history tables, delta-rs the
-incidents and data-quality tables), so neither side needs a commit lock; delta-rs is told so
-(`AWS_S3_ALLOW_UNSAFE_RENAME`). `krm maintain` is a second writer: on an object store run it with the
-pipeline stopped. Credentials come from `[pipeline.storage]` files or environment variables, else
-the standard AWS chain (environment, profile, instance role) on both sides.
+incidents and data-quality tables), so neither side needs a commit lock; delta-rs is told so on S3
+(`AWS_S3_ALLOW_UNSAFE_RENAME`; Azure and GCS have atomic put-if-absent). `krm maintain` is a second
+writer: on an object store run it with the pipeline stopped. Without credentials in the config both
+sides use the cloud's default chain: AWS's (environment, profile, instance role), Azure's managed
+identity, Google's application-default credentials.
 """
 
 from __future__ import annotations
@@ -23,42 +29,87 @@ from urllib.parse import urlparse
 
 from krm.errors import ConfigError
 
-REMOTE_SCHEMES = ("s3a", "hdfs")
-_AZURE = "hadoop-azure is not among krm's pinned jars"
+REMOTE_SCHEMES = ("s3a", "abfss", "gs", "hdfs")
+_AZURE = "use abfss://container@account.dfs.core.windows.net/path (hadoop-azure's ABFS connector, TLS)"
 _S3 = "use s3a:// (Hadoop's S3 connector)"
-WHY_NOT = {"abfss": _AZURE, "abfs": _AZURE, "wasbs": _AZURE, "gs": "gcs-connector is not among krm's pinned jars",
-           "s3": _S3, "s3n": _S3}
+WHY_NOT = {"abfs": _AZURE, "wasbs": _AZURE, "wasb": _AZURE, "s3": _S3, "s3n": _S3, "gcs": "use gs://"}
+
+# Which [pipeline.storage] keys apply to which data_dir scheme (a key for another store is refused).
+S3_KEYS = ("region", "path_style_access", "access_key_id", "secret_access_key")
+AZURE_KEYS = ("azure_account_key", "azure_client_id", "azure_tenant_id", "azure_client_secret")
+GCS_KEYS = ("gcs_service_account_key_file",)
+KEYS_OF = {"s3a": ("endpoint",) + S3_KEYS, "abfss": AZURE_KEYS, "gs": ("endpoint",) + GCS_KEYS, "hdfs": ()}
+
+_GCS_FS = "com.google.cloud.hadoop.fs.gcs.GoogleHadoopFileSystem"
+_GCS_AFS = "com.google.cloud.hadoop.fs.gcs.GoogleHadoopFS"
+_ABFS_OAUTH = "org.apache.hadoop.fs.azurebfs.oauth2."
+
+
+def scheme_of(uri: str) -> str:
+    return uri.split("://", 1)[0] if "://" in uri else ""
+
+
+def azure_host(uri: str) -> str:
+    """`account.dfs.core.windows.net` of abfss://container@account.dfs.core.windows.net/path."""
+    return urlparse(uri).netloc.rsplit("@", 1)[-1]
 
 
 @dataclass(frozen=True)
 class StorageConfig:
-    """`[pipeline.storage]`: how to reach an s3a:// data_dir (empty for AWS with the default chain)."""
+    """`[pipeline.storage]`: how to reach an object-store data_dir (all optional: the cloud's default
+    credential chain otherwise)."""
 
-    endpoint: str | None = None  # http(s)://host:port of an S3-compatible store; None: AWS itself
+    endpoint: str | None = None  # http(s)://host:port of an S3-compatible store or a GCS emulator
     region: str | None = None
     path_style_access: bool = False  # bucket in the path, not the host name (MinIO, Ceph, moto)
     access_key_id: Any = None  # krm.security.Secret
     secret_access_key: Any = None  # krm.security.Secret
+    azure_account_key: Any = None  # krm.security.Secret: the storage account's shared key
+    azure_client_id: str | None = None  # a service principal (with azure_tenant_id, azure_client_secret)
+    azure_tenant_id: str | None = None
+    azure_client_secret: Any = None  # krm.security.Secret
+    gcs_service_account_key_file: Path | None = None  # a service account's JSON key
 
-    def spark_conf(self) -> dict[str, str]:
-        """Hadoop S3A settings for the Spark session (`spark.hadoop.fs.s3a.*`)."""
+    def given(self) -> list[str]:
+        """The keys set in the config (for the scheme check)."""
+        defaults = StorageConfig()
+        return [k for k in KEYS_OF["s3a"] + AZURE_KEYS + GCS_KEYS if getattr(self, k) != getattr(defaults, k)]
+
+    def spark_conf(self, uri: str) -> dict[str, str]:
+        """Hadoop settings for the Spark session (`spark.hadoop.fs.*`) for a data_dir at `uri`."""
+        scheme = scheme_of(uri)
+        conf = (self._s3a_conf() if scheme == "s3a" else self._abfs_conf(azure_host(uri)) if scheme == "abfss"
+                else self._gcs_conf() if scheme == "gs" else {})
+        return {f"spark.hadoop.{k}": v for k, v in conf.items()}
+
+    def delta_options(self, uri: str) -> dict[str, str]:
+        """delta-rs (object_store) options for the same store."""
+        scheme = scheme_of(uri)
+        if scheme == "s3a":
+            return self._s3_options()
+        if scheme == "abfss":
+            return self._azure_options(azure_host(uri))
+        if scheme == "gs":
+            return {"GOOGLE_SERVICE_ACCOUNT": str(self.gcs_service_account_key_file)} \
+                if self.gcs_service_account_key_file else {}
+        return {}
+
+    def _s3a_conf(self) -> dict[str, str]:
         conf: dict[str, str] = {}
         if self.endpoint:
-            conf["spark.hadoop.fs.s3a.endpoint"] = self.endpoint
-            conf["spark.hadoop.fs.s3a.connection.ssl.enabled"] = str(self.endpoint.startswith("https")).lower()
+            conf["fs.s3a.endpoint"] = self.endpoint
+            conf["fs.s3a.connection.ssl.enabled"] = str(self.endpoint.startswith("https")).lower()
         if self.region:
-            conf["spark.hadoop.fs.s3a.endpoint.region"] = self.region
+            conf["fs.s3a.endpoint.region"] = self.region
         if self.path_style_access:
-            conf["spark.hadoop.fs.s3a.path.style.access"] = "true"
+            conf["fs.s3a.path.style.access"] = "true"
         if self.access_key_id is not None and self.secret_access_key is not None:
-            conf["spark.hadoop.fs.s3a.aws.credentials.provider"] = \
-                "org.apache.hadoop.fs.s3a.SimpleAWSCredentialsProvider"
-            conf["spark.hadoop.fs.s3a.access.key"] = self.access_key_id.read()
-            conf["spark.hadoop.fs.s3a.secret.key"] = self.secret_access_key.read()
+            conf["fs.s3a.aws.credentials.provider"] = "org.apache.hadoop.fs.s3a.SimpleAWSCredentialsProvider"
+            conf["fs.s3a.access.key"] = self.access_key_id.read()
+            conf["fs.s3a.secret.key"] = self.secret_access_key.read()
         return conf
 
-    def delta_options(self) -> dict[str, str]:
-        """delta-rs (object_store) options for the same bucket."""
+    def _s3_options(self) -> dict[str, str]:
         opts = {"AWS_S3_ALLOW_UNSAFE_RENAME": "true"}  # one writer per table: see the module docstring
         if self.endpoint:
             opts["AWS_ENDPOINT_URL"] = self.endpoint
@@ -72,6 +123,43 @@ class StorageConfig:
             opts["AWS_ACCESS_KEY_ID"] = self.access_key_id.read()
             opts["AWS_SECRET_ACCESS_KEY"] = self.secret_access_key.read()
         return opts
+
+    def _abfs_conf(self, host: str) -> dict[str, str]:
+        """Per-account ABFS settings (org.apache.hadoop.fs.azurebfs.constants.ConfigurationKeys):
+        the shared key, else a service principal, else the VM's managed identity."""
+        if self.azure_account_key is not None:
+            return {f"fs.azure.account.key.{host}": self.azure_account_key.read()}
+        conf = {f"fs.azure.account.auth.type.{host}": "OAuth"}
+        if self.azure_client_secret is not None:
+            conf[f"fs.azure.account.oauth.provider.type.{host}"] = _ABFS_OAUTH + "ClientCredsTokenProvider"
+            conf[f"fs.azure.account.oauth2.client.id.{host}"] = str(self.azure_client_id)
+            conf[f"fs.azure.account.oauth2.client.secret.{host}"] = self.azure_client_secret.read()
+            conf[f"fs.azure.account.oauth2.client.endpoint.{host}"] = \
+                f"https://login.microsoftonline.com/{self.azure_tenant_id}/oauth2/token"
+        else:
+            conf[f"fs.azure.account.oauth.provider.type.{host}"] = _ABFS_OAUTH + "MsiTokenProvider"
+        return conf
+
+    def _azure_options(self, host: str) -> dict[str, str]:
+        opts = {"AZURE_STORAGE_ACCOUNT_NAME": host.split(".", 1)[0]}
+        if self.azure_account_key is not None:
+            opts["AZURE_STORAGE_ACCOUNT_KEY"] = self.azure_account_key.read()
+        elif self.azure_client_secret is not None:
+            opts |= {"AZURE_CLIENT_ID": str(self.azure_client_id), "AZURE_TENANT_ID": str(self.azure_tenant_id),
+                     "AZURE_CLIENT_SECRET": self.azure_client_secret.read()}
+        return opts
+
+    def _gcs_conf(self) -> dict[str, str]:
+        """The GCS connector is not in Hadoop's core-default.xml: its classes are named here."""
+        conf = {"fs.gs.impl": _GCS_FS, "fs.AbstractFileSystem.gs.impl": _GCS_AFS}
+        if self.endpoint:
+            conf["fs.gs.storage.root.url"] = self.endpoint + "/"
+        if self.gcs_service_account_key_file:
+            conf["fs.gs.auth.type"] = "SERVICE_ACCOUNT_JSON_KEYFILE"
+            conf["fs.gs.auth.service.account.json.keyfile"] = str(self.gcs_service_account_key_file)
+        else:
+            conf["fs.gs.auth.type"] = "APPLICATION_DEFAULT"
+        return conf
 
 
 @dataclass(frozen=True)
@@ -106,7 +194,7 @@ class Location:
         return "s3://" + self.uri[len("s3a://"):] if self.uri.startswith("s3a://") else self.uri
 
     def options(self) -> dict[str, str]:
-        return self.storage.delta_options() if self.uri.startswith("s3a://") else {}
+        return self.storage.delta_options(self.uri)
 
     def is_table(self) -> bool:
         """A Delta table is there (a missing table is no history yet, not an error)."""
@@ -135,46 +223,83 @@ def parse_data_dir(where: str, value: str, base: Path | None, storage: StorageCo
         p = Path(value).expanduser()
         if not p.is_absolute() and base is not None:
             p = base / p
-        return Location(str(p), storage)
+        return _local(where, str(p), storage)
     uri = urlparse(value)
     if uri.scheme == "file":
-        return Location(uri.path, storage)
+        return _local(where, uri.path, storage)
     if uri.scheme in REMOTE_SCHEMES:
         if not uri.netloc:
             raise ConfigError(f"{where}: [pipeline] data_dir {value!r} names no bucket or namenode")
+        if uri.scheme == "abfss" and ("@" not in uri.netloc or ".dfs." not in uri.netloc):
+            raise ConfigError(f"{where}: [pipeline] data_dir {value!r}: an Azure URI names the container and "
+                              "the account's dfs endpoint: abfss://container@account.dfs.core.windows.net/path")
+        foreign = [k for k in storage.given() if k not in KEYS_OF[uri.scheme]]
+        if foreign:
+            usable = ", ".join(KEYS_OF[uri.scheme]) or "none"
+            raise ConfigError(f"{where}: [pipeline.storage] {', '.join(foreign)}: not used with a data_dir on "
+                              f"{uri.scheme}:// (its keys: {usable})")
         return Location(value.rstrip("/"), storage)
     why = f" ({WHY_NOT[uri.scheme]})" if uri.scheme in WHY_NOT else ""
     raise ConfigError(f"{where}: [pipeline] data_dir {value!r}: {uri.scheme}:// is not supported{why}; "
-                      "use a local path, file://, s3a:// or hdfs://")
+                      "use a local path, file://, s3a://, abfss://, gs:// or hdfs://")
+
+
+def _local(where: str, path: str, storage: StorageConfig) -> Location:
+    if storage.given():
+        raise ConfigError(f"{where}: [pipeline.storage] {', '.join(storage.given())} apply to an object-store "
+                          f"data_dir only; data_dir is the local folder {path}")
+    return Location(path, storage)
 
 
 def parse_storage(where: str, t: Any) -> StorageConfig:
     """`[pipeline.storage]`."""
-    from krm.security import _secret, _table
+    from krm.security import _path, _secret, _table, check_secret_file
 
     if t is None:
         return StorageConfig()
-    _table(where, "[pipeline.storage]", t, {"endpoint", "region", "path_style_access", "access_key_id_file",
-                                            "access_key_id_env", "secret_access_key_file", "secret_access_key_env"})
+    sec = "[pipeline.storage]"
+    _table(where, sec, t, {"endpoint", "region", "path_style_access", "access_key_id_file", "access_key_id_env",
+                           "secret_access_key_file", "secret_access_key_env", "azure_account_key_file",
+                           "azure_account_key_env", "azure_client_id", "azure_tenant_id", "azure_client_secret_file",
+                           "azure_client_secret_env", "gcs_service_account_key_file"})
     endpoint = t.get("endpoint")
     if endpoint is not None and (not isinstance(endpoint, str) or not endpoint.startswith(("http://", "https://"))):
-        raise ConfigError(f"{where}: [pipeline.storage] endpoint must be an http:// or https:// URL, got {endpoint!r}")
+        raise ConfigError(f"{where}: {sec} endpoint must be an http:// or https:// URL, got {endpoint!r}")
     region = t.get("region")
     if region is not None and (not isinstance(region, str) or not region.strip()):
-        raise ConfigError(f"{where}: [pipeline.storage] region must be a region name such as us-east-1")
+        raise ConfigError(f"{where}: {sec} region must be a region name such as us-east-1")
     path_style = t.get("path_style_access", False)
     if not isinstance(path_style, bool):
-        raise ConfigError(f"{where}: [pipeline.storage] path_style_access must be true or false")
-    key = _secret(where, "[pipeline.storage]", t, "access_key_id")
-    secret = _secret(where, "[pipeline.storage]", t, "secret_access_key")
+        raise ConfigError(f"{where}: {sec} path_style_access must be true or false")
+    key = _secret(where, sec, t, "access_key_id")
+    secret = _secret(where, sec, t, "secret_access_key")
     if (key is None) != (secret is None):
-        raise ConfigError(f"{where}: [pipeline.storage] give both access_key_id_* and secret_access_key_* "
+        raise ConfigError(f"{where}: {sec} give both access_key_id_* and secret_access_key_* "
                           "(or neither, for the default AWS credential chain)")
-    for s in (key, secret):
+    azure_key = _secret(where, sec, t, "azure_account_key")
+    client_id, tenant_id = (_name(where, sec, t, k) for k in ("azure_client_id", "azure_tenant_id"))
+    client_secret = _secret(where, sec, t, "azure_client_secret")
+    principal = (client_id, tenant_id, client_secret)
+    if any(x is not None for x in principal) and any(x is None for x in principal):
+        raise ConfigError(f"{where}: {sec} a service principal needs azure_client_id, azure_tenant_id and "
+                          "azure_client_secret_*")
+    if azure_key is not None and client_secret is not None:
+        raise ConfigError(f"{where}: {sec} give azure_account_key_* or a service principal, not both")
+    for s in (key, secret, azure_key, client_secret):
         if s is not None:
-            s.check(f"{where}: [pipeline.storage]")
+            s.check(f"{where}: {sec}")
+    gcs_key = _path(where, sec, t, "gcs_service_account_key_file")
+    if gcs_key is not None:
+        check_secret_file(gcs_key, f"{where}: {sec} gcs_service_account_key_file")
     return StorageConfig(endpoint.rstrip("/") if endpoint else None, region.strip() if region else None,
-                         path_style, key, secret)
+                         path_style, key, secret, azure_key, client_id, tenant_id, client_secret, gcs_key)
+
+
+def _name(where: str, sec: str, t: dict, key: str) -> str | None:
+    v = t.get(key)
+    if v is not None and (not isinstance(v, str) or not v.strip()):
+        raise ConfigError(f"{where}: {sec} {key} must be a non-empty string")
+    return v.strip() if v else None
 
 
 def as_location(x: Location | Path | str) -> Location:

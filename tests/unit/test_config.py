@@ -109,13 +109,16 @@ def test_data_dir_uris(tmp_path):
     assert (s3.data_dir / "t").options() == {"AWS_S3_ALLOW_UNSAFE_RENAME": "true", "AWS_ENDPOINT_URL": "http://127.0.0.1:9000",
                                              "AWS_ALLOW_HTTP": "true", "AWS_REGION": "eu-west-1",
                                              "AWS_VIRTUAL_HOSTED_STYLE_REQUEST": "false"}
-    assert s3.storage.spark_conf() == {"spark.hadoop.fs.s3a.endpoint": "http://127.0.0.1:9000",
+    assert s3.storage.spark_conf(str(s3.data_dir)) == {"spark.hadoop.fs.s3a.endpoint": "http://127.0.0.1:9000",
                                        "spark.hadoop.fs.s3a.connection.ssl.enabled": "false",
                                        "spark.hadoop.fs.s3a.endpoint.region": "eu-west-1",
                                        "spark.hadoop.fs.s3a.path.style.access": "true"}
     assert str(parse_config({**base, "pipeline": {"data_dir": "hdfs://nn:8020/krm"}}).pipeline.data_dir) == "hdfs://nn:8020/krm"
-    with pytest.raises(ConfigError, match=r"data_dir 'gs://bucket/krm': gs:// is not supported \(gcs-connector is not among"):
-        parse_config({**base, "pipeline": {"data_dir": "gs://bucket/krm"}})
+    with pytest.raises(ConfigError, match=r"data_dir 'wasbs://c@a.blob.core.windows.net/k': wasbs:// is not supported "
+                                          r"\(use abfss://container@account.dfs.core.windows.net/path"):
+        parse_config({**base, "pipeline": {"data_dir": "wasbs://c@a.blob.core.windows.net/k"}})
+    with pytest.raises(ConfigError, match=r"an Azure URI names the container and the account's dfs endpoint"):
+        parse_config({**base, "pipeline": {"data_dir": "abfss://acct.dfs.core.windows.net/k"}})
     with pytest.raises(ConfigError, match=r"s3:// is not supported \(use s3a://"):
         parse_config({**base, "pipeline": {"data_dir": "s3://bucket/krm"}})
     with pytest.raises(ConfigError, match=r"names no bucket"):
@@ -131,8 +134,8 @@ def test_storage_secrets_and_errors(tmp_path, monkeypatch):
     monkeypatch.setenv("KRM_TEST_KEY", "AKIA1")
     monkeypatch.setenv("KRM_TEST_SECRET", "s3cret")
     s = storage({"access_key_id_env": "KRM_TEST_KEY", "secret_access_key_env": "KRM_TEST_SECRET"})
-    assert s.delta_options()["AWS_SECRET_ACCESS_KEY"] == "s3cret"
-    assert s.spark_conf()["spark.hadoop.fs.s3a.access.key"] == "AKIA1"
+    assert s.delta_options("s3a://b/k")["AWS_SECRET_ACCESS_KEY"] == "s3cret"
+    assert s.spark_conf("s3a://b/k")["spark.hadoop.fs.s3a.access.key"] == "AKIA1"
     with pytest.raises(ConfigError, match="give both access_key_id_"):
         storage({"access_key_id_env": "KRM_TEST_KEY"})
     with pytest.raises(ConfigError, match="secrets are not kept in the config|unknown key"):
@@ -144,6 +147,72 @@ def test_storage_secrets_and_errors(tmp_path, monkeypatch):
     loose.chmod(0o644)
     with pytest.raises(ConfigError, match="chmod"):
         storage({"access_key_id_env": "KRM_TEST_KEY", "secret_access_key_file": str(loose)})
+
+
+def test_azure_and_gcs_storage(tmp_path, monkeypatch):
+    """abfss:// and gs://: the Hadoop settings (hadoop-azure's ConfigurationKeys, the GCS connector's
+    fs.gs.*) and delta-rs options for each way of authenticating; keys of another store refused."""
+    base = {"clusters": [{"name": "a", "bootstrap_servers": "x:1"}]}
+    abfss = "abfss://krm@acct.dfs.core.windows.net/monitoring/"
+
+    def pipeline(data_dir, storage=None):
+        return parse_config({**base, "pipeline": {"data_dir": data_dir, **({"storage": storage} if storage else {})}}).pipeline
+
+    host = "acct.dfs.core.windows.net"
+    p = pipeline(abfss)
+    assert str(p.data_dir / "incidents") == "abfss://krm@acct.dfs.core.windows.net/monitoring/incidents"
+    assert (p.data_dir / "t").delta_uri == "abfss://krm@acct.dfs.core.windows.net/monitoring/t"
+    assert p.storage.spark_conf(str(p.data_dir)) == {  # managed identity
+        f"spark.hadoop.fs.azure.account.auth.type.{host}": "OAuth",
+        f"spark.hadoop.fs.azure.account.oauth.provider.type.{host}": "org.apache.hadoop.fs.azurebfs.oauth2.MsiTokenProvider"}
+    assert (p.data_dir / "t").options() == {"AZURE_STORAGE_ACCOUNT_NAME": "acct"}
+    monkeypatch.setenv("KRM_AZ_KEY", "a2V5")
+    p = pipeline(abfss, {"azure_account_key_env": "KRM_AZ_KEY"})
+    assert p.storage.spark_conf(str(p.data_dir)) == {f"spark.hadoop.fs.azure.account.key.{host}": "a2V5"}
+    assert p.data_dir.options() == {"AZURE_STORAGE_ACCOUNT_NAME": "acct", "AZURE_STORAGE_ACCOUNT_KEY": "a2V5"}
+    secret = tmp_path / "sp"
+    secret.write_text("s3cret\n")
+    secret.chmod(0o600)
+    p = pipeline(abfss, {"azure_client_id": "cid", "azure_tenant_id": "tid", "azure_client_secret_file": str(secret)})
+    conf = p.storage.spark_conf(str(p.data_dir))
+    assert conf[f"spark.hadoop.fs.azure.account.oauth2.client.secret.{host}"] == "s3cret"
+    assert conf[f"spark.hadoop.fs.azure.account.oauth2.client.endpoint.{host}"] == "https://login.microsoftonline.com/tid/oauth2/token"
+    assert p.data_dir.options() == {"AZURE_STORAGE_ACCOUNT_NAME": "acct", "AZURE_CLIENT_ID": "cid",
+                                    "AZURE_TENANT_ID": "tid", "AZURE_CLIENT_SECRET": "s3cret"}
+    with pytest.raises(ConfigError, match="a service principal needs azure_client_id, azure_tenant_id"):
+        pipeline(abfss, {"azure_client_id": "cid", "azure_client_secret_file": str(secret)})
+    with pytest.raises(ConfigError, match="not both"):
+        pipeline(abfss, {"azure_account_key_env": "KRM_AZ_KEY", "azure_client_id": "cid", "azure_tenant_id": "t",
+                         "azure_client_secret_file": str(secret)})
+
+    p = pipeline("gs://bucket/krm")
+    assert p.storage.spark_conf(str(p.data_dir)) == {
+        "spark.hadoop.fs.gs.impl": "com.google.cloud.hadoop.fs.gcs.GoogleHadoopFileSystem",
+        "spark.hadoop.fs.AbstractFileSystem.gs.impl": "com.google.cloud.hadoop.fs.gcs.GoogleHadoopFS",
+        "spark.hadoop.fs.gs.auth.type": "APPLICATION_DEFAULT"}
+    assert p.data_dir.options() == {}
+    keyfile = tmp_path / "sa.json"
+    keyfile.write_text("{}")
+    keyfile.chmod(0o600)
+    p = pipeline("gs://bucket/krm", {"gcs_service_account_key_file": str(keyfile), "endpoint": "http://127.0.0.1:4443"})
+    conf = p.storage.spark_conf(str(p.data_dir))
+    assert conf["spark.hadoop.fs.gs.auth.type"] == "SERVICE_ACCOUNT_JSON_KEYFILE"
+    assert conf["spark.hadoop.fs.gs.auth.service.account.json.keyfile"] == str(keyfile)
+    assert conf["spark.hadoop.fs.gs.storage.root.url"] == "http://127.0.0.1:4443/"
+    assert p.data_dir.options() == {"GOOGLE_SERVICE_ACCOUNT": str(keyfile)}
+
+    with pytest.raises(ConfigError, match=r"azure_account_key: not used with a data_dir on gs:// "
+                                          r"\(its keys: endpoint, gcs_service_account_key_file\)"):
+        pipeline("gs://bucket/krm", {"azure_account_key_env": "KRM_AZ_KEY"})
+    with pytest.raises(ConfigError, match=r"region: not used with a data_dir on abfss://"):
+        pipeline(abfss, {"region": "eu-west-1"})
+    with pytest.raises(ConfigError, match=r"endpoint apply to an object-store data_dir only"):
+        pipeline(str(tmp_path / "data"), {"endpoint": "http://127.0.0.1:9000"})
+    loose = tmp_path / "loose.json"
+    loose.write_text("{}")
+    loose.chmod(0o644)
+    with pytest.raises(ConfigError, match="gcs_service_account_key_file.*chmod"):
+        pipeline("gs://bucket/krm", {"gcs_service_account_key_file": str(loose)})
 
 
 def test_history_tasks_leave_the_alert_path_a_core_in_local_mode(monkeypatch):
