@@ -4,8 +4,9 @@
 #   make test   install what is missing, then run the whole test suite
 #
 # Installs are idempotent and cached: the venv in .venv, jars in .cache/jars (from Maven Central,
-# pinned in jvm/*.xml: Kafka 3.9.1 for ZooKeeper mode, Kafka 4.4.0 for KRaft, Spark, the JMX agent), Debian packages only if their command is missing (a JDK, Maven, Prometheus
-# and Alertmanager for the alerting tests; services are not started: policy-rc.d blocks them).
+# pinned in jvm/*.xml: Kafka 3.9.1 for ZooKeeper mode, Kafka 4.4.0 for KRaft, Spark, the JMX agent,
+# the object-store connectors, HDFS for its test), Debian packages only if their command is missing
+# (a JDK, Maven, Prometheus and Alertmanager for the alerting tests; services are not started: policy-rc.d blocks them).
 # A second run needs no network: every step is guarded by a stamp file or a `command -v` check.
 
 SHELL := /bin/bash
@@ -52,7 +53,7 @@ system-packages:
 
 jars: $(STAMPS)/jars
 
-$(STAMPS)/jars: jvm/kafka-pom.xml jvm/kafka4-pom.xml jvm/spark-pom.xml jvm/agent-pom.xml jvm/objectstore-pom.xml jvm/settings.xml
+$(STAMPS)/jars: jvm/kafka-pom.xml jvm/kafka4-pom.xml jvm/spark-pom.xml jvm/agent-pom.xml jvm/objectstore-pom.xml jvm/hdfs-pom.xml jvm/settings.xml
 	@echo "fetching jars from Maven Central into $(JARS) (once) ..."
 	rm -rf $(JARS) && mkdir -p $(STAMPS)
 	$(MVN) -f jvm/kafka-pom.xml dependency:copy-dependencies -DoutputDirectory=$(CURDIR)/$(JARS)/kafka
@@ -60,6 +61,7 @@ $(STAMPS)/jars: jvm/kafka-pom.xml jvm/kafka4-pom.xml jvm/spark-pom.xml jvm/agent
 	$(MVN) -f jvm/agent-pom.xml dependency:copy-dependencies -DoutputDirectory=$(CURDIR)/$(JARS)/agent
 	$(MVN) -f jvm/spark-pom.xml dependency:copy-dependencies -DincludeScope=runtime $(SPARK_EXCLUDES) -DoutputDirectory=$(CURDIR)/$(JARS)/spark
 	$(MVN) -f jvm/objectstore-pom.xml dependency:copy-dependencies -DincludeScope=runtime $(OBJECTSTORE_EXCLUDES) -DoutputDirectory=$(CURDIR)/$(JARS)/objectstore
+	$(MVN) -f jvm/hdfs-pom.xml dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory=$(CURDIR)/$(JARS)/hdfs
 	touch $@
 
 venv: $(STAMPS)/venv

@@ -27,6 +27,8 @@ def main() -> None:
     ap.add_argument("--cases", type=int, default=100_000)
     ap.add_argument("--spark-sample", type=int, default=5_000, help="0: Python side only")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--dump", type=Path, help="write the records Spark kept that the oracle refuses and that no "
+                                              "lenient reading explains (JSON lines), to investigate")
     args = ap.parse_args()
 
     from krm.errors import SchemaError
@@ -72,11 +74,16 @@ def main() -> None:
         bad = {r["kafka_offset"]: r["reason"] for r in rejected(parsed).select("kafka_offset", "reason").collect()}
         refused = {i for i, r in enumerate(sample) if expected_rejection(r)}
         kept = refused & good
+        unexplained = [i for i in sorted(kept) if as_spark_reads(sample[i]) is None]
+        if args.dump:
+            args.dump.write_text("".join(json.dumps({"why": expected_rejection(sample[i]), "record": sample[i]}) + "\n"
+                                         for i in unexplained))
         out["spark"] = {"records": len(texts), "valid": len(good), "quarantined": len(bad),
                         "missing": len(texts) - len(good | set(bad)), "both": len(good & set(bad)),
                         "without_reason": sum(1 for v in bad.values() if not v),
                         "oracle_refused_but_kept": len(kept),
                         "of_which_read_leniently": sum(1 for i in kept if as_spark_reads(sample[i]) is not None),
+                        "unexplained": len(unexplained),
                         "oracle_accepted_but_quarantined": len({i for i in range(len(sample)) if i not in refused} & set(bad))}
         spark.stop()
     print(json.dumps(out))

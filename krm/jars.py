@@ -3,8 +3,8 @@ default) into krm's jar folder, each checked against its SHA-256. No Maven neede
 krm (a wheel in any venv) gets the same jars a checkout gets from `make jars`. Idempotent: a jar
 already present with the right digest is not fetched again.
 
-Groups: `spark` and `objectstore` (what the pipeline needs: Delta, Spark's Kafka source, the S3A
-connector for an s3a:// data_dir), and for `krm local-cluster`
+Groups: `spark` and `objectstore` (what the pipeline needs: Delta, Spark's Kafka source, the S3A,
+ABFS and GCS connectors for an object-store data_dir), and for `krm local-cluster`
 and `krm demo` also `kafka` (3.9.1), `kafka-4.4.0` and `agent` (the JMX exporter).
 """
 

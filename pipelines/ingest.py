@@ -43,7 +43,10 @@ def _missing(t: Struct, col: Any, path: str) -> list[tuple[Any, str]]:
             out.append((c.isNull(), f"required field {path}{name} is missing or not a {_type_name(ft)}"))
         if isinstance(ft, Struct):
             out += [(col.isNotNull() & c.isNotNull() & cond, r) for cond, r in _missing(ft, c, f"{path}{name}.")]
-        elif isinstance(ft, Array) and isinstance(ft.element, Struct):
+        if isinstance(ft, Array):
+            out.append((c.isNotNull() & F.exists(c, _is_null),
+                        f"an element of {path}{name}[] is not a {_type_name(ft.element)}"))
+        if isinstance(ft, Array) and isinstance(ft.element, Struct):
             names = [n for n, _, req in ft.element.fields if req]
             if names:
                 cond = F.exists(c, _any_null(names))
@@ -51,18 +54,34 @@ def _missing(t: Struct, col: Any, path: str) -> list[tuple[Any, str]]:
                 out.append((c.isNotNull() & cond, why))
             if _has_nested(ft.element):
                 out.append((c.isNotNull() & F.exists(c, _element_broken(ft.element, nested_only=True)),
-                            f"a required field inside {path}{name}[] is missing or of the wrong type"))
+                            f"a required field or an array element inside {path}{name}[] is missing or of the "
+                            "wrong type"))
     return out
 
 
 def _has_nested(t: Struct) -> bool:
-    return any(isinstance(ft, Struct) or (isinstance(ft, Array) and isinstance(ft.element, Struct))
-               for _, ft, _ in t.fields)
+    return any(isinstance(ft, (Struct, Array)) for _, ft, _ in t.fields)
+
+
+def _is_null(y: Any) -> Any:
+    """A one-argument predicate for F.exists: Spark's JSON reader leaves an array element of the wrong
+    type null (`[3, "x"]` as [3, null], `[[1]]` for an array of objects as [null]); no collector
+    publishes a null element (schemas/observation.py refuses them), so a null element is a bad one."""
+    return y.isNull()
+
+
+def _null_or_broken(t: Struct) -> Any:
+    element_broken = _element_broken(t)
+
+    def pred(y: Any) -> Any:
+        return _is_null(y) | element_broken(y)
+    return pred
 
 
 def _nested_broken(t: Struct, x: Any) -> Any:
     """Within one array element `x` of type `t`: a struct or struct array below it misses a required
-    field (Spark's JSON reader leaves a mistyped field null, so a broken element would pass)."""
+    field, or an array below it has an element of the wrong type (Spark's JSON reader leaves a
+    mistyped field or element null, so a broken element would pass)."""
     from pyspark.sql import functions as F
 
     cond = F.lit(False)
@@ -73,8 +92,9 @@ def _nested_broken(t: Struct, x: Any) -> Any:
             if _has_nested(ft):
                 inner = inner | _nested_broken(ft, x[name])
             cond = cond | (x[name].isNotNull() & inner)
-        elif isinstance(ft, Array) and isinstance(ft.element, Struct):
-            cond = cond | F.coalesce(F.exists(x[name], _element_broken(ft.element)), F.lit(False))
+        elif isinstance(ft, Array):
+            broken = _null_or_broken(ft.element) if isinstance(ft.element, Struct) else _is_null
+            cond = cond | F.coalesce(F.exists(x[name], broken), F.lit(False))
     return cond
 
 

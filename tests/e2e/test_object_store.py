@@ -1,6 +1,7 @@
-"""The pipeline with its data_dir on an S3-compatible object store: moto's standalone server, started
-by the test, stands in for S3 / MinIO. `krm run` writes checkpoints and Delta tables through Hadoop's
-S3A connector, the incident store through delta-rs; `krm incidents` and `krm maintain` read the same
+"""The pipeline with its data_dir on a remote store, started by the test: an S3-compatible object
+store (moto's standalone server stands in for S3 / MinIO) and a real HDFS (a NameNode and a DataNode,
+tests/hdfs_server.py). `krm run` writes checkpoints and Delta tables through Hadoop's S3A connector or
+HDFS client, the incident store through delta-rs; `krm incidents` and `krm maintain` read the same
 URI. The field case of docs/cases/rf1-outage-zk-chroot.md opens an incident, `krm run` is stopped and
 started again from the checkpoints on the store, and the incident it resumes is resolved under the
 same id when the broker returns."""
@@ -21,6 +22,31 @@ from tests.helpers import KRM, create_topic, delete_topic, wait_equal, wait_for,
 pytestmark = pytest.mark.e2e
 
 BUCKET = "krm-e2e"
+
+
+@pytest.fixture(scope="module")
+def hdfs(tmp_path_factory):
+    from tests.hdfs_server import LocalHdfs
+
+    server = LocalHdfs(tmp_path_factory.mktemp("hdfs")).start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(params=["s3", "hdfs"])
+def store(request, tmp_path, monkeypatch):
+    """(data_dir URI, [pipeline.storage] lines) of a fresh folder on the store."""
+    if request.param == "hdfs":
+        yield f"{request.getfixturevalue('hdfs').url}/krm/{tmp_path.name}", ""
+        return
+    endpoint = request.getfixturevalue("s3_endpoint")
+    monkeypatch.setenv("KRM_TEST_S3_KEY", "krm")
+    monkeypatch.setenv("KRM_TEST_S3_SECRET", "krm-secret")
+    yield f"s3a://{BUCKET}/{tmp_path.name}", (
+        f'\n[pipeline.storage]\nendpoint = "{endpoint}"\nregion = "us-east-1"\npath_style_access = true\n'
+        'access_key_id_env = "KRM_TEST_S3_KEY"\nsecret_access_key_env = "KRM_TEST_S3_SECRET"\n')
 
 
 @pytest.fixture(scope="module")
@@ -54,20 +80,18 @@ def _krm(args, env):
     return out.stdout
 
 
-def test_rf1_outage_with_the_data_dir_on_s3(zk_cluster, s3_endpoint, tmp_path, monkeypatch):
+def test_rf1_outage_with_the_data_dir_on_a_remote_store(zk_cluster, store, tmp_path):
     cluster = zk_cluster
-    monkeypatch.setenv("KRM_TEST_S3_KEY", "krm")
-    monkeypatch.setenv("KRM_TEST_S3_SECRET", "krm-secret")
-    topic, victim = "rf1-on-s3", 2
+    data_dir, storage = store
+    scheme = data_dir.split("://", 1)[0]
+    topic, victim = f"rf1-on-{scheme}", 2
     assignment = create_topic(cluster, topic, partitions=6, rf=1)
     expected = {p for p, r in assignment.items() if r == [victim]}
     assert expected
-    config_path = write_config(cluster, tmp_path, pipeline_extra=(
-        f'\n[pipeline.storage]\nendpoint = "{s3_endpoint}"\nregion = "us-east-1"\npath_style_access = true\n'
-        'access_key_id_env = "KRM_TEST_S3_KEY"\nsecret_access_key_env = "KRM_TEST_S3_SECRET"\n'))
+    config_path = write_config(cluster, tmp_path, pipeline_extra=storage)
     text = config_path.read_text()
     local_dir = next(line for line in text.splitlines() if line.startswith("data_dir"))
-    config_path.write_text(text.replace(local_dir, f'data_dir = "s3a://{BUCKET}/{tmp_path.name}"'))
+    config_path.write_text(text.replace(local_dir, f'data_dir = "{data_dir}"'))
     env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"}
     for k in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):  # only the config's credentials may work
         env.pop(k, None)
@@ -94,12 +118,12 @@ def test_rf1_outage_with_the_data_dir_on_s3(zk_cluster, s3_endpoint, tmp_path, m
     run = start("run-1.log")
     try:
         wait_for(lambda: [s for s in series(scrape(url), "krm_pipeline_up") if s.value == 1], 240,
-                 "krm_pipeline_up 1 with the tables on S3")
+                 f"krm_pipeline_up 1 with the tables on {scheme}://")
         cluster.kill(victim)
         wait_equal(lambda: _offline(url, cluster.name, topic), expected, 90, "the offline partitions")
         opened = wait_for(lambda: {i["partition"]: i for i in incidents() if i["status"] == "open"}
                           if {i["partition"] for i in incidents() if i["status"] == "open"} == expected else None,
-                          60, "the incidents in the S3 incidents table (read by `krm incidents`)")
+                          60, "the incidents in the incidents table on the store (read by `krm incidents`)")
         assert {i["cause"] for i in opened.values()} == {"single_replica_on_dead_broker"}
     finally:
         stop(run, "run-1.log")
@@ -112,14 +136,14 @@ def test_rf1_outage_with_the_data_dir_on_s3(zk_cluster, s3_endpoint, tmp_path, m
         wait_equal(lambda: _offline(url, cluster.name, topic), set(), 90, "the offline partitions to clear")
         resolved = wait_for(lambda: {i["partition"]: i for i in incidents() if i["status"] == "resolved"}
                             if {i["partition"] for i in incidents() if i["status"] == "resolved"} == expected
-                            else None, 60, "the incidents resolved on S3")
+                            else None, 60, "the incidents resolved on the store")
         assert {p: i["incident_id"] for p, i in resolved.items()} == {p: i["incident_id"] for p, i in opened.items()}
         assert len(incidents()) == len(expected)  # resumed, not opened again
         log = (tmp_path / "run-2.log").read_text(errors="replace")
         assert "resuming with" in log
         tables = load_config(config_path).pipeline.data_dir / "tables"
         wait_for(lambda: all((tables / t).is_table() for t in ("observations", "partition_state", "replica_lag")),
-                 120, "the history tables on S3")
+                 120, "the history tables on the store")
     finally:
         stop(run, "run-2.log")
         if cluster.status()["brokers"][str(victim)]["state"] == "dead":
@@ -128,4 +152,4 @@ def test_rf1_outage_with_the_data_dir_on_s3(zk_cluster, s3_endpoint, tmp_path, m
     # the history tables are on the store too; maintenance (with the pipeline stopped) reads them there
     out = _krm(["maintain", "--config", str(config_path)], env)
     assert "observations" in out and "partition_state" in out and "ERROR" not in out, out
-    assert not (tmp_path / "s3a:").exists()  # nothing was written to a local folder named after the URI
+    assert not (tmp_path / f"{scheme}:").exists()  # nothing was written to a local folder named after the URI
