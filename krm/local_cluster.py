@@ -332,6 +332,24 @@ class LocalCluster:
         self.wait_for_brokers([bid], timeout_s)
         return bid
 
+    def kill_zookeeper(self) -> None:
+        """SIGKILL the ZooKeeper server (ZooKeeper mode): brokers keep serving clients but the
+        controller can change nothing until it is back (fault loops, benchmarks/fault_loops.py)."""
+        zk = self.nodes.get("zookeeper")
+        if zk is None or _pid_state(zk.pid) == "dead":
+            raise ClusterError("no running ZooKeeper in this cluster")
+        os.kill(zk.pid, signal.SIGKILL)  # type: ignore[arg-type]
+        self._reap(zk)
+        zk.pid = None
+        self._save()
+
+    def start_zookeeper(self, timeout_s: float = 60.0) -> None:
+        zk = self.nodes.get("zookeeper")
+        if zk is None or _pid_state(zk.pid) != "dead":
+            raise ClusterError("ZooKeeper is running or this cluster has none")
+        self._launch(zk)
+        self._wait_port(zk, timeout_s)
+
     def pause(self, broker_id: int) -> None:
         """SIGSTOP: the broker keeps its sockets and ZooKeeper session but answers nothing."""
         node = self._live_broker(broker_id)
