@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any, Sequence
 
-from krm.errors import KrmError
+from krm.errors import ConfigError, KrmError
 
 log = logging.getLogger("krm")
 
@@ -248,11 +248,18 @@ def cmd_check_shutdown(args: argparse.Namespace) -> int:
     return 1 if unsafe else 0
 
 
+MIN_VACUUM_HOURS = 1.0  # far longer than any micro-batch's write-then-commit
+
+
 def cmd_maintain(args: argparse.Namespace) -> int:
     from krm.config import load_config
     from krm.maintain import maintain
     from pipelines.job import Tables
 
+    if args.vacuum_hours < MIN_VACUUM_HOURS:
+        raise ConfigError(f"--vacuum-hours must be at least {MIN_VACUUM_HOURS:g}, got {args.vacuum_hours:g}: a shorter "
+                          "one could delete the files of a batch the pipeline is still committing (they are "
+                          "unreferenced until its commit)")
     config = load_config(_resolve_config(args.config))
     root = Tables(config.pipeline.data_dir).root / "tables"
     if not root.is_local:

@@ -1,0 +1,75 @@
+"""`krm maintain` beside a running pipeline: no failed batch, no lost row.
+
+The pipeline appends a history micro-batch every second (many small files: what compaction is for)
+while the test runs maintenance (retention, compaction, vacuum) over and over on the same local
+tables. Delta's optimistic concurrency arbitrates: the pipeline's appends are blind appends, which
+no compaction invalidates; a compaction that loses a race to an append fails its commit and is
+retried at the next run (reported, never half-done). Afterwards every observation the history query
+committed (its checkpoint's offsets, from the topic's start) is a row of the observations table,
+exactly once.
+"""
+
+import json
+import logging
+import time
+
+import pytest
+from deltalake import DeltaTable
+
+from krm.config import load_config
+from krm.maintain import maintain
+from krm.runner import Monitor
+from krm.scrape import scrape, series
+from pipelines.job import Tables
+from tests.helpers import wait_for, write_config
+
+pytestmark = pytest.mark.e2e
+
+
+def _committed_offsets(checkpoint):
+    """{partition: end offset} of the newest batch the query committed (Spark's offset log)."""
+    committed = max(int(p.name) for p in (checkpoint / "commits").iterdir() if p.name.isdigit())
+    lines = (checkpoint / "offsets" / str(committed)).read_text().splitlines()
+    (offsets,) = json.loads(lines[-1]).values()
+    return {int(p): o for p, o in offsets.items()}
+
+
+def test_maintenance_beside_the_pipeline_loses_nothing(zk_cluster, spark, tmp_path, caplog):
+    caplog.set_level(logging.ERROR, logger="pipelines.job")
+    config_path = write_config(zk_cluster, tmp_path, poll_interval_s=0.5)
+    text = config_path.read_text().replace("history_trigger_s = 5.0", "history_trigger_s = 1.0")
+    config_path.write_text(text + 'starting_offsets = "earliest"\n')
+    config = load_config(config_path)
+    tables = Tables(config.pipeline.data_dir)
+    monitor = Monitor(config, spark=spark).start()
+    reports = []
+    try:
+        wait_for(lambda: [s for s in series(scrape(monitor.metrics_url), "krm_pipeline_up") if s.value == 1], 120,
+                 "krm_pipeline_up 1")
+        wait_for(lambda: tables.observations.is_table() and len(DeltaTable(str(tables.observations.path)).file_uris()) >= 5,
+                 120, "five history appends")
+        deadline = time.monotonic() + 40
+        while time.monotonic() < deadline:  # every run overlaps appends
+            reports += maintain(tables.root / "tables", retention_days=30, vacuum_hours=1)
+            time.sleep(0.5)
+    finally:
+        monitor.stop()
+    failed = [r.getMessage()[:300] for r in caplog.records if "failed" in r.getMessage()]
+    assert not failed, failed  # no failed batch (a failed one stops its query, which the watchdog restarts)
+
+    observations = [r for r in reports if r.table == "observations"]
+    compacted = [r for r in observations if r.error is None and r.files_after < r.files_before]
+    lost_races = [r for r in reports if r.error is not None]
+    print(f"\n{len(reports)} table maintenances ({len(observations)} of observations, {len(compacted)} of them "
+          f"compacting), {len(lost_races)} commits lost to a concurrent append: "
+          f"{sorted({r.error.split(':')[0] for r in lost_races})}")
+    assert compacted, [(r.files_before, r.files_after, r.error) for r in observations][:10]
+    for r in lost_races:  # a lost race is a refused commit, nothing else
+        assert "conflict" in r.error.lower() or "commit" in r.error.lower(), r.error
+
+    offsets = _committed_offsets(tables.checkpoints.path / "history")
+    table = DeltaTable(str(tables.observations.path))
+    rows = table.to_pyarrow_table(columns=["poll_id"])
+    assert rows.num_rows == sum(offsets.values()), (rows.num_rows, offsets)  # the topic starts at offset 0
+    assert not tables.quarantine.is_table() or DeltaTable(str(tables.quarantine.path)).to_pyarrow_table().num_rows == 0
+
