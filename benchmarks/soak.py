@@ -1,0 +1,174 @@
+"""Soak: the real pipeline for a long run on a simulated 10k-partition cluster with periodic faults,
+sampling what would grow if something leaked. Results go to RELIABILITY.md.
+
+A `krm simulate` cluster (30 brokers, 100 topics x 100 partitions, RF 3, 10 s poll) publishes to a
+real 1-broker KRaft observations cluster; the pipeline (`krm pipeline`'s Monitor, in this process)
+reads it. Every 4 minutes a broker is killed and restarted 2 minutes later, and a follower stalls
+for 2 minutes (the simulator's fault script). `krm maintain` runs every 10 minutes, as a cron would.
+Every 15 s: the driver JVM's used heap (after the last GC: MemoryMXBean, so garbage does not read
+as growth), the RSS of this process and its JVM, their open file descriptors and threads, each
+Delta table's active files (what compaction bounds) and its _delta_log size (one JSON per commit,
+kept by Delta for its log retention, 30 days: it grows by design, bounded by that retention).
+Reported: first and last value and the slope per hour (least squares) after a warm-up, and whether
+the run kept up (observation age).
+
+    .venv/bin/python benchmarks/soak.py [--minutes 30] [--topics 100] [--json out.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from deltalake import DeltaTable  # noqa: E402
+
+from benchmarks.pipeline_throughput import java_children, rss_mb  # noqa: E402
+from collectors.publisher import ensure_topic  # noqa: E402
+from krm.config import load_config  # noqa: E402
+from krm.local_cluster import LocalCluster, free_port  # noqa: E402
+from krm.maintain import maintain  # noqa: E402
+from krm.runner import Monitor  # noqa: E402
+from krm.scrape import scrape, series  # noqa: E402
+from pipelines.job import Tables  # noqa: E402
+from pipelines.session import build_session  # noqa: E402
+
+TABLES = ("observations", "partition_state", "replica_lag", "assignments", "incidents", "data_quality")
+
+
+def fault_script(minutes: float) -> list[dict]:
+    out, t, broker = [], 120.0, 1
+    while t + 120 < minutes * 60:
+        out += [{"at_s": t, "kind": "kill_broker", "broker": broker},
+                {"at_s": t + 120, "kind": "restart_broker", "broker": broker},
+                {"at_s": t + 60, "kind": "stall_follower", "topic": f"sim-{broker:05d}", "partition": 0},
+                {"at_s": t + 180, "kind": "unstall_follower", "topic": f"sim-{broker:05d}", "partition": 0}]
+        t, broker = t + 240, broker + 1
+    return out
+
+
+def status_field(pid: int, name: str) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(name + ":"):
+            return int(line.split()[1])
+    return 0
+
+
+def fds(pid: int) -> int:
+    try:
+        return len(os.listdir(f"/proc/{pid}/fd"))
+    except OSError:
+        return 0
+
+
+def active_files(path: Path) -> int:
+    try:
+        return len(DeltaTable(str(path)).file_uris())
+    except Exception:  # noqa: BLE001 - no table (or no commit) yet
+        return 0
+
+
+def slope_per_hour(points: list[tuple[float, float]]) -> float:
+    if len(points) < 3:
+        return float("nan")
+    xs, ys = [p[0] for p in points], [p[1] for p in points]
+    mx, my = statistics.fmean(xs), statistics.fmean(ys)
+    den = sum((x - mx) ** 2 for x in xs)
+    return sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / den * 3600 if den else float("nan")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--minutes", type=float, default=30.0)
+    ap.add_argument("--topics", type=int, default=100, help="x 100 partitions")
+    ap.add_argument("--poll", type=float, default=10.0)
+    ap.add_argument("--warmup-minutes", type=float, default=5.0)
+    ap.add_argument("--json", type=Path)
+    args = ap.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="krm-soak-"))
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    obs = LocalCluster(root=work / "obs", mode="kraft", brokers=1).up()
+    spark = build_session("local[2]", log_dir=work / "logs", extra={"spark.driver.memory": "2g"})
+    cfg = work / "soak.toml"
+    cfg.write_text(
+        f'[[clusters]]\nname = "sim"\nbootstrap_servers = "{obs.bootstrap_servers}"\n\n'
+        f'[observations]\nbootstrap_servers = "{obs.bootstrap_servers}"\ntopic = "krm.soak"\npartitions = 4\n\n'
+        f'[pipeline]\ndata_dir = "{work / "data"}"\nmetrics_port = {free_port()}\nspark_master = "local[2]"\n'
+        "hw_stall_window_s = 30.0\nquality_interval_s = 300.0\n")
+    (work / "faults.json").write_text(json.dumps(fault_script(args.minutes)))
+    config = load_config(cfg)
+    ensure_topic(config.observations)
+    tables = Tables(config.pipeline.data_dir)
+    monitor = Monitor(config, collect=False, spark=spark).start()
+    sim = subprocess.Popen([str(ROOT / ".venv/bin/krm"), "simulate", "--config", str(cfg), "--topics", str(args.topics),
+                            "--brokers", "30", "--poll-interval", str(args.poll), "--duration", str(args.minutes * 60),
+                            "--faults", str(work / "faults.json")],
+                           stdout=subprocess.DEVNULL, stderr=open(work / "sim.log", "w"))
+    jvm = spark._jvm
+    memory = jvm.java.lang.management.ManagementFactory.getMemoryMXBean()
+    pools = [p for p in jvm.java.lang.management.ManagementFactory.getMemoryPoolMXBeans()
+             if p.getType().toString() == "Heap memory"]
+    samples: list[dict] = []
+    maintenance: list[str] = []
+    t0 = time.time()
+    next_maintain = t0 + 600
+    try:
+        while sim.poll() is None:
+            time.sleep(15)
+            me, javas = os.getpid(), java_children(os.getpid())
+            after_gc = sum(p.getCollectionUsage().getUsed() for p in pools if p.getCollectionUsage() is not None)
+            row = {"t": time.time() - t0,
+                   "heap_after_gc_mb": after_gc / 2**20,
+                   "heap_used_mb": memory.getHeapMemoryUsage().getUsed() / 2**20,
+                   "rss_mb": rss_mb(me) + sum(rss_mb(j) for j in javas),
+                   "fds": fds(me) + sum(fds(j) for j in javas),
+                   "threads": status_field(me, "Threads") + sum(status_field(j, "Threads") for j in javas)}
+            for name in TABLES:
+                path = getattr(tables, name).path
+                log_dir = path / "_delta_log"
+                row[f"{name}_log_mb"] = sum(f.stat().st_size for f in log_dir.iterdir()) / 2**20 if log_dir.is_dir() else 0.0
+                row[f"{name}_files"] = active_files(path)
+            try:
+                row["age_s"] = max(s.value for s in series(scrape(monitor.metrics_url, 5), "krm_observation_age_seconds"))
+            except Exception:  # noqa: BLE001 - recorded as missing
+                row["age_s"] = None
+            samples.append(row)
+            print(json.dumps({k: round(v, 1) if isinstance(v, float) else v for k, v in row.items()}),
+                  file=sys.stderr, flush=True)
+            if time.time() >= next_maintain:
+                next_maintain += 600
+                reports = maintain(tables.root / "tables", retention_days=30, vacuum_hours=1)
+                maintenance.append(", ".join(f"{r.table} {r.files_before}->{r.files_after}"
+                                             + (f" ERROR {r.error}" if r.error else "") for r in reports))
+                print("maintain: " + maintenance[-1], file=sys.stderr, flush=True)
+    finally:
+        monitor.stop()
+        spark.stop()
+        if sim.poll() is None:
+            sim.kill()
+        obs.down()
+    steady = [s for s in samples if s["t"] >= args.warmup_minutes * 60]
+    keys = [k for k in samples[0] if k not in ("t",)] if samples else []
+    result = {"minutes": args.minutes, "partitions": args.topics * 100, "samples": len(samples),
+              "maintenance": maintenance, "work": str(work),
+              "series": {k: {"first": steady[0][k] if steady else None, "last": steady[-1][k] if steady else None,
+                             "max": max((s[k] for s in steady if s[k] is not None), default=None),
+                             "slope_per_hour": slope_per_hour([(s["t"], s[k]) for s in steady if s[k] is not None])}
+                         for k in keys}}
+    print(json.dumps(result))
+    if args.json:
+        args.json.write_text(json.dumps(result, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
