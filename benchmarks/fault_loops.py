@@ -22,7 +22,8 @@ Faults (--fault):
 
 Audit, per outage and partition: lost (no incident), duplicated (more than one), wrongly resolved
 (resolved while the broker was still down), left open (still open after the broker returned), and
-incidents of the topic that no outage explains.
+incidents of the topic that no outage explains. The config sets `flap_window_s = 0`, so that each
+outage is its own incident (with the default window, outages a minute apart reopen one incident).
 
     .venv/bin/python benchmarks/fault_loops.py --fault krm-run --rounds 10 [--seed 1] [--json out.json]
 """
@@ -208,7 +209,10 @@ def main() -> int:
     try:
         assignment = create_topic(monitored, TOPIC, partitions=6, rf=1)
         expected = {p for p, r in assignment.items() if r == [VICTIM]}
-        config = write_config(monitored, work, poll_interval_s=1.0, observations_on=obs)
+        # flap_window_s = 0: every outage is its own incident, so the audit can count them exactly (with
+        # the default window, outages a minute apart reopen one incident, as designed)
+        config = write_config(monitored, work, poll_interval_s=1.0, observations_on=obs,
+                              pipeline_extra="flap_window_s = 0.0\n")
         if args.fault == "disk-full":  # the data_dir on a filesystem of its own, to fill
             tmpfs.mkdir()
             subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1536m", "tmpfs", str(tmpfs)], check=True)
