@@ -198,8 +198,10 @@ class Location:
 
     def is_table(self) -> bool:
         """A Delta table is there (a missing table is no history yet, not an error)."""
-        if self.is_local:
-            return (self.path / "_delta_log").is_dir()
+        if self.is_local:  # a commit, not just the folder: a writer killed before its first commit leaves one
+            log_dir = self.path / "_delta_log"
+            return log_dir.is_dir() and any(p.suffix == ".json" or p.name.endswith(".checkpoint.parquet")
+                                            for p in log_dir.iterdir())
         from deltalake import DeltaTable
 
         return DeltaTable.is_deltatable(self.delta_uri, storage_options=self.options())

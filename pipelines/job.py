@@ -24,6 +24,7 @@ from krm.storage import Location, as_location
 from pipelines import findings as F_
 from pipelines import history
 from pipelines.balance import BalanceCheck, BalanceSettings
+from pipelines.checkpoints import repair, writer_id
 from pipelines.incident_store import IncidentStore
 from pipelines.incidents import Finding, IncidentBook, ScopePoll
 from pipelines.jmx_view import JmxSample, JmxView
@@ -328,7 +329,10 @@ class Pipeline:
                                restored_history(self.tables, store))
         deleted_after_ms = int(max(30.0, 3 * self.config.collector.poll_interval_s) * 1000)
         alert_path = interruptible(AlertPath(self.state, book, store, balance, deleted_after_ms))
-        history_path = interruptible(HistoryPath(self.state, self.tables, app_id="krm-history",
+        for query in ("alerts", "history"):
+            repair(self.tables.checkpoints / query)
+        app_id = writer_id(self.spark, self.tables.checkpoints / "history", legacy="krm-history")
+        history_path = interruptible(HistoryPath(self.state, self.tables, app_id=app_id,
                                                  tasks=history_tasks(p.history_tasks, p.spark_master)))
 
         def start_alerts() -> Any:
@@ -395,6 +399,7 @@ class Pipeline:
                 continue
             log.error("streaming query %s failed; restarting it from its checkpoint: %s", q.name,
                       str(q.exception())[:300])
+            repair(self.tables.checkpoints / q.name.removeprefix("krm-"))
             self.queries[i] = self._starters[q.name]()
             restarted += 1
         return restarted
