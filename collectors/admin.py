@@ -52,6 +52,13 @@ def ask(client: Any, node: int, request: Any, timeout_ms: int) -> Any:
     return future.value
 
 
+def config_backoff_s(failures: int, refresh_s: float) -> float:
+    """Seconds before DescribeConfigs is sent again after `failures` failures in a row: the refresh
+    interval (at least 30 s), doubling, at most an hour. Each unanswered request may hold a broker
+    thread (see `_may_ask_configs`), so over a long outage only a handful are ever sent."""
+    return min(3600.0, max(30.0, refresh_s) * 2 ** max(0, failures - 1))
+
+
 def refusing(addresses: dict[int, tuple[str, int]], timeout_s: float = 0.2) -> set[int]:
     """Which of these brokers refuse TCP connections: nothing listens, the process is gone. A paused
     process still accepts (the kernel completes the handshake) and an unreachable host times out:
@@ -102,6 +109,8 @@ class AdminSource:
         self._known_brokers: dict[int, dict[str, Any]] = {}  # every broker seen live since start
         self._configs: dict[str, tuple[int | None, bool | None]] = {}
         self._configs_at = 0.0
+        self._configs_failures = 0  # DescribeConfigs that failed in a row (see config_backoff_s)
+        self._configs_retry_at = 0.0
         self._degraded = False
         self._last_node: Any = None
         self._live_last: dict[int, dict[str, Any]] = {}  # brokers alive at the last successful poll
@@ -153,10 +162,16 @@ class AdminSource:
             log.warning("cluster %s reachable again", self.cluster.name)
             self._degraded = False
             self._problem, self._access_failures = None, 0
-        try:
-            self._refresh_configs(admin, [t["topic"] for t in topics], [b["node_id"] for b in md["brokers"]])
-        except Exception as e:  # noqa: BLE001 - stale configs beat a lost poll
-            log.warning("cluster %s: topic configs not refreshed (%s); using the last known values", self.cluster.name, e)
+        if self._may_ask_configs():
+            try:
+                self._refresh_configs(admin, [t["topic"] for t in topics], [b["node_id"] for b in md["brokers"]])
+                self._configs_failures = 0
+            except Exception as e:  # noqa: BLE001 - stale configs beat a lost poll
+                self._configs_failures += 1
+                backoff = config_backoff_s(self._configs_failures, self.settings.config_refresh_s)
+                self._configs_retry_at = time.monotonic() + backoff
+                log.warning("cluster %s: topic configs not refreshed (%s); using the last known values, asking again "
+                            "in %.0fs", self.cluster.name, e, backoff)
         if self.zk is None:
             self._kraft_view(admin, topics)
         live = {b["node_id"] for b in md["brokers"]}
@@ -522,6 +537,16 @@ class AdminSource:
                 log.debug("client metadata not updated: %s", e)
             return response.to_object()
         raise last_error or RuntimeError("no broker to ask")
+
+    def _may_ask_configs(self) -> bool:
+        """Not while a DescribeConfigs backs off, nor while krm's own ZooKeeper session is down in
+        ZooKeeper mode. A ZooKeeper-mode broker reads topic configs from ZooKeeper (AdminZkClient):
+        with ZooKeeper gone, the request holds one of the broker's request handler threads until
+        ZooKeeper is back, and a few of them stop the broker answering anyone (measured: two with
+        num.io.threads 2) — krm must not take a broker down, nor page about it afterwards."""
+        if time.monotonic() < self._configs_retry_at:
+            return False
+        return self.zk is None or self.zk.connected
 
     def _refresh_configs(self, admin: Any, topics: list[str], brokers: list[int]) -> None:
         """Topic configs change rarely: fetch all every config_refresh_s, and new topics at once.
