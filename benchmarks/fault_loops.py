@@ -22,7 +22,9 @@ Faults (--fault):
 
 Audit, per outage and partition: lost (no incident), duplicated (more than one), wrongly resolved
 (resolved while the broker was still down), left open (still open after the broker returned), and
-incidents of the topic that no outage explains. The config sets `flap_window_s = 0`, so that each
+incidents of the topic that no outage explains; and critical incidents about anything the scenario
+left healthy (other partitions, other brokers: false pages, unless the fault itself takes them
+down, as cluster-down does). The config sets `flap_window_s = 0`, so that each
 outage is its own incident (with the default window, outages a minute apart reopen one incident).
 
     .venv/bin/python benchmarks/fault_loops.py --fault krm-run --rounds 10 [--seed 1] [--json out.json]
@@ -185,6 +187,12 @@ def audit(config: Path, outages: list[tuple[float, float | None]], expected: set
                     found["left_open"] += 1
     found["unexplained"] = len([i for i in incidents if i["incident_id"] not in explained])
     found["incidents"] = len(incidents)
+    # pages about what the scenario left healthy: the other partitions, the other brokers
+    everything = stored_incidents("--config", str(config))
+    false_pages = [i for i in everything if i["severity"] == "critical" and not (
+        (i["topic"] == TOPIC and i["partition"] in expected) or (i["topic"] is None and i["broker"] == VICTIM))]
+    found["critical_elsewhere"] = len(false_pages)
+    found["critical_elsewhere_kinds"] = sorted({f"{i['type']}/{i['cause']}" for i in false_pages})
     return found
 
 
