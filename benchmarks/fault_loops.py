@@ -286,6 +286,7 @@ def main() -> int:
         result["audit"] = audit(config, outages, expected)
         result["history_after_last_fault"] = history_written_after(pipeline.data_dir, t_fault, args.converge_timeout)
         result["outages"] = len(outages)
+        result["outage_windows"] = [(round(a, 1), round(b, 1) if b else None) for a, b in outages]
         logs = "".join(p.read_text(errors="replace") for p in sorted((work / "logs").glob("*.log")))
         result["tracebacks_in_logs"] = logs.count("Traceback")
         result["error_lines"] = sorted({line.split(" ", 3)[-1][:160] for line in logs.splitlines() if " ERROR " in line})[:20]
