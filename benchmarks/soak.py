@@ -12,7 +12,7 @@ kept by Delta for its log retention, 30 days: it grows by design, bounded by tha
 Reported: first and last value and the slope per hour (least squares) after a warm-up, and whether
 the run kept up (observation age).
 
-    .venv/bin/python benchmarks/soak.py [--minutes 30] [--topics 100] [--json out.json]
+    .venv/bin/python benchmarks/soak.py [--minutes 30] [--topics 100] [--full-gc] [--json out.json]
 """
 
 from __future__ import annotations
@@ -92,6 +92,7 @@ def main() -> int:
     ap.add_argument("--topics", type=int, default=100, help="x 100 partitions")
     ap.add_argument("--poll", type=float, default=10.0)
     ap.add_argument("--warmup-minutes", type=float, default=5.0)
+    ap.add_argument("--full-gc", action="store_true", help="a full GC before each heap sample (slope of what is retained)")
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
     work = Path(tempfile.mkdtemp(prefix="krm-soak-"))
@@ -128,7 +129,11 @@ def main() -> int:
             after_gc = sum(p.getCollectionUsage().getUsed() for p in pools if p.getCollectionUsage() is not None)
             row = {"t": time.time() - t0,
                    "heap_after_gc_mb": after_gc / 2**20,
-                   "heap_used_mb": memory.getHeapMemoryUsage().getUsed() / 2**20,
+                   "heap_used_mb": memory.getHeapMemoryUsage().getUsed() / 2**20}
+            if args.full_gc:  # what is really retained: a full collection first (System.gc, G1: a full GC)
+                jvm.java.lang.System.gc()
+                row["heap_after_full_gc_mb"] = memory.getHeapMemoryUsage().getUsed() / 2**20
+            row |= {"rss_python_mb": rss_mb(me), "rss_jvm_mb": sum(rss_mb(j) for j in javas),
                    "rss_mb": rss_mb(me) + sum(rss_mb(j) for j in javas),
                    "fds": fds(me) + sum(fds(j) for j in javas),
                    "threads": status_field(me, "Threads") + sum(status_field(j, "Threads") for j in javas)}
