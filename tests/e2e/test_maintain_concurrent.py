@@ -48,7 +48,7 @@ def test_maintenance_beside_the_pipeline_loses_nothing(zk_cluster, spark, tmp_pa
                  "krm_pipeline_up 1")
         wait_for(lambda: tables.observations.is_table() and len(DeltaTable(str(tables.observations.path)).file_uris()) >= 5,
                  120, "five history appends")
-        deadline = time.monotonic() + 40
+        deadline = time.monotonic() + 25
         while time.monotonic() < deadline:  # every run overlaps appends
             reports += maintain(tables.root / "tables", retention_days=30, vacuum_hours=1)
             time.sleep(0.5)
