@@ -52,6 +52,9 @@ def ask(client: Any, node: int, request: Any, timeout_ms: int) -> Any:
     return future.value
 
 
+NO_OLDER_WINDOW_S = 30.0  # far beyond a metadata propagation between the controller and the brokers
+
+
 def config_backoff_s(failures: int, refresh_s: float) -> float:
     """Seconds before DescribeConfigs is sent again after `failures` failures in a row: the refresh
     interval (at least 30 s), doubling, at most an hour. Each unanswered request may hold a broker
@@ -109,6 +112,8 @@ class AdminSource:
         self._known_brokers: dict[int, dict[str, Any]] = {}  # every broker seen live since start
         self._configs: dict[str, tuple[int | None, bool | None]] = {}
         self._configs_at = 0.0
+        # (topic, partition) -> (leader_epoch, leader, isr, when) last published: never go back (_no_older)
+        self._published: dict[tuple[str, int], tuple[int, int, list[int], float]] = {}
         self._configs_failures = 0  # DescribeConfigs that failed in a row (see config_backoff_s)
         self._configs_retry_at = 0.0
         self._degraded = False
@@ -304,6 +309,7 @@ class AdminSource:
                 if "elr" in p:
                     part["elr"], part["last_known_elr"] = p["elr"], p["last_known_elr"]
                 self._overlay_zk(name, part, zk_assignment)
+                self._no_older(name, part)
                 part |= {"high_watermark": found.hw.get((name, pid)),
                          "log_start_offset": found.log_start.get((name, pid)),
                         "replica_offsets": [{"broker": r, "log_end_offset": found.leo[(name, pid, r)]}
@@ -323,6 +329,8 @@ class AdminSource:
         for gone in [name for name in self._assignments if name not in {t["topic"] for t in topics}]:
             del self._assignments[gone]
         self._memory.forget_missing(present)
+        for gone in [k for k in self._published if k not in present]:
+            del self._published[gone]
         return records
 
     def _unreachable(self, found: offsets.OffsetsRound) -> set[int]:
@@ -448,6 +456,28 @@ class AdminSource:
             log.warning("cluster %s: %s answered again", self.cluster.name, what)
             self._kraft_failed.discard(what)
 
+    def _no_older(self, topic: str, part: dict[str, Any]) -> None:
+        """A record never goes back in leader epoch. The two views krm reads trail each other by a
+        few ms: at a broker's return the brokers' metadata named the new leader while the mirror's
+        watch for that partition had not fired yet, and a quick record for another partition's
+        change, stamped later, republished the old state (an OFFLINE_PARTITION reopened for 2 ms).
+        Leader epochs only grow (the controller bumps one at every election), so a part older
+        than what was already published takes the published leader and ISR."""
+        epoch = part.get("leader_epoch")
+        if epoch is None:
+            return
+        key = (topic, part["partition"])
+        newer = self._published.get(key)
+        now = time.monotonic()
+        # Only for the lag between the views (ms to a metadata propagation), and only with the leader and
+        # ISR among the replicas: a topic deleted and created again starts its epochs from 0.
+        if (newer is not None and newer[0] > epoch and now - newer[3] < NO_OLDER_WINDOW_S
+                and set(newer[2]) | ({newer[1]} - {-1}) <= set(part["replicas"])):
+            part.update(leader_epoch=newer[0], leader=newer[1], isr=list(newer[2]))
+            part.pop("zk_mtime_ms", None)
+        else:
+            self._published[key] = (epoch, part["leader"], list(part["isr"]), now)
+
     def _overlay_zk(self, topic: str, part: dict[str, Any], zk_assignment: dict[int, tuple[int, ...]] | None) -> None:
         """Leader, epoch and ISR as the controller wrote them to ZooKeeper, which the brokers'
         metadata caches (and so the Admin API) trail by up to a metadata propagation."""
@@ -497,8 +527,10 @@ class AdminSource:
                 zs = self.zk.partition(topic, pid)
                 if zs is None:
                     continue
-                parts.append({"partition": pid, "leader": zs.leader, "leader_epoch": zs.leader_epoch,
-                              "replicas": list(replicas), "isr": list(zs.isr), "zk_mtime_ms": zs.mtime_ms})
+                part = {"partition": pid, "leader": zs.leader, "leader_epoch": zs.leader_epoch,
+                        "replicas": list(replicas), "isr": list(zs.isr), "zk_mtime_ms": zs.mtime_ms}
+                self._no_older(topic, part)  # this partition's watch may not have fired yet
+                parts.append(part)
             min_isr, unclean = self._configs.get(topic, (None, None))
             out.append(topic_record(self.cluster.name, "zookeeper", poll_id, at, topic=topic, live_brokers=live,
                                     partitions=parts, min_insync_replicas=min_isr, unclean_leader_election=unclean,

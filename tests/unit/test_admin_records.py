@@ -91,6 +91,29 @@ def test_zookeeper_triggered_records_start_with_a_consistent_cluster_record():
     assert cluster["cluster_state"]["controller_id"] == 2 and cluster["cluster_state"]["topic_count"] == 1
 
 
+def test_a_zookeeper_triggered_record_never_goes_back_in_leader_epoch():
+    """Found by the fault loops (RELIABILITY.md): at a broker's return the full poll's Metadata
+    already named the new leader (epoch 5) while the mirror's watch for that partition had not
+    fired yet (epoch 4, leader -1); a quick record for another partition's change, stamped a few ms
+    later, republished the stale state, and the resolved OFFLINE_PARTITION reopened for 2 ms."""
+    state = {("t", 0): ZkPartition(leader=-1, leader_epoch=4, isr=(1,), controller_epoch=3, mtime_ms=900, version=4)}
+    zk = FakeZk({1, 2}, state, {"t": {0: (1,)}})
+    src = AdminSource(ClusterConfig("c", "h:1", "zk:2181"), CollectorConfig(), zk)
+    m, t = md(replicas=(1,), leader=1, epoch=5)  # the brokers' metadata is ahead of the mirror
+    (p,) = topic_state(src._records(m, t, 1000, OffsetsRound(), 1))["partitions"]
+    assert (p["leader"], p["leader_epoch"]) == (1, 5)
+    (p,) = topic_state(src.quick_records({"t"}))["partitions"]
+    assert (p["leader"], p["leader_epoch"], p["isr"]) == (1, 5, [1]) and "zk_mtime_ms" not in p
+    state[("t", 0)] = ZkPartition(leader=-1, leader_epoch=6, isr=(1,), controller_epoch=3, mtime_ms=1100, version=5)
+    (p,) = topic_state(src.quick_records({"t"}))["partitions"]
+    assert (p["leader"], p["leader_epoch"], p["zk_mtime_ms"]) == (-1, 6, 1100)  # a newer epoch: the mirror's
+    # the topic deleted and created again (epochs from 0, another assignment): not overridden
+    state[("t", 0)] = ZkPartition(leader=2, leader_epoch=0, isr=(2,), controller_epoch=3, mtime_ms=1200, version=0)
+    zk._assignments = {"t": {0: (2,)}}
+    (p,) = topic_state(src.quick_records({"t"}))["partitions"]
+    assert (p["leader"], p["leader_epoch"]) == (2, 0)
+
+
 def test_brokers_changed_watches_the_live_brokers_not_kraft_s_random_controller(monkeypatch):
     """A KRaft broker answers each Metadata request with a random live broker as "controller"
     (KIP-590): that must not look like a change, or every check would run a full poll."""
