@@ -26,6 +26,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
+import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -34,6 +35,12 @@ from krm.config import ClusterConfig
 log = logging.getLogger(__name__)
 
 BURST_S = (0.05, 0.3, 1.0, 2.5)  # full re-polls after a broker or controller change
+# A deleted /controller is normally re-created by the next broker within milliseconds (every broker
+# watches it and races to create it: KafkaController.scala, `elect`). Until this long has passed the
+# previous holder is still reported, as the brokers' own Metadata answers do (their metadata cache
+# keeps the old controller id until the new controller's UpdateMetadata): an ordinary fail-over is
+# no "no active controller" page.
+CONTROLLER_ELECTION_GRACE_S = 5.0
 
 
 @dataclass(frozen=True)
@@ -60,6 +67,8 @@ class ZkState:
         self._lock = threading.Lock()
         self._brokers: set[int] | None = None
         self._controller: int | None = None
+        self._controller_previous: int | None = None  # the holder before a deletion, during the grace
+        self._controller_gone_at: float | None = None  # monotonic time /controller was found deleted
         self._controller_seen = False
         self._assignments: dict[str, dict[int, tuple[int, ...]]] = {}
         self._states: dict[tuple[str, int], ZkPartition] = {}
@@ -121,8 +130,14 @@ class ZkState:
         with self._lock:
             return set(self._brokers) if self._brokers is not None and self.connected else None
 
-    def controller(self) -> int | None:
+    def controller(self, now: float | None = None) -> int | None:
+        """The broker holding /controller; the previous holder for CONTROLLER_ELECTION_GRACE_S after a
+        deletion (an election in progress), None after that."""
         with self._lock:
+            if self._controller is None and self._controller_gone_at is not None:
+                now = time.monotonic() if now is None else now
+                if now - self._controller_gone_at < CONTROLLER_ELECTION_GRACE_S:
+                    return self._controller_previous
             return self._controller
 
     def partition(self, topic: str, partition: int) -> ZkPartition | None:
@@ -164,10 +179,16 @@ class ZkState:
         with self._lock:
             first = not self._controller_seen
             self._controller_seen = True
+            if cid is None and self._controller is not None and not first:
+                self._controller_previous, self._controller_gone_at = self._controller, time.monotonic()
+            elif cid is not None:
+                self._controller_previous, self._controller_gone_at = None, None
             self._controller = cid
         if not first:
             log.info("cluster %s: /controller now %s", self.cluster.name, cid)
             self._burst()
+            if cid is None:  # look again once the grace is over: still none is news
+                self._later(CONTROLLER_ELECTION_GRACE_S + 0.05, self._request_poll)
 
     def _on_reassign(self, data: bytes | None, _stat: Any) -> None:
         self.reassigning = data is not None
@@ -227,13 +248,16 @@ class ZkState:
 
     def _burst(self) -> None:
         self.events += 1
+        for delay in BURST_S:
+            self._later(delay, self._request_poll)
+
+    def _later(self, delay: float, action: Callable[[], None]) -> None:
         with self._lock:
             self._timers = [t for t in self._timers if t.is_alive()]
-            for delay in BURST_S:
-                t = threading.Timer(delay, self._request_poll)
-                t.daemon = True
-                t.start()
-                self._timers.append(t)
+            t = threading.Timer(delay, action)
+            t.daemon = True
+            t.start()
+            self._timers.append(t)
 
     def _request_poll(self) -> None:
         with self._lock:

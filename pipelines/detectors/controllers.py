@@ -1,7 +1,8 @@
 """CONTROLLER_ANOMALY: the one declaration of the type, judged in three places.
 
 - `no_active_controller` (critical): a successful cluster record names no controller (ZooKeeper mode:
-  no broker holds /controller); judged in the alert projection (see pipelines/detectors/brokers.py
+  no broker has held /controller for `CONTROLLER_ELECTION_GRACE_S`, collectors/zookeeper.py);
+  judged in the alert projection (see pipelines/detectors/brokers.py
   for why KRaft never shows it).
 - `no_quorum_leader`, `voter_lagging`, `quorum_at_risk`: the KRaft metadata quorum
   (pipelines/detectors/quorum.py, on the driver).
