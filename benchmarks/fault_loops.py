@@ -360,12 +360,15 @@ def inject(fault: str, rng: random.Random, krm: Krm, monitored: LocalCluster, ob
         monitored.wait_for_brokers(live, 120)
     elif fault == "disk-full":
         ballast = tmpfs / "ballast"
-        free = shutil.disk_usage(tmpfs).free
-        with open(ballast, "wb") as f:
-            try:
-                os.posix_fallocate(f.fileno(), 0, free)
-            except OSError:
-                pass
+        with open(ballast, "wb") as f:  # in shrinking chunks: the pipeline writes while this fills
+            size = 0
+            for chunk in (64 << 20, 1 << 20, 4096):
+                while True:
+                    try:
+                        os.posix_fallocate(f.fileno(), size, chunk)
+                    except OSError:
+                        break
+                    size += chunk
         log(f"disk full: {shutil.disk_usage(tmpfs).free} bytes free")
         time.sleep(seconds)
         ballast.unlink()
