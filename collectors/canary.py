@@ -60,6 +60,9 @@ class CanarySource:
         self._leaders: dict[int, int] = {}
         self._checked_at = 0.0
         self._failing = False
+        # rounds by outcome, for /metrics (collectors/stats.py): a round that cannot start (no topic,
+        # no connection) has no partition to report, so this is where it shows
+        self.rounds = {"ok": 0, "partition_failed": 0, "not_started": 0}
 
     # ------------------------------------------------------------------ one round
 
@@ -76,10 +79,13 @@ class CanarySource:
             self._close()
             results = [{"partition": p, "broker": r[0], "leader": self._leaders.get(p), "produced": False,
                         "error": f"{type(e).__name__}: {e}"} for p, r in sorted(self._partitions.items())]
+            self.rounds["not_started"] += 1
         else:
             if self._failing:
                 log.warning("cluster %s: canary rounds run again", self.cluster.name)
                 self._failing = False
+            ok = all(r["produced"] and r.get("consumed") for r in results)
+            self.rounds["ok" if ok else "partition_failed"] += 1
         return [canary_record(self.cluster.name, self._poll_id, int(time.time() * 1000), topic=self.topic,
                               partitions=results)] if results else []
 

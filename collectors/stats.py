@@ -32,6 +32,14 @@ class CollectorMetrics:
         yield CounterMetricFamily("krm_collector_polls", "Full polls run.", value=c.polls)
         yield CounterMetricFamily("krm_collector_zookeeper_publishes",
                                   "Topics published at once on a ZooKeeper state change.", value=c.quick_publishes)
+        rounds = CounterMetricFamily("krm_collector_canary_rounds",
+                                     "Canary rounds by outcome: ok, partition_failed (a write or read-back failed), "
+                                     "not_started (no canary topic or no connection: nothing else shows it).",
+                                     labels=["cluster", "result"])
+        for canary in getattr(c, "canaries", []):
+            for result, n in canary.rounds.items():
+                rounds.add_metric([canary.cluster.name, result], n)
+        yield rounds
         last = GaugeMetricFamily("krm_collector_last_poll_seconds", "Duration of the last full poll.",
                                  labels=["cluster"])
         for name, seconds in sorted(c.last_poll_s.items()):

@@ -71,3 +71,27 @@ def test_a_failed_write_is_a_partition_clients_cannot_use():
 
 def test_judge_is_the_failed_partitions():
     assert [(f.partition, f.broker) for f in canary.judge(ROUND)] == [(1, 2)]
+
+
+def test_a_round_that_cannot_start_is_counted_on_metrics():
+    """No canary topic (CREATE denied, cluster down at start): no partition to report, so the only sign
+    is the rounds counter (and one WARNING)."""
+    from types import SimpleNamespace
+
+    from collectors.canary import CanarySource
+    from collectors.spool import Spool
+    from collectors.stats import CollectorMetrics
+    from krm.config import ClusterConfig, CollectorConfig
+
+    source = CanarySource(ClusterConfig("c1", "127.0.0.1:1", canary=True), CollectorConfig())
+
+    def refused():
+        raise PermissionError("TopicAuthorizationFailedError: CREATE on krm.canary")
+
+    source._connect = refused
+    assert source.poll() == [] and source.poll() == []
+    collector = SimpleNamespace(publisher=SimpleNamespace(spool=Spool(10), sent=0, dropped=0, invalid=0), polls=0,
+                                quick_publishes=0, last_poll_s={}, canaries=[source])
+    samples = {(s.labels["cluster"], s.labels["result"]): s.value for fam in CollectorMetrics(collector).collect()
+               for s in fam.samples if s.name == "krm_collector_canary_rounds_total"}
+    assert samples == {("c1", "ok"): 0, ("c1", "partition_failed"): 0, ("c1", "not_started"): 2}
