@@ -62,6 +62,11 @@ def java_children(pid: int) -> list[int]:
     return out
 
 
+def spark_driver(pid: int) -> list[int]:
+    """The Spark driver JVM among `pid`'s children (a LocalCluster's brokers are children too)."""
+    return [j for j in java_children(pid) if b"org.apache.spark.deploy.SparkSubmit" in Path(f"/proc/{j}/cmdline").read_bytes()]
+
+
 def run_size(spark, obs: LocalCluster, size: int, minutes: float, poll_s: float, work: Path,
              history_trigger_s: float, prebuild: bool, history_tasks: int = 0) -> dict:
     topics = size // 100
@@ -97,7 +102,7 @@ def run_size(spark, obs: LocalCluster, size: int, minutes: float, poll_s: float,
         began = time.time()
         while not stop.wait(1.0):
             peak_heap = max(peak_heap, (rt.totalMemory() - rt.freeMemory()) / 2**20)
-            peak_rss = max(peak_rss, rss_mb(os.getpid()) + sum(rss_mb(j) for j in java_children(os.getpid())))
+            peak_rss = max(peak_rss, rss_mb(os.getpid()) + sum(rss_mb(j) for j in spark_driver(os.getpid())))
             if time.time() - began > 60:  # after the warm-up
                 try:
                     ages.extend(s.value for s in series(scrape(monitor.metrics_url), "krm_observation_age_seconds"))

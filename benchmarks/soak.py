@@ -32,7 +32,7 @@ sys.path.insert(0, str(ROOT))
 
 from deltalake import DeltaTable  # noqa: E402
 
-from benchmarks.pipeline_throughput import java_children, rss_mb  # noqa: E402
+from benchmarks.pipeline_throughput import rss_mb, spark_driver  # noqa: E402
 from collectors.publisher import ensure_topic  # noqa: E402
 from krm.config import load_config  # noqa: E402
 from krm.local_cluster import LocalCluster, free_port  # noqa: E402
@@ -86,6 +86,33 @@ def slope_per_hour(points: list[tuple[float, float]]) -> float:
     return sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / den * 3600 if den else float("nan")
 
 
+def python_objects() -> dict[str, int]:
+    """Live Python objects by type name (after a collection)."""
+    import collections
+    import gc
+
+    gc.collect()
+    return dict(collections.Counter(type(o).__name__ for o in gc.get_objects()))
+
+
+def jvm_classes(javas: list[int]) -> dict[str, int]:
+    """Bytes of live instances per class in the driver JVM (`jmap -histo:live` forces a full GC)."""
+    out: dict[str, int] = {}
+    for pid in javas:
+        text = subprocess.run(["jmap", "-histo:live", str(pid)], capture_output=True, text=True, timeout=120).stdout
+        for line in text.splitlines():
+            parts = line.split()
+            if len(parts) >= 4 and parts[0].endswith(":") and parts[2].isdigit():
+                out[parts[3]] = out.get(parts[3], 0) + int(parts[2])
+    return out
+
+
+def top_growth(before: dict[str, int], after: dict[str, int], n: int = 15) -> list[tuple[str, int, int]]:
+    """(name, before, after) of the n entries that grew most."""
+    names = sorted(set(before) | set(after), key=lambda k: after.get(k, 0) - before.get(k, 0), reverse=True)
+    return [(k, before.get(k, 0), after.get(k, 0)) for k in names[:n]]
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--minutes", type=float, default=30.0)
@@ -93,6 +120,9 @@ def main() -> int:
     ap.add_argument("--poll", type=float, default=10.0)
     ap.add_argument("--warmup-minutes", type=float, default=5.0)
     ap.add_argument("--full-gc", action="store_true", help="a full GC before each heap sample (slope of what is retained)")
+    ap.add_argument("--histograms", action="store_true",
+                    help="at the end of the warm-up and of the run: live Python objects by type and the driver "
+                         "JVM's class histogram (jmap -histo:live); the report lists what grew most")
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
     work = Path(tempfile.mkdtemp(prefix="krm-soak-"))
@@ -120,12 +150,13 @@ def main() -> int:
              if p.getType().toString() == "Heap memory"]
     samples: list[dict] = []
     maintenance: list[str] = []
+    histograms: list[tuple[dict, dict]] = []
     t0 = time.time()
     next_maintain = t0 + 600
     try:
         while sim.poll() is None:
             time.sleep(15)
-            me, javas = os.getpid(), java_children(os.getpid())
+            me, javas = os.getpid(), spark_driver(os.getpid())
             after_gc = sum(p.getCollectionUsage().getUsed() for p in pools if p.getCollectionUsage() is not None)
             row = {"t": time.time() - t0,
                    "heap_after_gc_mb": after_gc / 2**20,
@@ -147,6 +178,10 @@ def main() -> int:
             except Exception:  # noqa: BLE001 - recorded as missing
                 row["age_s"] = None
             samples.append(row)
+            if args.histograms and (not histograms and row["t"] >= args.warmup_minutes * 60
+                                    or sim.poll() is not None or row["t"] >= args.minutes * 60 - 20):
+                if len(histograms) < 2:
+                    histograms.append((python_objects(), jvm_classes(javas)))
             print(json.dumps({k: round(v, 1) if isinstance(v, float) else v for k, v in row.items()}),
                   file=sys.stderr, flush=True)
             if time.time() >= next_maintain:
@@ -163,7 +198,11 @@ def main() -> int:
         obs.down()
     steady = [s for s in samples if s["t"] >= args.warmup_minutes * 60]
     keys = [k for k in samples[0] if k not in ("t",)] if samples else []
-    result = {"minutes": args.minutes, "partitions": args.topics * 100, "samples": len(samples),
+    grew = {}
+    if len(histograms) == 2:
+        (py0, jv0), (py1, jv1) = histograms
+        grew = {"python_objects": top_growth(py0, py1), "jvm_bytes": top_growth(jv0, jv1)}
+    result = {"minutes": args.minutes, "partitions": args.topics * 100, "samples": len(samples), "grew": grew,
               "maintenance": maintenance, "work": str(work),
               "series": {k: {"first": steady[0][k] if steady else None, "last": steady[-1][k] if steady else None,
                              "max": max((s[k] for s in steady if s[k] is not None), default=None),
