@@ -61,6 +61,15 @@ def build_session(master: str = "local[2,4]", app_name: str = "krm-pipeline", lo
         "spark.default.parallelism": "2",
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
+        # Spark's status store keeps finished jobs, stages and SQL executions for the UI even with the UI
+        # off (AppStatusListener, SQLAppStatusListener, always on the listener bus); the pipeline runs
+        # several per micro-batch, for months, and the defaults (1000 each, 100 progress updates) keep
+        # a growing share of the driver's heap until reached. krm reads none of it.
+        "spark.ui.retainedJobs": "50",
+        "spark.ui.retainedStages": "50",
+        "spark.sql.ui.retainedExecutions": "20",
+        "spark.sql.streaming.numRecentProgressUpdates": "10",
+        "spark.sql.streaming.ui.retainedQueries": "10",
         "spark.sql.session.timeZone": "UTC",
         "spark.driver.memory": "2g",
         "spark.driver.extraJavaOptions": java_opts,
