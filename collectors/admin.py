@@ -97,6 +97,13 @@ def refusing(addresses: dict[int, tuple[str, int]], timeout_s: float = 0.2) -> s
     return refused
 
 
+def _later_election(part: dict[str, Any], epoch: int, replicas: Any) -> bool:
+    """`part` (a Metadata answer's partition) comes from a later election than `epoch`, for the same
+    replicas: a topic deleted and created again starts its epochs from 0 on another assignment."""
+    mine = part.get("leader_epoch")
+    return mine is not None and mine > epoch and set(part["isr"]) | ({part["leader"]} - {-1}) <= set(replicas)
+
+
 class AdminSource:
     """Polls one cluster. Construct validates nothing and opens nothing; the first poll connects."""
 
@@ -114,6 +121,9 @@ class AdminSource:
         self._configs_at = 0.0
         # (topic, partition) -> (leader_epoch, leader, isr, when) last published: never go back (_no_older)
         self._published: dict[tuple[str, int], tuple[int, int, list[int], float]] = {}
+        # this poll's Metadata answer from its arrival until its records register their epochs (_records):
+        # quick records stamped meanwhile must not publish an older state (see _metadata_arrived)
+        self._arrived: dict[str, list[dict[str, Any]]] | None = None
         self._configs_failures = 0  # DescribeConfigs that failed in a row (see config_backoff_s)
         self._configs_retry_at = 0.0
         self._degraded = False
@@ -156,8 +166,8 @@ class AdminSource:
                 failed = self._last_node
                 admin = self._client(avoid=failed)
                 md = self._metadata(admin)
-            observed_at_ms = int(time.time() * 1000)
             topics = [t for t in md["topics"] if t["error_code"] == 0]
+            observed_at_ms = self._metadata_arrived(topics)
         except Exception as e:  # noqa: BLE001 - any client failure becomes an observation
             self._close()
             self._failed(access.explain(e, self.cluster.name, self.cluster.bootstrap_servers, self.cluster.security,
@@ -194,6 +204,19 @@ class AdminSource:
         unreachable = self._unreachable(found)
         quorum = self._harvest_quorum(found.answered | {self._last_node}) if self.zk is None else None
         return self._records(md, topics, observed_at_ms, found, poll_id, quorum, unreachable)
+
+    def _metadata_arrived(self, topics: list[dict[str, Any]]) -> int:
+        """Stamp the poll with the Metadata answer's arrival and hold the answer for quick records
+        until this poll's records are built (after the offsets round, which takes a while). A quick
+        record stamped in between would otherwise republish the mirror's older state after this
+        poll's newer one (an OFFLINE_PARTITION reopened for 1 ms at a broker's return: the fault loops).
+        Stamp and hand-over under the lock quick_records stamps under, so the two are ordered."""
+        by_topic = None
+        if self.zk is not None:  # quick records exist only with the ZooKeeper mirror
+            by_topic = {t["topic"]: t["partitions"] for t in topics}
+        with self._poll_lock:
+            self._arrived = by_topic
+            return int(time.time() * 1000)
 
     def _failed(self, problem: access.AccessProblem) -> None:
         """Log the cause once per change; after a refusal (credentials, TLS, protocol) wait before
@@ -331,6 +354,8 @@ class AdminSource:
         self._memory.forget_missing(present)
         for gone in [k for k in self._published if k not in present]:
             del self._published[gone]
+        with self._poll_lock:
+            self._arrived = None  # its epochs are in _published now
         return records
 
     def _unreachable(self, found: offsets.OffsetsRound) -> set[int]:
@@ -505,7 +530,8 @@ class AdminSource:
         with self._poll_lock:
             self._poll_id += 1
             poll_id = self._poll_id
-        at = int(time.time() * 1000)
+            at = int(time.time() * 1000)
+            arrived = self._arrived  # a full poll's Metadata, newer than its records so far
         out = []
         last = self._last_cluster_state
         if last is not None:
@@ -523,12 +549,17 @@ class AdminSource:
             if not assignment:
                 continue
             parts = []
+            pending = {p["partition"]: p for p in (arrived or {}).get(topic, [])}
             for pid, replicas in sorted(assignment.items()):
                 zs = self.zk.partition(topic, pid)
                 if zs is None:
                     continue
                 part = {"partition": pid, "leader": zs.leader, "leader_epoch": zs.leader_epoch,
                         "replicas": list(replicas), "isr": list(zs.isr), "zk_mtime_ms": zs.mtime_ms}
+                newer = pending.get(pid)
+                if newer is not None and _later_election(newer, zs.leader_epoch, replicas):
+                    part.update(leader=newer["leader"], leader_epoch=newer["leader_epoch"], isr=list(newer["isr"]))
+                    part.pop("zk_mtime_ms")
                 self._no_older(topic, part)  # this partition's watch may not have fired yet
                 parts.append(part)
             min_isr, unclean = self._configs.get(topic, (None, None))

@@ -114,6 +114,28 @@ def test_a_zookeeper_triggered_record_never_goes_back_in_leader_epoch():
     assert (p["leader"], p["leader_epoch"]) == (2, 0)
 
 
+def test_a_quick_record_during_a_full_poll_does_not_publish_what_its_metadata_already_replaced():
+    """Found by the fault loops (RELIABILITY.md): at a broker's return a full poll's Metadata named
+    the new leader (epoch 6) and stamped the poll; during its offsets round the mirror's watch for
+    another partition fired, and the quick record, stamped 29 ms later, still had this partition's
+    old state from the mirror (leader -1, epoch 5): an OFFLINE_PARTITION reopened for 1 ms."""
+    state = {("t", 0): ZkPartition(leader=-1, leader_epoch=5, isr=(1,), controller_epoch=3, mtime_ms=900, version=4)}
+    zk = FakeZk({1, 2}, state, {"t": {0: (1,)}})
+    src = AdminSource(ClusterConfig("c", "h:1", "zk:2181"), CollectorConfig(), zk)
+    m, t = md(replicas=(1,), leader=1, epoch=6)
+    stamped = src._metadata_arrived(t)  # the Metadata answer is in; offsets are being fetched
+    (p,) = topic_state(quick := src.quick_records({"t"}))["partitions"]
+    assert quick[0]["observed_at_ms"] >= stamped
+    assert (p["leader"], p["leader_epoch"], p["isr"]) == (1, 6, [1]) and "zk_mtime_ms" not in p
+    (p,) = topic_state(src._records(m, t, stamped, OffsetsRound(), 1))["partitions"]
+    assert (p["leader"], p["leader_epoch"]) == (1, 6)
+    assert src._arrived is None, "handed over to _published once the poll's records are built"
+    # without a full poll in flight the mirror's newer state is published as before
+    state[("t", 0)] = ZkPartition(leader=-1, leader_epoch=7, isr=(1,), controller_epoch=3, mtime_ms=1100, version=5)
+    (p,) = topic_state(src.quick_records({"t"}))["partitions"]
+    assert (p["leader"], p["leader_epoch"], p["zk_mtime_ms"]) == (-1, 7, 1100)
+
+
 def test_brokers_changed_watches_the_live_brokers_not_kraft_s_random_controller(monkeypatch):
     """A KRaft broker answers each Metadata request with a random live broker as "controller"
     (KIP-590): that must not look like a change, or every check would run a full poll."""
