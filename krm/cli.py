@@ -81,7 +81,7 @@ def cmd_local_cluster(args: argparse.Namespace) -> int:
         c = LocalCluster(root=root, mode=args.mode, brokers=args.brokers, chroot=args.chroot,
                          broker_config=dict(kv.split("=", 1) for kv in args.broker_config),
                          kafka_version=args.kafka_version or "", controllers=args.controllers,
-                         security=args.security).up()
+                         security=args.security, session_timeout_ms=args.session_timeout_ms).up()
         _print_status(c.status(), args.json)
         return 0
     c = LocalCluster.load(root)
@@ -540,6 +540,9 @@ def build_parser() -> argparse.ArgumentParser:
     up.add_argument("--security", choices=["plaintext", "sasl_ssl"], default="plaintext",
                     help="sasl_ssl: SCRAM-SHA-512 over TLS (a CA of the cluster's own), ACLs enforced, krm connecting "
                          "as its least-privilege user 'krm' (password in a file the config names)")
+    up.add_argument("--session-timeout-ms", type=int, default=6000, metavar="MS",
+                    help="how long a silent broker stays registered: the ZooKeeper session (zk mode) or the "
+                         "controllers' broker.session.timeout.ms (KRaft); default 6000, Kafka's own 18000 / 9000")
     up.add_argument("--broker-config", action="append", default=[], metavar="KEY=VALUE",
                     help="extra broker setting, repeatable (e.g. replica.lag.time.max.ms=5000)")
     up.add_argument("--json", action="store_true")

@@ -123,6 +123,9 @@ class LocalCluster:
     kafka_version: str = ""  # empty: default_kafka_version(mode)
     controllers: int = 1  # KRaft: voters of the controller quorum
     security: str = "plaintext"  # or "sasl_ssl": SCRAM-SHA-512 over TLS, ACLs on (krm/local_security.py)
+    # How long a silent broker keeps its registration: zookeeper.session.timeout.ms (ZooKeeper mode) or
+    # the controllers' broker.session.timeout.ms (KRaft). Short for tests; Kafka's defaults are 18000 / 9000.
+    session_timeout_ms: int = 6000
 
     # ---------------------------------------------------------------- construction and state
 
@@ -148,6 +151,8 @@ class LocalCluster:
             raise ClusterError(f"--controllers applies to KRaft mode and must be at least 1, got {self.controllers}")
         if self.security not in SECURITY_MODES:
             raise ClusterError(f"--security must be one of {', '.join(SECURITY_MODES)}, got {self.security!r}")
+        if self.session_timeout_ms < 1000:
+            raise ClusterError(f"--session-timeout-ms must be at least 1000, got {self.session_timeout_ms}")
         self.root = Path(self.root)
 
     @property
@@ -165,7 +170,7 @@ class LocalCluster:
                 metrics_port=s.get("metrics_port", 0), heap_mb=s.get("heap_mb", HEAP_MB),
                 kafka_version=s.get("kafka_version", ZK_KAFKA_VERSION),
                 controllers=max(1, len([n for n in s["nodes"].values() if n["role"] == "controller"])),
-                security=s.get("security", "plaintext"))
+                security=s.get("security", "plaintext"), session_timeout_ms=s.get("session_timeout_ms", 6000))
         c.nodes = {k: Node(**v) for k, v in s["nodes"].items()}
         return c
 
@@ -174,6 +179,7 @@ class LocalCluster:
             "mode": self.mode, "chroot": self.chroot, "broker_config": self.broker_config,
             "cluster_id": self.cluster_id, "metrics_port": self.metrics_port, "heap_mb": self.heap_mb,
             "kafka_version": self.kafka_version, "security": self.security,
+            "session_timeout_ms": self.session_timeout_ms,
             "nodes": {k: vars(n) for k, n in self.nodes.items()},
         }
         tmp = self.root / "state.json.tmp"
@@ -227,7 +233,7 @@ class LocalCluster:
             self.nodes["zookeeper"] = Node("zookeeper", 0, free_port())
         else:
             for i in range(self.controllers):
-                ctl = Node("controller", KRAFT_CONTROLLER_ID + i, free_port())
+                ctl = Node("controller", KRAFT_CONTROLLER_ID + i, free_port(), jmx_port=free_port())
                 self.nodes[ctl.name] = ctl
         for i in range(1, self.brokers + 1):
             self.nodes[f"broker-{i}"] = Node("broker", i, free_port(), jmx_port=free_port())
@@ -556,7 +562,7 @@ class LocalCluster:
                 "controller.listener.names": "CONTROLLER",
                 **self._security_props("controller"),
                 "listeners": f"CONTROLLER://127.0.0.1:{node.port}",
-                "broker.session.timeout.ms": 6000,
+                "broker.session.timeout.ms": self.session_timeout_ms,
             }
         else:
             sec = self._security_props("broker")
@@ -582,7 +588,7 @@ class LocalCluster:
                 sec["listener.security.protocol.map"] = sec["listener.security.protocol.map"].replace(
                     ",CONTROLLER:PLAINTEXT", "")
                 props |= {"broker.id": node.id, "zookeeper.connect": self._zk_connect(),
-                          "zookeeper.session.timeout.ms": 6000}
+                          "zookeeper.session.timeout.ms": self.session_timeout_ms}
             else:
                 props |= {
                     "process.roles": "broker",
@@ -676,7 +682,7 @@ class LocalCluster:
             time.sleep(0.1)
         raise ClusterError(f"{node.name} did not open port {node.port}; see {self._log_hint(node)}")
 
-    def _await_zk_deregistration(self, broker_id: int, timeout_s: float = 20.0) -> None:
+    def _await_zk_deregistration(self, broker_id: int) -> None:
         """A broker restarted before ZooKeeper expired its killed predecessor's session dies with
         NodeExists on /brokers/ids/<id> (KafkaZkClient.registerBroker). Wait for the node to go."""
         from kazoo.client import KazooClient
@@ -684,7 +690,7 @@ class LocalCluster:
         zk = KazooClient(hosts=self.zookeeper, timeout=5.0, **(self._secrets.kazoo_kwargs() if self.secured else {}))
         zk.start(timeout=10)
         try:
-            deadline = time.monotonic() + timeout_s
+            deadline = time.monotonic() + self.session_timeout_ms / 1000 + 14
             while zk.exists(f"/brokers/ids/{broker_id}") and time.monotonic() < deadline:
                 time.sleep(0.2)
         finally:
