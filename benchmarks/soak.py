@@ -77,6 +77,17 @@ def active_files(path: Path) -> int:
         return 0
 
 
+def folder_mb(folder: Path) -> float:
+    """Size of a folder's files; a file Delta renames or removes while we look is skipped."""
+    total = 0
+    for f in folder.iterdir() if folder.is_dir() else ():
+        try:
+            total += f.stat().st_size
+        except FileNotFoundError:
+            pass
+    return total / 2**20
+
+
 def slope_per_hour(points: list[tuple[float, float]]) -> float:
     if len(points) < 3:
         return float("nan")
@@ -171,7 +182,7 @@ def main() -> int:
             for name in TABLES:
                 path = getattr(tables, name).path
                 log_dir = path / "_delta_log"
-                row[f"{name}_log_mb"] = sum(f.stat().st_size for f in log_dir.iterdir()) / 2**20 if log_dir.is_dir() else 0.0
+                row[f"{name}_log_mb"] = folder_mb(log_dir)
                 row[f"{name}_files"] = active_files(path)
             try:
                 row["age_s"] = max(s.value for s in series(scrape(monitor.metrics_url, 5), "krm_observation_age_seconds"))
