@@ -401,6 +401,7 @@ class Pipeline:
                       str(q.exception())[:300])
             repair(self.tables.checkpoints / q.name.removeprefix("krm-"))
             self.queries[i] = self._starters[q.name]()
+            self.state.add_query_restart(q.name)
             restarted += 1
         return restarted
 

@@ -78,6 +78,7 @@ class Snapshot:
     pipeline_error: str | None = None  # why the pipeline cannot run (e.g. no Spark executors)
     canary: dict[tuple[str, int], Any] = field(default_factory=dict)  # (cluster, partition) -> CanarySample
     records_quarantined: int = 0
+    query_restarts: dict[str, int] = field(default_factory=dict)  # streaming query -> restarts after a failure
     jmx: dict[tuple[str, int], Any] = field(default_factory=dict)  # (cluster, broker) -> jmx_view.JmxSample
     quality: QualityStats | None = None  # None until the first data-quality run
 
@@ -133,6 +134,13 @@ class PipelineState:
         with self._lock:
             cur = self._snapshot
             self._snapshot = Snapshot(**{**cur.__dict__, "records_quarantined": cur.records_quarantined + n})
+
+
+    def add_query_restart(self, query: str) -> None:
+        with self._lock:
+            cur = self._snapshot
+            restarts = {**cur.query_restarts, query: cur.query_restarts.get(query, 0) + 1}
+            self._snapshot = Snapshot(**{**cur.__dict__, "query_restarts": restarts})
 
 
 class KrmCollector:
@@ -217,6 +225,11 @@ class KrmCollector:
         yield CounterMetricFamily("krm_pipeline_batches", "Alert-path micro-batches processed.", value=snap.batches)
         yield CounterMetricFamily("krm_pipeline_records_quarantined", "Observation records sent to quarantine.",
                                   value=snap.records_quarantined)
+        restarts = CounterMetricFamily("krm_pipeline_query_restarts", "Streaming queries restarted from their "
+                                       "checkpoint after a failure (the log names the cause).", labels=["query"])
+        for query in ("krm-alerts", "krm-history"):  # both from the start: increase() sees the first restart
+            restarts.add_metric([query], snap.query_restarts.get(query, 0))
+        yield restarts
         if snap.quality is not None:
             yield from _quality_series(snap.quality)
 

@@ -34,6 +34,7 @@ def test_failed_query_is_restarted_from_checkpoint(spark, tmp_path):
         with pytest.raises(StreamingQueryException, match="transient failure"):
             q.awaitTermination(60)
         assert pipeline.restart_failed() == 1
+        assert pipeline.state.snapshot.query_restarts == {"krm-test-restart": 1}  # krm_pipeline_query_restarts_total
         again = pipeline.queries[0]
         assert again.isActive and again is not q
         again.processAllAvailable()
