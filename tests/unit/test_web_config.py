@@ -55,3 +55,18 @@ def test_broken_web_config_is_refused(tmp_path, text, message):
 def test_world_readable_hashes_refused(tmp_path):
     with pytest.raises(ConfigError, match="readable by every user"):
         load_web_config(_file(tmp_path, f"basic_auth_users:\n  p: '{HASH}'\n", mode=0o644))
+
+
+def test_a_taken_metrics_port_is_one_clear_error():
+    """Seen in the fault loops: a second process on the port gave `krm collect` a raw OSError traceback."""
+    import socket
+
+    from krm.errors import KrmError
+    from krm.web_config import serve_wsgi
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        with pytest.raises(KrmError, match=rf"cannot serve /metrics on 127.0.0.1:{port}: Address already in use.*metrics_port"):
+            serve_wsgi(lambda environ, start_response: [], "127.0.0.1", port, None)
