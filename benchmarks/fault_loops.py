@@ -252,6 +252,9 @@ def main() -> int:
         krm = Krm(config, work / "logs", split=args.fault in ("collect", "pipeline"))
         krm.start()
         first = converge(url, config, set(), args.converge_timeout)
+        if first is None:  # nothing to measure: say why (e.g. a process that could not start)
+            raise SystemExit(f"krm did not converge within {args.converge_timeout}s before any fault "
+                             f"({'; '.join(krm.exited()) or 'its processes are running'}); see {work / 'logs'}")
         log(f"krm up and converged in {first}s; expected offline while broker {VICTIM} is down: {sorted(expected)}")
         watch = Watch(url)
         watch.start()
