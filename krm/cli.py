@@ -131,7 +131,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     monitor = Monitor(config, collect=collect, pipeline=pipeline).start()
     parts = [n for n, on in (("collector", collect), ("pipeline", pipeline)) if on]
     log.info("%s running for clusters %s%s", " + ".join(parts), ", ".join(c.name for c in config.clusters),
-             f"; metrics at {monitor.metrics_url}" if pipeline else "")
+             f"; metrics at {monitor.metrics_url}")
     monitor.run_forever()
     return 0
 

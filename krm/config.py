@@ -77,6 +77,14 @@ class CollectorConfig:
     # a canary write not acknowledged (and read back) within this fails the round
     canary_timeout_ms: int = setting(3000, minimum=100)
     canary_replication_factor: int = setting(3, minimum=1)  # of the canary topic, at most the number of brokers
+    # `krm collect`'s own /metrics; -1: [pipeline] metrics_port + 1, so both halves run on one host with one file
+    metrics_port: int = setting(-1, minimum=-1, maximum=65535)
+
+    def serve_port(self, pipeline_port: int) -> int:
+        """The port `krm collect` serves on (0: any free port)."""
+        if self.metrics_port >= 0:
+            return self.metrics_port
+        return pipeline_port + 1 if 0 < pipeline_port < 65535 else 0
 
 
 @dataclass(frozen=True)

@@ -39,7 +39,8 @@ class Monitor:
             from krm.web_config import load_web_config
 
             scheme = "https" if load_web_config(p.web_config_file).tls else "http"
-        return f"{scheme}://{p.metrics_host}:{p.metrics_port}/metrics"
+        port = p.metrics_port if self.with_pipeline else self.config.collector.serve_port(p.metrics_port)
+        return f"{scheme}://{p.metrics_host}:{port}/metrics"
 
     def start(self) -> Monitor:
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
@@ -53,7 +54,8 @@ class Monitor:
                     from pipelines.metrics import serve
 
                     p = self.config.pipeline
-                    self._server = serve(None, p.metrics_host, p.metrics_port, (CollectorMetrics(self.collector),),
+                    port = self.config.collector.serve_port(p.metrics_port)  # not the pipeline's: both may share a host
+                    self._server = serve(None, p.metrics_host, port, (CollectorMetrics(self.collector),),
                                          p.web_config_file, readiness=self._collector_readiness)
             if self.with_pipeline:
                 from collectors.stats import CollectorMetrics

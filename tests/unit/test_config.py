@@ -223,3 +223,20 @@ def test_history_tasks_leave_the_alert_path_a_core_in_local_mode(monkeypatch):
     assert history_tasks(0, "local[*]") == 7
     assert history_tasks(0, "spark://m:7077") is None and history_tasks(0, "yarn") is None  # executors: not capped
     assert history_tasks(3, "local[2]") == 3  # the setting wins
+
+
+def test_krm_collect_serves_beside_the_pipeline_not_on_its_port():
+    """`krm collect` and `krm pipeline` on one host with one file both started their /metrics on
+    [pipeline] metrics_port; the second died (the fault loops' split runs)."""
+    from krm.config import parse_config
+
+    def ports(collector: dict, pipeline: dict) -> tuple[int, int]:
+        c = parse_config({"clusters": [{"name": "c", "bootstrap_servers": "h:1"}], "collector": collector,
+                          "pipeline": {"data_dir": "/tmp/x", **pipeline}})
+        return c.pipeline.metrics_port, c.collector.serve_port(c.pipeline.metrics_port)
+
+    assert ports({}, {}) == (9308, 9309)
+    assert ports({}, {"metrics_port": 0}) == (0, 0)  # any free port, each
+    assert ports({"metrics_port": 9400}, {}) == (9308, 9400)
+    with pytest.raises(ConfigError, match=r"\[collector\] metrics_port"):
+        ports({"metrics_port": 70000}, {})
