@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import Any
+from typing import Any, Iterable
 
 from collectors import access, kraft, offsets
 from collectors.kraft_protocol import DESCRIBE_QUORUM_KEY, DESCRIBE_TOPIC_PARTITIONS_KEY
@@ -156,7 +156,7 @@ class AdminSource:
             self._poll_id += 1
             poll_id = self._poll_id
         if self._problem is not None and time.monotonic() < self._retry_at:
-            return [self._failure_record(poll_id)]  # refused credentials: wait before the broker is asked again
+            return self._failed_poll(poll_id)  # refused credentials: wait before the broker is asked again
         try:
             try:
                 admin = self._client()
@@ -172,7 +172,7 @@ class AdminSource:
             self._close()
             self._failed(access.explain(e, self.cluster.name, self.cluster.bootstrap_servers, self.cluster.security,
                                         timeout_s=self.settings.request_timeout_ms / 1000))
-            return [self._failure_record(poll_id)]
+            return self._failed_poll(poll_id)
         if self._degraded:
             log.warning("cluster %s reachable again", self.cluster.name)
             self._degraded = False
@@ -231,6 +231,20 @@ class AdminSource:
             self._access_failures += 1
         else:
             self._access_failures = 0
+
+    def _failed_poll(self, poll_id: int) -> list[dict[str, Any]]:
+        """What a poll that reached no broker still knows. ZooKeeper mode: the mirror's view of every
+        topic with ZooKeeper's live brokers. With the whole cluster down no controller is left to
+        write `leader: -1`, so the state znodes keep naming dead leaders: offline by Kafka's own
+        definition (leader not alive, MetadataCache / kafka-topics --unavailable-partitions), which
+        only these records can show (the fault loops' cluster-down: no OFFLINE_PARTITION for the
+        minutes every broker was down)."""
+        failure = self._failure_record(poll_id)
+        live = self.zk.live_brokers() if self.zk is not None else None
+        if live is None:  # KRaft, or krm's own ZooKeeper session is down too
+            return [failure]
+        return [failure, *self._mirror_topics(self.zk.topics(), poll_id, failure["observed_at_ms"],  # type: ignore[union-attr]
+                                              live, None)]
 
     def _failure_record(self, poll_id: int) -> dict[str, Any]:
         problem = self._problem
@@ -544,6 +558,13 @@ class AdminSource:
                 replica_lag_time_max_ms=last.get("replica_lag_time_max_ms"),
                 leader_imbalance_per_broker_percentage=last.get("leader_imbalance_per_broker_percentage"),
                 reassignment_in_progress=self.zk.reassigning))
+        return out + self._mirror_topics(topics, poll_id, at, live, arrived)
+
+    def _mirror_topics(self, topics: Iterable[str], poll_id: int, at: int, live: set[int],
+                       arrived: dict[str, list[dict[str, Any]]] | None) -> list[dict[str, Any]]:
+        """Metadata-only topic records of `topics` from the ZooKeeper mirror (see quick_records)."""
+        assert self.zk is not None
+        out = []
         for topic in sorted(topics):
             assignment = self.zk.assignment(topic)
             if not assignment:

@@ -151,6 +151,11 @@ class ZkState:
             a = self._assignments.get(topic)
             return dict(a) if a is not None else None
 
+    def topics(self) -> list[str]:
+        """Every topic the mirror holds an assignment of."""
+        with self._lock:
+            return sorted(self._assignments)
+
     def take_dirty(self) -> set[str]:
         """Topics whose state changed since the last call."""
         with self._lock:

@@ -53,6 +53,9 @@ class FakeZk:
     def assignment(self, topic):
         return self._assignments.get(topic)
 
+    def topics(self):
+        return sorted(self._assignments)
+
 
 def test_zookeeper_state_wins_when_its_epoch_is_newer():
     zk = FakeZk({2}, {("t", 0): ZkPartition(leader=-1, leader_epoch=1, isr=(1,), controller_epoch=3,
@@ -134,6 +137,33 @@ def test_a_quick_record_during_a_full_poll_does_not_publish_what_its_metadata_al
     state[("t", 0)] = ZkPartition(leader=-1, leader_epoch=7, isr=(1,), controller_epoch=3, mtime_ms=1100, version=5)
     (p,) = topic_state(src.quick_records({"t"}))["partitions"]
     assert (p["leader"], p["leader_epoch"], p["zk_mtime_ms"]) == (-1, 7, 1100)
+
+
+def test_a_poll_that_reaches_no_broker_still_publishes_the_zookeeper_view():
+    """Found by the cluster-down fault loop (RELIABILITY.md): with every broker down no controller is
+    left to write leader -1; the state znodes keep naming dead leaders, which is offline by Kafka's
+    definition, but a poll that reached no broker published only its failure: no OFFLINE_PARTITION
+    for minutes."""
+    from collectors.access import AccessProblem
+
+    state = {("t", 0): ZkPartition(leader=1, leader_epoch=3, isr=(1, 2), controller_epoch=3, mtime_ms=900, version=4),
+             ("t", 1): ZkPartition(leader=2, leader_epoch=2, isr=(2,), controller_epoch=3, mtime_ms=900, version=3)}
+    zk = FakeZk(set(), state, {"t": {0: (1, 2), 1: (2,)}})  # no broker registered
+    src = AdminSource(ClusterConfig("c", "h:1", "zk:2181"), CollectorConfig(), zk)
+    src._failed(AccessProblem("unreachable", "cluster c: no broker answered"))
+    failure, topic = src._failed_poll(7)
+    assert failure["kind"] == "cluster" and failure["cluster_state"]["error"] == "cluster c: no broker answered"
+    ts = topic["topic_state"]
+    assert (topic["source"], topic["poll_id"], topic["observed_at_ms"]) == ("zookeeper", 7, failure["observed_at_ms"])
+    assert ts["live_brokers"] == [] and ts["has_offsets"] is False
+    assert [(p["partition"], p["leader"]) for p in ts["partitions"]] == [(0, 1), (1, 2)]
+    # KRaft (no mirror), or krm's own ZooKeeper session lost: the failure alone, as before
+    kraft = AdminSource(ClusterConfig("k", "h:1"), CollectorConfig())
+    kraft._failed(AccessProblem("unreachable", "cluster k: no broker answered"))
+    assert [r["kind"] for r in kraft._failed_poll(1)] == ["cluster"]
+    zk._live = None  # FakeZk: live_brokers() None, as when krm's own ZooKeeper session is down
+    zk.live_brokers = lambda: None
+    assert [r["kind"] for r in src._failed_poll(8)] == ["cluster"]
 
 
 def test_brokers_changed_watches_the_live_brokers_not_kraft_s_random_controller(monkeypatch):
