@@ -158,8 +158,23 @@ def converge(url: str, config: Path, want: set[int], timeout_s: float) -> float 
     return None
 
 
-def audit(config: Path, outages: list[tuple[float, float | None]], expected: set[int]) -> dict[str, Any]:
-    """Every OFFLINE_PARTITION incident of the topic against the outages (wall-clock seconds)."""
+def merged(windows: list[tuple[float, float | None]]) -> list[tuple[float, float | None]]:
+    """Overlapping outages of one partition as one: a partition already offline stays so, and keeps
+    its one incident, when the whole cluster goes down around it."""
+    out: list[tuple[float, float | None]] = []
+    for start, end in sorted(windows, key=lambda w: w[0]):
+        if out and (out[-1][1] is None or start <= out[-1][1] + 1):
+            prev_end = out[-1][1]
+            out[-1] = (out[-1][0], None if prev_end is None or end is None else max(prev_end, end))
+        else:
+            out.append((start, end))
+    return out
+
+
+def audit(config: Path, outages: list[tuple[float, float | None]], expected: set[int], partitions: set[int],
+          cluster_down: list[tuple[float, float]]) -> dict[str, Any]:
+    """Every OFFLINE_PARTITION incident of the topic against the outages (wall-clock seconds): the
+    victim's outages for its partitions, the whole cluster's for every partition."""
     incidents = [i for i in stored_incidents("--type", "OFFLINE_PARTITION", "--config", str(config))
                  if i["topic"] == TOPIC]
 
@@ -172,8 +187,8 @@ def audit(config: Path, outages: list[tuple[float, float | None]], expected: set
 
     found = {"lost": 0, "duplicated": 0, "wrongly_resolved": 0, "left_open": 0, "unexplained": 0}
     explained: set[str] = set()
-    for start, end in outages:
-        for p in sorted(expected):
+    for p in sorted(partitions):
+        for start, end in merged((outages if p in expected else []) + list(cluster_down)):
             mine = [i for i in incidents if i["partition"] == p and start - 1 <= ts(i["opened_at"]) <= (end or 1e12)]
             explained |= {i["incident_id"] for i in mine}
             if not mine:
@@ -187,10 +202,12 @@ def audit(config: Path, outages: list[tuple[float, float | None]], expected: set
                     found["left_open"] += 1
     found["unexplained"] = len([i for i in incidents if i["incident_id"] not in explained])
     found["incidents"] = len(incidents)
-    # pages about what the scenario left healthy: the other partitions, the other brokers
+    # pages about what the scenario left healthy: the other partitions, the other brokers (while the
+    # whole cluster is down, everything is down)
     everything = stored_incidents("--config", str(config))
     false_pages = [i for i in everything if i["severity"] == "critical" and not (
-        (i["topic"] == TOPIC and i["partition"] in expected) or (i["topic"] is None and i["broker"] == VICTIM))]
+        (i["topic"] == TOPIC and i["partition"] in expected) or (i["topic"] is None and i["broker"] == VICTIM)
+        or any(a - 1 <= ts(i["opened_at"]) <= b + 5 for a, b in cluster_down))]
     found["critical_elsewhere"] = len(false_pages)
     found["critical_elsewhere_kinds"] = sorted({f"{i['type']}/{i['cause']}" for i in false_pages})
     return found
@@ -259,6 +276,7 @@ def main() -> int:
         watch = Watch(url)
         watch.start()
         outages: list[tuple[float, float | None]] = []
+        cluster_down: list[tuple[float, float]] = []  # every broker down (the cluster-down fault)
         down = False
         for n in range(1, args.rounds + 1):
             if down:
@@ -271,7 +289,7 @@ def main() -> int:
             want = expected if down else set()
             time.sleep(rng.uniform(0, 12))
             t_fault = time.time()
-            detail = inject(args.fault, rng, krm, monitored, obs, data_dir, tmpfs)
+            detail = inject(args.fault, rng, krm, monitored, obs, data_dir, tmpfs, cluster_down)
             took = converge(url, config, want, args.converge_timeout)
             row = {"round": n, "broker_down": down, "fault": detail, "converged_s": None if took is None else round(took, 1),
                    "since_fault_s": round(time.time() - t_fault, 1),
@@ -286,10 +304,11 @@ def main() -> int:
             monitored.start(VICTIM)
             outages[-1] = (outages[-1][0], time.time())
             result["final_converged_s"] = converge(url, config, set(), args.converge_timeout)
-        result["audit"] = audit(config, outages, expected)
+        result["audit"] = audit(config, outages, expected, set(assignment), cluster_down)
         result["history_after_last_fault"] = history_written_after(pipeline.data_dir, t_fault, args.converge_timeout)
         result["outages"] = len(outages)
         result["outage_windows"] = [(round(a, 1), round(b, 1) if b else None) for a, b in outages]
+        result["cluster_down_windows"] = [(round(a, 1), round(b, 1)) for a, b in cluster_down]
         logs = "".join(p.read_text(errors="replace") for p in sorted((work / "logs").glob("*.log")))
         result["tracebacks_in_logs"] = logs.count("Traceback")
         result["error_lines"] = sorted({line.split(" ", 3)[-1][:160] for line in logs.splitlines() if " ERROR " in line})[:20]
@@ -313,8 +332,9 @@ def main() -> int:
 
 
 def inject(fault: str, rng: random.Random, krm: Krm, monitored: LocalCluster, obs: LocalCluster,
-           data_dir: Path, tmpfs: Path) -> str:
-    """One fault, and the recovery an operator (or a supervisor such as systemd) would do."""
+           data_dir: Path, tmpfs: Path, cluster_down: list[tuple[float, float]]) -> str:
+    """One fault, and the recovery an operator (or a supervisor such as systemd) would do; a
+    whole-cluster outage's window appended to `cluster_down`."""
     if fault in ("krm-run", "collect", "pipeline"):
         command = "run" if fault == "krm-run" else fault
         krm.kill(command)
@@ -355,9 +375,11 @@ def inject(fault: str, rng: random.Random, krm: Krm, monitored: LocalCluster, ob
         obs.start(1)
     elif fault == "cluster-down":
         live = [b for b in monitored.broker_ids if monitored.status()["brokers"][str(b)]["state"] != "dead"]
+        began = time.time()
         for b in live:
             monitored.kill(b)
         time.sleep(seconds)
+        cluster_down.append((began, time.time()))
         for b in live:
             monitored.start(b, wait=False)
         monitored.wait_for_brokers(live, 120)

@@ -68,18 +68,19 @@ def spark_driver(pid: int) -> list[int]:
 
 
 def run_size(spark, obs: LocalCluster, size: int, minutes: float, poll_s: float, work: Path,
-             history_trigger_s: float, prebuild: bool, history_tasks: int = 0) -> dict:
+             history_trigger_s: float, prebuild: bool, history_tasks: int = 0, quality_interval_s: float = 60.0) -> dict:
     topics = size // 100
     cfg = work / f"sim-{size}.toml"
     cfg.write_text(
         f'[[clusters]]\nname = "sim"\nbootstrap_servers = "{obs.bootstrap_servers}"\n\n'
         f'[observations]\nbootstrap_servers = "{obs.bootstrap_servers}"\ntopic = "krm.sim.{size}"\npartitions = 4\n\n'
         f'[pipeline]\ndata_dir = "{work / f"data-{size}"}"\nmetrics_port = {free_port()}\nspark_master = "local[2]"\n'
-        f"history_trigger_s = {history_trigger_s}\nhw_stall_window_s = 10.0\nquality_interval_s = 60.0\n"
+        f"history_trigger_s = {history_trigger_s}\nhw_stall_window_s = 10.0\nquality_interval_s = {quality_interval_s}\n"
         f"history_tasks = {history_tasks}\n")
     ensure_topic(load_config(cfg).observations)  # before the pipeline subscribes
     debug_log = work / f"pipeline-{size}.log"  # the handlers' own timings (pipelines/job.py, DEBUG)
     handler = logging.FileHandler(debug_log)
+    handler.setFormatter(logging.Formatter("%(created).3f %(message)s"))
     logging.getLogger("pipelines.job").addHandler(handler)
     logging.getLogger("pipelines.job").setLevel(logging.DEBUG)
     monitor = Monitor(load_config(cfg), collect=False, spark=spark).start()
@@ -89,6 +90,8 @@ def run_size(spark, obs: LocalCluster, size: int, minutes: float, poll_s: float,
                            stdout=subprocess.DEVNULL, stderr=open(work / f"sim-{size}.log", "w"))
     peak_heap = peak_rss = 0.0
     ages: list[float] = []  # krm_observation_age_seconds: how fresh what /metrics shows is
+    first_seen: dict[float, float] = {}  # newest observation stamp on /metrics -> when a sample first showed it
+    quality_runs: list[tuple[float, float]] = []  # (end, duration) of each data-quality run seen
     stop = threading.Event()
 
     def publishing() -> bool:  # a prebuilding simulator publishes nothing for minutes
@@ -105,9 +108,15 @@ def run_size(spark, obs: LocalCluster, size: int, minutes: float, poll_s: float,
             peak_rss = max(peak_rss, rss_mb(os.getpid()) + sum(rss_mb(j) for j in spark_driver(os.getpid())))
             if time.time() - began > 60:  # after the warm-up
                 try:
-                    ages.extend(s.value for s in series(scrape(monitor.metrics_url), "krm_observation_age_seconds"))
+                    text, now = scrape(monitor.metrics_url), time.time()
                 except Exception:  # noqa: BLE001 - a slow scrape is skipped
-                    pass
+                    continue
+                for s in series(text, "krm_observation_age_seconds"):
+                    ages.append(s.value)
+                    first_seen.setdefault(round(now - s.value, 1), now)
+                runs = sum(s.value for s in series(text, "krm_data_quality_runs_total"))
+                if runs > len(quality_runs):
+                    quality_runs.append((now, sum(s.value for s in series(text, "krm_data_quality_last_run_seconds"))))
 
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
@@ -138,7 +147,20 @@ def run_size(spark, obs: LocalCluster, size: int, minutes: float, poll_s: float,
                      "phases_p50_s": {k: pct([p["durationMs"].get(k, 0) / 1000 for p in batches], 0.5)
                                       for k in (batches[0]["durationMs"] if batches else {})}}
     out["split"] = handler_split(debug_log.read_text())
+    out.update(poll_delays(first_seen, quality_runs, poll_s))
     return out
+
+
+def poll_delays(first_seen: dict[float, float], quality_runs: list[tuple[float, float]], poll_s: float) -> dict:
+    """How long each poll took from its stamp to /metrics (to the 1 s sampling), and which of the
+    late ones (> 3 s) overlapped a data-quality run: the age's p95 is a poll interval plus these."""
+    stamps = sorted(first_seen)[1:]  # the first may predate the sampling
+    delays = [first_seen[t] - t for t in stamps]
+    late = [(t, first_seen[t] - t) for t in stamps if first_seen[t] - t > 3.0]
+    overlapping = [d for t, d in late if any(end - dur - 1 <= first_seen[t] and t <= end for end, dur in quality_runs)]
+    return {"poll_delay_p50": pct(delays, 0.5) if delays else 0.0, "poll_delay_p95": pct(delays, 0.95) if delays else 0.0,
+            "poll_delay_max": max(delays, default=0.0), "polls_seen": len(delays), "late_polls": len(late),
+            "late_during_quality": len(overlapping), "quality_runs_seen": len(quality_runs)}
 
 
 def quality_figures(metrics_url: str) -> dict[str, float]:
@@ -156,6 +178,7 @@ def handler_split(text: str) -> dict[str, float]:
     each history table's append."""
     steps: dict[str, list[float]] = {}
     for line in text.splitlines():
+        line = re.sub(r"^\d+\.\d+ ", "", line)  # the record's time (the log's format)
         m = re.match(r"alert batch \d+: \d+ rows, collect ([\d.]+)s, [\d.]+s to /metrics, ([\d.]+)s total", line)
         if m:
             steps.setdefault("alert collect", []).append(float(m.group(1)))
@@ -178,6 +201,8 @@ def main() -> None:
     ap.add_argument("--prebuild", action="store_true",
                     help="the simulator builds every poll before publishing (krm simulate --prebuild), so its CPU "
                          "does not compete with the pipeline on this machine")
+    ap.add_argument("--quality-interval", type=float, default=60.0,
+                    help="[pipeline] quality_interval_s (0: the data-quality suite off)")
     args = ap.parse_args()
     work = Path(tempfile.mkdtemp(prefix="krm-throughput-"))
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
@@ -189,7 +214,7 @@ def main() -> None:
         for size in (int(x) for x in args.sizes.split(",")):
             print(f"--- {size} partitions, {args.minutes} min ...", file=sys.stderr, flush=True)
             r = run_size(spark, obs, size, args.minutes, args.poll, work, args.history_trigger, args.prebuild,
-                         args.history_tasks)
+                         args.history_tasks, args.quality_interval)
             print(r, file=sys.stderr, flush=True)
             results.append(r)
     finally:
@@ -214,6 +239,11 @@ def main() -> None:
         print(f"- {r['size']:,}: runs {q.get('krm_data_quality_runs_total', 0):.0f}, last run "
               f"{q.get('krm_data_quality_last_run_seconds', 0):.2f} s, rows validated in all "
               f"{q.get('krm_data_quality_rows_validated_total', 0):,.0f}")
+    print("\nPoll stamp -> /metrics (1 s sampling; late = over 3 s):")
+    for r in results:
+        print(f"- {r['size']:,}: p50 {r['poll_delay_p50']:.1f} s, p95 {r['poll_delay_p95']:.1f} s, max "
+              f"{r['poll_delay_max']:.1f} s over {r['polls_seen']} polls; {r['late_polls']} late, "
+              f"{r['late_during_quality']} of them during a data-quality run ({r['quality_runs_seen']} runs)")
     print("\nWhere the time goes (p50 per batch, from the handlers' DEBUG log):")
     for r in results:
         print(f"- {r['size']:,}: " + ", ".join(f"{k} {v:.2f} s" for k, v in r.get("split", {}).items()))
