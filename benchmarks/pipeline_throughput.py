@@ -90,15 +90,16 @@ def run_size(spark, obs: LocalCluster, size: int, minutes: float, poll_s: float,
                            stdout=subprocess.DEVNULL, stderr=open(work / f"sim-{size}.log", "w"))
     peak_heap = peak_rss = 0.0
     ages: list[float] = []  # krm_observation_age_seconds: how fresh what /metrics shows is
-    first_seen: dict[float, float] = {}  # newest observation stamp on /metrics -> when a sample first showed it
-    quality_runs: list[tuple[float, float]] = []  # (end, duration) of each data-quality run seen
+    seen: list[tuple[float, float]] = []  # (newest observation stamp on /metrics, when a sample showed it)
+    quality_runs: list[tuple[float, float]] = []  # (end, duration) of each data-quality run seen ending
+    runs_before: float | None = None
     stop = threading.Event()
 
     def publishing() -> bool:  # a prebuilding simulator publishes nothing for minutes
         return "] poll " in (work / f"sim-{size}.log").read_text()
 
     def sample() -> None:
-        nonlocal peak_heap, peak_rss
+        nonlocal peak_heap, peak_rss, runs_before
         rt = spark._jvm.java.lang.Runtime.getRuntime()
         while not stop.wait(1.0) and not publishing():
             pass
@@ -115,10 +116,11 @@ def run_size(spark, obs: LocalCluster, size: int, minutes: float, poll_s: float,
                     continue
                 for s in series(text, "krm_observation_age_seconds"):
                     ages.append(s.value)
-                    first_seen.setdefault(round(now - s.value, 1), now)
+                    seen.append((now - s.value, now))
                 runs = sum(s.value for s in series(text, "krm_data_quality_runs_total"))
-                if runs > len(quality_runs):
+                if runs_before is not None and runs > runs_before:
                     quality_runs.append((now, sum(s.value for s in series(text, "krm_data_quality_last_run_seconds"))))
+                runs_before = runs
 
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
@@ -149,13 +151,18 @@ def run_size(spark, obs: LocalCluster, size: int, minutes: float, poll_s: float,
                      "phases_p50_s": {k: pct([p["durationMs"].get(k, 0) / 1000 for p in batches], 0.5)
                                       for k in (batches[0]["durationMs"] if batches else {})}}
     out["split"] = handler_split(debug_log.read_text())
-    out.update(poll_delays(first_seen, quality_runs, poll_s))
+    out.update(poll_delays(seen, quality_runs))
     return out
 
 
-def poll_delays(first_seen: dict[float, float], quality_runs: list[tuple[float, float]], poll_s: float) -> dict:
+def poll_delays(seen: list[tuple[float, float]], quality_runs: list[tuple[float, float]]) -> dict:
     """How long each poll took from its stamp to /metrics (to the 1 s sampling), and which of the
-    late ones (> 3 s) overlapped a data-quality run: the age's p95 is a poll interval plus these."""
+    late ones (> 3 s) overlapped a data-quality run: the age's p95 is a poll interval plus these.
+    Samples of one stamp differ by the scrape's own time (ms), so stamps within 0.5 s are one poll."""
+    first_seen: dict[float, float] = {}
+    for stamp, at in sorted(seen):
+        poll = next((t for t in first_seen if abs(t - stamp) < 0.5), stamp)
+        first_seen[poll] = min(first_seen.get(poll, at), at)
     stamps = sorted(first_seen)[1:]  # the first may predate the sampling
     delays = [first_seen[t] - t for t in stamps]
     late = [(t, first_seen[t] - t) for t in stamps if first_seen[t] - t > 3.0]
