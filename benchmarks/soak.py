@@ -30,6 +30,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+import pyarrow as pa  # noqa: E402
 from deltalake import DeltaTable  # noqa: E402
 
 from benchmarks.pipeline_throughput import rss_mb, spark_driver  # noqa: E402
@@ -175,6 +176,8 @@ def main() -> int:
             if args.full_gc:  # what is really retained: a full collection first (System.gc, G1: a full GC)
                 jvm.java.lang.System.gc()
                 row["heap_after_full_gc_mb"] = memory.getHeapMemoryUsage().getUsed() / 2**20
+            # Arrow's buffers alive now (its pool may keep more from the system: `arrow_pool`)
+            row["arrow_allocated_mb"] = pa.total_allocated_bytes() / 2**20
             row |= {"rss_python_mb": rss_mb(me), "rss_jvm_mb": sum(rss_mb(j) for j in javas),
                    "rss_mb": rss_mb(me) + sum(rss_mb(j) for j in javas),
                    "fds": fds(me) + sum(fds(j) for j in javas),
@@ -214,6 +217,7 @@ def main() -> int:
         (py0, jv0), (py1, jv1) = histograms
         grew = {"python_objects": top_growth(py0, py1), "jvm_bytes": top_growth(jv0, jv1)}
     result = {"minutes": args.minutes, "partitions": args.topics * 100, "samples": len(samples), "grew": grew,
+              "arrow_pool": pa.default_memory_pool().backend_name,
               "maintenance": maintenance, "work": str(work),
               "series": {k: {"first": steady[0][k] if steady else None, "last": steady[-1][k] if steady else None,
                              "max": max((s[k] for s in steady if s[k] is not None), default=None),
