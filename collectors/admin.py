@@ -239,19 +239,32 @@ class AdminSource:
         definition (leader not alive, MetadataCache / kafka-topics --unavailable-partitions), which
         only these records can show (the fault loops' cluster-down: no OFFLINE_PARTITION for the
         minutes every broker was down)."""
-        failure = self._failure_record(poll_id)
         live = self.zk.live_brokers() if self.zk is not None else None
         if live is None:  # KRaft, or krm's own ZooKeeper session is down too
-            return [failure]
-        return [failure, *self._mirror_topics(self.zk.topics(), poll_id, failure["observed_at_ms"],  # type: ignore[union-attr]
-                                              live, None)]
+            return [self._failure_record(poll_id)]
+        topics = self.zk.topics()  # type: ignore[union-attr]
+        # Who is registered is known without a broker: BROKER_DOWN opens during a whole-cluster
+        # outage, so a restart resolves it broker by broker instead of raising it for the brokers
+        # not yet back (the fault loops' cluster-down). Reachability is unknown: nobody answered.
+        held = {r for t in topics for rs in (self.zk.assignment(t) or {}).values() for r in rs}  # type: ignore[union-attr]
+        brokers = [{**b, "reachable": None} for b in self._zookeeper_brokers(live, held)]
+        failure = self._failure_record(poll_id, brokers)
+        return [failure, *self._mirror_topics(topics, poll_id, failure["observed_at_ms"], live, None)]
 
-    def _failure_record(self, poll_id: int) -> dict[str, Any]:
+    def _failure_record(self, poll_id: int, brokers: list[dict[str, Any]] | None = None) -> dict[str, Any]:
         problem = self._problem
         assert problem is not None
         return cluster_record(self.cluster.name, self.source, poll_id, int(time.time() * 1000), controller_id=None,
-                              brokers=[], topic_count=0, partition_count=0, error=problem.message,
+                              brokers=brokers or [], topic_count=0, partition_count=0, error=problem.message,
                               error_reason=problem.reason)
+
+    def _zookeeper_brokers(self, live: set[int], held: Iterable[int] = ()) -> list[dict[str, Any]]:
+        """Every broker krm knows (the last full poll's, ZooKeeper's registered ones, `held`: replica
+        holders), live when registered in ZooKeeper; the rest as the last full poll saw it."""
+        last = self._last_cluster_state
+        known = {b["id"]: b for b in last["brokers"]} if last is not None else {}
+        return [{**known.get(bid, {"id": bid, "host": None, "port": None, "rack": None, "reachable": None}),
+                 "live": bid in live} for bid in sorted(set(known) | live | set(held))]
 
     def _denied(self) -> list[str]:
         """The ACLs this poll found missing; a change is logged once, in one line."""
@@ -549,11 +562,9 @@ class AdminSource:
         out = []
         last = self._last_cluster_state
         if last is not None:
-            known = {b["id"]: b for b in last["brokers"]}
-            brokers = [{**known.get(bid, {"id": bid, "host": None, "port": None, "rack": None, "reachable": None}),
-                        "live": bid in live} for bid in sorted(set(known) | live)]
             out.append(cluster_record(
-                self.cluster.name, "zookeeper", poll_id, at, controller_id=self.zk.controller(), brokers=brokers,
+                self.cluster.name, "zookeeper", poll_id, at, controller_id=self.zk.controller(),
+                brokers=self._zookeeper_brokers(live),
                 topic_count=last["topic_count"], partition_count=last["partition_count"],
                 replica_lag_time_max_ms=last.get("replica_lag_time_max_ms"),
                 leader_imbalance_per_broker_percentage=last.get("leader_imbalance_per_broker_percentage"),

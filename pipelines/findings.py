@@ -14,7 +14,7 @@ from typing import Any
 
 from krm.config import PipelineConfig, default_of
 from pipelines.columns import let
-from pipelines.detectors import registry
+from pipelines.detectors import brokers, registry
 from pipelines.detectors.rule import ROW_FIELDS, ClusterView, PartitionView
 from pipelines.detectors.rule import row as _row
 
@@ -96,7 +96,9 @@ def broker_counts(partitions: Any) -> Any:
 
 def cluster_rows(obs: Any) -> Any:
     """For a `cluster` record: its state; when the poll succeeded, a poll marker and the findings of
-    the cluster rules (brokers, controller)."""
+    the cluster rules (brokers, controller). A failed poll (no broker answered) may still carry who is
+    registered (ZooKeeper): its BROKER_DOWN findings open incidents, and without a marker it resolves
+    none (pipelines/incidents.py)."""
     from pyspark.sql import functions as F
 
     cs = obs["cluster_state"]
@@ -104,8 +106,13 @@ def cluster_rows(obs: Any) -> Any:
     state = _row(row_type=F.lit("cluster"), scope=scope, details=F.to_json(cs))
     marker = _row(row_type=F.lit("poll"), scope=scope)
     view = ClusterView(cs)
-    found = F.filter(F.concat(*[r.plan(view) for r in registry.of_subject("cluster")]), lambda x: x.isNotNull())
-    return F.when(cs["error"].isNull(), F.concat(F.array(state, marker), found)).otherwise(F.array(state))
+
+    def present(rows: Any) -> Any:
+        return F.filter(rows, lambda x: x.isNotNull())
+
+    found = present(F.concat(*[r.plan(view) for r in registry.of_subject("cluster")]))
+    return F.when(cs["error"].isNull(), F.concat(F.array(state, marker), found)) \
+        .otherwise(F.concat(F.array(state), present(brokers.RULE.plan(view))))
 
 
 def jmx_rows(obs: Any) -> Any:

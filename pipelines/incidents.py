@@ -147,7 +147,8 @@ class IncidentBook:
         for f in findings:
             by_poll.setdefault((f.cluster, f.scope, f.poll_id), []).append(f)
         known = {(p.cluster, p.scope, p.poll_id) for p in polls}
-        # A finding whose poll marker is missing still opens incidents (it cannot resolve any).
+        # A finding whose poll marker is missing still opens incidents (it cannot resolve any): a
+        # failed poll's BROKER_DOWN from ZooKeeper's registrations (pipelines/findings.py).
         extra = [ScopePoll(c, s, pid, fs[0].observed_at_ms) for (c, s, pid), fs in by_poll.items() if (c, s, pid) not in known]
         changed: dict[str, Incident] = {}
         ordered = sorted([*polls, *extra], key=lambda p: (p.observed_at_ms, p.poll_id))
@@ -157,6 +158,8 @@ class IncidentBook:
                 inc = self._observe(f)
                 if inc is not None:
                     changed[inc.incident_id] = inc
+            if (poll.cluster, poll.scope, poll.poll_id) not in known:
+                continue
             for key in list(self._by_scope.get((poll.cluster, poll.scope), ())):
                 inc = self._by_key[key]
                 if key in now_bad or inc.status != "open" or poll.observed_at_ms <= inc.last_seen_at_ms:

@@ -1,5 +1,7 @@
 """BROKER_DOWN: judged on each successful `cluster` record (with CONTROLLER_ANOMALY's
-`no_active_controller`, declared in pipelines/detectors/controllers.py).
+`no_active_controller`, declared in pipelines/detectors/controllers.py), and on a failed poll's
+when ZooKeeper still says who is registered (the whole cluster down: opened then, it resolves broker
+by broker as they return; a failed poll resolves nothing).
 
 - BROKER_DOWN: a broker the cluster knows (it holds replicas, or the collector saw it alive) is not
   in the Metadata response's broker list, i.e. it is not registered: its ZooKeeper session expired

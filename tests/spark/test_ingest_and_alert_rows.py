@@ -120,6 +120,18 @@ def test_failed_cluster_poll_resolves_nothing(spark):
     assert [(r.row_type, r.scope) for r in rows] == [("cluster", "cluster")]
 
 
+def test_failed_poll_with_zookeeper_s_registrations_opens_broker_down_and_resolves_nothing(spark):
+    """The whole cluster down (fault loops' cluster-down): no broker answers, but ZooKeeper says who
+    is registered. BROKER_DOWN opens then, so a restart resolves it broker by broker; no poll marker,
+    so nothing resolves, and an unknown reachability (nobody answered) is not `unreachable`."""
+    record = cluster_record("c1", "admin", 7, 1_000, controller_id=None, topic_count=0, partition_count=0,
+                            brokers=[{"id": 1, "live": False, "reachable": None},
+                                     {"id": 2, "live": True, "reachable": None}], error="no broker answered")
+    rows = alert_rows(valid(parse(_batch(spark, [json.dumps(record)])))).collect()
+    assert [(r.row_type, r.scope, r.type, r.broker, r.cause) for r in rows] == [
+        ("cluster", "cluster", None, None, None), ("finding", "cluster", "BROKER_DOWN", 1, "not_registered")]
+
+
 def test_poll_marker_carries_per_broker_counts(spark):
     parts = [
         {"partition": 0, "leader": 1, "replicas": [1, 2], "isr": [1, 2]},

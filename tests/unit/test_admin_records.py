@@ -153,6 +153,10 @@ def test_a_poll_that_reaches_no_broker_still_publishes_the_zookeeper_view():
     src._failed(AccessProblem("unreachable", "cluster c: no broker answered"))
     failure, topic = src._failed_poll(7)
     assert failure["kind"] == "cluster" and failure["cluster_state"]["error"] == "cluster c: no broker answered"
+    # who is registered is known without a broker: every replica holder down (BROKER_DOWN opens during
+    # the outage, not at the restart); whether one answers is unknown
+    assert [(b["id"], b["live"], b["reachable"]) for b in failure["cluster_state"]["brokers"]] == [
+        (1, False, None), (2, False, None)]
     ts = topic["topic_state"]
     assert (topic["source"], topic["poll_id"], topic["observed_at_ms"]) == ("zookeeper", 7, failure["observed_at_ms"])
     assert ts["live_brokers"] == [] and ts["has_offsets"] is False

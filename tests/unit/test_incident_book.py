@@ -47,6 +47,17 @@ def test_4_poll_of_another_scope_does_not_resolve():
     assert len(book.open_incidents()) == 1
 
 
+def test_4b_findings_without_a_poll_marker_open_but_resolve_nothing():
+    """A failed poll carries no marker (it saw too little to call anything healthy), yet ZooKeeper's
+    registrations may still say a broker is down: that opens, the scope's other incidents stay."""
+    book = IncidentBook(60_000)
+    book.apply([poll(1, 1000)], [bad(1, 1000, partition=0)])
+    changed = book.apply([], [bad(2, 2000, partition=1)])
+    assert [(i.partition, i.status) for i in changed] == [(1, "open")]
+    assert sorted(i.partition for i in book.open_incidents()) == [0, 1]
+    assert [(i.partition, i.status) for i in book.apply([poll(3, 3000)], [])] == [(0, "resolved"), (1, "resolved")]
+
+
 def test_5_open_and_resolve_within_one_batch_in_time_order():
     book = IncidentBook(60_000)
     changed = book.apply([poll(2, 2000), poll(1, 1000)], [bad(1, 1000)])
