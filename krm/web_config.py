@@ -189,7 +189,8 @@ def serve_wsgi(app: Callable, host: str, port: int, web: WebConfig | None) -> An
         httpd = make_server(host, port, app, ThreadingWSGIServer, handler_class=Quiet)
     except OSError as e:  # the one likely cause at start: the port is taken (another krm, an exporter)
         raise KrmError(f"cannot serve /metrics on {host}:{port}: {e.strerror or e}; another process listens "
-                       f"there (`ss -ltnp sport = :{port}`), or set [pipeline] metrics_host / metrics_port") from None
+                       f"there (`ss -ltnp sport = :{port}`), or set [pipeline] metrics_host / metrics_port "
+                       f"(`krm collect`: [collector] metrics_port)") from None
     if web is not None and web.tls is not None:
         httpd.socket = web.tls.context().wrap_socket(httpd.socket, server_side=True)
     threading.Thread(target=httpd.serve_forever, name="krm-http", daemon=True).start()
