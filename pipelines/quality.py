@@ -59,32 +59,134 @@ def expectations() -> list[Any]:
     ]
 
 
+_NO_BROKER = -(2**40)  # fills a missing leader: equal to no broker id (int32) and not -1
+
+
 def partition_rows(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """One row per partition of each topic record, with the derived columns the suite checks."""
-    out = []
-    for r in records:
-        ts = r.get("topic_state") or {}
-        delay = None
-        if r.get("kafka_timestamp") is not None:
-            kt = r["kafka_timestamp"]
-            kt_ms = kt.timestamp() * 1000 if isinstance(kt, dt.datetime) else float(kt)
-            delay = (kt_ms - r["observed_at_ms"]) / 1000
-        for p in ts.get("partitions") or []:
-            replicas = p.get("replicas") or []
-            leos = {o["broker"]: o["log_end_offset"] for o in (p.get("replica_offsets") or [])}
-            leader = p.get("leader")
-            followers = [v for b, v in leos.items() if b != leader]
-            out.append({
-                "cluster": r["cluster"], "topic": ts.get("topic"), "partition": p.get("partition"),
-                "observed_at_ms": r["observed_at_ms"], "leader": leader, "leader_epoch": p.get("leader_epoch"),
-                "replica_count": len(replicas),
-                "leader_in_replicas": leader == -1 or leader in replicas,
-                "isr_in_replicas": set(p.get("isr") or []) <= set(replicas),
-                "high_watermark": p.get("high_watermark"), "log_start_offset": p.get("log_start_offset"),
-                "write_rate": p.get("write_rate"), "leader_leo": leos.get(leader),
-                "max_follower_leo": max(followers) if followers else None, "publish_delay_s": delay,
-            })
-    return out
+    """One row per partition of each topic record, with the derived columns the suite checks
+    (records as dicts; the runner itself stays in Arrow: `partition_table`)."""
+    import pyarrow as pa
+
+    if not records:
+        return []
+    return partition_table(pa.Table.from_pylist(records)).to_pylist()
+
+
+def partition_table(records: Any) -> Any:
+    """`partition_rows` over an Arrow table of topic records, computed column-wise: the runner's
+    rows never become Python objects, whose freed memory the process would otherwise keep."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    ts = records.column("topic_state").combine_chunks()
+    plist = _field(ts, "partitions")
+    parts = _flatten(plist)
+    n = len(parts)
+    record_of = pc.list_parent_indices(plist) if n else pa.array([], pa.int64())  # each partition row's record
+
+    def per_partition(column: Any) -> Any:
+        return pc.take(column, record_of)
+
+    leader = _field(parts, "leader")
+    lead, has_leader = _ints(leader)
+    lead = np.where(has_leader, lead, _NO_BROKER)
+
+    replicas = _field(parts, "replicas")
+    rep_row, rep_id, rep_ok = _elements(replicas)
+    rep_row, rep_id = rep_row[rep_ok], rep_id[rep_ok]
+    in_replicas = np.bincount(rep_row, weights=rep_id == lead[rep_row], minlength=n) > 0
+    isr_row, isr_id, isr_ok = _elements(_field(parts, "isr"))
+    isr_row, isr_id = isr_row[isr_ok], isr_id[isr_ok]
+    isr_outside = ~np.isin((isr_row << 32) | (isr_id & 0xFFFFFFFF), (rep_row << 32) | (rep_id & 0xFFFFFFFF))
+
+    offsets = _field(parts, "replica_offsets")
+    leo_row, broker, broker_ok = _elements(offsets, "broker")
+    _, leo, leo_ok = _elements(offsets, "log_end_offset")
+    of_leader = broker_ok & (broker == lead[leo_row])
+    leader_leo, has_leader_leo = np.zeros(n, np.int64), np.zeros(n, bool)
+    pick = of_leader & leo_ok
+    leader_leo[leo_row[pick]] = leo[pick]  # one offset per broker; the last one wins, as in a dict
+    has_leader_leo[leo_row[pick]] = True
+    follower = broker_ok & ~of_leader & leo_ok
+    max_follower = np.full(n, np.iinfo(np.int64).min)
+    np.maximum.at(max_follower, leo_row[follower], leo[follower])
+    has_follower = np.bincount(leo_row[follower], minlength=n) > 0
+
+    kt = records.column("kafka_timestamp")
+    kt_ms = (pc.divide(pc.cast(pc.cast(kt, pa.timestamp("us")), pa.int64()).cast(pa.float64()), 1000.0)
+             if pa.types.is_timestamp(kt.type) else pc.cast(kt, pa.float64()))
+    delay = pc.divide(pc.subtract(kt_ms, pc.cast(records.column("observed_at_ms"), pa.float64())), 1000.0)
+
+    return pa.table({
+        "cluster": per_partition(records.column("cluster")),
+        "topic": per_partition(_field(ts, "topic")),
+        "partition": _field(parts, "partition"),
+        "observed_at_ms": per_partition(records.column("observed_at_ms")),
+        "leader": leader,
+        "leader_epoch": _field(parts, "leader_epoch"),
+        "replica_count": pc.list_value_length(replicas).fill_null(0) if _is_list(replicas) else pa.nulls(n, pa.int32()),
+        "leader_in_replicas": pa.array((lead == -1) | in_replicas),
+        "isr_in_replicas": pa.array(np.bincount(isr_row, weights=isr_outside, minlength=n) == 0),
+        "high_watermark": _field(parts, "high_watermark"),
+        "log_start_offset": _field(parts, "log_start_offset"),
+        "write_rate": _field(parts, "write_rate"),
+        "leader_leo": pa.array(leader_leo, mask=~has_leader_leo),
+        "max_follower_leo": pa.array(max_follower, mask=~has_follower),
+        "publish_delay_s": per_partition(delay),
+    })
+
+
+def _field(structs: Any, name: str) -> Any:
+    """A struct array's child, nulls where the struct is null; all nulls if the type lacks it (a
+    column inferred from records that never had a value)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if not pa.types.is_struct(structs.type) or structs.type.get_field_index(name) < 0:
+        return pa.nulls(len(structs))
+    return pc.struct_field(structs, name)
+
+
+def _is_list(values: Any) -> bool:
+    """A list column with typed elements (not one inferred from empty or missing lists only)."""
+    import pyarrow as pa
+
+    return bool(pa.types.is_list(values.type) and not pa.types.is_null(values.type.value_type))
+
+
+def _flatten(lists: Any) -> Any:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    return pc.list_flatten(lists) if _is_list(lists) else pa.array([], pa.struct([]))
+
+
+def _elements(lists: Any, field: str | None = None) -> tuple[Any, Any, Any]:
+    """Every element of a list column (or that struct field of it) as numpy arrays: the row it
+    belongs to, its value as int64 (0 where null) and whether it is not null."""
+    import numpy as np
+    import pyarrow.compute as pc
+
+    if not _is_list(lists):
+        return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, bool)
+    rows = pc.list_parent_indices(lists).to_numpy(zero_copy_only=False).astype(np.int64)
+    values = pc.list_flatten(lists)
+    if field is not None:
+        values = _field(values, field)
+    filled, valid = _ints(values)
+    return rows, filled, valid
+
+
+def _ints(values: Any) -> tuple[Any, Any]:
+    """An integer Arrow array as numpy: its values as int64 (0 where null) and where it is not null."""
+    import numpy as np
+    import pyarrow as pa
+
+    if len(values) == 0:
+        return np.zeros(0, np.int64), np.zeros(0, bool)
+    valid = values.is_valid().to_numpy(zero_copy_only=False)
+    return values.cast(pa.int64()).fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64), valid
 
 
 @dataclass(frozen=True)
@@ -129,13 +231,14 @@ class Suite:
         self._validation = ctx.validation_definitions.add(
             gx.ValidationDefinition(data=batch, suite=suite, name="krm-observations"))
 
-    def run(self, rows: list[dict[str, Any]]) -> Report:
+    def run(self, rows: Any) -> Report:
+        """Validate partition rows: an Arrow table (`partition_table`) or a list of dicts."""
         import pandas as pd
 
         report = Report(dt.datetime.now(dt.timezone.utc), len(rows))
-        if not rows:
+        if not len(rows):
             return report
-        frame = pd.DataFrame(rows)
+        frame = rows.to_pandas() if hasattr(rows, "to_pandas") else pd.DataFrame(rows)
         # nullable dtypes: a column of ints with a missing value must stay ints (not float NaN)
         frame = frame.convert_dtypes()
         result = self._validation.run(batch_parameters={"dataframe": frame},
@@ -163,33 +266,31 @@ def _plain(v: Any) -> Any:
     return None if v is None or v != v else v  # NaN -> None
 
 
-def read_recent(observations: Location | Path, since_ms: int, max_rows: int) -> tuple[list[dict[str, Any]], int]:
-    """Topic records observed after `since_ms` (newest first, at most about `max_rows` partitions),
-    and the newest observed_at_ms seen."""
+def read_recent(observations: Location | Path, since_ms: int, max_rows: int) -> tuple[Any, int]:
+    """Topic records observed after `since_ms` as an Arrow table, newest first and cut after the
+    record that brings them to `max_rows` partitions, and the newest observed_at_ms seen (or
+    `since_ms`). The filter goes into the scan: files and row groups wholly older are not read."""
+    import numpy as np
     import pyarrow.compute as pc
     import pyarrow.dataset as ds
 
     observations = as_location(observations)
     if not observations.is_table():
-        return [], since_ms
+        return None, since_ms
     day = dt.datetime.fromtimestamp(since_ms / 1000, dt.timezone.utc).date()
     data = observations.table().to_pyarrow_dataset()
-    t = data.to_table(columns=["cluster", "kind", "observed_at_ms", "kafka_timestamp", "topic_state"],
-                      filter=(ds.field("date") >= day) & (ds.field("observed_at_ms") > since_ms))
-    t = t.filter(pc.equal(t["kind"], "topic"))
+    t = data.to_table(columns=["cluster", "observed_at_ms", "kafka_timestamp", "topic_state"],
+                      filter=(ds.field("date") >= day) & (ds.field("observed_at_ms") > since_ms)
+                      & (ds.field("kind") == "topic"))
     if t.num_rows == 0:
-        return [], since_ms
+        return None, since_ms
     newest = pc.max(t["observed_at_ms"]).as_py()
     t = t.sort_by([("observed_at_ms", "descending")])
-    out: list[dict[str, Any]] = []
-    n = 0
-    for batch in t.to_batches(max_chunksize=256):
-        for rec in batch.to_pylist():
-            out.append(rec)
-            n += len((rec.get("topic_state") or {}).get("partitions") or [])
-            if n >= max_rows:
-                return out, newest
-    return out, newest
+    counts = pc.list_value_length(pc.struct_field(t["topic_state"], "partitions")).fill_null(0)
+    reached = np.flatnonzero(np.cumsum(counts.to_numpy(zero_copy_only=False)) >= max_rows)
+    if len(reached):
+        t = t.slice(0, int(reached[0]) + 1)
+    return t, newest
 
 
 def to_rows(report: Report) -> list[dict[str, Any]]:
@@ -247,7 +348,7 @@ class QualityRunner:
             if self._suite is None:
                 self._suite = Suite()
             records, newest = read_recent(self.observations, self._since_ms, self.max_rows)
-            report = self._suite.run(partition_rows(records))
+            report = self._suite.run(partition_table(records) if records is not None else [])
             if report.rows:
                 store(self.results, report)
             self._since_ms = newest

@@ -40,3 +40,43 @@ def test_retention_compaction_vacuum(tmp_path):
     table = DeltaTable(str(path)).to_pyarrow_table()
     assert sorted(set(table.column("date").to_pylist())) == [recent, today]
     assert read_lag(path, "t", None, dt.timedelta(days=3)) == before
+
+
+def test_compacted_observations_keep_short_row_groups_that_a_time_filter_skips(tmp_path):
+    """A day of observations compacted into one file must not be one row group: the data-quality
+    thread reads "observed since the last run" and would decode the whole day every run."""
+    import pyarrow.parquet as pq
+
+    from krm.maintain import ROW_GROUP_ROWS
+    from pipelines.quality import read_recent
+
+    tables = tmp_path / "tables"
+    path = tables / "observations"
+    now_ms = int(dt.datetime.now(dt.timezone.utc).timestamp() * 1000)
+    start = now_ms - 3_000_000
+    part = {"partition": 0, "leader": 1, "replicas": [1, 2], "isr": [1, 2], "high_watermark": 5}
+    for batch in range(30):  # one history micro-batch every 100 s, 100 topic records each
+        times = [start + batch * 100_000 + i * 1000 for i in range(100)]
+        write_deltalake(str(path), pa.Table.from_pylist([
+            {"cluster": "c1", "kind": "topic", "observed_at_ms": t,
+             "kafka_timestamp": dt.datetime.fromtimestamp(t / 1000, dt.timezone.utc),
+             "topic_state": {"topic": f"t{i}", "partitions": [part]},
+             "date": dt.datetime.fromtimestamp(t / 1000, dt.timezone.utc).date()} for i, t in enumerate(times)]),
+            mode="append", partition_by=["date", "cluster"])
+    before = read_recent(path, now_ms - 600_000, 10_000)[0].num_rows
+
+    (report,) = maintain(tables, retention_days=30, vacuum_hours=0)
+    assert report.error is None and report.files_after < report.files_before
+
+    groups = []
+    for uri in DeltaTable(str(path)).file_uris():
+        meta = pq.ParquetFile(uri.removeprefix("file://")).metadata
+        column = [meta.schema.column(i).path for i in range(meta.num_columns)].index("observed_at_ms")
+        for g in range(meta.num_row_groups):
+            rg = meta.row_group(g)
+            assert rg.column(column).compression == "ZSTD"
+            groups.append((rg.num_rows, rg.column(column).statistics.max - rg.column(column).statistics.min))
+    assert sum(rows for rows, _ in groups) == 3000 and len(groups) >= 3
+    assert max(rows for rows, _ in groups) <= ROW_GROUP_ROWS["observations"]
+    assert max(span for _, span in groups) < 1_200_000  # at most ~11 of the 30 micro-batches, not the day
+    assert read_recent(path, now_ms - 600_000, 10_000)[0].num_rows == before == 599

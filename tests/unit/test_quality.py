@@ -2,6 +2,8 @@
 with great-expectations doing the validating (no JVM: delta-rs writes the table)."""
 
 import datetime as dt
+import math
+import random
 
 import pytest
 
@@ -32,6 +34,56 @@ def test_derived_columns():
     assert row["leader_leo"] is None and row["max_follower_leo"] == 120 and row["publish_delay_s"] == pytest.approx(0.03)
     (offline,) = partition_rows([_record("t", [_p(0, leader=-1, isr=(), hw=None, leos=())])])
     assert offline["leader_in_replicas"] is True and offline["leader_leo"] is None
+
+
+def _rows_by_definition(records):
+    """The derived columns written out record by record: what partition_rows computes column-wise."""
+    out = []
+    for r in records:
+        ts = r.get("topic_state") or {}
+        delay = (r["kafka_timestamp"].timestamp() * 1000 - r["observed_at_ms"]) / 1000
+        for p in ts.get("partitions") or []:
+            replicas = p.get("replicas") or []
+            leos = {o["broker"]: o["log_end_offset"] for o in (p.get("replica_offsets") or [])}
+            leader = p.get("leader")
+            followers = [v for b, v in leos.items() if b != leader]
+            out.append({
+                "cluster": r["cluster"], "topic": ts.get("topic"), "partition": p.get("partition"),
+                "observed_at_ms": r["observed_at_ms"], "leader": leader, "leader_epoch": p.get("leader_epoch"),
+                "replica_count": len(replicas), "leader_in_replicas": leader == -1 or leader in replicas,
+                "isr_in_replicas": set(p.get("isr") or []) <= set(replicas),
+                "high_watermark": p.get("high_watermark"), "log_start_offset": p.get("log_start_offset"),
+                "write_rate": p.get("write_rate"), "leader_leo": leos.get(leader),
+                "max_follower_leo": max(followers) if followers else None, "publish_delay_s": delay,
+            })
+    return out
+
+
+def test_columnar_rows_equal_the_per_record_definition():
+    rng = random.Random(7)
+    records = []
+    for i in range(200):
+        parts = []
+        for p in range(rng.randint(0, 12)):
+            replicas = rng.sample(range(1, 8), rng.randint(1, 4))
+            leader = rng.choice([-1, replicas[0], rng.choice(replicas), 9])
+            isr = rng.sample(replicas, rng.randint(0, len(replicas))) + ([8] if rng.random() < 0.1 else [])
+            answered = rng.sample(replicas + [9], rng.randint(0, len(replicas)))
+            parts.append({**_p(p, leader=leader, replicas=replicas, isr=isr, hw=rng.choice([None, 50, 100]),
+                               leos=[(b, rng.randint(0, 200)) for b in answered]),
+                          **({"replica_offsets": None} if rng.random() < 0.1 else {})})
+        records.append(_record(f"t{i % 7}", parts, observed_at_ms=1_000_000 + i * 1000, delay_ms=rng.randint(-50, 900)))
+    records.append({**_record("gone", []), "topic_state": None})
+
+    got, want = partition_rows(records), _rows_by_definition(records)
+    assert len(got) == len(want) > 800
+    for g, w in zip(got, want):
+        assert list(g) == list(w)
+        assert {k: v for k, v in g.items() if k != "publish_delay_s"} == \
+            {k: v for k, v in w.items() if k != "publish_delay_s"}
+        assert math.isclose(g["publish_delay_s"], w["publish_delay_s"], abs_tol=1e-9)
+    assert {r["leader_in_replicas"] for r in got} == {True, False} and {r["isr_in_replicas"] for r in got} == {True, False}
+    assert any(r["leader_leo"] is None for r in got) and any(r["max_follower_leo"] is None for r in got)
 
 
 def test_clean_observations_pass_every_expectation(suite):
