@@ -141,6 +141,7 @@ class AdminSource:
         self._quorum_ask: tuple[Any, int, float] | None = None  # (future, broker, sent at) while unanswered
         self._quorum_client: Any = None  # its own connection (see _kraft_view)
         self._silent_since: dict[int, float] = {}  # broker -> first poll it did not answer (timeouts)
+        self._live_since: dict[int, float] | None = None  # broker -> when krm saw it become live (_note_live)
         self._problem: access.AccessProblem | None = None  # why the last poll failed (logged once per change)
         self._access_failures = 0  # consecutive polls refused for credentials, TLS or protocol
         self._retry_at = 0.0  # after such a refusal: no new connection before this (monotonic)
@@ -193,6 +194,7 @@ class AdminSource:
         zk_live = self.zk.live_brokers() if self.zk is not None else None
         if zk_live is not None:
             live &= zk_live  # a broker whose registration vanished is not asked (it cannot answer)
+        self._note_live(zk_live if zk_live is not None else live)
         replica_of, leader_of = offsets.plan(
             ((t["topic"], p["partition"], p["leader"], p["replicas"]) for t in topics for p in t["partitions"]), live)
         try:
@@ -238,8 +240,18 @@ class AdminSource:
         write `leader: -1`, so the state znodes keep naming dead leaders: offline by Kafka's own
         definition (leader not alive, MetadataCache / kafka-topics --unavailable-partitions), which
         only these records can show (the fault loops' cluster-down: no OFFLINE_PARTITION for the
-        minutes every broker was down)."""
+        minutes every broker was down).
+
+        These records open incidents and resolve none (`resolves` false): a registration alone does
+        not make a partition available. As a cluster restarts, a leader's broker registers before
+        the new controller, which has not seen it yet, writes `leader: -1` and then elects it a
+        moment later: resolved by the registration, each partition raised a second incident for
+        that moment (the fault loops' cluster-down). Its outage's incident now stays open until a
+        poll reaches a broker again (quick records meanwhile resolve nothing either)."""
         live = self.zk.live_brokers() if self.zk is not None else None
+        # Without ZooKeeper nobody said who is live: the next poll that reaches a broker sees every
+        # broker come back (the whole cluster may have restarted meanwhile).
+        self._note_live(live if live is not None else set())
         if live is None:  # KRaft, or krm's own ZooKeeper session is down too
             return [self._failure_record(poll_id)]
         topics = self.zk.topics()  # type: ignore[union-attr]
@@ -249,7 +261,7 @@ class AdminSource:
         held = {r for t in topics for rs in (self.zk.assignment(t) or {}).values() for r in rs}  # type: ignore[union-attr]
         brokers = [{**b, "reachable": None} for b in self._zookeeper_brokers(live, held)]
         failure = self._failure_record(poll_id, brokers)
-        return [failure, *self._mirror_topics(topics, poll_id, failure["observed_at_ms"], live, None)]
+        return [failure, *self._mirror_topics(topics, poll_id, failure["observed_at_ms"], live, None, resolves=False)]
 
     def _failure_record(self, poll_id: int, brokers: list[dict[str, Any]] | None = None) -> dict[str, Any]:
         problem = self._problem
@@ -385,12 +397,31 @@ class AdminSource:
             self._arrived = None  # its epochs are in _published now
         return records
 
+    def _note_live(self, live: set[int]) -> None:
+        """Remember when each broker became live (registered in ZooKeeper, unfenced in KRaft) as krm
+        saw it, for the start-up grace of `_unreachable`. The brokers of krm's first view are taken
+        as long live: krm did not see them start."""
+        now = time.monotonic()
+        if self._live_since is None:
+            self._live_since = dict.fromkeys(live, float("-inf"))
+            return
+        for b in [b for b in self._live_since if b not in live]:
+            del self._live_since[b]
+        for b in live:
+            self._live_since.setdefault(b, now)
+
     def _unreachable(self, found: offsets.OffsetsRound) -> set[int]:
         """Registered brokers clients cannot use now, among those that did not answer this poll's
         offsets requests. A refused TCP connection is definitive: the process is gone (Kafka's
         controller notices only when the broker's session expires). A silent broker is not, at
         first: a GC pause or a SIGSTOP accepts connections and answers again a second or two
-        later. Only silence lasting `unreachable_after_s` counts."""
+        later. Only silence lasting `unreachable_after_s` counts.
+
+        Except at start-up: a broker registers in ZooKeeper (KafkaServer.startup) or is unfenced
+        (BrokerServer.startup) before `socketServer.enableRequestProcessing` opens its ports, and
+        the controller may make it a leader in between. Its refusals count only once it has been
+        live for `unreachable_after_s` (the fault loops' cluster-down: sub-second critical
+        PARTITION_UNAVAILABLE pages at every restart of the cluster)."""
         now = time.monotonic()
         silent = found.asked - found.answered
         addresses = {b: (m["host"], m["port"]) for b in silent
@@ -404,7 +435,9 @@ class AdminSource:
         for b in [b for b in self._silent_since if b not in found.asked or b in found.answered]:
             del self._silent_since[b]
         after = self.settings.unreachable_after_s
-        return refused | {b for b, t in self._silent_since.items() if now - t >= after}
+        since = self._live_since or {}
+        started = {b for b in refused if now - since.get(b, float("-inf")) >= after}
+        return started | {b for b, t in self._silent_since.items() if now - t >= after}
 
     def _kraft_view(self, admin: Any, topics: list[dict[str, Any]]) -> None:
         """ELR per partition (overlaid on `topics`, in place) and the DescribeQuorum question, to the
@@ -548,7 +581,8 @@ class AdminSource:
         state znode changes: leader, epoch, ISR (with the znode's mtime) and the assignment, no
         offsets (`has_offsets` false, so they judge and resolve only metadata incidents). A cluster
         record comes first, with ZooKeeper's live brokers and controller (reachability and sizes from
-        the last full poll), so /metrics never shows a partition offline for a broker still "up"."""
+        the last full poll), so /metrics never shows a partition offline for a broker still "up".
+        While no broker answers krm's polls, they resolve nothing either (see `_failed_poll`)."""
         if self.zk is None:
             return []
         live = self.zk.live_brokers()
@@ -569,10 +603,10 @@ class AdminSource:
                 replica_lag_time_max_ms=last.get("replica_lag_time_max_ms"),
                 leader_imbalance_per_broker_percentage=last.get("leader_imbalance_per_broker_percentage"),
                 reassignment_in_progress=self.zk.reassigning))
-        return out + self._mirror_topics(topics, poll_id, at, live, arrived)
+        return out + self._mirror_topics(topics, poll_id, at, live, arrived, resolves=not self._degraded)
 
     def _mirror_topics(self, topics: Iterable[str], poll_id: int, at: int, live: set[int],
-                       arrived: dict[str, list[dict[str, Any]]] | None) -> list[dict[str, Any]]:
+                       arrived: dict[str, list[dict[str, Any]]] | None, resolves: bool = True) -> list[dict[str, Any]]:
         """Metadata-only topic records of `topics` from the ZooKeeper mirror (see quick_records)."""
         assert self.zk is not None
         out = []
@@ -597,7 +631,8 @@ class AdminSource:
             min_isr, unclean = self._configs.get(topic, (None, None))
             out.append(topic_record(self.cluster.name, "zookeeper", poll_id, at, topic=topic, live_brokers=live,
                                     partitions=parts, min_insync_replicas=min_isr, unclean_leader_election=unclean,
-                                    replica_lag_time_max_ms=self._replica_lag_time_max_ms, has_offsets=False))
+                                    replica_lag_time_max_ms=self._replica_lag_time_max_ms, has_offsets=False,
+                                    resolves=resolves))
         return out
 
     def _metadata(self, admin: Any) -> dict[str, Any]:

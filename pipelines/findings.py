@@ -58,8 +58,11 @@ def topic_rows(obs: Any, observed_at_ms: Any, settings: DetectorSettings) -> Any
         return F.filter(F.concat(*[r.plan(v) for r in rules]), lambda x: x.isNotNull())
 
     unhealthy = F.filter(ts["partitions"], maybe_affected)
-    marker = _row(row_type=F.lit("poll"), scope=F.concat(F.lit("topic:"), topic), topic=topic,
-                  details=broker_counts(ts["partitions"]))
+    # A record of a poll that reached no broker (`resolves` false) opens incidents and resolves none:
+    # its marker is a "view" (the broker counts only), not a "poll" (collectors/admin.py, _failed_poll).
+    resolves = F.coalesce(ts["resolves"], F.lit(True))
+    marker = _row(row_type=F.when(resolves, F.lit("poll")).otherwise(F.lit("view")),
+                  scope=F.concat(F.lit("topic:"), topic), topic=topic, details=broker_counts(ts["partitions"]))
     offsets_marker = _row(row_type=F.lit("poll"), scope=F.concat(F.lit("offsets:"), topic), topic=topic)
     markers = F.when(has_offsets, F.array(marker, offsets_marker)).otherwise(F.array(marker))
     return F.concat(markers, F.flatten(F.transform(unhealthy, partition_findings)))

@@ -208,8 +208,9 @@ def split_rows(rows: list[Any], canaries: list[Any] | None = None) -> tuple[
         if kind == "finding":
             found.append(Finding(r[cluster], r[scope], r[type_], r[severity], r[topic], r[partition], r[broker],
                                  r[cause], loads(r[details]), r[at], r[poll_id]))
-        elif kind == "poll":
-            polls.append(ScopePoll(r[cluster], r[scope], r[poll_id], r[at]))
+        elif kind == "poll" or kind == "view":  # a view counts brokers' leaders, and resolves nothing
+            if kind == "poll":
+                polls.append(ScopePoll(r[cluster], r[scope], r[poll_id], r[at]))
             if r[topic] is not None and r[details]:
                 d = loads(r[details])
                 counts.append(TopicLoad(r[cluster], r[topic], r[at],

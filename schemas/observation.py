@@ -141,6 +141,9 @@ TOPIC_STATE = Struct((
     # v2: brokers clients cannot reach while still registered: connection refused or reset at this
     # poll, or silent (timeouts) for [collector] unreachable_after_s; absent when none
     ("unreachable_brokers", Array(INT), False),
+    # v2: false when no broker answered the poll (ZooKeeper's view alone): its findings open incidents
+    # and resolve none, so a restarting cluster's partitions stay in their outage's incident; absent: true
+    ("resolves", BOOL, False),
     ("partitions", Array(PARTITION), True),
 ))
 

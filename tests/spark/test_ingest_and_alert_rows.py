@@ -159,6 +159,23 @@ def test_metadata_only_record_judges_and_resolves_only_metadata_incidents(spark)
         ("finding", "topic:rf1", "OFFLINE_PARTITION"), ("poll", "topic:rf1", None)]
 
 
+def test_record_of_a_poll_that_reached_no_broker_opens_and_resolves_nothing(spark):
+    """The ZooKeeper view of a failed poll (`resolves` false): its findings come out, its marker is a
+    "view" (broker counts, no poll), so split_rows gives the incident book nothing to resolve with."""
+    from pipelines.job import split_rows
+
+    parts = [{"partition": 0, "leader": 2, "leader_epoch": 3, "replicas": [2], "isr": [2], "zk_mtime_ms": 990},
+             {"partition": 1, "leader": 1, "leader_epoch": 3, "replicas": [1], "isr": [1], "zk_mtime_ms": 990}]
+    rec = topic_record("c1", "zookeeper", 8, 1_000, topic="rf1", live_brokers=[1], partitions=parts,
+                       min_insync_replicas=1, unclean_leader_election=False, has_offsets=False, resolves=False)
+    rows = alert_rows(valid(parse(_batch(spark, [json.dumps(rec)])))).collect()
+    assert sorted((r.row_type, r.scope, r.type, r.partition) for r in rows) == [
+        ("finding", "topic:rf1", "OFFLINE_PARTITION", 0), ("view", "topic:rf1", None, None)]
+    polls, found, _clusters, counts, _jmx = split_rows(rows)
+    assert polls == [] and [f.partition for f in found] == [0]
+    assert [(c.topic, c.partitions) for c in counts] == [("rf1", 2)]
+
+
 def test_broker_metrics_record_becomes_one_jmx_row(spark):
     from collectors.jmx import broker_metrics_record
 

@@ -161,6 +161,14 @@ def test_a_poll_that_reaches_no_broker_still_publishes_the_zookeeper_view():
     assert (topic["source"], topic["poll_id"], topic["observed_at_ms"]) == ("zookeeper", 7, failure["observed_at_ms"])
     assert ts["live_brokers"] == [] and ts["has_offsets"] is False
     assert [(p["partition"], p["leader"]) for p in ts["partitions"]] == [(0, 1), (1, 2)]
+    assert ts["resolves"] is False, "a registration alone does not make a partition available"
+    # ZooKeeper-triggered records meanwhile resolve nothing either; once a poll reaches a broker, they do
+    zk._live = {1, 2}
+    src._last_cluster_state = failure["cluster_state"]
+    assert [r["topic_state"].get("resolves", True) for r in src.quick_records({"t"}) if r["kind"] == "topic"] == [False]
+    src._degraded = False
+    assert [r["topic_state"].get("resolves", True) for r in src.quick_records({"t"}) if r["kind"] == "topic"] == [True]
+    zk._live = set()
     # KRaft (no mirror), or krm's own ZooKeeper session lost: the failure alone, as before
     kraft = AdminSource(ClusterConfig("k", "h:1"), CollectorConfig())
     kraft._failed(AccessProblem("unreachable", "cluster k: no broker answered"))
@@ -236,3 +244,49 @@ def test_unreachable_is_refused_at_once_and_silent_only_after_unreachable_after_
     assert poll({1, 2}) == {3}, "2 answers again: forgiven at once"
     clock[0] += 1.0
     assert poll({1}) == {3}, "and its silence counts from zero again"
+
+
+def test_a_broker_that_just_became_live_may_refuse_for_unreachable_after_s(monkeypatch):
+    """Kafka registers (ZooKeeper) or unfences (KRaft) a broker before it opens its ports, and may make
+    it a leader in between: a refusal then is start-up, not death, until it has been live a while."""
+    import collectors.admin as admin_module
+
+    clock = [100.0]
+    monkeypatch.setattr(admin_module.time, "monotonic", lambda: clock[0])
+    refusing_now = {3}
+    monkeypatch.setattr(admin_module, "refusing", lambda addresses: {b for b, (_h, port) in addresses.items()
+                                                                     if port - 9092 in refusing_now})
+    src = AdminSource(ClusterConfig("c", "h:1"), CollectorConfig(unreachable_after_s=4.0))
+    src._known_brokers = {b: {"host": "h", "port": 9092 + b} for b in (1, 2, 3)}
+
+    def poll(live, answered):
+        src._note_live(set(live))
+        return src._unreachable(OffsetsRound(answered=set(answered), asked=set(live)))
+
+    assert poll({1, 2, 3}, {1, 2}) == {3}, "live at krm's first view: a refusal is definitive at once"
+    assert poll({1, 2}, {1, 2}) == set(), "3's registration is gone"
+    clock[0] += 10
+    assert poll({1, 2, 3}, {1, 2}) == set(), "3 registered again, its port not open yet"
+    clock[0] += 3.9
+    assert poll({1, 2, 3}, {1, 2}) == set(), "live for 3.9 s"
+    clock[0] += 0.2
+    assert poll({1, 2, 3}, {1, 2}) == {3}, "live for 4.1 s and still refusing: gone"
+
+
+def test_after_a_poll_that_reached_no_broker_every_broker_gets_the_start_up_grace(monkeypatch):
+    import collectors.admin as admin_module
+    from collectors import access
+
+    clock = [100.0]
+    monkeypatch.setattr(admin_module.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(admin_module, "refusing", lambda addresses: {2})
+    src = AdminSource(ClusterConfig("c", "h:1"), CollectorConfig(unreachable_after_s=4.0))  # KRaft: no ZooKeeper
+    src._known_brokers = {b: {"host": "h", "port": 9092 + b} for b in (1, 2)}
+    src._note_live({1, 2})
+    assert src._unreachable(OffsetsRound(answered={1}, asked={1, 2})) == {2}
+    src._problem = access.AccessProblem("unreachable", "cluster c unreachable")
+    src._failed_poll(7)  # the whole cluster may restart while nobody answers
+    src._note_live({1, 2})
+    assert src._unreachable(OffsetsRound(answered={1}, asked={1, 2})) == set()
+    clock[0] += 4.0
+    assert src._unreachable(OffsetsRound(answered={1}, asked={1, 2})) == {2}
