@@ -4,7 +4,8 @@ sampling what would grow if something leaked. Results go to RELIABILITY.md.
 A `krm simulate` cluster (30 brokers, 100 topics x 100 partitions, RF 3, 10 s poll) publishes to a
 real 1-broker KRaft observations cluster; the pipeline (`krm pipeline`'s Monitor, in this process)
 reads it. Every 4 minutes a broker is killed and restarted 2 minutes later, and a follower stalls
-for 2 minutes (the simulator's fault script). `krm maintain` runs every 10 minutes, as a cron would.
+for 2 minutes (the simulator's fault script). `krm maintain` runs every 10 minutes in a process of
+its own, as a cron would.
 Every 15 s: the driver JVM's used heap (after the last GC: MemoryMXBean, so garbage does not read
 as growth), the RSS of this process and its JVM, their open file descriptors and threads, each
 Delta table's active files (what compaction bounds) and its _delta_log size (one JSON per commit,
@@ -37,7 +38,6 @@ from benchmarks.pipeline_throughput import rss_mb, spark_driver  # noqa: E402
 from collectors.publisher import ensure_topic  # noqa: E402
 from krm.config import load_config  # noqa: E402
 from krm.local_cluster import LocalCluster, free_port  # noqa: E402
-from krm.maintain import maintain  # noqa: E402
 from krm.runner import Monitor  # noqa: E402
 from krm.scrape import scrape, series  # noqa: E402
 from pipelines.job import Tables  # noqa: E402
@@ -45,6 +45,19 @@ from pipelines.session import build_session  # noqa: E402
 
 TABLES = ("observations", "partition_state", "replica_lag", "assignments", "incidents", "data_quality")
 
+
+
+def maintain_apart(root: Path) -> str:
+    """`krm maintain`'s work in a process of its own, as a cron runs it: its memory (a compaction
+    decodes and re-encodes a table) is not the pipeline's. In the monitor's process it showed as
+    steps of the pipeline's RSS at each run (RELIABILITY.md, Soak)."""
+    code = ("import sys; from krm.maintain import maintain\n"
+            "for r in maintain(sys.argv[1], retention_days=30, vacuum_hours=1):\n"
+            "    print(f'{r.table} {r.files_before}->{r.files_after}' + (f' ERROR {r.error}' if r.error else ''))")
+    done = subprocess.run([sys.executable, "-c", code, str(root)], cwd=ROOT, capture_output=True, text=True)
+    if done.returncode != 0:
+        return f"ERROR exit {done.returncode}: {done.stderr.strip().splitlines()[-1:] or ''}"
+    return ", ".join(done.stdout.split("\n")[:-1])
 
 def fault_script(minutes: float) -> list[dict]:
     out, t, broker = [], 120.0, 1
@@ -200,9 +213,7 @@ def main() -> int:
                   file=sys.stderr, flush=True)
             if time.time() >= next_maintain:
                 next_maintain += 600
-                reports = maintain(tables.root / "tables", retention_days=30, vacuum_hours=1)
-                maintenance.append(", ".join(f"{r.table} {r.files_before}->{r.files_after}"
-                                             + (f" ERROR {r.error}" if r.error else "") for r in reports))
+                maintenance.append(maintain_apart(tables.root / "tables"))
                 print("maintain: " + maintenance[-1], file=sys.stderr, flush=True)
     finally:
         monitor.stop()
