@@ -10,7 +10,11 @@ For each history table (observations, partition_state, replica_lag, assignments,
    instead of decoding a whole day;
 3. vacuum: remove files no longer referenced and older than `vacuum_hours` (readers that started
    before the compaction keep working for that long).
-The incidents table is small and kept whole. Delta's optimistic concurrency lets this run while
+The incidents table is kept whole (open incidents have no age) and not compacted (the alert path
+upserts it all the time, and a compaction would fail its upserts): only vacuumed, for each upsert
+rewrites the files holding its rows and the old ones are never read again. How long each table's
+`_delta_log` keeps its commits is the table property the pipeline sets (pipelines/log_retention.py);
+Spark and delta-rs delete expired log files themselves. Delta's optimistic concurrency lets this run while
 the pipeline appends to a local data_dir; a conflicting commit is reported and retried at the next
 run. On an object store (s3a://) there is no such arbitration between Spark and delta-rs writers:
 run it with the pipeline stopped (krm/storage.py).
@@ -30,6 +34,7 @@ from krm.storage import Location, as_location
 log = logging.getLogger(__name__)
 
 HISTORY_TABLES = ("observations", "partition_state", "replica_lag", "assignments", "quarantine", "data_quality")
+VACUUM_ONLY = ("incidents",)
 # rows per Parquet row group written by compaction, where the writer's default (about a million)
 # is too coarse: an observations row is a whole topic record with every partition in it
 ROW_GROUP_ROWS = {"observations": 1024}
@@ -53,11 +58,12 @@ def maintain_table(path: Location, retention_days: int, vacuum_hours: float, tod
     before = len(dtable.file_uris())
     deleted = 0
     try:
-        if "date" in [f.name for f in dtable.schema().fields]:
+        if name not in VACUUM_ONLY and "date" in [f.name for f in dtable.schema().fields]:
             cutoff = today - dt.timedelta(days=retention_days)
             metrics = dtable.delete(f"date < '{cutoff.isoformat()}'")
             deleted = int(metrics.get("num_deleted_rows", 0) or 0)
-        dtable.optimize.compact(writer_properties=_writer_properties(name))
+        if name not in VACUUM_ONLY:
+            dtable.optimize.compact(writer_properties=_writer_properties(name))
         vacuumed = dtable.vacuum(retention_hours=int(vacuum_hours), enforce_retention_duration=False, dry_run=False)
         after = len(path.table().file_uris())
     except Exception as e:  # noqa: BLE001 - one table's conflict must not stop the others
@@ -78,7 +84,7 @@ def maintain(tables_root: Location | Path, retention_days: int, vacuum_hours: fl
              today: dt.date | None = None) -> list[TableReport]:
     today = today or dt.datetime.now(dt.timezone.utc).date()
     out = []
-    for name in HISTORY_TABLES:
+    for name in HISTORY_TABLES + VACUUM_ONLY:
         path = as_location(tables_root) / name
         if path.is_table():
             out.append(maintain_table(path, retention_days, vacuum_hours, today))

@@ -60,8 +60,9 @@ def from_row(r: dict[str, Any]) -> Incident:
 
 
 class IncidentStore:
-    def __init__(self, path: Location | Path | str) -> None:
+    def __init__(self, path: Location | Path | str, properties: dict[str, str] | None = None) -> None:
         self.path = as_location(path)
+        self.properties = properties  # Delta table properties, set when the first upsert creates the table
         self._exists = False  # once there, a table stays (asked again only until then: a remote store)
 
     def exists(self) -> bool:
@@ -76,7 +77,7 @@ class IncidentStore:
             return
         table = pa.Table.from_pylist(rows, schema=_schema())
         if not self.exists():
-            self.path.write(table, mode="append")
+            self.path.write(table, mode="append", configuration=self.properties)
             return
         (
             self.path.table()

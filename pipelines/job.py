@@ -22,7 +22,7 @@ from typing import Any
 from krm.config import Config
 from krm.storage import Location, as_location
 from pipelines import findings as F_
-from pipelines import history
+from pipelines import history, log_retention
 from pipelines.balance import BalanceCheck, BalanceSettings
 from pipelines.checkpoints import repair, writer_id
 from pipelines.incident_store import IncidentStore
@@ -126,6 +126,11 @@ class Tables:
         self.assignments = self.root / "tables" / "assignments"
         self.data_quality = self.root / "tables" / "data_quality"
         self.checkpoints = self.root / "checkpoints"
+
+    def all(self) -> list[Location]:
+        """Every Delta table krm writes."""
+        return [self.incidents, self.observations, self.quarantine, self.partition_state, self.replica_lag,
+                self.assignments, self.data_quality]
 
     @property
     def logs(self) -> Path:
@@ -316,7 +321,8 @@ class Pipeline:
 
     def start(self) -> Pipeline:
         flap_ms = int(self.config.pipeline.flap_window_s * 1000)
-        store = IncidentStore(self.tables.incidents)
+        properties = self.prepare_tables()
+        store = IncidentStore(self.tables.incidents, properties)
         recent = store.load_recent(since_ms=int(time.time() * 1000) - flap_ms - 3_600_000)
         book = IncidentBook.from_incidents(flap_ms, recent, hold_ms=event_hold_ms(self.config),
                                            touch_ms=int(self.config.pipeline.incident_touch_s * 1000))
@@ -354,10 +360,20 @@ class Pipeline:
             from pipelines.quality import QualityRunner
 
             self._quality = QualityRunner(self.tables.observations, self.tables.data_quality, self.state,
-                                          p.quality_interval_s, p.quality_max_rows).start()
+                                          p.quality_interval_s, p.quality_max_rows, properties).start()
         self._watchdog = threading.Thread(target=self._watch, name="krm-query-watchdog", daemon=True)
         self._watchdog.start()
         return self
+
+    def prepare_tables(self) -> dict[str, str]:
+        """Bound every table's _delta_log (pipelines/log_retention.py) before any query writes: the
+        tables Spark creates from now on, and those an earlier release created. Returns the table
+        properties, for the tables delta-rs creates."""
+        properties = log_retention.table_properties(self.config.pipeline.delta_log_retention_hours)
+        for key, value in log_retention.spark_defaults(properties).items():
+            self.spark.conf.set(key, value)
+        log_retention.apply(self.tables.all(), properties)
+        return properties
 
     def _in_pool(self, pool: str, start: Any) -> Any:
         """Start a query in a FAIR scheduler pool, so history writes never queue ahead of alerts."""

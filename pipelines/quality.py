@@ -301,21 +301,25 @@ def to_rows(report: Report) -> list[dict[str, Any]]:
             for o in report.outcomes]
 
 
-def store(table: Location | Path, report: Report) -> None:
+def store(table: Location | Path, report: Report, properties: dict[str, str] | None = None) -> None:
+    """Append one run's rows; `properties` are the table's, if this append creates it."""
     import pyarrow as pa
 
     rows = to_rows(report)
     if rows:
-        as_location(table).write(pa.Table.from_pylist(rows), mode="append", partition_by=["date"])
+        as_location(table).write(pa.Table.from_pylist(rows), mode="append", partition_by=["date"],
+                                 configuration=properties)
 
 
 class QualityRunner:
     """The suite on a timer, in its own thread. Failures of the runner itself are logged and counted
     on /metrics (a failed run is a result too); the alert path never waits for it."""
 
-    def __init__(self, observations: Location, results: Location, state: Any, interval_s: float, max_rows: int) -> None:
+    def __init__(self, observations: Location, results: Location, state: Any, interval_s: float, max_rows: int,
+                 properties: dict[str, str] | None = None) -> None:
         self.observations = observations
         self.results = results
+        self.properties = properties  # of the results table, when the first run creates it
         self.state = state
         self.interval_s = interval_s
         self.max_rows = max_rows
@@ -350,7 +354,7 @@ class QualityRunner:
             records, newest = read_recent(self.observations, self._since_ms, self.max_rows)
             report = self._suite.run(partition_table(records) if records is not None else [])
             if report.rows:
-                store(self.results, report)
+                store(self.results, report, self.properties)
             self._since_ms = newest
         except Exception as e:  # noqa: BLE001 - a broken run is reported, the next one tries again
             log.exception("data-quality run failed")

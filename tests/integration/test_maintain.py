@@ -1,6 +1,7 @@
 """`krm maintain` on a real Delta table written in many small appends: old days deleted, each day's
 files compacted, unreferenced files vacuumed, and the data `krm lag` reads unchanged."""
 
+import dataclasses
 import datetime as dt
 
 import pyarrow as pa
@@ -80,3 +81,30 @@ def test_compacted_observations_keep_short_row_groups_that_a_time_filter_skips(t
     assert max(rows for rows, _ in groups) <= ROW_GROUP_ROWS["observations"]
     assert max(span for _, span in groups) < 1_200_000  # at most ~11 of the 30 micro-batches, not the day
     assert read_recent(path, now_ms - 600_000, 10_000)[0].num_rows == before == 599
+
+
+def test_incidents_are_vacuumed_and_kept_whole(tmp_path):
+    """Each upsert rewrites the files holding its rows; the old ones were never removed (the soak:
+    the incidents folder grew with every touch of an open incident). Vacuumed, not compacted (the
+    alert path upserts it all the time), and no incident is dropped, however old."""
+    from pipelines.incident_store import IncidentStore
+    from pipelines.incidents import Incident
+
+    tables = tmp_path / "tables"
+    store = IncidentStore(tables / "incidents")
+    long_ago = int((dt.datetime.now(dt.timezone.utc) - dt.timedelta(days=400)).timestamp() * 1000)
+    incident = Incident(incident_id="i1", cluster="c", scope="partition", type="OFFLINE_PARTITION",
+                        severity="critical", topic="t", partition=0, broker=None, cause="single_replica_on_dead_broker",
+                        details={}, opened_at_ms=long_ago, last_seen_at_ms=long_ago, resolved_at_ms=None, status="open")
+    for touch in range(6):
+        store.upsert([dataclasses.replace(incident, last_seen_at_ms=long_ago + touch * 60_000)])
+    on_disk = len(list((tables / "incidents").glob("*.parquet")))
+    assert on_disk >= 6
+
+    (report,) = maintain(tables, retention_days=30, vacuum_hours=0)
+    assert report.table == "incidents" and report.error is None
+    assert report.deleted_rows == 0 and report.files_after == report.files_before
+    assert report.vacuumed_files == on_disk - report.files_after
+    assert len(list((tables / "incidents").glob("*.parquet"))) == report.files_after
+    (kept,) = store.read()
+    assert kept.last_seen_at_ms == long_ago + 5 * 60_000 and kept.status == "open"
