@@ -8,8 +8,8 @@ for 2 minutes (the simulator's fault script). `krm maintain` runs every 10 minut
 its own, as a cron would.
 Every 15 s: the driver JVM's used heap (after the last GC: MemoryMXBean, so garbage does not read
 as growth), the RSS of this process and its JVM, their open file descriptors and threads, each
-Delta table's active files (what compaction bounds) and its _delta_log size (one JSON per commit,
-kept by Delta for its log retention, 30 days: it grows by design, bounded by that retention).
+Delta table's active files (what compaction bounds), its Parquet files on disk (what vacuum bounds)
+and its _delta_log size (commits, kept for `[pipeline] delta_log_retention_hours`).
 Reported: first and last value and the slope per hour (least squares) after a warm-up, and whether
 the run kept up (observation age).
 
@@ -200,6 +200,8 @@ def main() -> int:
                 log_dir = path / "_delta_log"
                 row[f"{name}_log_mb"] = folder_mb(log_dir)
                 row[f"{name}_files"] = active_files(path)
+                row[f"{name}_disk_files"] = sum(1 for f in path.rglob("*.parquet")  # what vacuum bounds
+                                                if "_delta_log" not in f.parts) if path.is_dir() else 0
             try:
                 row["age_s"] = max(s.value for s in series(scrape(monitor.metrics_url, 5), "krm_observation_age_seconds"))
             except Exception:  # noqa: BLE001 - recorded as missing
