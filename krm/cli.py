@@ -253,7 +253,7 @@ MIN_VACUUM_HOURS = 1.0  # far longer than any micro-batch's write-then-commit
 
 def cmd_maintain(args: argparse.Namespace) -> int:
     from krm.config import load_config
-    from krm.maintain import maintain
+    from krm.maintain import VACUUM_ONLY, maintain
     from pipelines.job import Tables
 
     if args.vacuum_hours < MIN_VACUUM_HOURS:
@@ -269,8 +269,9 @@ def cmd_maintain(args: argparse.Namespace) -> int:
     if not reports:
         print(f"no history tables under {root} yet")
     for r in reports:
-        state = f"ERROR {r.error}" if r.error else (f"{r.deleted_rows} rows past retention deleted, files {r.files_before} -> "
-                                                    f"{r.files_after}, {r.vacuumed_files} vacuumed")
+        kept = "kept whole" if r.table in VACUUM_ONLY else f"{r.deleted_rows} rows past retention deleted"
+        state = f"ERROR {r.error}" if r.error else (f"{kept}, files {r.files_before} -> {r.files_after}, "
+                                                    f"{r.vacuumed_files} vacuumed")
         print(f"{r.table:<16}{state}  ({r.seconds:.1f}s)")
     return 1 if any(r.error for r in reports) else 0
 
@@ -652,7 +653,8 @@ def build_parser() -> argparse.ArgumentParser:
     sd.add_argument("--json", action="store_true")
     sd.set_defaults(func=cmd_check_shutdown)
 
-    mt = sub.add_parser("maintain", help="history tables: retention, compaction, vacuum (run beside the pipeline)")
+    mt = sub.add_parser("maintain", help="history tables: retention, compaction, vacuum; incidents: vacuum "
+                                         "(run beside the pipeline)")
     mt.add_argument("--config")
     mt.add_argument("--retention-days", type=int, default=30, help="keep this many days of history (default 30)")
     mt.add_argument("--vacuum-hours", type=float, default=24.0,
