@@ -204,6 +204,10 @@ class AdminSource:
             found = offsets.OffsetsRound()
         self.last_offsets = found
         unreachable = self._unreachable(found)
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug("cluster %s poll %d: metadata from broker %s, offsets asked %s answered %s, unreachable %s",
+                      self.cluster.name, poll_id, self._last_node, sorted(found.asked), sorted(found.answered),
+                      sorted(unreachable))
         quorum = self._harvest_quorum(found.answered | {self._last_node}) if self.zk is None else None
         return self._records(md, topics, observed_at_ms, found, poll_id, quorum, unreachable)
 
