@@ -14,9 +14,9 @@ The incidents table is kept whole (open incidents have no age) and not compacted
 upserts it all the time, and a compaction would fail its upserts): only vacuumed, for each upsert
 rewrites the files holding its rows and the old ones are never read again. How long each table's
 `_delta_log` keeps its commits is the table property the pipeline sets (pipelines/log_retention.py);
-Spark and delta-rs delete expired log files themselves. Delta's optimistic concurrency lets this run while
-the pipeline appends to a local data_dir; a conflicting commit is reported and retried at the next
-run. On an object store (s3a://) there is no such arbitration between Spark and delta-rs writers:
+Spark and delta-rs delete expired log files themselves. Delta's optimistic concurrency lets this
+run while the pipeline appends to a local data_dir; a conflicting commit is reported and retried at
+the next run. On an object store (s3a://) there is no such arbitration between Spark and delta-rs writers:
 run it with the pipeline stopped (krm/storage.py).
 """
 

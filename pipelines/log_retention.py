@@ -3,7 +3,7 @@
 Every history micro-batch is one commit per table, and a commit is a JSON file plus, from Spark, a
 `.crc` file that lists every data file of a table with fewer than 50 of them. Delta keeps both for
 `delta.logRetentionDuration`, 30 days by default: at a 10 s history trigger and 10k partitions that
-is gigabytes per table, more than the data (RELIABILITY.md, Soak). krm reads no old version of its
+is gigabytes per table (RELIABILITY.md, Soak). krm reads no old version of its
 tables (no time travel), so the log needs to outlive only the readers in flight.
 
 The table property is the whole mechanism: each engine deletes expired log files itself, after a

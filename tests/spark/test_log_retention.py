@@ -47,19 +47,23 @@ def test_pipeline_start_sets_the_retention_on_old_and_new_tables(spark_defaults_
     # tables an earlier release created: no property, 30 days of log by Delta's default
     IncidentStore(tables.incidents).upsert([_incident(1)])
     write_deltalake(str(tables.replica_lag), pa.table({"x": [1]}), mode="append")
-    old_versions = {p.name: p.table().version() for p in (tables.incidents, tables.replica_lag)}
+    spark.range(1).write.format("delta").mode("append").save(str(tables.observations))  # Spark's protocol
+    old = (tables.incidents, tables.replica_lag, tables.observations)
+    old_versions = {p.name: p.table().version() for p in old}
 
     properties = Pipeline(_config(tmp_path, 6), spark).prepare_tables()
     assert properties == {"delta.logRetentionDuration": "interval 6 hours"}
-    for path in (tables.incidents, tables.replica_lag):
+    for path in old:
         table = path.table()
         assert table.metadata().configuration["delta.logRetentionDuration"] == "interval 6 hours"
         assert table.version() == old_versions[path.name] + 1  # one metadata commit
         assert table.to_pyarrow_table().num_rows == 1  # the data untouched
 
     # a table Spark creates from now on (the history path's appends) carries it from its first commit
-    spark.range(3).write.format("delta").mode("append").save(str(tables.observations))
-    assert DeltaTable(str(tables.observations)).metadata().configuration["delta.logRetentionDuration"] == "interval 6 hours"
+    spark.range(3).write.format("delta").mode("append").save(str(tables.quarantine))
+    assert DeltaTable(str(tables.quarantine)).metadata().configuration["delta.logRetentionDuration"] == "interval 6 hours"
+    spark.range(3).write.format("delta").mode("append").save(str(tables.observations))  # Spark writes on after delta-rs
+    assert spark.read.format("delta").load(str(tables.observations)).count() == 4
     # and one delta-rs creates (incidents on a new data_dir; data_quality likewise)
     fresh = Tables(tmp_path / "fresh")
     IncidentStore(fresh.incidents, properties).upsert([_incident(2)])
