@@ -14,6 +14,8 @@ Faults (--fault):
   collect / pipeline   `krm collect` and `krm pipeline` run separately; SIGKILL of the one named
   zookeeper            ZooKeeper SIGKILLed, back after 5-30 s (ZooKeeper mode)
   controller           the KRaft controller (the quorum's only voter) SIGKILLed, back after 5-30 s
+  quorum-leader        KRaft with 3 controllers: the quorum's leader SIGKILLed, back after 5-30 s (the
+                       other two elect a new leader: an ordinary fail-over, nothing to page about)
   observations         the observations cluster's broker SIGKILLed, back after 5-60 s
   cluster-down         every broker of the monitored cluster down for 60-150 s (ZooKeeper stays)
   checkpoint-delete    `krm run` SIGKILLed, one query's checkpoint folder deleted, restarted
@@ -55,8 +57,8 @@ from krm.scrape import scrape, series  # noqa: E402
 from tests.helpers import KRM, create_topic, stored_incidents, write_config  # noqa: E402
 
 TOPIC, VICTIM = "fault-loop", 2
-FAULTS = ("krm-run", "collect", "pipeline", "zookeeper", "controller", "observations", "cluster-down",
-          "checkpoint-delete", "checkpoint-truncate", "disk-full")
+FAULTS = ("krm-run", "collect", "pipeline", "zookeeper", "controller", "quorum-leader", "observations",
+          "cluster-down", "checkpoint-delete", "checkpoint-truncate", "disk-full")
 ENV = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"}
 
 
@@ -242,8 +244,9 @@ def main() -> int:
     args = ap.parse_args()
     rng = random.Random(args.seed)
     work = Path(tempfile.mkdtemp(prefix=f"krm-faults-{args.fault}-"))
-    mode = "kraft" if args.fault == "controller" else "zk"
-    monitored = LocalCluster(root=work / "monitored", mode=mode, brokers=3).up()
+    mode = "kraft" if args.fault in ("controller", "quorum-leader") else "zk"
+    monitored = LocalCluster(root=work / "monitored", mode=mode, brokers=3,
+                             controllers=3 if args.fault == "quorum-leader" else 1).up()
     obs = LocalCluster(root=work / "observations", mode="kraft", brokers=1).up()
     tmpfs = work / "tmpfs"
     krm: Krm | None = None
@@ -331,6 +334,22 @@ def main() -> int:
     return 0
 
 
+def quorum_leader(cluster: LocalCluster) -> int:
+    """The KRaft quorum's leader now (DescribeQuorum through a broker)."""
+    from kafka.admin import KafkaAdminClient
+
+    from collectors import kraft_protocol
+    from collectors.admin import ask
+
+    admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap_servers)
+    try:
+        client = admin._client
+        answer = ask(client, client.least_loaded_node(), kraft_protocol.describe_quorum_request(), 10_000).to_object()
+        return int(answer["topics"][0]["partitions"][0]["leader_id"])
+    finally:
+        admin.close()
+
+
 def inject(fault: str, rng: random.Random, krm: Krm, monitored: LocalCluster, obs: LocalCluster,
            data_dir: Path, tmpfs: Path, cluster_down: list[tuple[float, float]]) -> str:
     """One fault, and the recovery an operator (or a supervisor such as systemd) would do; a
@@ -357,8 +376,8 @@ def inject(fault: str, rng: random.Random, krm: Krm, monitored: LocalCluster, ob
             what = f"truncated checkpoints/{query.name}/{victim.parent.name}/{victim.name} ({size} bytes)"
         krm.start("run")
         return what
-    hold = {"zookeeper": (5, 30), "controller": (5, 30), "observations": (5, 60), "cluster-down": (60, 150),
-            "disk-full": (20, 60)}[fault]
+    hold = {"zookeeper": (5, 30), "controller": (5, 30), "quorum-leader": (5, 30), "observations": (5, 60),
+            "cluster-down": (60, 150), "disk-full": (20, 60)}[fault]
     seconds = rng.uniform(*hold)
     if fault == "zookeeper":
         monitored.kill_zookeeper()
@@ -369,6 +388,12 @@ def inject(fault: str, rng: random.Random, krm: Krm, monitored: LocalCluster, ob
         monitored.kill(controller)
         time.sleep(seconds)
         monitored.start(controller)
+    elif fault == "quorum-leader":
+        leader = quorum_leader(monitored)
+        monitored.kill(leader)
+        time.sleep(seconds)
+        monitored.start(leader)
+        return f"quorum leader {leader} down for {seconds:.0f}s"
     elif fault == "observations":
         obs.kill(1)
         time.sleep(seconds)
