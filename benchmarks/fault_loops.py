@@ -54,7 +54,7 @@ sys.path.insert(0, str(ROOT))
 from krm.config import load_config  # noqa: E402
 from krm.local_cluster import LocalCluster  # noqa: E402
 from krm.scrape import scrape, series  # noqa: E402
-from tests.helpers import KRM, create_topic, stored_incidents, write_config  # noqa: E402
+from tests.helpers import KRM, create_topic, quorum_leader, stored_incidents, write_config  # noqa: E402
 
 TOPIC, VICTIM = "fault-loop", 2
 FAULTS = ("krm-run", "collect", "pipeline", "zookeeper", "controller", "quorum-leader", "observations",
@@ -332,22 +332,6 @@ def main() -> int:
     if args.json:
         args.json.write_text(json.dumps(result, indent=1) + "\n")
     return 0
-
-
-def quorum_leader(cluster: LocalCluster) -> int:
-    """The KRaft quorum's leader now (DescribeQuorum through a broker)."""
-    from kafka.admin import KafkaAdminClient
-
-    from collectors import kraft_protocol
-    from collectors.admin import ask
-
-    admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap_servers)
-    try:
-        client = admin._client
-        answer = ask(client, client.least_loaded_node(), kraft_protocol.describe_quorum_request(), 10_000).to_object()
-        return int(answer["topics"][0]["partitions"][0]["leader_id"])
-    finally:
-        admin.close()
 
 
 def inject(fault: str, rng: random.Random, krm: Krm, monitored: LocalCluster, obs: LocalCluster,

@@ -227,9 +227,9 @@ def main() -> int:
         prom = Prometheus(work, jobs, args.scrape_interval)
         wait_for(lambda: all(prom.scrapes(job, time.time() - 5) for job in jobs), 180, "every source scraped")
         # The first alert batch that carries records runs Spark's cold paths (class loading, JIT,
-        # code generation: seconds, where a warm batch takes well under one). A kill before it ends
-        # measured krm's start-up, not its detection: every first round took 6-10 s
-        # (benchmarks/BENCHMARKS.md). Its end is the first observation age on /metrics.
+        # code generation). A kill before it ends measured krm's start-up, not its detection
+        # (benchmarks/BENCHMARKS.md, "The first round explained"). Its end is the first
+        # observation age on /metrics.
         wait_for(lambda: series(scrape(monitor.metrics_url), "krm_observation_age_seconds"), 180,
                  "the first alert batch with records (krm_observation_age_seconds)")
         if args.mode == "zk":

@@ -110,7 +110,7 @@ class PipelineConfig:
     replica_imbalance_tolerance: float = setting(0.2, minimum=0.0, maximum=1.0)
     quality_interval_s: float = setting(60.0, minimum=0.0)  # data-quality suite over new observations (0: off)
     quality_max_rows: int = setting(100_000, minimum=1)  # partition rows validated per run at most (the newest)
-    # commits each table's _delta_log keeps (Delta's default, 30 days, is gigabytes a table at 10k partitions)
+    # how long each table's _delta_log keeps its commits (pipelines/log_retention.py; Delta's own default: 30 days)
     delta_log_retention_hours: int = setting(48, minimum=1)
     storage: StorageConfig = StorageConfig()  # [pipeline.storage]: object-store endpoint and credentials
 

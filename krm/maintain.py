@@ -58,11 +58,11 @@ def maintain_table(path: Location, retention_days: int, vacuum_hours: float, tod
     before = len(dtable.file_uris())
     deleted = 0
     try:
-        if name not in VACUUM_ONLY and "date" in [f.name for f in dtable.schema().fields]:
-            cutoff = today - dt.timedelta(days=retention_days)
-            metrics = dtable.delete(f"date < '{cutoff.isoformat()}'")
-            deleted = int(metrics.get("num_deleted_rows", 0) or 0)
         if name not in VACUUM_ONLY:
+            if "date" in [f.name for f in dtable.schema().fields]:
+                cutoff = today - dt.timedelta(days=retention_days)
+                metrics = dtable.delete(f"date < '{cutoff.isoformat()}'")
+                deleted = int(metrics.get("num_deleted_rows", 0) or 0)
             dtable.optimize.compact(writer_properties=_writer_properties(name))
         vacuumed = dtable.vacuum(retention_hours=int(vacuum_hours), enforce_retention_duration=False, dry_run=False)
         after = len(path.table().file_uris())

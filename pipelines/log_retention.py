@@ -2,8 +2,8 @@
 
 Every history micro-batch is one commit per table, and a commit is a JSON file plus, from Spark, a
 `.crc` file that lists every data file of a table with fewer than 50 of them. Delta keeps both for
-`delta.logRetentionDuration`, 30 days by default: at a 10 s history trigger and 10k partitions that
-is gigabytes per table (RELIABILITY.md, Soak). krm reads no old version of its
+`delta.logRetentionDuration`, 30 days by default: far more than the data's own growth calls for
+(RELIABILITY.md, Soak). krm reads no old version of its
 tables (no time travel), so the log needs to outlive only the readers in flight.
 
 The table property is the whole mechanism: each engine deletes expired log files itself, after a
@@ -45,13 +45,9 @@ def apply(paths: Iterable[Location], properties: dict[str, str]) -> list[str]:
     changed = []
     for path in paths:
         try:
-            if not path.is_table():
-                continue
-            table = path.table()
-            current = table.metadata().configuration
-            missing = {k: v for k, v in properties.items() if current.get(k) != v}
+            missing = _missing(path, properties)
             if missing:
-                table.alter.set_table_properties(missing)
+                path.table().alter.set_table_properties(missing)
         except Exception as e:  # noqa: BLE001 - see above
             log.warning("%s: table properties not set (%s: %s); its _delta_log keeps its current retention until "
                         "the pipeline starts again", path, type(e).__name__, e)
@@ -60,3 +56,11 @@ def apply(paths: Iterable[Location], properties: dict[str, str]) -> list[str]:
             log.info("%s: table properties set: %s", path, ", ".join(f"{k}={v}" for k, v in missing.items()))
             changed.append(path.name)
     return changed
+
+
+def _missing(path: Location, properties: dict[str, str]) -> dict[str, str]:
+    """The properties an existing table lacks or holds with another value ({} for no table yet)."""
+    if not path.is_table():
+        return {}
+    current = path.table().metadata().configuration
+    return {k: v for k, v in properties.items() if current.get(k) != v}

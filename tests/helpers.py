@@ -159,3 +159,19 @@ def delete_topic(cluster: LocalCluster, name: str) -> None:
         wait_for(lambda: name not in admin.list_topics(), 90, f"topic {name} deleted")
     finally:
         admin.close()
+
+
+def quorum_leader(cluster: LocalCluster) -> int:
+    """The KRaft quorum's leader now (DescribeQuorum through a broker)."""
+    from kafka.admin import KafkaAdminClient
+
+    from collectors import kraft_protocol
+    from collectors.admin import ask
+
+    admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap_servers)
+    try:
+        client = admin._client
+        answer = ask(client, client.least_loaded_node(), kraft_protocol.describe_quorum_request(), 10_000).to_object()
+        return int(answer["topics"][0]["partitions"][0]["leader_id"])
+    finally:
+        admin.close()

@@ -20,7 +20,7 @@ from krm.config import load_config
 from krm.local_cluster import KRAFT_KAFKA_VERSION
 from krm.runner import Monitor
 from krm.scrape import scrape, series
-from tests.helpers import create_topic, local_cluster, stored_incidents, wait_for, write_config
+from tests.helpers import create_topic, local_cluster, quorum_leader, stored_incidents, wait_for, write_config
 
 pytestmark = pytest.mark.e2e
 
@@ -90,21 +90,6 @@ def test_elr_members_bring_the_partition_back_cleanly(kafka4, zk_cluster, spark,
                 cluster.start(b)
 
 
-def _quorum_leader(cluster):
-    from kafka.admin import KafkaAdminClient
-
-    from collectors import kraft_protocol
-    from collectors.admin import ask
-
-    admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap_servers)
-    try:
-        client = admin._client
-        answer = ask(client, client.least_loaded_node(), kraft_protocol.describe_quorum_request(), 10_000).to_object()
-        return answer["topics"][0]["partitions"][0]["leader_id"]
-    finally:
-        admin.close()
-
-
 def _gauge(url, name, cluster, **labels):
     return {tuple(s.labels[k] for k in sorted(labels)): s.value for s in series(scrape(url), name, cluster=cluster)
             if all(s.labels.get(k) == v for k, v in labels.items())}
@@ -119,7 +104,7 @@ def test_controller_quorum_losing_voters(kafka4, zk_cluster, spark, tmp_path):
     try:
         wait_for(lambda: _gauge(url, "krm_kraft_quorum_voters_caught_up", cluster.name) == {(): 3.0}, 90,
                  "three caught-up voters on /metrics")
-        leader = _quorum_leader(cluster)
+        leader = quorum_leader(cluster)
         followers = [c for c in cluster.controller_ids if c != leader]
 
         killed.append(followers[0])
