@@ -15,7 +15,7 @@ import threading
 import time
 from typing import Any, Iterable
 
-from collectors import access, kraft, offsets
+from collectors import access, kraft, offsets, reassignments
 from collectors.kraft_protocol import DESCRIBE_QUORUM_KEY, DESCRIBE_TOPIC_PARTITIONS_KEY
 from collectors.memory import PartitionMemory
 from collectors.records import cluster_record, topic_record
@@ -149,6 +149,7 @@ class AdminSource:
         self._quorum_denied = False  # DescribeQuorum refused: no DESCRIBE on the cluster
         self._denied_logged: frozenset[str] = frozenset()
         self.last_offsets: offsets.OffsetsRound | None = None  # for benchmarks and logs
+        self._moves: reassignments.Moves = {}  # the last ListPartitionReassignments answer (KRaft)
 
     def poll(self) -> list[dict[str, Any]]:
         """One poll: a `cluster` record, then one `topic` record per topic. Never raises for an
@@ -190,6 +191,8 @@ class AdminSource:
                             "in %.0fs", self.cluster.name, e, backoff)
         if self.zk is None:
             self._kraft_view(admin, topics)
+        if self.zk is None or not self.zk.connected:
+            self._moves = self._reassignments(admin, md) or {}
         live = {b["node_id"] for b in md["brokers"]}
         zk_live = self.zk.live_brokers() if self.zk is not None else None
         if zk_live is not None:
@@ -366,6 +369,7 @@ class AdminSource:
             name = t["topic"]
             parts = []
             zk_assignment = self.zk.assignment(name) if self.zk is not None else None
+            zk_moves = self.zk.moves(name) if self.zk is not None and self.zk.connected else None
             for p in t["partitions"]:
                 pid = p["partition"]
                 present.add((name, pid))
@@ -376,6 +380,7 @@ class AdminSource:
                     part["elr"], part["last_known_elr"] = p["elr"], p["last_known_elr"]
                 self._overlay_zk(name, part, zk_assignment)
                 self._no_older(name, part)
+                reassignments.annotate(part, zk_moves.get(pid) if zk_moves is not None else self._moves.get((name, pid)))
                 part |= {"high_watermark": found.hw.get((name, pid)),
                          "log_start_offset": found.log_start.get((name, pid)),
                         "replica_offsets": [{"broker": r, "log_end_offset": found.leo[(name, pid, r)]}
@@ -526,6 +531,17 @@ class AdminSource:
             self._note_kraft("DescribeQuorum", None)
         return self._quorum
 
+    def _reassignments(self, admin: Any, md: dict[str, Any]) -> reassignments.Moves | None:
+        """ListPartitionReassignments, to the controller in ZooKeeper mode (a broker answers
+        NOT_CONTROLLER otherwise) or to the broker that answered the Metadata request (KRaft brokers
+        forward it). None when it failed (logged once): partitions are then judged as before."""
+        client = admin._client
+        controller = md.get("controller_id")
+        node = controller if self.zk is not None and controller is not None and controller >= 0 else self._last_node
+        timeout = self.settings.request_timeout_ms
+        return self._kraft_call("ListPartitionReassignments", lambda: reassignments.parse(
+            ask(client, node, reassignments.request(timeout), timeout).to_object()))
+
     def _kraft_call(self, what: str, call: Any) -> Any:
         try:
             result = call()
@@ -619,6 +635,7 @@ class AdminSource:
             if not assignment:
                 continue
             parts = []
+            moves = self.zk.moves(topic)
             pending = {p["partition"]: p for p in (arrived or {}).get(topic, [])}
             for pid, replicas in sorted(assignment.items()):
                 zs = self.zk.partition(topic, pid)
@@ -631,6 +648,7 @@ class AdminSource:
                     part.update(leader=newer["leader"], leader_epoch=newer["leader_epoch"], isr=list(newer["isr"]))
                     part.pop("zk_mtime_ms")
                 self._no_older(topic, part)  # this partition's watch may not have fired yet
+                reassignments.annotate(part, moves.get(pid))
                 parts.append(part)
             min_isr, unclean = self._configs.get(topic, (None, None))
             out.append(topic_record(self.cluster.name, "zookeeper", poll_id, at, topic=topic, live_brokers=live,

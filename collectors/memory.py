@@ -20,11 +20,13 @@ from typing import Any
 class Seen:
     """One partition at the last poll. A plain class with slots: one per partition, built every poll."""
 
-    __slots__ = ("at_ms", "leader", "leader_epoch", "isr", "hw", "leos", "hw_since_ms", "hw_peak", "elr", "last_known_elr")
+    __slots__ = ("at_ms", "leader", "leader_epoch", "isr", "hw", "leos", "hw_since_ms", "hw_peak", "elr", "last_known_elr",
+                 "replicas", "adding")
 
     def __init__(self, at_ms: int, leader: int, leader_epoch: int | None, isr: list[int], hw: int | None,
                  leos: dict[int, int], hw_since_ms: int | None, hw_peak: int | None,
-                 elr: list[int] | None = None, last_known_elr: list[int] | None = None) -> None:
+                 elr: list[int] | None = None, last_known_elr: list[int] | None = None,
+                 replicas: list[int] | None = None, adding: list[int] | None = None) -> None:
         self.at_ms = at_ms
         self.leader = leader
         self.leader_epoch = leader_epoch
@@ -35,6 +37,8 @@ class Seen:
         self.hw_peak = hw_peak  # the highest HW seen: what was committed, even after a regression
         self.elr = elr  # KRaft ELR and last known ELR (None: not reported)
         self.last_known_elr = last_known_elr
+        self.replicas = replicas  # the replica set, and the replicas a reassignment was adding
+        self.adding = adding
 
 
 class PartitionMemory:
@@ -60,8 +64,9 @@ class PartitionMemory:
             since = prev.hw_since_ms if same_hw and prev.hw_since_ms is not None else at_ms  # type: ignore[union-attr]
         p["hw_stalled_since_ms"] = since
         elr, lk_elr = p.get("elr"), p.get("last_known_elr")
+        replicas, adding = p.get("replicas"), p.get("adding_replicas")
         if prev is None:
-            self._seen[key] = Seen(at_ms, leader, epoch, p["isr"], hw, leos, since, hw, elr, lk_elr)
+            self._seen[key] = Seen(at_ms, leader, epoch, p["isr"], hw, leos, since, hw, elr, lk_elr, replicas, adding)
             return p
         prev_leos = prev.leos
         prev_leader_leo = prev_leos.get(prev.leader)
@@ -80,12 +85,17 @@ class PartitionMemory:
             if prev.elr is not None:
                 p["previous"]["elr"] = list(prev.elr)
                 p["previous"]["last_known_elr"] = list(prev.last_known_elr or ())
+            if prev.replicas is not None:
+                p["previous"]["replicas"] = list(prev.replicas)
+            if prev.adding:
+                p["previous"]["adding_replicas"] = list(prev.adding)
         # Remember the last known offsets of replicas that did not answer this time (a dead broker):
         # its truncation shows when it comes back, and a regression of a leaderless HW when it returns.
         known_hw = hw if hw is not None else prev.hw
         known_leos = leos if prev_leos.keys() <= leos.keys() else {**prev_leos, **leos}
         peak = prev.hw_peak if hw is None else (hw if prev.hw_peak is None or hw > prev.hw_peak else prev.hw_peak)
-        self._seen[key] = Seen(at_ms, leader, epoch, p["isr"], known_hw, known_leos, since, peak, elr, lk_elr)
+        self._seen[key] = Seen(at_ms, leader, epoch, p["isr"], known_hw, known_leos, since, peak, elr, lk_elr,
+                               replicas, adding)
         return p
 
     def forget_missing(self, present: set[tuple[str, int]]) -> None:

@@ -71,6 +71,9 @@ class ZkState:
         self._controller_gone_at: float | None = None  # monotonic time /controller was found deleted
         self._controller_seen = False
         self._assignments: dict[str, dict[int, tuple[int, ...]]] = {}
+        # topic -> partition -> (adding, removing) while a reassignment moves it (the topic znode's
+        # adding_replicas / removing_replicas, written by the controller since Kafka 2.4, KIP-455)
+        self._moves: dict[str, dict[int, tuple[tuple[int, ...], tuple[int, ...]]]] = {}
         self._states: dict[tuple[str, int], ZkPartition] = {}
         self._watched_states: set[tuple[str, int]] = set()
         self._dirty: set[str] = set()
@@ -151,6 +154,11 @@ class ZkState:
             a = self._assignments.get(topic)
             return dict(a) if a is not None else None
 
+    def moves(self, topic: str) -> dict[int, tuple[tuple[int, ...], tuple[int, ...]]]:
+        """partition -> (adding, removing) replicas of the topic's running reassignments."""
+        with self._lock:
+            return dict(self._moves.get(topic) or {})
+
     def topics(self) -> list[str]:
         """Every topic the mirror holds an assignment of."""
         with self._lock:
@@ -211,13 +219,17 @@ class ZkState:
             if data is None:  # topic deleted
                 with self._lock:
                     self._assignments.pop(topic, None)
+                    self._moves.pop(topic, None)
                     for key in [k for k in self._states if k[0] == topic]:
                         del self._states[key]
                     self._watched_states = {k for k in self._watched_states if k[0] != topic}
                 return False
-            parts = {int(p): tuple(r) for p, r in (_json(data).get("partitions") or {}).items()}
+            doc = _json(data)
+            parts = {int(p): tuple(r) for p, r in (doc.get("partitions") or {}).items()}
+            moves = zk_moves(doc)
             with self._lock:
                 self._assignments[topic] = parts
+                self._moves[topic] = moves
                 new = [(topic, p) for p in parts if (topic, p) not in self._watched_states]
                 self._watched_states.update(new)
             for t, p in new:
@@ -277,6 +289,19 @@ class ZkState:
                         self.cluster.name)
         elif state == "CONNECTED" and self._zk is not None and self.events:
             threading.Timer(0.0, self._burst).start()  # whatever happened while disconnected: look now
+
+
+def zk_moves(doc: dict[str, Any]) -> dict[int, tuple[tuple[int, ...], tuple[int, ...]]]:
+    """partition -> (adding, removing) from a topic znode (version 2: `adding_replicas` and
+    `removing_replicas`, each partition -> brokers, present only for partitions being moved;
+    kafka.zk.TopicZNode in core/src/main/scala/kafka/zk/ZkData.scala)."""
+    adding, removing = doc.get("adding_replicas") or {}, doc.get("removing_replicas") or {}
+    out = {}
+    for p in set(adding) | set(removing):
+        a, r = tuple(adding.get(p) or ()), tuple(removing.get(p) or ())
+        if a or r:
+            out[int(p)] = (a, r)
+    return out
 
 
 def _json(data: bytes) -> dict[str, Any]:

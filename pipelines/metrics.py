@@ -13,7 +13,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
-from pipelines.detectors import availability, hw_stall, isr, lag, offline, quorum
+from pipelines.detectors import availability, hw_stall, isr, lag, offline, quorum, reassignment
 from pipelines.incidents import Incident
 
 
@@ -24,6 +24,7 @@ PARTITION_SERIES = {
     isr.UNDER_MIN_ISR: ("krm_partition_under_min_isr",
                         "ISR below min(min.insync.replicas, RF): acks=all producers are refused.", []),
     isr.AT_MIN_ISR: ("krm_partition_at_min_isr", "ISR lost members down to the effective min ISR.", []),
+    reassignment.TYPE: ("krm_partition_reassigning", "A reassignment is adding or removing replicas of the partition.", []),
 }
 # incident type -> per-cluster count (always present)
 CLUSTER_COUNTS = {

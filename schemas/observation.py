@@ -21,7 +21,8 @@ Additions are optional fields (and new kinds), so records of older collectors st
 Versions (`v`): 1 the first; 2 adds, all optional, `elr` / `last_known_elr` per partition and in
 `previous` (KRaft, Kafka 4's Eligible Leader Replicas, KIP-966), the cluster's `quorum` (KRaft
 DescribeQuorum), the topic's `unreachable_brokers` (client-visible availability), the cluster's
-`error_reason` and `denied` (secured clusters). A v1 record is read as "no ELR and no quorum known",
+`error_reason` and `denied` (secured clusters), a partition's `adding_replicas` / `removing_replicas`
+(reassignments) and a down broker's `controlled_shutdown` / `down_since_ms`. A v1 record is read as "no ELR and no quorum known",
 which is what a v1 collector knew. The pipeline accepts every version in SUPPORTED_VERSIONS and quarantines others.
 """
 
@@ -61,6 +62,11 @@ BROKER = Struct((
     ("rack", STRING, False),
     ("live", BOOL, True),  # registered (ZooKeeper) / unfenced (KRaft): the controller's view
     ("reachable", BOOL, False),  # answered the collector's offsets requests in time; null: not asked
+    # v2, while the broker is down (not registered, or registered but unreachable): whether it had
+    # handed over, when krm first saw it down, every leadership and ISR place another replica could
+    # take (a controlled shutdown: true) or went down holding them (a crash or a hang: false)
+    ("controlled_shutdown", BOOL, False),
+    ("down_since_ms", LONG, False),  # v2: when krm first saw it down (epoch ms)
 ))
 
 REPLICA_OFFSET = Struct((
@@ -77,6 +83,8 @@ PREVIOUS = Struct((  # the partition at the previous poll (last known offsets), 
     ("high_watermark", LONG, False),
     ("max_high_watermark", LONG, False),  # the highest HW this collector saw: committed data
     ("replica_offsets", Array(REPLICA_OFFSET), False),
+    ("replicas", Array(INT), False),  # v2: the replica set then (a reassignment changes it)
+    ("adding_replicas", Array(INT), False),  # v2: replicas a reassignment was adding then
 ))
 
 PARTITION = Struct((
@@ -98,6 +106,10 @@ PARTITION = Struct((
     ("hw_stalled_since_ms", LONG, False),  # HW unmoved since then while the leader's LEO is ahead
     ("previous", PREVIOUS, False),  # only when the leader epoch changed or an offset went backwards
     ("zk_mtime_ms", LONG, False),  # ZooKeeper mode: mtime of the state znode leader/epoch/ISR came from
+    # v2, only while a reassignment moves the partition (KIP-455): `replicas` then holds the old and
+    # the new replicas; these are the ones being added (not yet a full replica) and being removed
+    ("adding_replicas", Array(INT), False),
+    ("removing_replicas", Array(INT), False),
 ))
 
 VOTER = Struct((  # one KRaft controller quorum voter, as the quorum leader reports it

@@ -70,3 +70,21 @@ ELECTION = [
     (10, 2, -1, [], [], [2], None, 100, ("last_known_elr", "warning"),
      "no HW from the new leader yet: no proof of loss (OFFSET_REGRESSION judges it when it answers)"),
 ]
+
+# Elections beside a reassignment, and the proof of loss an unclean page needs: (number, leader,
+#   previous leader, previous isr, hw, previous hw, new leader's LEO, previous max HW, previous replicas,
+#   previous adding replicas, expected (cause, severity) or None, reason)
+EVIDENCE = [
+    (1, 3, 1, [1, 2], 100, 100, 100, 100, [1, 2, 3, 4], [3, 4], None,
+     "reassignment done between two polls: 3 was adding, joined the ISR unseen, then led (issue: a false unclean page)"),
+    (2, 3, 1, [1, 2], 100, 100, 100, 100, [1, 2], None, None,
+     "3 was no replica at the last poll: the assignment changed in between, a reassignment moved the leader"),
+    (3, 3, 1, [1, 2], 100, 100, 100, 100, [1, 2, 3], None, ("unconfirmed", "info"),
+     "3 outside the ISR krm saw but holds all it committed: ISR history incomplete, no page"),
+    (4, 3, 1, [1, 2], 100, 100, 60, 100, [1, 2, 3], None, ("not_in_isr_or_elr", "critical"),
+     "3's log ends at 60 below the HW 100: committed messages gone"),
+    (5, 3, 1, [1, 2], 80, 100, None, 100, [1, 2, 3], None, ("not_in_isr_or_elr", "critical"),
+     "the HW went back 100 -> 80: proof of loss"),
+    (6, 3, 1, [1, 2], 100, 100, 100, 120, [1, 2, 3], None, ("not_in_isr_or_elr", "critical"),
+     "its log ends below the highest HW krm saw (120), though level with the last one"),
+]

@@ -18,6 +18,13 @@ kafka-topics sees it differently (`tools/src/main/java/org/apache/kafka/tools/To
 the raw min.insync.replicas and lists leaderless partitions too; `--at-min-isr-partitions` uses the
 raw value. `details.cli_view` records what kafka-topics would say where it differs.
 
+During a reassignment (KIP-455) the replica list holds the old and the new replicas, and the adding
+ones are not yet full replicas: Kafka's replication factor is then the replicas minus the adding
+ones (`TopicCommand.getReplicationFactor`; the broker's `OngoingReassignmentState.replicationFactor`
+in Partition.scala), so a partition being moved is under-replicated only when its ISR is smaller
+than that (collectors/reassignments.py). Min ISR is clamped by the whole replica list, as the
+broker's `effectiveMinIsr` counts every replica it has, adding ones included.
+
 At min ISR by the broker's definition holds permanently for every healthy partition whose RF equals
 its min ISR (e.g. RF 1): that is a configuration choice, not an event. AT_MIN_ISR therefore opens
 only when the partition got there by losing ISR members (|ISR| < RF).
@@ -41,19 +48,35 @@ DEFAULT_MIN_ISR = 1  # Kafka's default min.insync.replicas; used when the config
 class IsrVerdict:
     types: tuple[str, ...]  # subset of (UNDER_REPLICATED, UNDER_MIN_ISR, AT_MIN_ISR), in that order
     effective_min_isr: int
-    out_of_sync: tuple[int, ...]  # replicas not in the ISR, in assignment order
+    out_of_sync: tuple[int, ...]  # replicas not in the ISR (adding ones aside), in assignment order
     cli_view: dict[str, bool]  # kafka-topics' verdicts where they differ from the broker's
+
+
+def reassignment_in_progress(replicas: Sequence[int], adding: Sequence[int] | None,
+                             removing: Sequence[int] | None) -> bool:
+    """TopicCommand.isReassignmentInProgress: some replica is being added or removed."""
+    moving = set(adding or ()) | set(removing or ())
+    return any(r in moving for r in replicas)
+
+
+def replication_factor(replicas: Sequence[int], adding: Sequence[int] | None = None,
+                       removing: Sequence[int] | None = None) -> int:
+    """TopicCommand.getReplicationFactor: during a move, the replicas minus the adding ones."""
+    if reassignment_in_progress(replicas, adding, removing):
+        return len(replicas) - len(adding or ())
+    return len(replicas)
 
 
 def effective_min_isr(min_insync_replicas: int | None, replicas: Sequence[int]) -> int:
     return min(min_insync_replicas if min_insync_replicas is not None else DEFAULT_MIN_ISR, len(replicas))
 
 
-def classify_isr(replicas: Sequence[int], isr: Sequence[int], min_insync_replicas: int | None) -> IsrVerdict:
+def classify_isr(replicas: Sequence[int], isr: Sequence[int], min_insync_replicas: int | None,
+                 adding: Sequence[int] | None = None, removing: Sequence[int] | None = None) -> IsrVerdict:
     """For a partition with a live leader (offline partitions are classified by `offline`)."""
     eff = effective_min_isr(min_insync_replicas, replicas)
     n = len(isr)
-    under_rep = n < len(replicas)
+    under_rep = n < replication_factor(list(replicas), adding, removing)
     types = []
     if under_rep:
         types.append(UNDER_REPLICATED)
@@ -67,10 +90,21 @@ def classify_isr(replicas: Sequence[int], isr: Sequence[int], min_insync_replica
         cli["under_min_isr"] = n < raw
     if (n == raw) != (n == eff):
         cli["at_min_isr"] = n == raw
-    return IsrVerdict(tuple(types), eff, tuple(r for r in replicas if r not in isr), cli)
+    return IsrVerdict(tuple(types), eff, tuple(r for r in replicas if r not in isr and r not in (adding or ())), cli)
 
 
-def isr_columns(replicas: Any, isr: Any, min_insync_replicas: Any) -> dict[str, Any]:
+def replication_factor_column(replicas: Any, adding: Any, removing: Any) -> Any:
+    """`replication_factor` as a Column (adding / removing null when the partition is not moved)."""
+    from pyspark.sql import functions as F
+
+    empty = F.array().cast("array<int>")
+    add, rem = F.coalesce(adding, empty), F.coalesce(removing, empty)
+    moving = F.arrays_overlap(replicas, F.concat(add, rem))
+    return F.when(moving, F.size(replicas) - F.size(add)).otherwise(F.size(replicas))
+
+
+def isr_columns(replicas: Any, isr: Any, min_insync_replicas: Any, adding: Any = None,
+                removing: Any = None) -> dict[str, Any]:
     """The same rule as Spark Columns: {"under_replicated", "under_min_isr", "at_min_isr",
     "effective_min_isr", "out_of_sync", "cli_under_min_isr", "cli_at_min_isr"}."""
     from pyspark.sql import functions as F
@@ -78,13 +112,17 @@ def isr_columns(replicas: Any, isr: Any, min_insync_replicas: Any) -> dict[str, 
     raw = F.coalesce(min_insync_replicas, F.lit(DEFAULT_MIN_ISR))
     eff = F.least(raw, F.size(replicas))
     n = F.size(isr)
-    under_rep = n < F.size(replicas)
+    none = F.lit(None).cast("array<int>")
+    adding = none if adding is None else adding
+    removing = none if removing is None else removing
+    under_rep = n < replication_factor_column(replicas, adding, removing)
+    add = F.coalesce(adding, F.array().cast("array<int>"))
     return {
         "under_replicated": under_rep,
         "under_min_isr": n < eff,
         "at_min_isr": (n == eff) & under_rep,
         "effective_min_isr": eff,
-        "out_of_sync": F.filter(replicas, lambda r: ~F.array_contains(isr, r)),
+        "out_of_sync": F.filter(replicas, lambda r: ~F.array_contains(isr, r) & ~F.array_contains(add, r)),
         "cli_under_min_isr": n < raw,
         "cli_at_min_isr": n == raw,
     }
@@ -102,7 +140,8 @@ def _plan_of(kind: str) -> Any:
         from pyspark.sql import functions as F
 
         p, ts = view.p, view.ts
-        i = view.memo("isr", lambda: isr_columns(p["replicas"], p["isr"], ts["min_insync_replicas"]))
+        i = view.memo("isr", lambda: isr_columns(p["replicas"], p["isr"], ts["min_insync_replicas"],
+                                                 p["adding_replicas"], p["removing_replicas"]))
         details = view.memo("isr_details", lambda: view.details(
             i["out_of_sync"].alias("out_of_sync"), i["effective_min_isr"].alias("effective_min_isr"),
             ts["min_insync_replicas"].alias("min_insync_replicas"),

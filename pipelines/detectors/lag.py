@@ -5,7 +5,9 @@ ListOffsets (collectors/offsets.py). The time lag is an estimate: that many mess
 rate at which the leader's log grew since the previous poll (`write_rate`); it is unknown (null) for
 a partition nobody writes to, whose lag in messages then says everything. A follower opens an
 incident when either figure reaches its threshold; followers that did not answer are not judged
-here (BROKER_DOWN, UNDER_REPLICATED and HW_STALL cover them).
+here (BROKER_DOWN, UNDER_REPLICATED and HW_STALL cover them). Nor are the replicas a reassignment is
+adding: they copy the log from its start, often throttled on purpose, and PARTITION_REASSIGNING
+reports their progress instead.
 """
 
 from __future__ import annotations
@@ -27,12 +29,12 @@ class Lag:
 
 
 def follower_lags(leader: int, isr: list[int], leos: dict[int, int], write_rate: float | None,
-                  max_messages: int, max_seconds: float) -> list[Lag]:
+                  max_messages: int, max_seconds: float, adding: list[int] | None = None) -> list[Lag]:
     if leader < 0 or leader not in leos:
         return []
     out = []
     for b, leo in leos.items():
-        if b == leader:
+        if b == leader or b in (adding or ()):
             continue
         messages = max(0, leos[leader] - leo)
         seconds = messages / write_rate if write_rate else None
@@ -60,7 +62,9 @@ def lag_columns(p: Any, max_messages: Any, max_seconds: Any) -> Any:
                             F.array_contains(p["isr"], o["broker"]).alias("in_isr"), leader_leo.alias("leader_leo"),
                             o["log_end_offset"].alias("follower_leo"))
 
-        cands = F.transform(F.filter(offsets, lambda o: (o["broker"] != p["leader"]) & leader_leo.isNotNull()), one)
+        adding = F.coalesce(p["adding_replicas"], F.array().cast("array<int>"))
+        cands = F.transform(F.filter(offsets, lambda o: (o["broker"] != p["leader"]) & leader_leo.isNotNull()
+                                     & ~F.array_contains(adding, o["broker"])), one)
         return F.filter(cands, lambda x: (x["messages"] > 0) & (
             (x["messages"] >= max_messages) | F.coalesce(x["seconds"] >= max_seconds, F.lit(False))))
 

@@ -6,7 +6,8 @@ others. `krm incidents --type`, the docs and the shipped alert rules are checked
 
 from __future__ import annotations
 
-from pipelines.detectors import availability, balance, brokers, controllers, hw_stall, isr, lag, offline, truncation, unclean
+from pipelines.detectors import (availability, balance, brokers, controllers, hw_stall, isr, lag, offline, reassignment,
+                                 truncation, unclean)
 from pipelines.detectors.rule import Rule
 
 RULES: tuple[Rule, ...] = (
@@ -20,6 +21,7 @@ RULES: tuple[Rule, ...] = (
     truncation.REGRESSION_RULE,
     lag.RULE,
     truncation.TRUNCATION_RULE,
+    reassignment.RULE,
     brokers.RULE,
     controllers.RULE,
     balance.RULES[balance.PREFERRED],

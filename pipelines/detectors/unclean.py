@@ -19,8 +19,20 @@ The collector attaches the previous poll's state whenever the leader epoch chang
 collectors/memory.py), so the rule is: a leader now, a different one (or none) before, and the new
 one in neither the previous ISR nor the previous ELR.
 
-Limit: the ISR can grow between two polls; a follower that rejoined and was then elected cleanly
-within one poll interval would look unclean. ZooKeeper watches (ZK mode) make that window short.
+The ISR krm saw is not the whole history: it can grow between two polls, and a follower that
+rejoined and was then elected cleanly within one poll interval looks unclean. Above all a
+reassignment does exactly that: the adding replicas join the ISR, then the controller moves the
+leader onto one of them and drops the old replicas, often between two polls (Kafka completes a
+reassignment only once every target replica is in the ISR: ReplicationControlManager /
+PartitionReassignmentReplicas in KRaft, KafkaController.isReassignmentComplete in ZooKeeper mode).
+So an election outside the previous ISR pages only with evidence that data went missing:
+- a leader that the previous poll listed as an adding replica, or that was not a replica at all
+  then (the assignment changed in between), was moved by a reassignment: no finding;
+- `not_in_isr_or_elr` (critical) needs proof of loss in the same observation: the high watermark
+  went back, or the new leader's log ends below the highest HW krm saw (committed messages it
+  never had);
+- without that proof it is `unconfirmed` (info): the leader moved outside the ISR krm last saw
+  and no loss is visible. A loss that shows later is OFFSET_REGRESSION / LOG_TRUNCATION.
 These are events: the incident stays open for the pipeline's `event_hold_s` and then resolves.
 """
 
@@ -32,7 +44,8 @@ from typing import Any, Sequence
 from pipelines.detectors.rule import PartitionView, Rule, changed
 
 TYPE = "UNCLEAN_LEADER_ELECTION"
-NOT_ELIGIBLE = "not_in_isr_or_elr"  # an out-of-sync replica leads: committed messages may be gone
+NOT_ELIGIBLE = "not_in_isr_or_elr"  # an out-of-sync replica leads and committed messages are gone
+UNCONFIRMED = "unconfirmed"  # a leader outside the ISR krm last saw, no loss visible: ISR history incomplete
 LAST_KNOWN_ELR = "last_known_elr"  # Kafka 4's recovery of the last known leader
 
 
@@ -44,36 +57,57 @@ class ElectionVerdict:
 
 def classify_election(leader: int, previous_leader: int | None, previous_isr: Sequence[int] | None,
                       previous_elr: Sequence[int] | None = None, previous_last_known_elr: Sequence[int] | None = None,
-                      hw: int | None = None, previous_hw: int | None = None) -> ElectionVerdict | None:
-    """None for no election or a clean one; otherwise what kind of unclean election it was."""
+                      hw: int | None = None, previous_hw: int | None = None, *, leader_leo: int | None = None,
+                      previous_max_hw: int | None = None, previous_replicas: Sequence[int] | None = None,
+                      previous_adding: Sequence[int] | None = None) -> ElectionVerdict | None:
+    """None for no election, a clean one or a reassignment's; otherwise what kind of unclean election."""
     if previous_isr is None or leader < 0 or leader == previous_leader:
         return None
     if leader in previous_isr or leader in (previous_elr or ()):
         return None
+    if leader in (previous_adding or ()) or (previous_replicas is not None and leader not in previous_replicas):
+        return None  # a reassignment moved the leader onto a replica that joined the ISR in between
+    went_back = hw is not None and previous_hw is not None and hw < previous_hw
     if leader in (previous_last_known_elr or ()):
-        went_back = hw is not None and previous_hw is not None and hw < previous_hw
         return ElectionVerdict(LAST_KNOWN_ELR, "critical" if went_back else RULE.severity_of(LAST_KNOWN_ELR))
-    return ElectionVerdict(NOT_ELIGIBLE, RULE.severity_of(NOT_ELIGIBLE))
+    peak = previous_max_hw if previous_max_hw is not None else previous_hw
+    short = leader_leo is not None and peak is not None and leader_leo < peak
+    if went_back or short:
+        return ElectionVerdict(NOT_ELIGIBLE, RULE.severity_of(NOT_ELIGIBLE))
+    return ElectionVerdict(UNCONFIRMED, RULE.severity_of(UNCONFIRMED))
 
 
-def is_unclean(leader: int, previous_leader: int | None, previous_isr: Sequence[int] | None) -> bool:
-    return classify_election(leader, previous_leader, previous_isr) is not None
+def is_unclean(leader: int, previous_leader: int | None, previous_isr: Sequence[int] | None,
+               hw: int | None = None, previous_hw: int | None = None) -> bool:
+    """An election krm reports as unclean with proof of loss (critical)."""
+    v = classify_election(leader, previous_leader, previous_isr, hw=hw, previous_hw=previous_hw)
+    return v is not None and v.cause == NOT_ELIGIBLE
 
 
 def election_columns(p: Any) -> dict[str, Any]:
     """The same rule as Spark Columns over a partition struct: {"unclean", "cause", "severity"}."""
     from pyspark.sql import functions as F
 
+    from pipelines.columns import leo_of
+
     prev = p["previous"]
     leader = p["leader"]
+    no = F.lit(False)
     elected = prev.isNotNull() & (leader >= 0) & (leader != prev["leader"])
-    was_eligible = F.array_contains(prev["isr"], leader) | F.coalesce(F.array_contains(prev["elr"], leader), F.lit(False))
-    last_known = F.coalesce(F.array_contains(prev["last_known_elr"], leader), F.lit(False))
-    went_back = F.coalesce(p["high_watermark"] < prev["high_watermark"], F.lit(False))
+    was_eligible = F.array_contains(prev["isr"], leader) | F.coalesce(F.array_contains(prev["elr"], leader), no)
+    moved = (F.coalesce(F.array_contains(prev["adding_replicas"], leader), no)
+             | F.coalesce(~F.array_contains(prev["replicas"], leader), no))
+    last_known = F.coalesce(F.array_contains(prev["last_known_elr"], leader), no)
+    went_back = F.coalesce(p["high_watermark"] < prev["high_watermark"], no)
+    leader_leo = leo_of(F.coalesce(p["replica_offsets"], F.array()), leader)
+    short = F.coalesce(leader_leo < F.coalesce(prev["max_high_watermark"], prev["high_watermark"]), no)
+    cause = (F.when(last_known, F.lit(LAST_KNOWN_ELR)).when(went_back | short, F.lit(NOT_ELIGIBLE))
+             .otherwise(F.lit(UNCONFIRMED)))
     return {
-        "unclean": F.coalesce(elected & ~was_eligible, F.lit(False)),
-        "cause": F.when(last_known, F.lit(LAST_KNOWN_ELR)).otherwise(F.lit(NOT_ELIGIBLE)),
-        "severity": F.when(last_known & ~went_back, F.lit(RULE.severity_of(LAST_KNOWN_ELR))).otherwise(F.lit("critical")),
+        "unclean": F.coalesce(elected & ~was_eligible & ~moved, no),
+        "cause": cause,
+        "severity": (F.when(last_known & went_back, F.lit("critical"))
+                     .otherwise(RULE.severity_column(cause))),
     }
 
 
@@ -85,7 +119,7 @@ def _plan(view: PartitionView) -> Any:
 
 
 # declared severities; a last-known-leader election whose HW went back in the same poll is critical
-RULE = Rule(TYPE, {NOT_ELIGIBLE: "critical", LAST_KNOWN_ELR: "warning"}, "partition",
+RULE = Rule(TYPE, {NOT_ELIGIBLE: "critical", LAST_KNOWN_ELR: "warning", UNCONFIRMED: "info"}, "partition",
             "a leader elected from outside the ISR and the ELR", scope="offsets", plan=_plan, affected=changed,
             event=True)
 CAUSES = RULE.causes

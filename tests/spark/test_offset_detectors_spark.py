@@ -9,7 +9,7 @@ import pytest
 from collectors.records import topic_record
 from pipelines.findings import DetectorSettings, alert_rows
 from pipelines.ingest import parse, valid
-from tests.golden_offsets import CHANGE, ELECTION, LAG, STALL
+from tests.golden_offsets import CHANGE, ELECTION, EVIDENCE, LAG, STALL
 
 pytestmark = pytest.mark.spark
 
@@ -93,4 +93,18 @@ def test_elections_with_elr_plan_matches_golden_cases(spark):
     found = _findings(spark, records, DetectorSettings())
     for n, *_rest, expected, reason in ELECTION:
         got = [(f.cause, f.severity) for f in found.get(f"election-{n}", []) if f.type == "UNCLEAN_LEADER_ELECTION"]
+        assert got == ([] if expected is None else [expected]), f"case {n}: {reason}"
+
+
+def test_unclean_evidence_plan_matches_golden_cases(spark):
+    records = []
+    for n, leader, pleader, pisr, hw, phw, leo, pmax, preplicas, padding, *_ in EVIDENCE:
+        previous = {"leader": pleader, "leader_epoch": 4, "isr": pisr, "high_watermark": phw, "max_high_watermark": pmax,
+                    "replicas": preplicas, **({"adding_replicas": padding} if padding else {})}
+        replicas = sorted({leader, *pisr})
+        records.append(_record(f"evidence-{n}", 1_000, leader, [leader], replicas, high_watermark=hw,
+                               replica_offsets=_offsets({leader: leo} if leo is not None else {}), previous=previous))
+    found = _findings(spark, records, DetectorSettings())
+    for n, *_rest, expected, reason in EVIDENCE:
+        got = [(f.cause, f.severity) for f in found.get(f"evidence-{n}", []) if f.type == "UNCLEAN_LEADER_ELECTION"]
         assert got == ([] if expected is None else [expected]), f"case {n}: {reason}"

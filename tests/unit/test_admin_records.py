@@ -37,9 +37,14 @@ class FakeZk:
     """The reads AdminSource makes of collectors.zookeeper.ZkState."""
 
     reassigning = False
+    connected = True
 
-    def __init__(self, live, state, assignments=None):
+    def __init__(self, live, state, assignments=None, moves=None):
         self._live, self._state, self._assignments = live, state, assignments or {}
+        self._moves = moves or {}
+
+    def moves(self, topic):
+        return dict(self._moves.get(topic) or {})
 
     def live_brokers(self):
         return set(self._live)

@@ -6,7 +6,7 @@ from pipelines.detectors.hw_stall import classify_stall
 from pipelines.detectors.lag import follower_lags
 from pipelines.detectors.truncation import hw_regressed, truncations
 from pipelines.detectors.unclean import classify_election, is_unclean
-from tests.golden_offsets import CHANGE, ELECTION, LAG, STALL
+from tests.golden_offsets import CHANGE, ELECTION, EVIDENCE, LAG, STALL
 
 pytestmark = pytest.mark.unit
 
@@ -28,7 +28,7 @@ def test_replica_lag(case):
 @pytest.mark.parametrize("case", CHANGE, ids=[f"change-{c[0]}" for c in CHANGE])
 def test_changes_between_polls(case):
     _n, leader, pleader, pisr, hw, phw, leos, pleos, unclean, regression, truncs, reason = case
-    assert is_unclean(leader, pleader, pisr) is unclean, reason
+    assert is_unclean(leader, pleader, pisr, hw, phw) is unclean, reason
     assert hw_regressed(hw, phw) is regression, reason
     assert [(t.broker, t.cause) for t in truncations(leos, pleos, phw)] == truncs, reason
 
@@ -37,4 +37,12 @@ def test_changes_between_polls(case):
 def test_elections_with_elr(case):
     _n, leader, pleader, pisr, pelr, plk, hw, phw, expected, reason = case
     got = classify_election(leader, pleader, pisr, pelr, plk, hw, phw)
+    assert (None if got is None else (got.cause, got.severity)) == expected, reason
+
+
+@pytest.mark.parametrize("case", EVIDENCE, ids=[f"evidence-{c[0]}" for c in EVIDENCE])
+def test_unclean_needs_evidence(case):
+    _n, leader, pleader, pisr, hw, phw, leo, pmax, preplicas, padding, expected, reason = case
+    got = classify_election(leader, pleader, pisr, hw=hw, previous_hw=phw, leader_leo=leo, previous_max_hw=pmax,
+                            previous_replicas=preplicas, previous_adding=padding)
     assert (None if got is None else (got.cause, got.severity)) == expected, reason

@@ -1,0 +1,59 @@
+"""PARTITION_REASSIGNING: a reassignment (kafka-reassign-partitions, Cruise Control, KIP-455's API) is
+moving the partition: some replica is being added or removed (TopicCommand.isReassignmentInProgress,
+tools/src/main/java/org/apache/kafka/tools/TopicCommand.java).
+
+It is routine work, not a fault: severity `info`, one incident per moved partition from the first
+poll that lists it to the first that does not, feeding `krm_partition_reassigning`. Its details
+carry the move (adding, removing) and its progress: how many messages each adding replica still has
+to copy (the leader's log end offset minus the replica's), where the poll read offsets. While it
+runs, UNDER_REPLICATED counts the replicas minus the adding ones (pipelines/detectors/isr.py) and
+REPLICA_LAG leaves the adding replicas alone (pipelines/detectors/lag.py): a throttled copy is
+progress, not lag.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from pipelines.detectors.rule import PartitionView, Rule
+
+TYPE = "PARTITION_REASSIGNING"
+IN_PROGRESS = "in_progress"
+
+
+def copy_left(leader: int, leos: dict[int, int], adding: Sequence[int] | None) -> dict[int, int]:
+    """Messages each adding replica that answered still has to copy (0 once level with the leader)."""
+    if leader not in leos:
+        return {}
+    return {b: max(0, leos[leader] - leos[b]) for b in adding or () if b in leos}
+
+
+def _moving(view: PartitionView) -> Any:
+    from pyspark.sql import functions as F
+
+    empty = F.array().cast("array<int>")
+    p = view.p
+    return F.arrays_overlap(p["replicas"], F.concat(F.coalesce(p["adding_replicas"], empty),
+                                                     F.coalesce(p["removing_replicas"], empty)))
+
+
+def _plan(view: PartitionView) -> Any:
+    from pyspark.sql import functions as F
+
+    from pipelines.columns import leo_of
+
+    p = view.p
+    offsets = F.coalesce(p["replica_offsets"], F.array())
+    leader_leo = leo_of(offsets, p["leader"])
+    adding = F.coalesce(p["adding_replicas"], F.array().cast("array<int>"))
+    progress = F.transform(
+        F.filter(offsets, lambda o: F.array_contains(adding, o["broker"]) & leader_leo.isNotNull()),
+        lambda o: F.struct(o["broker"].alias("broker"),
+                           F.greatest(leader_leo - o["log_end_offset"], F.lit(0)).alias("messages_to_copy")))
+    details = view.details(adding.alias("adding"), F.coalesce(p["removing_replicas"], F.array().cast("array<int>"))
+                           .alias("removing"), progress.alias("progress"))
+    return F.array(F.when(_moving(view), view.finding(RULE, IN_PROGRESS, details)))
+
+
+RULE = Rule(TYPE, {IN_PROGRESS: "info"}, "partition", "a reassignment is adding or removing replicas of the partition",
+            scope="topic", plan=_plan, affected=_moving)
