@@ -16,6 +16,7 @@ import time
 from typing import Any, Iterable
 
 from collectors import access, kraft, offsets, reassignments
+from collectors.departures import Departures
 from collectors.kraft_protocol import DESCRIBE_QUORUM_KEY, DESCRIBE_TOPIC_PARTITIONS_KEY
 from collectors.memory import PartitionMemory
 from collectors.records import cluster_record, topic_record
@@ -150,6 +151,7 @@ class AdminSource:
         self._denied_logged: frozenset[str] = frozenset()
         self.last_offsets: offsets.OffsetsRound | None = None  # for benchmarks and logs
         self._moves: reassignments.Moves = {}  # the last ListPartitionReassignments answer (KRaft)
+        self._departures = Departures()  # how each down broker went down (controlled shutdown or not)
 
     def poll(self) -> list[dict[str, Any]]:
         """One poll: a `cluster` record, then one `topic` record per topic. Never raises for an
@@ -347,6 +349,7 @@ class AdminSource:
             for bid in sorted(set(self._known_brokers) | referenced)
             for b in [live.get(bid) or self._known_brokers.get(bid)]
         ]
+        self._departures.annotate(brokers, lambda: (p for t in topics for p in t["partitions"]), observed_at_ms)
         controller = md.get("controller_id")
         if zk_live is not None:
             controller = self.zk.controller()  # type: ignore[union-attr]

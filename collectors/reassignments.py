@@ -28,7 +28,7 @@ def request(timeout_ms: int) -> Any:
     """ListPartitionReassignments for every topic (topics null)."""
     from kafka.protocol.admin import ListPartitionReassignmentsRequest
 
-    return ListPartitionReassignmentsRequest[0](timeout_ms=timeout_ms, topics=None)
+    return ListPartitionReassignmentsRequest[0](timeout_ms=timeout_ms, topics=None, tags={})
 
 
 def parse(response: dict[str, Any]) -> Moves:
