@@ -105,6 +105,8 @@ class PipelineConfig:
     replica_lag_messages: int = setting(10_000, minimum=1)  # REPLICA_LAG when a follower is this many messages behind ...
     replica_lag_seconds: float = setting(30.0, minimum=0.0)  # ... or this many seconds at the partition's recent write rate
     event_hold_s: float = setting(900.0, minimum=0.0)  # events (unclean election, truncation, regression) stay open this long
+    # a broker stopped by a controlled shutdown (BROKER_DOWN `stopped`, warning) turns critical after this long down
+    planned_stop_max_s: float = setting(600.0, minimum=0.0)
     leader_skew_tolerance: float = setting(0.5, minimum=0.0)  # LEADER_SKEW beyond this share of the mean leaders per broker
     # REPLICA_IMBALANCE (cluster) below this share under the mean
     replica_imbalance_tolerance: float = setting(0.2, minimum=0.0, maximum=1.0)

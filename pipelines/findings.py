@@ -28,6 +28,7 @@ class DetectorSettings:
     hw_stall_window_ms: int | None = None  # None: each cluster's replica.lag.time.max.ms
     lag_messages: int = default_of(PipelineConfig, "replica_lag_messages")
     lag_seconds: float = default_of(PipelineConfig, "replica_lag_seconds")
+    planned_stop_max_ms: int = int(default_of(PipelineConfig, "planned_stop_max_s") * 1000)
 
 
 def topic_rows(obs: Any, observed_at_ms: Any, settings: DetectorSettings) -> Any:
@@ -97,7 +98,7 @@ def broker_counts(partitions: Any) -> Any:
     return F.to_json(F.struct(F.size(partitions).alias("partitions"), let(arrays, per_broker).alias("brokers")))
 
 
-def cluster_rows(obs: Any) -> Any:
+def cluster_rows(obs: Any, observed_at_ms: Any = None, settings: DetectorSettings | None = None) -> Any:
     """For a `cluster` record: its state; when the poll succeeded, a poll marker and the findings of
     the cluster rules (brokers, controller). A failed poll (no broker answered) may still carry who is
     registered (ZooKeeper): its BROKER_DOWN findings open incidents, and without a marker it resolves
@@ -108,7 +109,7 @@ def cluster_rows(obs: Any) -> Any:
     scope = F.lit("cluster")
     state = _row(row_type=F.lit("cluster"), scope=scope, details=F.to_json(cs))
     marker = _row(row_type=F.lit("poll"), scope=scope)
-    view = ClusterView(cs)
+    view = ClusterView(cs, observed_at_ms, settings or DetectorSettings())
 
     def present(rows: Any) -> Any:
         return F.filter(rows, lambda x: x.isNotNull())
@@ -142,7 +143,7 @@ def alert_rows(observations: Any, settings: DetectorSettings | None = None) -> A
 
     o = F.struct(*[F.col(c) for c in ("cluster_state", "topic_state", "broker_metrics_state", "canary_state")])
     rows = (F.when(F.col("kind") == "topic", topic_rows(o, F.col("observed_at_ms"), settings or DetectorSettings()))
-            .when(F.col("kind") == "cluster", cluster_rows(o))
+            .when(F.col("kind") == "cluster", cluster_rows(o, F.col("observed_at_ms"), settings or DetectorSettings()))
             .when(F.col("kind") == "canary", canary_rows(o))
             .otherwise(jmx_rows(o)))
     return observations.select("cluster", "poll_id", "observed_at_ms", F.explode(rows).alias("r")).select(

@@ -13,7 +13,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
-from pipelines.detectors import availability, hw_stall, isr, lag, offline, quorum, reassignment
+from pipelines.detectors import availability, brokers, hw_stall, isr, lag, offline, quorum, reassignment
 from pipelines.incidents import Incident
 
 
@@ -170,6 +170,7 @@ class KrmCollector:
                 extra = [inc.cause or ""] if inc.type == offline.TYPE else []
                 fam.add_metric([inc.cluster, inc.topic or "", str(inc.partition), *extra], 1)
         yield from per_partition.values()
+        yield _broker_down_series(snap.open_incidents)
         yield _unavailable_series(snap.open_incidents)
         yield from _offset_series(snap.open_incidents, now)
 
@@ -256,6 +257,21 @@ def _quality_series(q: QualityStats) -> Iterator[Any]:
     for (exp, col), n in q.unexpected_total:
         unexpected.add_metric([exp, col], n)
     yield unexpected
+
+
+def _broker_down_series(incidents: tuple[Incident, ...]) -> Any:
+    """krm_broker_down{cluster,broker,cause,severity}: 1 per open BROKER_DOWN incident. Unlike
+    krm_broker_up it says how the broker went (crash, controlled stop, unreachable) and whether that
+    pages: the alert rules key on its severity (pipelines/detectors/brokers.py)."""
+    from prometheus_client.core import GaugeMetricFamily
+
+    fam = GaugeMetricFamily("krm_broker_down", "1 while the broker is down: cause not_registered (crash), stopped "
+                            "(controlled shutdown) or unreachable; severity as the BROKER_DOWN incident's.",
+                            labels=["cluster", "broker", "cause", "severity"])
+    for inc in incidents:
+        if inc.type == brokers.BROKER_DOWN:
+            fam.add_metric([inc.cluster, str(inc.broker), inc.cause or "", inc.severity], 1)
+    return fam
 
 
 def _unavailable_series(incidents: tuple[Incident, ...]) -> Any:

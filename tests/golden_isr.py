@@ -22,3 +22,14 @@ CASES = [
     (11, [1, 2], [1, 2], 3, (), 2, {"under_min_isr": True, "at_min_isr": False},
      "min ISR 3 > RF 2, full ISR: the broker is at min (2); kafka-topics lists it under min (3)"),
 ]
+
+# During a reassignment (KIP-455): (number, replicas, isr, min.insync.replicas, adding, removing, expected types,
+# reason). Kafka's replication factor is then the replicas minus the adding ones (TopicCommand.getReplicationFactor).
+REASSIGNING = [
+    (1, [1, 2, 3, 4], [1, 2], 2, [3, 4], [1, 2], (), "move 1,2 -> 3,4 copying: RF 4 - 2 adding = 2, ISR 2: healthy"),
+    (2, [1, 2, 3, 4], [1, 2, 3], 2, [3, 4], [1, 2], (), "3 caught up and joined the ISR: still healthy"),
+    (3, [1, 2, 3, 4], [1], 2, [3, 4], [1, 2], (URP, UNDER), "2 fell out during the move: under-replicated and under min ISR"),
+    (4, [1, 2, 3], [1, 2], 2, [3], [], (), "RF 2 -> 3 by adding 3: not under-replicated while 3 copies"),
+    (5, [1, 2, 3], [1, 2, 3], 2, [], [3], (), "RF 3 -> 2 removing 3: nothing added, full ISR"),
+    (6, [1, 2, 3], [1, 2], 2, [], [3], (URP, AT), "removing 3 that is out of sync: RF still 3 (nothing added), as kafka-topics"),
+]

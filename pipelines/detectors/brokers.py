@@ -10,6 +10,14 @@ by broker as they return; a failed poll resolves nothing).
   collector's offsets requests in time (collectors/offsets.py): dead, paused or overloaded, and the
   controller has not noticed yet (it waits for the ZooKeeper session, 18 s by default, or the KRaft
   broker session). The incident is the same one when it then turns `not_registered`.
+- BROKER_DOWN, cause `stopped` (warning): not registered after a controlled shutdown — when krm first
+  saw it down it had handed over every leadership and ISR place another replica could take
+  (collectors/departures.py says how that is told apart from a crash). A rolling restart, an
+  upgrade or an operator's stop is routine: Kafka moved the load away first, and clients of
+  multi-replica partitions never noticed. It turns critical once the broker has been down longer
+  than `[pipeline] planned_stop_max_s` (default 10 min: longer than any restart). Partitions it does
+  hurt page on their own incidents (OFFLINE_PARTITION, UNDER_MIN_ISR, PARTITION_UNAVAILABLE), which
+  name it (`must_return`, `out_of_sync`).
 - CONTROLLER_ANOMALY, cause `no_active_controller`: the Metadata response names no controller
   (ZooKeeper mode: no broker holds /controller). KRaft answers clients with a random live broker
   as "controller" (KIP-590), so this cause only fires in ZooKeeper mode; more than one active
@@ -24,6 +32,7 @@ from pipelines.detectors.rule import ClusterView, Rule
 
 BROKER_DOWN = "BROKER_DOWN"
 NOT_REGISTERED = "not_registered"
+STOPPED = "stopped"
 UNREACHABLE = "unreachable"
 
 
@@ -32,10 +41,17 @@ def down_brokers(brokers: Iterable[dict[str, Any]]) -> list[tuple[int, str]]:
     out = []
     for b in brokers:
         if not b["live"]:
-            out.append((b["id"], NOT_REGISTERED))
+            out.append((b["id"], STOPPED if b.get("controlled_shutdown") else NOT_REGISTERED))
         elif b.get("reachable") is False:
             out.append((b["id"], UNREACHABLE))
     return sorted(out)
+
+
+def severity(cause: str, down_for_ms: int | None, planned_stop_max_ms: int) -> str:
+    """A controlled stop is a warning until it lasts longer than planned_stop_max_ms."""
+    if cause == STOPPED and down_for_ms is not None and down_for_ms > planned_stop_max_ms:
+        return "critical"
+    return RULE.severity_of(cause)
 
 
 def broker_columns(cluster_state: Any) -> dict[str, Any]:
@@ -52,12 +68,27 @@ def _plan(view: ClusterView) -> Any:
     from pyspark.sql import functions as F
 
     b = broker_columns(view.cs)
+    limit_ms = view.settings.planned_stop_max_ms if view.settings is not None else None
 
-    def each(brokers: Any, cause: str) -> Any:
-        return F.transform(brokers, lambda br: view.finding(RULE, cause, F.to_json(F.struct(
-            br["host"].alias("host"), br["port"].alias("port"), br["rack"].alias("rack"))), broker=br["id"]))
-    return F.concat(each(b["down"], NOT_REGISTERED), each(b["unreachable"], UNREACHABLE))
+    def details(br: Any) -> Any:
+        return F.to_json(F.struct(br["host"].alias("host"), br["port"].alias("port"), br["rack"].alias("rack"),
+                                  br["controlled_shutdown"].alias("controlled_shutdown"),
+                                  br["down_since_ms"].alias("down_since_ms")))
+
+    def down(br: Any) -> Any:
+        stopped = F.coalesce(br["controlled_shutdown"], F.lit(False))
+        cause = F.when(stopped, F.lit(STOPPED)).otherwise(F.lit(NOT_REGISTERED))
+        level = RULE.severity_column(cause)
+        if limit_ms is not None and view.observed_at_ms is not None:
+            too_long = F.coalesce(view.observed_at_ms - br["down_since_ms"] > F.lit(limit_ms), F.lit(False))
+            level = F.when(stopped & too_long, F.lit("critical")).otherwise(level)
+        return view.finding(RULE, cause, details(br), broker=br["id"], severity=level)
+
+    return F.concat(F.transform(b["down"], down),
+                    F.transform(b["unreachable"], lambda br: view.finding(RULE, UNREACHABLE, details(br),
+                                                                            broker=br["id"])))
 
 
-RULE = Rule(BROKER_DOWN, {NOT_REGISTERED: "critical", UNREACHABLE: "warning"}, "cluster",
-            "a broker not registered (critical) or not answering while still registered (warning)", plan=_plan)
+RULE = Rule(BROKER_DOWN, {NOT_REGISTERED: "critical", STOPPED: "warning", UNREACHABLE: "warning"}, "cluster",
+            "a broker not registered after a crash (critical) or a controlled shutdown (warning, critical when "
+            "it lasts), or not answering while still registered (warning)", plan=_plan)

@@ -162,13 +162,15 @@ def changed(view: PartitionView) -> Any:
 class ClusterView:
     """One `cluster` record's state (a successful poll)."""
 
-    def __init__(self, cluster_state: Any) -> None:
+    def __init__(self, cluster_state: Any, observed_at_ms: Any = None, settings: Any = None) -> None:
         self.cs = cluster_state
+        self.observed_at_ms = observed_at_ms
+        self.settings = settings
 
-    def finding(self, rule: Rule, cause: str | None, details: Any, broker: Any = None,
-                severity: str | None = None) -> Any:
+    def finding(self, rule: Rule, cause: Any, details: Any, broker: Any = None,
+                severity: Any = None) -> Any:
         from pyspark.sql import functions as F
 
         return row(row_type=F.lit("finding"), scope=F.lit("cluster"), type=F.lit(rule.type),
-                   severity=F.lit(severity or rule.severity_of(cause)), broker=broker, cause=lit(cause),
+                   severity=lit(severity or rule.severity_of(cause)), broker=broker, cause=lit(cause),
                    details=details)

@@ -19,7 +19,8 @@ from pipelines.metrics import ClusterView, KrmCollector, PipelineState, QualityS
 pytestmark = pytest.mark.unit
 
 DASHBOARD = REPO_ROOT / "dashboards" / "grafana" / "krm-overview.json"
-TYPES = ["OFFLINE_PARTITION", "UNDER_REPLICATED", "UNDER_MIN_ISR", "AT_MIN_ISR", "HW_STALL", "REPLICA_LAG"]
+TYPES = ["OFFLINE_PARTITION", "UNDER_REPLICATED", "UNDER_MIN_ISR", "AT_MIN_ISR", "HW_STALL", "REPLICA_LAG", "BROKER_DOWN",
+         "PARTITION_REASSIGNING"]
 
 
 def exported_names():

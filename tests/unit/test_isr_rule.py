@@ -1,9 +1,10 @@
 import pytest
 
 from pipelines.detectors.brokers import down_brokers
+from pipelines.detectors.brokers import severity as broker_severity
 from pipelines.detectors.controllers import controller_missing
 from pipelines.detectors.isr import classify_isr
-from tests.golden_isr import CASES
+from tests.golden_isr import CASES, REASSIGNING
 
 pytestmark = pytest.mark.unit
 
@@ -25,6 +26,9 @@ def test_out_of_sync_in_assignment_order():
     ([], []),
     ([{"id": 1, "live": True, "reachable": False}, {"id": 2, "live": True, "reachable": None}], [(1, "unreachable")]),
     ([{"id": 3, "live": False, "reachable": None}], [(3, "not_registered")]),
+    ([{"id": 3, "live": False, "controlled_shutdown": True}], [(3, "stopped")]),
+    ([{"id": 3, "live": False, "controlled_shutdown": False}], [(3, "not_registered")]),
+    ([{"id": 3, "live": True, "reachable": False, "controlled_shutdown": True}], [(3, "unreachable")]),
 ])
 def test_down_brokers(brokers, down):
     assert down_brokers(brokers) == down
@@ -33,3 +37,16 @@ def test_down_brokers(brokers, down):
 @pytest.mark.parametrize("cid,missing", [(None, True), (-1, True), (0, False), (3, False)])
 def test_controller_missing(cid, missing):
     assert controller_missing(cid) is missing
+
+
+@pytest.mark.parametrize("case", REASSIGNING, ids=[f"reassigning-{c[0]}" for c in REASSIGNING])
+def test_isr_during_reassignment(case):
+    _n, replicas, isr, min_isr, adding, removing, types, reason = case
+    assert classify_isr(replicas, isr, min_isr, adding, removing).types == types, reason
+
+
+@pytest.mark.parametrize("cause,down_for,expected", [
+    ("stopped", 60_000, "warning"), ("stopped", 601_000, "critical"), ("stopped", None, "warning"),
+    ("not_registered", 1_000, "critical"), ("unreachable", 10_000_000, "warning")])
+def test_broker_down_severity(cause, down_for, expected):
+    assert broker_severity(cause, down_for, 600_000) == expected

@@ -1,0 +1,53 @@
+"""How a down broker went down (collectors/departures.py): a controlled shutdown hands everything over first."""
+
+import pytest
+
+from collectors.departures import Departures, holders
+
+pytestmark = pytest.mark.unit
+
+# partitions: (leader, isr, replicas)
+HEALTHY = [{"leader": 1, "isr": [1, 2, 3], "replicas": [1, 2, 3]}, {"leader": 2, "isr": [2, 3, 1], "replicas": [2, 3, 1]},
+           {"leader": 3, "isr": [3], "replicas": [3]}]
+HANDED_OVER = [{"leader": 1, "isr": [1, 2], "replicas": [1, 2, 3]}, {"leader": 2, "isr": [2, 1], "replicas": [2, 3, 1]},
+               {"leader": 3, "isr": [3], "replicas": [3]}]  # broker 3 out of every ISR; still leads its RF-1 partition
+
+
+def test_holders_leave_single_replica_partitions_aside():
+    assert holders(HEALTHY) == {1, 2, 3}
+    assert holders(HANDED_OVER) == {1, 2}
+
+
+@pytest.mark.parametrize("partitions, controlled, reason", [
+    (HANDED_OVER, True, "leaderships and ISR places moved before it went: a controlled shutdown"),
+    (HEALTHY, False, "went silent still in every ISR: a crash or a hang"),
+])
+def test_first_sight_decides(partitions, controlled, reason):
+    d = Departures()
+    up = [{"id": 3, "live": True, "reachable": True}]
+    d.annotate(up, lambda: HEALTHY, 1_000)
+    assert "controlled_shutdown" not in up[0]
+    gone = [{"id": 3, "live": True, "reachable": False}]
+    d.annotate(gone, lambda: partitions, 2_000)
+    assert (gone[0]["controlled_shutdown"], gone[0]["down_since_ms"]) == (controlled, 2_000), reason
+    # deregistered later: the controller has moved everything by then, the first sight still decides
+    later = [{"id": 3, "live": False, "reachable": None}]
+    d.annotate(later, lambda: HANDED_OVER, 20_000)
+    assert (later[0]["controlled_shutdown"], later[0]["down_since_ms"]) == (controlled, 2_000), reason
+
+
+def test_a_return_forgets_the_last_stop():
+    d = Departures()
+    d.annotate([{"id": 3, "live": False}], lambda: HEALTHY, 1_000)
+    d.annotate([{"id": 3, "live": True, "reachable": True}], lambda: HEALTHY, 2_000)
+    again = [{"id": 3, "live": False}]
+    d.annotate(again, lambda: HANDED_OVER, 3_000)
+    assert (again[0]["controlled_shutdown"], again[0]["down_since_ms"]) == (True, 3_000)
+
+
+def test_partitions_are_read_only_when_a_broker_is_newly_down():
+    d = Departures()
+
+    def boom():
+        raise AssertionError("read")
+    d.annotate([{"id": 1, "live": True, "reachable": True}], boom, 1_000)
