@@ -172,5 +172,5 @@ class ClusterView:
         from pyspark.sql import functions as F
 
         return row(row_type=F.lit("finding"), scope=F.lit("cluster"), type=F.lit(rule.type),
-                   severity=lit(severity or rule.severity_of(cause)), broker=broker, cause=lit(cause),
+                   severity=lit(severity if severity is not None else rule.severity_of(cause)), broker=broker, cause=lit(cause),
                    details=details)

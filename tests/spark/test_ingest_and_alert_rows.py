@@ -5,7 +5,7 @@ import json
 import pytest
 
 from collectors.records import cluster_record, topic_record
-from pipelines.findings import alert_rows
+from pipelines.findings import DetectorSettings, alert_rows
 from pipelines.ingest import parse, rejected, valid
 
 pytestmark = pytest.mark.spark
@@ -192,3 +192,35 @@ def test_registered_but_unanswering_broker_is_down_unreachable(spark):
     rows = alert_rows(valid(parse(_batch(spark, [json.dumps(rec)])))).collect()
     (f,) = [r for r in rows if r.row_type == "finding"]
     assert (f.type, f.broker, f.cause, f.severity) == ("BROKER_DOWN", 2, "unreachable", "warning")
+
+
+@pytest.mark.parametrize("controlled, down_since, expected", [
+    (True, 900_000, ("stopped", "warning")),  # down 100 s after a controlled shutdown: routine
+    (True, 100_000, ("stopped", "critical")),  # down 900 s, past planned_stop_max_s (600 s)
+    (False, 900_000, ("not_registered", "critical")),  # went down holding leaderships: a crash
+    (None, None, ("not_registered", "critical")),  # an older collector: as before
+])
+def test_broker_down_after_a_controlled_shutdown(spark, controlled, down_since, expected):
+    broker = {"id": 2, "live": False, "reachable": None}
+    if controlled is not None:
+        broker |= {"controlled_shutdown": controlled, "down_since_ms": down_since}
+    rec = cluster_record("c1", "admin", 7, 1_000_000, controller_id=1, topic_count=0, partition_count=0,
+                         brokers=[{"id": 1, "live": True, "reachable": True}, broker])
+    rows = alert_rows(valid(parse(_batch(spark, [json.dumps(rec)]))), DetectorSettings(planned_stop_max_ms=600_000)).collect()
+    (f,) = [r for r in rows if r.row_type == "finding"]
+    assert (f.type, f.broker, (f.cause, f.severity)) == ("BROKER_DOWN", 2, expected)
+
+
+def test_a_reassigning_partition_is_info_not_under_replicated_nor_lagging(spark):
+    """kafka-reassign-partitions moving 1,2 -> 3,4: replicas [1,2,3,4], ISR [1,2], 3 and 4 copying."""
+    parts = [{"partition": 0, "leader": 1, "leader_epoch": 3, "replicas": [1, 2, 3, 4], "isr": [1, 2],
+              "adding_replicas": [3, 4], "removing_replicas": [1, 2], "high_watermark": 90_000,
+              "replica_offsets": [{"broker": b, "log_end_offset": o} for b, o in ((1, 90_000), (2, 90_000), (3, 500), (4, 0))]}]
+    topic = topic_record("c1", "admin", 7, 1_000, topic="mv", live_brokers=[1, 2, 3, 4], partitions=parts,
+                         min_insync_replicas=2, unclean_leader_election=False)
+    rows = alert_rows(valid(parse(_batch(spark, [json.dumps(topic)]))), DetectorSettings(lag_messages=10)).collect()
+    found = [r for r in rows if r.row_type == "finding"]
+    assert [(f.type, f.cause, f.severity) for f in found] == [("PARTITION_REASSIGNING", "in_progress", "info")]
+    details = json.loads(found[0].details)
+    assert (details["adding"], details["removing"]) == ([3, 4], [1, 2])
+    assert details["progress"] == [{"broker": 3, "messages_to_copy": 89_500}, {"broker": 4, "messages_to_copy": 90_000}]
