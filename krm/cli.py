@@ -7,6 +7,7 @@ import json
 import logging
 import os
 import sys
+import time
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -211,16 +212,56 @@ def cmd_lag(args: argparse.Namespace) -> int:
     return 0
 
 
+WAIT_INTERVAL_S = 2.0  # between two looks of `krm check ... --wait`
+
+
+def _wait_until(look: Any, wait_s: float, what: str) -> Any:
+    """Call `look()` -> (done, result, reason) until done or `wait_s` has passed; a failed look (the
+    cluster briefly unreachable mid-restart) counts as not done. Progress goes to stderr each time the
+    reason changes. Returns the last (done, result, reason)."""
+    deadline = time.monotonic() + wait_s
+    said = None
+    while True:
+        try:
+            done, result, reason = look()
+        except KrmError as e:
+            done, result, reason = False, None, str(e)
+        if done or time.monotonic() >= deadline:
+            return done, result, reason
+        if reason != said:
+            print(f"waiting for {what}: {reason} ({deadline - time.monotonic():.0f}s left)", file=sys.stderr)
+            said = reason
+        time.sleep(min(WAIT_INTERVAL_S, max(0.0, deadline - time.monotonic())))
+
+
 def cmd_check_shutdown(args: argparse.Namespace) -> int:
     from krm.config import load_config
     from krm.shutdown_check import ORDER, UNSAFE, check, drain_plan
     from krm.snapshot import from_cluster
 
-    snap = from_cluster(load_config(_resolve_config(args.config)), args.cluster)
-    if args.broker not in snap.known:
-        raise KrmError(f"broker {args.broker} is not part of cluster {snap.name} (brokers: {sorted(snap.known)})")
+    config = load_config(_resolve_config(args.config))
+
+    def look() -> tuple[bool, Any, str]:
+        snap = from_cluster(config, args.cluster)
+        if args.broker not in snap.known:
+            raise KrmError(f"broker {args.broker} is not part of cluster {snap.name} (brokers: {sorted(snap.known)})")
+        verdicts = check(args.broker, snap.topics, snap.live)
+        unsafe = [v for v in verdicts if v.verdict in UNSAFE]
+        reason = (f"{len(unsafe)} partition(s) would go offline or below min ISR, e.g. {unsafe[0].topic}/"
+                  f"{unsafe[0].partition}: {unsafe[0].reason}" if unsafe else "safe")
+        return not unsafe, (snap, verdicts), reason
+
+    if args.wait is None:
+        _, (snap, verdicts), _ = look()
+    else:
+        done, found, reason = _wait_until(look, args.wait, f"broker {args.broker} to be safe to stop")
+        if found is None:  # never got a look at the cluster
+            print(f"krm: not safe to stop broker {args.broker} after {args.wait:g}s: {reason}", file=sys.stderr)
+            return 1
+        snap, verdicts = found
+        if not done:
+            print(f"krm: not safe to stop broker {args.broker} after {args.wait:g}s: {reason}", file=sys.stderr)
     live, topics = snap.live, snap.topics
-    verdicts = check(args.broker, topics, live)
     plan = drain_plan(args.broker, verdicts, topics, live)
     unsafe = [v for v in verdicts if v.verdict in UNSAFE]
     if args.drain_plan:
@@ -246,6 +287,44 @@ def cmd_check_shutdown(args: argparse.Namespace) -> int:
         else:
             print("safe to stop: no partition goes offline or below min ISR")
     return 1 if unsafe else 0
+
+
+def cmd_check_ready(args: argparse.Namespace) -> int:
+    from krm.config import load_config
+    from krm.ready_check import readiness
+    from krm.snapshot import from_cluster
+
+    config = load_config(_resolve_config(args.config))
+
+    def look() -> tuple[bool, Any, str]:
+        snap = from_cluster(config, args.cluster)
+        if args.broker not in snap.known:
+            raise KrmError(f"broker {args.broker} is not part of cluster {snap.name} (brokers: {sorted(snap.known)})")
+        r = readiness(args.broker, snap.topics, snap.live)
+        return r.ready, (snap, r), r.reason()
+
+    if args.wait is None:
+        done, found, reason = look()
+    else:
+        done, found, reason = _wait_until(look, args.wait, f"broker {args.broker} to be ready")
+    if found is None:
+        print(f"krm: broker {args.broker} not ready after {args.wait or 0:g}s: {reason}", file=sys.stderr)
+        return 1
+    snap, r = found
+    if args.json:
+        print(json.dumps({"cluster": snap.name, "broker": r.broker, "ready": r.ready, "registered": r.registered,
+                          "partitions": r.replicas,
+                          "out_of_isr": [{"topic": t, "partition": p} for t, p in r.out_of_isr],
+                          "preferred_not_leading": [{"topic": t, "partition": p} for t, p in r.preferred_not_leading],
+                          "reason": reason}, indent=2))
+    else:
+        print(("ready: " if r.ready else "NOT READY: ") + reason)
+        if r.ready and r.preferred_not_leading:
+            print(f"  it is the preferred leader of {len(r.preferred_not_leading)} partition(s) led elsewhere: Kafka's "
+                  "auto leader rebalance moves them back, or run kafka-leader-election --election-type preferred")
+    if not done and args.wait is not None:
+        print(f"krm: broker {args.broker} not ready after {args.wait:g}s: {reason}", file=sys.stderr)
+    return 0 if r.ready else 1
 
 
 MIN_VACUUM_HOURS = 1.0  # far longer than any micro-batch's write-then-commit
@@ -650,8 +729,22 @@ def build_parser() -> argparse.ArgumentParser:
     sd.add_argument("--config")
     sd.add_argument("--cluster", help="which configured cluster (default: the first)")
     sd.add_argument("--drain-plan", metavar="FILE", help="write the suggested kafka-reassign-partitions JSON here")
+    sd.add_argument("--wait", type=float, metavar="SECONDS",
+                    help="block until stopping the broker is safe (exit 0) or SECONDS have passed (exit 1, with the "
+                         "reason): the gate of a rolling restart")
     sd.add_argument("--json", action="store_true")
     sd.set_defaults(func=cmd_check_shutdown)
+    rd = chks.add_parser("ready", help="is the broker registered and back in every ISR it belongs to (exit 1 when not)",
+                         description="After a broker restart: ready when the broker is registered and in the ISR of "
+                                     "every partition it is a full replica of, so the next broker of a rolling restart "
+                                     "may stop. Preferred leadership is reported, not waited for.")
+    rd.add_argument("--broker", type=int, required=True, metavar="ID")
+    rd.add_argument("--config")
+    rd.add_argument("--cluster", help="which configured cluster (default: the first)")
+    rd.add_argument("--wait", type=float, metavar="SECONDS", help="block until ready (exit 0) or SECONDS have passed "
+                                                                  "(exit 1, with the reason)")
+    rd.add_argument("--json", action="store_true")
+    rd.set_defaults(func=cmd_check_ready)
 
     mt = sub.add_parser("maintain", help="history tables: retention, compaction, vacuum; incidents: vacuum "
                                          "(run beside the pipeline)")

@@ -90,7 +90,7 @@ def judge(broker: int, topic: str, p: dict[str, Any], live: set[int], min_isr: i
                        + ("" if others else " and no other replica is alive"))
     if broker not in isr and leader != broker:
         return verdict(FOLLOWER, leader, "an out-of-sync follower: stopping it changes neither the ISR nor the leader")
-    after = isr_rule.classify_isr(replicas, isr_after, min_isr)
+    after = isr_rule.classify_isr(replicas, isr_after, min_isr, p.get("adding_replicas"), p.get("removing_replicas"))
     if isr_rule.UNDER_MIN_ISR in after.types:
         return verdict(UNDER_MIN_ISR, new_leader,
                        f"ISR would be {list(isr_after)}, below min ISR {eff}: acks=all producers fail")

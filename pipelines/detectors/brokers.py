@@ -10,7 +10,8 @@ by broker as they return; a failed poll resolves nothing).
   collector's offsets requests in time (collectors/offsets.py): dead, paused or overloaded, and the
   controller has not noticed yet (it waits for the ZooKeeper session, 18 s by default, or the KRaft
   broker session). The incident is the same one when it then turns `not_registered`.
-- BROKER_DOWN, cause `stopped` (warning): not registered after a controlled shutdown — when krm first
+- BROKER_DOWN, cause `stopped` (warning): down after a controlled shutdown (its ports closed, then
+  not registered: the same cause throughout) — when krm first
   saw it down it had handed over every leadership and ISR place another replica could take
   (collectors/departures.py says how that is told apart from a crash). A rolling restart, an
   upgrade or an operator's stop is routine: Kafka moved the load away first, and clients of
@@ -43,7 +44,7 @@ def down_brokers(brokers: Iterable[dict[str, Any]]) -> list[tuple[int, str]]:
         if not b["live"]:
             out.append((b["id"], STOPPED if b.get("controlled_shutdown") else NOT_REGISTERED))
         elif b.get("reachable") is False:
-            out.append((b["id"], UNREACHABLE))
+            out.append((b["id"], STOPPED if b.get("controlled_shutdown") else UNREACHABLE))
     return sorted(out)
 
 
@@ -84,9 +85,12 @@ def _plan(view: ClusterView) -> Any:
             level = F.when(stopped & too_long, F.lit("critical")).otherwise(level)
         return view.finding(RULE, cause, details(br), broker=br["id"], severity=level)
 
-    return F.concat(F.transform(b["down"], down),
-                    F.transform(b["unreachable"], lambda br: view.finding(RULE, UNREACHABLE, details(br),
-                                                                            broker=br["id"])))
+    def silent(br: Any) -> Any:
+        stopped = F.coalesce(br["controlled_shutdown"], F.lit(False))
+        cause = F.when(stopped, F.lit(STOPPED)).otherwise(F.lit(UNREACHABLE))
+        return view.finding(RULE, cause, details(br), broker=br["id"], severity=RULE.severity_column(cause))
+
+    return F.concat(F.transform(b["down"], down), F.transform(b["unreachable"], silent))
 
 
 RULE = Rule(BROKER_DOWN, {NOT_REGISTERED: "critical", STOPPED: "warning", UNREACHABLE: "warning"}, "cluster",

@@ -1,0 +1,254 @@
+"""Routine maintenance pages nobody, on a 4-broker cluster in ZooKeeper mode (3.9.1) and in KRaft
+(4.4.0), with a real Prometheus evaluating the shipped rules:
+
+- a rolling restart driven by `krm check shutdown --wait` / `krm check ready --wait`, an acks=all
+  producer writing throughout: no critical alert fires, no write fails, and krm records each stop as
+  BROKER_DOWN `stopped`; then one broker SIGKILLed still pages KafkaBrokerDown (`not_registered`);
+- a throttled `kafka-reassign-partitions` moving replicas onto other brokers: krm's under-replicated
+  set equals `kafka-topics --describe --under-replicated-partitions` at every sample,
+  `krm_partition_reassigning` follows Kafka's list, and neither REPLICA_LAG for the adding replicas
+  nor UNCLEAN_LEADER_ELECTION when the move completes.
+
+Every wait reads a settled state (Kafka's own view first, then krm's), never a first sight.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import pytest
+import requests
+
+from krm.config import load_config
+from krm.local_cluster import KRAFT_KAFKA_VERSION, ZK_KAFKA_VERSION, free_port
+from krm.runner import Monitor
+from krm.scrape import scrape, series
+from tests.e2e.conftest import RULES
+from tests.helpers import KRM, kafka_tool, local_cluster, stored_incidents, wait_for, write_config
+
+pytestmark = pytest.mark.e2e
+
+TOPIC_CMD = "org.apache.kafka.tools.TopicCommand"
+REASSIGN_CMD = "org.apache.kafka.tools.reassign.ReassignPartitionsCommand"
+
+
+class Stack:
+    """A 4-broker cluster, krm watching it (observations on another cluster, as in production) and a
+    Prometheus scraping krm every second and evaluating krm-alerts.yml every second."""
+
+    def __init__(self, cluster, config_path: Path, monitor: Monitor, prom_url: str) -> None:
+        self.cluster, self.config_path, self.monitor, self.prom_url = cluster, config_path, monitor, prom_url
+        self.url = monitor.metrics_url
+
+    def krm(self, *args: str, timeout: float = 200) -> subprocess.CompletedProcess:
+        return subprocess.run([KRM, *args, "--config", str(self.config_path)], capture_output=True, text=True,
+                              timeout=timeout)
+
+    def critical_fired(self, since: float) -> list[dict]:
+        """Critical alerts about this cluster (or krm itself) that fired at any moment since `since`."""
+        window = max(1, int(time.time() - since) + 1)
+        q = f'max_over_time(ALERTS{{alertstate="firing",severity="critical"}}[{window}s])'
+        result = requests.get(f"{self.prom_url}/api/v1/query", params={"query": q}, timeout=10).json()["data"]["result"]
+        return [r["metric"] for r in result if r["metric"].get("cluster") in (None, self.cluster.name)]
+
+    def firing(self, alertname: str) -> list[dict]:
+        alerts = requests.get(f"{self.prom_url}/api/v1/alerts", timeout=5).json()["data"]["alerts"]
+        return [a["labels"] for a in alerts if a["labels"]["alertname"] == alertname and a["state"] == "firing"
+                and a["labels"].get("cluster") == self.cluster.name]
+
+
+@pytest.fixture(scope="module", params=[("zk", ZK_KAFKA_VERSION), ("kraft", KRAFT_KAFKA_VERSION)],
+                ids=lambda p: f"{p[0]}-{p[1]}")
+def stack(request, tmp_path_factory, kraft_cluster, spark):
+    mode, version = request.param
+    tmp = tmp_path_factory.mktemp(f"maintenance-{mode}")
+    cluster = local_cluster(tmp_path_factory, mode, brokers=4, kafka_version=version)
+    procs = []
+    monitor = None
+    try:
+        config_path = write_config(cluster, tmp, observations_on=kraft_cluster)
+        config = load_config(config_path)
+        monitor = Monitor(config, spark=spark).start()
+        prometheus = shutil.which("prometheus")
+        assert prometheus, "`make test` installs Debian's prometheus"
+        port = free_port()
+        (tmp / "prom.yml").write_text(
+            "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
+            f"rule_files:\n  - {RULES}\n"
+            "scrape_configs:\n  - job_name: krm\n    static_configs:\n"
+            f"        - targets: ['{config.pipeline.metrics_host}:{config.pipeline.metrics_port}']\n")
+        procs.append(subprocess.Popen([prometheus, f"--config.file={tmp / 'prom.yml'}",
+                                       f"--storage.tsdb.path={tmp / 'prom-data'}", f"--web.listen-address=127.0.0.1:{port}"],
+                                      stdout=open(tmp / "prom.log", "w"), stderr=subprocess.STDOUT,
+                                      stdin=subprocess.DEVNULL))
+        s = Stack(cluster, config_path, monitor, f"http://127.0.0.1:{port}")
+        wait_for(lambda: series(scrape(s.url), "krm_broker_up", cluster=cluster.name, broker="4"), 120,
+                 "krm sees every broker")
+        wait_for(lambda: requests.get(f"{s.prom_url}/api/v1/query", params={"query": "krm_broker_up"},
+                                      timeout=5).json()["data"]["result"], 60, "Prometheus scraping krm")
+        yield s
+    finally:
+        for p in procs:
+            p.terminate()
+            p.wait(timeout=30)
+        if monitor is not None:
+            monitor.stop()
+        cluster.down()
+
+
+def _describe(cluster, topic: str, *flags: str) -> dict[int, dict]:
+    """kafka-topics --describe (Kafka's own TopicCommand), partition -> its fields."""
+    out = kafka_tool(TOPIC_CMD, "--bootstrap-server", cluster.bootstrap_servers, "--describe", "--topic", topic, *flags)
+    parts = {}
+    for line in out.splitlines():
+        fields = dict(f.split(": ", 1) for f in line.strip().split("\t") if ": " in f)
+        if "Partition" in fields:
+            parts[int(fields["Partition"])] = fields
+    return parts
+
+
+class Producer:
+    """acks=all writes to every partition of a topic, counting acknowledged and failed ones."""
+
+    def __init__(self, cluster, topic: str) -> None:
+        from kafka import KafkaProducer
+
+        self.ok = self.failed = 0
+        self.errors: list[str] = []
+        self._stop = threading.Event()
+        self._producer = KafkaProducer(bootstrap_servers=cluster.bootstrap_servers, acks="all", retries=20,
+                                       retry_backoff_ms=250, request_timeout_ms=30_000, linger_ms=5)
+        self._thread = threading.Thread(target=self._run, args=(topic,), daemon=True)
+        self._thread.start()
+
+    def _ok(self, _meta) -> None:
+        self.ok += 1
+
+    def _failed(self, e) -> None:
+        self.failed += 1
+        self.errors.append(repr(e))
+
+    def _run(self, topic: str) -> None:
+        n = 0
+        while not self._stop.is_set():
+            self._producer.send(topic, f"m{n}".encode()).add_callback(self._ok).add_errback(self._failed)
+            n += 1
+            time.sleep(0.01)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=30)
+        self._producer.flush(timeout=60)
+        self._producer.close(timeout=30)
+
+
+def test_rolling_restart_pages_nobody_and_a_crash_still_pages(stack):
+    cluster = stack.cluster
+    topic = "maint-roll"
+    kafka_tool(TOPIC_CMD, "--bootstrap-server", cluster.bootstrap_servers, "--create", "--topic", topic,
+               "--partitions", "8", "--replication-factor", "3", "--config", "min.insync.replicas=2")
+    wait_for(lambda: len(_describe(cluster, topic)) == 8, 60, "the topic's partitions")
+    producer = Producer(cluster, topic)
+    started = time.time()
+    try:
+        wait_for(lambda: producer.ok > 100, 60, "the producer writing")
+        for broker in sorted(cluster.broker_ids):
+            gate = stack.krm("check", "shutdown", "--broker", str(broker), "--wait", "180")
+            assert gate.returncode == 0, f"check shutdown {broker}: {gate.stdout}{gate.stderr}"
+            cluster.stop(broker)  # SIGTERM: Kafka's controlled shutdown
+            cluster.start(broker)
+            ready = stack.krm("check", "ready", "--broker", str(broker), "--wait", "180")
+            assert ready.returncode == 0, f"check ready {broker}: {ready.stdout}{ready.stderr}"
+        # Kafka's own view settled: nothing under-replicated; krm's too
+        wait_for(lambda: not _describe(cluster, topic, "--under-replicated-partitions"), 120, "ISR whole (kafka-topics)")
+        wait_for(lambda: not series(scrape(stack.url), "krm_broker_down", cluster=cluster.name), 60,
+                 "no broker down in krm")
+        time.sleep(3)  # Prometheus scraped and evaluated the settled state
+    finally:
+        producer.stop()
+    assert producer.failed == 0, producer.errors[:5]
+    assert producer.ok > 500
+    assert stack.critical_fired(started) == [], "a clean rolling restart paged"
+    downs = [i for i in stored_incidents("--config", str(stack.config_path), "--type", "BROKER_DOWN")
+             if i["cluster"] == cluster.name]
+    causes = {i["broker"]: (i["cause"], i["severity"], i["details"].get("controlled_shutdown")) for i in downs}
+    assert set(causes) == set(cluster.broker_ids), causes
+    assert set(causes.values()) == {("stopped", "warning", True)}, causes
+
+    # The same cluster, one broker SIGKILLed: a crash still pages, with the crash's cause.
+    victim = int(_describe(cluster, topic)[0]["Leader"])
+    killed = time.time()
+    cluster.kill(victim)
+    try:
+        fired = wait_for(lambda: stack.firing("KafkaBrokerDown"), 90, "KafkaBrokerDown firing")
+        print(f"\n[{cluster.mode}] SIGKILL -> KafkaBrokerDown firing {time.time() - killed:.1f}s")
+        assert [(a["broker"], a["cause"]) for a in fired] == [(str(victim), "not_registered")]
+    finally:
+        cluster.start(victim)
+        assert stack.krm("check", "ready", "--broker", str(victim), "--wait", "180").returncode == 0
+
+
+def test_reassignment_as_kafka_sees_it(stack, tmp_path):
+    from kafka import KafkaAdminClient, KafkaProducer
+    from kafka.admin import NewTopic
+
+    cluster = stack.cluster
+    topic = "maint-move"
+    admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap_servers, client_id="krm-tests")
+    try:
+        admin.create_topics([NewTopic(topic, -1, -1, replica_assignments={p: [1, 2] if p % 2 else [2, 1]
+                                                                          for p in range(6)})])
+    finally:
+        admin.close()
+    wait_for(lambda: len(_describe(cluster, topic)) == 6, 60, "the topic's partitions")
+    producer = KafkaProducer(bootstrap_servers=cluster.bootstrap_servers, acks="all", linger_ms=20, batch_size=1 << 20)
+    for n in range(72_000):
+        producer.send(topic, b"x" * 200, partition=n % 6)
+    producer.flush(timeout=120)
+    producer.close()
+    plan = tmp_path / "move.json"
+    plan.write_text(json.dumps({"version": 1, "partitions": [
+        {"topic": topic, "partition": p, "replicas": [3, 4] if p % 2 else [4, 3]} for p in range(6)]}))
+    started = time.time()
+    kafka_tool(REASSIGN_CMD, "--bootstrap-server", cluster.bootstrap_servers, "--reassignment-json-file", str(plan),
+               "--execute", "--throttle", "400000")
+    samples, moving_seen = [], 0
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:
+        kafka_moving = {p for p, f in _describe(cluster, topic).items() if "Adding Replicas" in f or
+                        "Removing Replicas" in f}
+        kafka_urp = set(_describe(cluster, topic, "--under-replicated-partitions"))
+        metrics = scrape(stack.url)
+        krm_urp = {int(s.labels["partition"]) for s in series(metrics, "krm_partition_under_replicated",
+                                                              cluster=cluster.name, topic=topic)}
+        krm_moving = {int(s.labels["partition"]) for s in series(metrics, "krm_partition_reassigning",
+                                                                 cluster=cluster.name, topic=topic)}
+        samples.append((kafka_urp, krm_urp))
+        if kafka_moving == krm_moving == set(range(6)):
+            moving_seen += 1
+        if not kafka_moving:
+            break
+    else:
+        pytest.fail("the reassignment did not finish within 300 s")
+    kafka_tool(REASSIGN_CMD, "--bootstrap-server", cluster.bootstrap_servers, "--reassignment-json-file", str(plan),
+               "--verify")  # removes the throttles
+    print(f"\n[{cluster.mode}] reassignment: {len(samples)} samples, {moving_seen} with all 6 moving in both views, "
+          f"{time.time() - started:.0f}s")
+    assert all(k == m for k, m in samples), [s for s in samples if s[0] != s[1]]
+    assert moving_seen >= 1, "krm_partition_reassigning never matched Kafka's list of moving partitions"
+    # settled: Kafka lists none moving; krm's series follow and stay gone
+    wait_for(lambda: not series(scrape(stack.url), "krm_partition_reassigning", cluster=cluster.name, topic=topic),
+             30, "krm_partition_reassigning cleared")
+    assert {p: f["Replicas"] for p, f in _describe(cluster, topic).items()} == {
+        p: "3,4" if p % 2 else "4,3" for p in range(6)}
+    time.sleep(5)  # a few more polls after the leader moves
+    incidents = [i for i in stored_incidents("--config", str(stack.config_path)) if i["topic"] == topic]
+    assert not [i for i in incidents if i["type"] == "UNCLEAN_LEADER_ELECTION"], "a reassignment is no unclean election"
+    assert not [i for i in incidents if i["type"] == "REPLICA_LAG" and i["broker"] in (3, 4)], "adding replicas lag"
+    assert {i["type"] for i in incidents if i["type"] == "PARTITION_REASSIGNING"} == {"PARTITION_REASSIGNING"}
+    assert stack.critical_fired(started) == [], "a reassignment paged"
