@@ -94,6 +94,10 @@ def cmd_local_cluster(args: argparse.Namespace) -> int:
     elif args.action == "down":
         c.down()
         print(f"cluster {args.name!r} stopped (data kept in {root} until the next `up`)")
+    elif args.action == "start":
+        c.start(args.broker_id, kafka_version=args.kafka_version)
+        node = c.broker(args.broker_id)
+        print(f"{node.role} {args.broker_id}: started on Kafka {node.kafka_version or c.kafka_version}")
     else:
         getattr(c, args.action)(args.broker_id)
         node = c.broker(args.broker_id)
@@ -632,6 +636,9 @@ def build_parser() -> argparse.ArgumentParser:
                              ("pause", "SIGSTOP one broker"), ("resume", "SIGCONT a paused broker")):
         a = lcs.add_parser(action, help=helptext)
         a.add_argument("broker_id", type=int, metavar="BROKER_ID")
+        if action == "start":
+            a.add_argument("--kafka-version", metavar="V", help="start it on this Kafka release from now on (a rolling "
+                                                                 "upgrade step: same data and settings)")
     lcs.add_parser("add-broker", help="expand the cluster by one broker (the next id)")
     st = lcs.add_parser("status", help="processes, ports and states")
     st.add_argument("--json", action="store_true")

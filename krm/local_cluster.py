@@ -92,6 +92,7 @@ class Node:
     port: int
     jmx_port: int | None = None
     pid: int | None = None
+    kafka_version: str | None = None  # this node's own Kafka after a rolling upgrade (None: the cluster's)
 
     @property
     def name(self) -> str:
@@ -310,10 +311,20 @@ class LocalCluster:
         node.pid = None
         self._save()
 
-    def start(self, broker_id: int, wait: bool = True, timeout_s: float = 90.0) -> None:
+    def start(self, broker_id: int, wait: bool = True, timeout_s: float = 90.0, kafka_version: str | None = None) -> None:
+        """Start a stopped broker (or controller); with `kafka_version`, on that Kafka from now on: one
+        step of a rolling upgrade (the same data directory and settings, another release's jars)."""
         node = self.broker(broker_id)
         if _pid_state(node.pid) != "dead":
             raise ClusterError(f"broker {broker_id} is already running (pid {node.pid})")
+        if kafka_version:
+            if kafka_version not in KAFKA_RUNTIMES:
+                raise ClusterError(f"--kafka-version {kafka_version} is not installed here; available: "
+                                   f"{', '.join(sorted(KAFKA_RUNTIMES))}")
+            if self.mode == "zk" and int(kafka_version.split(".")[0]) >= 4:
+                raise ClusterError(f"Kafka {kafka_version} has no ZooKeeper mode (removed in 4.0)")
+            node.kafka_version = kafka_version
+            self._save()
         if self.mode == "zk":
             self._await_zk_deregistration(broker_id)
         self._launch(node)
@@ -386,6 +397,7 @@ class LocalCluster:
                     "port": self.broker(b).port,
                     "jmx_port": self.broker(b).jmx_port,
                     "state": _pid_state(self.broker(b).pid),
+                    "kafka_version": self.broker(b).kafka_version or self.kafka_version,
                     "log": str(self.root / f"broker-{b}" / "logs" / "server.log"),
                 }
                 for b in self.broker_ids
@@ -522,7 +534,8 @@ class LocalCluster:
 
     def _controller_status(self, cid: int) -> dict[str, Any]:
         n = self.broker(cid)
-        return {"id": n.id, "port": n.port, "pid": n.pid, "state": _pid_state(n.pid)}
+        return {"id": n.id, "port": n.port, "pid": n.pid, "state": _pid_state(n.pid),
+                "kafka_version": n.kafka_version or self.kafka_version}
 
     @property
     def _quorum_voters(self) -> str:
@@ -629,7 +642,7 @@ class LocalCluster:
         )
 
     def _java(self, node: Node, main: list[str]) -> list[str]:
-        group, log_conf = KAFKA_RUNTIMES[self.kafka_version]
+        group, log_conf = KAFKA_RUNTIMES[node.kafka_version or self.kafka_version]
         kafka_cp = str(jar_group(group)[0].parent / "*")
         cmd = ["java", *JVM_OPTS, f"-Xmx{self.heap_mb}m", *self._jaas(node),
                f"-Dlog4j.configuration=file:{CONF_DIR / log_conf}",
