@@ -28,6 +28,11 @@ def small_cluster(tmp_path_factory):
     cluster.down()
 
 
+def _led_partitions(admin, topic) -> int:
+    (t,) = admin.describe_topics([topic])
+    return sum(1 for p in t["partitions"] if p["leader"] >= 0)
+
+
 def _open(config_path, type_):
     return stored_incidents("--open", "--type", type_, "--config", str(config_path))
 
@@ -49,8 +54,14 @@ def test_partition_expansion_then_broker_expansion(small_cluster, kraft_cluster,
         assert _open(config_path, "REPLICA_IMBALANCE") == []  # 2 replicas cannot cover 3 brokers
 
         admin.create_partitions({"expand": NewPartitions(total_count=4, new_assignments=[[1], [2]])})
-        topic_level = wait_for(lambda: [i for i in _open(config_path, "REPLICA_IMBALANCE") if i["topic"] == "expand"],
-                               60, "REPLICA_IMBALANCE on the topic")
+        # Settled states only: Kafka lists the 4 partitions with leaders, the pipeline counts their 4
+        # replicas, then the stored incident describes all 4 (a partition's state znode is written after
+        # the assignment's, so a poll in between sees 3: the incident opens on that and is updated).
+        wait_for(lambda: _led_partitions(admin, "expand") == 4, 60, "Kafka to lead the 4 partitions")
+        wait_for(lambda: replicas() == 4, 60, "the pipeline to see the topic with 4 partitions")
+        topic_level = wait_for(lambda: [i for i in _open(config_path, "REPLICA_IMBALANCE") if i["topic"] == "expand"
+                                        and sum(i["details"]["replicas_by_broker"].values()) == 4],
+                               60, "REPLICA_IMBALANCE on the topic, over its 4 partitions")
         (inc,) = topic_level
         assert inc["cause"] == "partition_expansion" and inc["details"]["uncovered_brokers"] == [3]
         assert inc["details"]["replicas_by_broker"] == {"1": 2, "2": 2, "3": 0}

@@ -1,9 +1,11 @@
 """Routine maintenance pages nobody, on a 4-broker cluster in ZooKeeper mode (3.9.1) and in KRaft
-(4.4.0), with a real Prometheus evaluating the shipped rules:
+(3 controllers), with a real Prometheus evaluating the shipped rules:
 
 - a rolling restart driven by `krm check shutdown --wait` / `krm check ready --wait`, an acks=all
-  producer writing throughout: no critical alert fires, no write fails, and krm records each stop as
-  BROKER_DOWN `stopped`; then one broker SIGKILLed still pages KafkaBrokerDown (`not_registered`);
+  producer writing throughout — in KRaft a rolling *upgrade* 3.9.1 -> 4.4.0, brokers then
+  controllers, each restarted on the new release: no critical alert fires, no write fails, and krm
+  records each stop as BROKER_DOWN `stopped`; then one broker SIGKILLed still pages KafkaBrokerDown
+  (`not_registered`);
 - a throttled `kafka-reassign-partitions` moving replicas onto other brokers: krm's under-replicated
   set equals `kafka-topics --describe --under-replicated-partitions` at every sample,
   `krm_partition_reassigning` follows Kafka's list, and neither REPLICA_LAG for the adding replicas
@@ -62,12 +64,17 @@ class Stack:
                 and a["labels"].get("cluster") == self.cluster.name]
 
 
-@pytest.fixture(scope="module", params=[("zk", ZK_KAFKA_VERSION), ("kraft", KRAFT_KAFKA_VERSION)],
-                ids=lambda p: f"{p[0]}-{p[1]}")
+# (mode, Kafka at the start, Kafka the rolling restart moves to (None: the same), KRaft controllers)
+CLUSTERS = [("zk", ZK_KAFKA_VERSION, None, 1), ("kraft", ZK_KAFKA_VERSION, KRAFT_KAFKA_VERSION, 3)]
+
+
+@pytest.fixture(scope="module", params=CLUSTERS,
+                ids=lambda p: f"{p[0]}-{p[1]}" + (f"-to-{p[2]}" if p[2] else ""))
 def stack(request, tmp_path_factory, kraft_cluster, spark):
-    mode, version = request.param
+    mode, version, upgrade_to, controllers = request.param
     tmp = tmp_path_factory.mktemp(f"maintenance-{mode}")
-    cluster = local_cluster(tmp_path_factory, mode, brokers=4, kafka_version=version)
+    cluster = local_cluster(tmp_path_factory, mode, brokers=4, kafka_version=version, controllers=controllers)
+    cluster.upgrade_to = upgrade_to
     procs = []
     monitor = None
     try:
@@ -147,6 +154,13 @@ class Producer:
         self._producer.close(timeout=30)
 
 
+def _quorum_whole(stack) -> bool:
+    m = scrape(stack.url)
+    voters = series(m, "krm_kraft_quorum_voters", cluster=stack.cluster.name)
+    caught_up = series(m, "krm_kraft_quorum_voters_caught_up", cluster=stack.cluster.name)
+    return bool(voters and caught_up) and voters[0].value == caught_up[0].value == len(stack.cluster.controller_ids)
+
+
 def test_rolling_restart_pages_nobody_and_a_crash_still_pages(stack):
     cluster = stack.cluster
     topic = "maint-roll"
@@ -161,9 +175,18 @@ def test_rolling_restart_pages_nobody_and_a_crash_still_pages(stack):
             gate = stack.krm("check", "shutdown", "--broker", str(broker), "--wait", "180")
             assert gate.returncode == 0, f"check shutdown {broker}: {gate.stdout}{gate.stderr}"
             cluster.stop(broker)  # SIGTERM: Kafka's controlled shutdown
-            cluster.start(broker)
+            cluster.start(broker, kafka_version=cluster.upgrade_to)
             ready = stack.krm("check", "ready", "--broker", str(broker), "--wait", "180")
             assert ready.returncode == 0, f"check ready {broker}: {ready.stdout}{ready.stderr}"
+        for controller in cluster.controller_ids if cluster.upgrade_to else ():  # KRaft: the quorum, one voter at a time
+            wait_for(lambda: _quorum_whole(stack), 120, "every voter caught up")
+            cluster.stop(controller)
+            cluster.start(controller, kafka_version=cluster.upgrade_to)
+        if cluster.upgrade_to:
+            wait_for(lambda: _quorum_whole(stack), 120, "every voter caught up")
+            versions = {n["kafka_version"] for n in [*cluster.status()["brokers"].values(),
+                                                     *cluster.status()["controllers"].values()]}
+            assert versions == {cluster.upgrade_to}
         # Kafka's own view settled: nothing under-replicated; krm's too
         wait_for(lambda: not _describe(cluster, topic, "--under-replicated-partitions"), 120, "ISR whole (kafka-topics)")
         wait_for(lambda: not series(scrape(stack.url), "krm_broker_down", cluster=cluster.name), 60,
