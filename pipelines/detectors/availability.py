@@ -50,4 +50,8 @@ def _plan(view: PartitionView) -> Any:
 
 RULE = Rule(TYPE, {LEADER_UNREACHABLE: "critical", CANARY_FAILED: "critical"}, "partition",
             "clients cannot use the partition, before the controller says so", scope="offsets", plan=_plan,
-            affected=_affected)
+            affected=_affected,
+            routine=(
+            "A controlled shutdown hands leadership over before the ports close, so a gated restart shows none; a "
+            "crashed or hung leader does (critical) until the controller acts. Its alert waits 5 s, past the sub- "
+            "second gaps of a starting cluster."))

@@ -42,11 +42,19 @@ BROKER_EXPANSION = "broker_expansion"
 UNEVEN = "uneven_assignment"
 RULES = {
     PREFERRED: Rule(PREFERRED, {None: "warning"}, "driver",
-                    "a broker not leading more than leader.imbalance.per.broker.percentage of its preferred partitions"),
-    LEADER_SKEW: Rule(LEADER_SKEW, {None: "warning"}, "driver", "a broker leading far more or fewer than the mean"),
+                    "a broker not leading more than leader.imbalance.per.broker.percentage of its preferred partitions",
+            routine=(
+            "After a rolling restart the restarted brokers lead nothing until the preferred election "
+            "(auto.leader.rebalance.enable): a warning, its alert waits 10 minutes.")),
+    LEADER_SKEW: Rule(LEADER_SKEW, {None: "warning"}, "driver", "a broker leading far more or fewer than the mean",
+            routine=(
+            "As PREFERRED_LEADER_IMBALANCE after a restart; a warning with a 10-minute alert.")),
     REPLICA_IMBALANCE: Rule(REPLICA_IMBALANCE, {PARTITION_EXPANSION: "warning", BROKER_EXPANSION: "warning",
                                                 UNEVEN: "warning"}, "driver",
-                            "replicas unevenly spread: a broker left out by an expansion or an uneven assignment"),
+                            "replicas unevenly spread: a broker left out by an expansion or an uneven assignment",
+            routine=(
+            "A broker added (expansion) holds nothing until a reassignment: a warning with a 30-minute alert; "
+            "nothing is judged while a reassignment runs.")),
 }
 DEFAULT_IMBALANCE_PERCENTAGE = 10  # Kafka's leader.imbalance.per.broker.percentage
 

@@ -55,4 +55,8 @@ def _plan(view: ClusterView) -> Any:
 
 RULE = Rule(TYPE, {NO_CONTROLLER: "critical", MULTIPLE: "critical", NO_QUORUM_LEADER: "critical",
                    VOTER_LAGGING: "warning", QUORUM_AT_RISK: "warning"}, "cluster",
-            "no active controller, more than one, or a KRaft quorum losing its majority", plan=_plan)
+            "no active controller, more than one, or a KRaft quorum losing its majority", plan=_plan,
+            routine=(
+            "A controller fail-over (ZooKeeper mode) lasts under its 5 s grace; restarting one KRaft voter of "
+            "three is `voter_lagging` / `quorum_at_risk` (warnings). No active controller or no quorum stops "
+            "every election: critical."))

@@ -92,4 +92,7 @@ def _plan(view: PartitionView) -> Any:
 
 RULE = Rule(TYPE, {FOLLOWER_UNREACHABLE: "critical", FOLLOWER_BEHIND: "critical"}, "partition",
             "the HW held still for a window while the leader's log is ahead: acks=all producers hang",
-            scope="offsets", plan=_plan, affected=lambda v: of(v)["stalled"])
+            scope="offsets", plan=_plan, affected=lambda v: of(v)["stalled"],
+            routine=(
+            "A controlled shutdown takes the broker out of the ISR before it stops, so no HW waits for it; a "
+            "stall means a live ISR follower holds acks=all producers: critical."))

@@ -154,11 +154,21 @@ def _plan_of(kind: str) -> Any:
 
 RULES = {
     UNDER_REPLICATED: Rule(UNDER_REPLICATED, {None: "warning"}, "partition", "a led partition with |ISR| < RF",
-                           scope="topic", plan=_plan_of(UNDER_REPLICATED), affected=incomplete),
+                           scope="topic", plan=_plan_of(UNDER_REPLICATED), affected=incomplete,
+            routine=(
+            "Every rolling restart, upgrade or broker stop makes the stopped broker's partitions under-replicated "
+            "until it catches up; Kafka heals it. A reassignment does not (RF = replicas minus adding ones). "
+            "Warning only, its alert waits 5 minutes.")),
     UNDER_MIN_ISR: Rule(UNDER_MIN_ISR, {None: "critical"}, "partition",
                         "|ISR| < min(min.insync.replicas, RF): acks=all producers fail", scope="topic",
-                        plan=_plan_of(UNDER_MIN_ISR), affected=incomplete),
+                        plan=_plan_of(UNDER_MIN_ISR), affected=incomplete,
+            routine=(
+            "A gated rolling restart (`krm check shutdown --wait`) never goes below min ISR where RF > min ISR; "
+            "where RF = min ISR any stop refuses acks=all writes: clients fail, critical by design.")),
     AT_MIN_ISR: Rule(AT_MIN_ISR, {None: "warning"}, "partition",
                      "ISR members lost down to min ISR: one more loss stops acks=all", scope="topic",
-                     plan=_plan_of(AT_MIN_ISR), affected=incomplete),
+                     plan=_plan_of(AT_MIN_ISR), affected=incomplete,
+            routine=(
+            "Each stop of a rolling restart with RF = min ISR + 1 puts the stopped broker's partitions here: the "
+            "warning is the advice not to stop another broker now (its alert waits 1 minute).")),
 }

@@ -95,4 +95,7 @@ def _affected(view: PartitionView) -> Any:
 
 
 RULE = Rule(TYPE, {None: "warning"}, "partition", "a follower behind its leader (messages or estimated seconds)",
-            scope="offsets", plan=_plan, affected=_affected)
+            scope="offsets", plan=_plan, affected=_affected,
+            routine=(
+            "A restarted broker catches up (warning, 2-minute alert); replicas a reassignment adds are progress "
+            "(PARTITION_REASSIGNING), not lag."))

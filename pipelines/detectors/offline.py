@@ -136,4 +136,8 @@ def _plan(view: PartitionView) -> Any:
 
 
 RULE = Rule(TYPE, {c: "critical" for c in CAUSES}, "partition", "no live leader: nobody can produce or consume",
-            scope="topic", plan=_plan, affected=lambda v: of(v)["is_offline"])
+            scope="topic", plan=_plan, affected=lambda v: of(v)["is_offline"],
+            routine=(
+            "No routine operation causes it on a replicated partition: a controlled shutdown moves leadership "
+            "first. RF-1 partitions of a stopped broker are offline for real (clients fail): critical by design; "
+            "`krm check shutdown` flags them before."))

@@ -56,4 +56,6 @@ def _plan(view: PartitionView) -> Any:
 
 
 RULE = Rule(TYPE, {IN_PROGRESS: "info"}, "partition", "a reassignment is adding or removing replicas of the partition",
-            scope="topic", plan=_plan, affected=_moving)
+            scope="topic", plan=_plan, affected=_moving,
+            routine=(
+            "A reassignment is routine: info, the `krm_partition_reassigning` series, never an alert."))

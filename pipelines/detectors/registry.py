@@ -36,3 +36,13 @@ EVENT_TYPES: frozenset[str] = frozenset(r.type for r in RULES if r.event)
 
 def of_subject(subject: str) -> tuple[Rule, ...]:
     return tuple(r for r in RULES if r.subject == subject)
+
+
+def routine_table() -> str:
+    """docs/routine-operations.md's table, from each rule's own `routine` text (a test keeps them equal):
+    `.venv/bin/python -c 'from pipelines.detectors.registry import routine_table; print(routine_table())'`."""
+    rows = ["| incident | severities | what routine operations do to it |", "|---|---|---|"]
+    for r in RULES:
+        levels = " / ".join(s for s in ("critical", "warning", "info") if s in set(r.severity.values()))
+        rows.append(f"| `{r.type}` | {levels} | {r.routine} |")
+    return "\n".join(rows) + "\n"

@@ -38,12 +38,18 @@ class Rule:
     plan: Callable[[Any], Any] | None = None  # view -> array<finding row> Column (nulls allowed)
     affected: Callable[[Any], Any] | None = None  # PartitionView -> boolean Column; shared callables count once
     event: bool = False  # a moment, not a state: held open for `event_hold_s`, then resolved
+    # what routine operations (rolling restart or upgrade, an operator's stop and start, a broker added,
+    # a reassignment, a preferred election) do to it, and why it pages or not: critical means clients
+    # fail or one more failure loses data; what an operator caused on purpose and Kafka heals is a warning
+    routine: str = ""
 
     def __post_init__(self) -> None:
         if self.subject not in ("partition", "cluster", "driver"):
             raise ValueError(f"{self.type}: unknown subject {self.subject!r}")
         if (self.plan is None) != (self.subject == "driver"):
             raise ValueError(f"{self.type}: a {self.subject} rule {'needs' if self.plan is None else 'has no'} plan")
+        if not self.routine:
+            raise ValueError(f"{self.type}: say what routine operations do to it (`routine`)")
         if self.subject == "partition" and (self.scope not in ("topic", "offsets") or self.affected is None):
             raise ValueError(f"{self.type}: a partition rule needs scope 'topic' or 'offsets' and `affected`")
 

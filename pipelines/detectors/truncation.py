@@ -95,7 +95,12 @@ def _truncation_plan(view: PartitionView) -> Any:
 
 REGRESSION_RULE = Rule(REGRESSION, {None: "critical"}, "partition",
                        "the high watermark went back: committed messages are lost", scope="offsets",
-                       plan=_regression_plan, affected=changed, event=True)
+                       plan=_regression_plan, affected=changed, event=True,
+            routine=(
+            "No routine operation moves a high watermark back: always data loss, critical."))
 TRUNCATION_RULE = Rule(TRUNCATION, {UNCOMMITTED: "warning", BELOW_HW: "critical"}, "partition",
                        "a replica's log end offset went back", scope="offsets", plan=_truncation_plan,
-                       affected=changed, event=True)
+                       affected=changed, event=True,
+            routine=(
+            "A restarted old leader truncating its uncommitted suffix is normal (warning); below the HW is data "
+            "loss (critical)."))

@@ -121,5 +121,9 @@ def _plan(view: PartitionView) -> Any:
 # declared severities; a last-known-leader election whose HW went back in the same poll is critical
 RULE = Rule(TYPE, {NOT_ELIGIBLE: "critical", LAST_KNOWN_ELR: "warning", UNCONFIRMED: "info"}, "partition",
             "a leader elected from outside the ISR and the ELR", scope="offsets", plan=_plan, affected=changed,
-            event=True)
+            event=True,
+            routine=(
+            "A reassignment moves the leader onto a replica that joined the ISR between two polls: not judged. A "
+            "leader outside the ISR krm saw pages only with proof of lost data (HW back, or the new leader's log "
+            "below the HW); otherwise `unconfirmed` (info)."))
 CAUSES = RULE.causes

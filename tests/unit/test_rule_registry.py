@@ -65,4 +65,16 @@ def test_spark_rules_have_plans_and_driver_rules_none():
 ])
 def test_a_malformed_rule_is_refused(kwargs, message):
     with pytest.raises(ValueError, match=message):
-        Rule("X", {None: "warning"}, summary="x", **kwargs)
+        Rule("X", {None: "warning"}, summary="x", **{"routine": "none", **kwargs})
+
+
+def test_a_rule_must_say_what_routine_operations_do_to_it():
+    with pytest.raises(ValueError, match="routine"):
+        Rule("X", {None: "warning"}, "driver", "x")
+
+
+def test_routine_operations_doc_is_generated_from_the_rules():
+    from pipelines.detectors.registry import routine_table
+
+    doc = (ROOT / "docs" / "routine-operations.md").read_text()
+    assert routine_table() in doc, "regenerate docs/routine-operations.md's table (see its header)"
