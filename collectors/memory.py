@@ -44,6 +44,26 @@ class Seen:
 class PartitionMemory:
     def __init__(self) -> None:
         self._seen: dict[tuple[str, int], Seen] = {}
+        # partitions being moved: (adding replicas, their highest LEOs seen, when one last grew)
+        self._moves: dict[tuple[str, int], tuple[tuple[int, ...], dict[int, int], int]] = {}
+
+    def _progress(self, key: tuple[str, int], p: dict[str, Any], leos: dict[int, int], at_ms: int) -> None:
+        """`reassignment_progress_ms`: when the adding replicas last copied anything (a log end offset
+        of one of them grew), so a reassignment that stopped moving shows (PARTITION_REASSIGNING
+        `stalled`). A poll they did not answer is no news."""
+        adding = tuple(p.get("adding_replicas") or ())
+        if not adding:
+            self._moves.pop(key, None)
+            return
+        now = {b: leos[b] for b in adding if b in leos}
+        before = self._moves.get(key)
+        if before is None or before[0] != adding:
+            self._moves[key] = (adding, now, at_ms)
+        else:
+            _, seen, since = before
+            if any(o > seen.get(b, -1) for b, o in now.items()):
+                self._moves[key] = (adding, {**seen, **now}, at_ms)
+        p["reassignment_progress_ms"] = self._moves[key][2]
 
     def annotate(self, topic: str, p: dict[str, Any], at_ms: int) -> dict[str, Any]:
         """Add write_rate / hw_stalled_since_ms / previous to partition dict `p` (in place) and
@@ -56,6 +76,7 @@ class PartitionMemory:
         epoch = p.get("leader_epoch")
         leos = {r["broker"]: r["log_end_offset"] for r in p.get("replica_offsets") or ()}
         leader_leo = leos.get(leader)
+        self._progress(key, p, leos, at_ms)
         since = None
         if hw is not None and leader_leo is not None and leader_leo > hw:
             # the clock starts at the first poll that saw this HW behind the LEO, not when it was set:
@@ -89,6 +110,15 @@ class PartitionMemory:
                 p["previous"]["replicas"] = list(prev.replicas)
             if prev.adding:
                 p["previous"]["adding_replicas"] = list(prev.adding)
+        elected = leader >= 0 and (prev.leader != leader or (prev.leader_epoch is not None and epoch is not None
+                                                              and prev.leader_epoch != epoch))
+        if elected and hw is None:
+            # A new leader that has not answered yet (it returns no offsets until its HW is
+            # established): keep the state before the election, so the next poll, which reads its
+            # offsets, carries the same `previous` and an unclean election is judged with them.
+            self._seen[key] = Seen(at_ms, prev.leader, prev.leader_epoch, prev.isr, prev.hw, prev_leos, prev.hw_since_ms,
+                                   prev.hw_peak, prev.elr, prev.last_known_elr, prev.replicas, prev.adding)
+            return p
         # Remember the last known offsets of replicas that did not answer this time (a dead broker):
         # its truncation shows when it comes back, and a regression of a leaderless HW when it returns.
         known_hw = hw if hw is not None else prev.hw
@@ -102,3 +132,5 @@ class PartitionMemory:
         """Drop partitions of deleted topics, so memory follows the cluster's size."""
         for key in [k for k in self._seen if k not in present]:
             del self._seen[key]
+        for key in [k for k in self._moves if k not in present]:
+            del self._moves[key]

@@ -107,6 +107,8 @@ class PipelineConfig:
     event_hold_s: float = setting(900.0, minimum=0.0)  # events (unclean election, truncation, regression) stay open this long
     # a broker stopped by a controlled shutdown (BROKER_DOWN `stopped`, warning) turns critical after this long down
     planned_stop_max_s: float = setting(600.0, minimum=0.0)
+    # PARTITION_REASSIGNING turns `stalled` (warning) when its adding replicas copied nothing this long
+    reassignment_stall_s: float = setting(300.0, minimum=0.0)
     leader_skew_tolerance: float = setting(0.5, minimum=0.0)  # LEADER_SKEW beyond this share of the mean leaders per broker
     # REPLICA_IMBALANCE (cluster) below this share under the mean
     replica_imbalance_tolerance: float = setting(0.2, minimum=0.0, maximum=1.0)

@@ -29,6 +29,7 @@ class DetectorSettings:
     lag_messages: int = default_of(PipelineConfig, "replica_lag_messages")
     lag_seconds: float = default_of(PipelineConfig, "replica_lag_seconds")
     planned_stop_max_ms: int = int(default_of(PipelineConfig, "planned_stop_max_s") * 1000)
+    reassignment_stall_ms: int = int(default_of(PipelineConfig, "reassignment_stall_s") * 1000)
 
 
 def topic_rows(obs: Any, observed_at_ms: Any, settings: DetectorSettings) -> Any:

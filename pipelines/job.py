@@ -66,7 +66,8 @@ def detector_settings(config: Config) -> F_.DetectorSettings:
     return F_.DetectorSettings(
         hw_stall_window_ms=None if p.hw_stall_window_s is None else int(p.hw_stall_window_s * 1000),
         lag_messages=p.replica_lag_messages, lag_seconds=p.replica_lag_seconds,
-        planned_stop_max_ms=int(p.planned_stop_max_s * 1000))
+        planned_stop_max_ms=int(p.planned_stop_max_s * 1000),
+        reassignment_stall_ms=int(p.reassignment_stall_s * 1000))
 
 
 def event_hold_ms(config: Config) -> dict[str, int]:

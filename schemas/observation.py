@@ -110,6 +110,7 @@ PARTITION = Struct((
     # the new replicas; these are the ones being added (not yet a full replica) and being removed
     ("adding_replicas", Array(INT), False),
     ("removing_replicas", Array(INT), False),
+    ("reassignment_progress_ms", LONG, False),  # v2: when an adding replica's log last grew (collectors/memory.py)
 ))
 
 VOTER = Struct((  # one KRaft controller quorum voter, as the quorum leader reports it

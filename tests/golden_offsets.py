@@ -88,3 +88,7 @@ EVIDENCE = [
     (6, 3, 1, [1, 2], 100, 100, 100, 120, [1, 2, 3], None, ("not_in_isr_or_elr", "critical"),
      "its log ends below the highest HW krm saw (120), though level with the last one"),
 ]
+EVIDENCE += [
+    (7, 3, 1, [1, 2], None, 100, None, 100, [1, 2, 3], None, None,
+     "the new leader's offsets not known yet: no verdict now, the collector carries `previous` to the next poll"),
+]

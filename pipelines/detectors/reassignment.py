@@ -3,7 +3,10 @@ moving the partition: some replica is being added or removed (TopicCommand.isRea
 tools/src/main/java/org/apache/kafka/tools/TopicCommand.java).
 
 It is routine work, not a fault: severity `info`, one incident per moved partition from the first
-poll that lists it to the first that does not, feeding `krm_partition_reassigning`. Its details
+poll that lists it to the first that does not, feeding `krm_partition_reassigning`. It turns
+`stalled` (warning) when an adding replica still has messages to copy and none of them copied
+anything for `[pipeline] reassignment_stall_s` (the collector's `reassignment_progress_ms`): a
+throttle set too low, an adding broker down or out of disk. Its details
 carry the move (adding, removing) and its progress: how many messages each adding replica still has
 to copy (the leader's log end offset minus the replica's), where the poll read offsets. While it
 runs, UNDER_REPLICATED counts the replicas minus the adding ones (pipelines/detectors/isr.py) and
@@ -19,6 +22,7 @@ from pipelines.detectors.rule import PartitionView, Rule
 
 TYPE = "PARTITION_REASSIGNING"
 IN_PROGRESS = "in_progress"
+STALLED = "stalled"  # an adding replica still has to copy, and none copied anything for reassignment_stall_s
 
 
 def copy_left(leader: int, leos: dict[int, int], adding: Sequence[int] | None) -> dict[int, int]:
@@ -51,11 +55,16 @@ def _plan(view: PartitionView) -> Any:
         lambda o: F.struct(o["broker"].alias("broker"),
                            F.greatest(leader_leo - o["log_end_offset"], F.lit(0)).alias("messages_to_copy")))
     details = view.details(adding.alias("adding"), F.coalesce(p["removing_replicas"], F.array().cast("array<int>"))
-                           .alias("removing"), progress.alias("progress"))
-    return F.array(F.when(_moving(view), view.finding(RULE, IN_PROGRESS, details)))
+                           .alias("removing"), progress.alias("progress"),
+                           p["reassignment_progress_ms"].alias("last_progress_ms"))
+    still_to_copy = F.exists(progress, lambda x: x["messages_to_copy"] > 0)
+    idle = view.observed_at_ms - p["reassignment_progress_ms"] > F.lit(view.settings.reassignment_stall_ms)
+    cause = F.when(F.coalesce(still_to_copy & idle, F.lit(False)), F.lit(STALLED)).otherwise(F.lit(IN_PROGRESS))
+    return F.array(F.when(_moving(view), view.finding(RULE, cause, details)))
 
 
-RULE = Rule(TYPE, {IN_PROGRESS: "info"}, "partition", "a reassignment is adding or removing replicas of the partition",
-            scope="topic", plan=_plan, affected=_moving,
+RULE = Rule(TYPE, {IN_PROGRESS: "info", STALLED: "warning"}, "partition",
+            "a reassignment is adding or removing replicas of the partition", scope="topic", plan=_plan, affected=_moving,
             routine=(
-            "A reassignment is routine: info, the `krm_partition_reassigning` series, never an alert."))
+            "A reassignment is routine: info and the `krm_partition_reassigning` series; a warning (5-minute "
+            "alert) only when its adding replicas stopped copying for `reassignment_stall_s`. Never a page."))

@@ -25,7 +25,9 @@ reassignment does exactly that: the adding replicas join the ISR, then the contr
 leader onto one of them and drops the old replicas, often between two polls (Kafka completes a
 reassignment only once every target replica is in the ISR: ReplicationControlManager /
 PartitionReassignmentReplicas in KRaft, KafkaController.isReassignmentComplete in ZooKeeper mode).
-So an election outside the previous ISR pages only with evidence that data went missing:
+So an election outside the previous ISR pages only with evidence that data went missing, read once the
+new leader answers (it returns no offsets until its HW is established; the collector then carries the
+pre-election state as `previous` to the next poll, collectors/memory.py):
 - a leader that the previous poll listed as an adding replica, or that was not a replica at all
   then (the assignment changed in between), was moved by a reassignment: no finding;
 - `not_in_isr_or_elr` (critical) needs proof of loss in the same observation: the high watermark
@@ -70,6 +72,8 @@ def classify_election(leader: int, previous_leader: int | None, previous_isr: Se
     went_back = hw is not None and previous_hw is not None and hw < previous_hw
     if leader in (previous_last_known_elr or ()):
         return ElectionVerdict(LAST_KNOWN_ELR, "critical" if went_back else RULE.severity_of(LAST_KNOWN_ELR))
+    if hw is None and leader_leo is None:
+        return None  # the new leader's offsets are not known yet: the next poll carries the same `previous`
     peak = previous_max_hw if previous_max_hw is not None else previous_hw
     short = leader_leo is not None and peak is not None and leader_leo < peak
     if went_back or short:
@@ -103,8 +107,9 @@ def election_columns(p: Any) -> dict[str, Any]:
     short = F.coalesce(leader_leo < F.coalesce(prev["max_high_watermark"], prev["high_watermark"]), no)
     cause = (F.when(last_known, F.lit(LAST_KNOWN_ELR)).when(went_back | short, F.lit(NOT_ELIGIBLE))
              .otherwise(F.lit(UNCONFIRMED)))
+    offsets_known = p["high_watermark"].isNotNull() | leader_leo.isNotNull()
     return {
-        "unclean": F.coalesce(elected & ~was_eligible & ~moved, no),
+        "unclean": F.coalesce(elected & ~was_eligible & ~moved & (last_known | offsets_known), no),
         "cause": cause,
         "severity": (F.when(last_known & went_back, F.lit("critical"))
                      .otherwise(RULE.severity_column(cause))),

@@ -194,6 +194,8 @@ def test_rolling_restart_pages_nobody_and_a_crash_still_pages(stack):
         time.sleep(3)  # Prometheus scraped and evaluated the settled state
     finally:
         producer.stop()
+    print(f"\n[{cluster.mode}] rolling {'upgrade' if cluster.upgrade_to else 'restart'}: {producer.ok} acks=all writes, "
+          f"{producer.failed} failed, {time.time() - started:.0f}s")
     assert producer.failed == 0, producer.errors[:5]
     assert producer.ok > 500
     assert stack.critical_fired(started) == [], "a clean rolling restart paged"

@@ -224,3 +224,20 @@ def test_a_reassigning_partition_is_info_not_under_replicated_nor_lagging(spark)
     details = json.loads(found[0].details)
     assert (details["adding"], details["removing"]) == ([3, 4], [1, 2])
     assert details["progress"] == [{"broker": 3, "messages_to_copy": 89_500}, {"broker": 4, "messages_to_copy": 90_000}]
+
+
+@pytest.mark.parametrize("progress_ms, leo, expected", [
+    (700_000, 500, ("in_progress", "info")),  # copied 300 s before the poll (1_000_000): within 300 s... at the edge
+    (600_000, 500, ("stalled", "warning")),  # nothing copied for 400 s while 89,500 messages are left
+    (600_000, 90_000, ("in_progress", "info")),  # caught up, waiting to join the ISR: not a copy stall
+])
+def test_a_reassignment_that_stopped_copying_is_stalled(spark, progress_ms, leo, expected):
+    parts = [{"partition": 0, "leader": 1, "leader_epoch": 3, "replicas": [1, 2, 3], "isr": [1, 2],
+              "adding_replicas": [3], "removing_replicas": [2], "high_watermark": 90_000,
+              "reassignment_progress_ms": progress_ms,
+              "replica_offsets": [{"broker": b, "log_end_offset": o} for b, o in ((1, 90_000), (2, 90_000), (3, leo))]}]
+    topic = topic_record("c1", "admin", 7, 1_000_000, topic="mv", live_brokers=[1, 2, 3], partitions=parts,
+                         min_insync_replicas=2, unclean_leader_election=False)
+    rows = alert_rows(valid(parse(_batch(spark, [json.dumps(topic)]))), DetectorSettings(reassignment_stall_ms=300_000))
+    (f,) = [r for r in rows.collect() if r.row_type == "finding"]
+    assert (f.type, (f.cause, f.severity)) == ("PARTITION_REASSIGNING", expected)

@@ -71,3 +71,32 @@ def test_peak_hw_survives_a_regression():
     m.annotate("t", part(leader=2, epoch=1, isr=(2,), hw=50, leos={2: 50}), 2_000)
     p = m.annotate("t", part(leader=2, epoch=1, isr=(2,), hw=50, leos={1: 50, 2: 50}), 3_000)
     assert p["previous"]["high_watermark"] == 50 and p["previous"]["max_high_watermark"] == 150
+
+
+def test_an_election_is_carried_until_the_new_leader_answers():
+    """docs/cases/restart-order-truncation.md: 2 (out of the ISR) elected; its first poll has no HW yet
+    (a new leader returns none until its HW is established), so the next poll, with its offsets,
+    carries the same pre-election `previous`: the unclean election is judged with proof (HW 150 -> 50)."""
+    m = PartitionMemory()
+    m.annotate("t", part(leader=1, epoch=3, isr=(1,), hw=150, leos={1: 150, 2: 50}, replicas=(1, 2)), 1_000)
+    first = m.annotate("t", part(leader=2, epoch=4, isr=(2,), hw=None, leos={}, replicas=(1, 2)), 2_000)
+    assert (first["previous"]["leader"], first["previous"]["isr"]) == (1, [1])
+    second = m.annotate("t", part(leader=2, epoch=4, isr=(2,), hw=50, leos={2: 50}, replicas=(1, 2)), 3_000)
+    assert (second["previous"]["leader"], second["previous"]["isr"], second["previous"]["high_watermark"]) == (1, [1], 150)
+    third = m.annotate("t", part(leader=2, epoch=4, isr=(2,), hw=60, leos={2: 60}, replicas=(1, 2)), 4_000)
+    assert "previous" not in third  # judged once with offsets; then the new leader is the reference
+
+
+def test_reassignment_progress_is_when_an_adding_replica_last_copied():
+    m = PartitionMemory()
+
+    def moving(leos):
+        p = part(replicas=(1, 2, 3, 4), isr=(1, 2), hw=1000, leos={1: 1000, 2: 1000, **leos})
+        p["adding_replicas"] = [3, 4]
+        return p
+    assert m.annotate("t", moving({3: 0, 4: 0}), 1_000)["reassignment_progress_ms"] == 1_000
+    assert m.annotate("t", moving({3: 200, 4: 0}), 2_000)["reassignment_progress_ms"] == 2_000
+    assert m.annotate("t", moving({3: 200, 4: 0}), 3_000)["reassignment_progress_ms"] == 2_000  # nothing copied
+    assert m.annotate("t", moving({}), 4_000)["reassignment_progress_ms"] == 2_000  # no answer: no news
+    assert m.annotate("t", moving({3: 200, 4: 10}), 5_000)["reassignment_progress_ms"] == 5_000
+    assert "reassignment_progress_ms" not in m.annotate("t", part(), 6_000)  # done
