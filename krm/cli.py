@@ -131,6 +131,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     import signal
 
     config = load_config(_resolve_config(args.config))
+    if getattr(args, "cluster", None):  # `krm collect --cluster A --cluster B`: this process polls only these
+        from dataclasses import replace
+
+        config = replace(config, clusters=tuple(config.cluster(name) for name in dict.fromkeys(args.cluster)))
     faulthandler.register(signal.SIGUSR1, all_threads=True)  # `kill -USR1`: every thread's stack on stderr
     collect, pipeline = {"run": (True, True), "collect": (True, False), "pipeline": (False, True)}[args.command]
     monitor = Monitor(config, collect=collect, pipeline=pipeline).start()
@@ -147,6 +151,11 @@ def cmd_incidents(args: argparse.Namespace) -> int:
     from pipelines.job import Tables
 
     from pipelines.detectors.registry import INCIDENT_TYPES
+
+    if args.action:
+        if args.action[0] != "show" or len(args.action) != 2:
+            raise KrmError(f"unknown incidents action {' '.join(args.action)!r}: use `krm incidents show INCIDENT_ID`")
+        return cmd_incident_show(args, args.action[1])
 
     unknown = sorted(set(args.type or ()) - set(INCIDENT_TYPES))
     if unknown:
@@ -172,6 +181,115 @@ def cmd_incidents(args: argparse.Namespace) -> int:
     widths = [max(len(r[c]) for r in rows) for c in range(len(rows[0]) - 1)]  # sized to the content
     for r in rows:
         print("  ".join(v.ljust(w) for v, w in zip(r, widths)) + "  " + r[-1])
+    return 0
+
+
+SHOW_CHANGES = 10  # state changes of the partition `krm incidents show` prints, up to the incident's opening and after
+
+
+def cmd_incident_show(args: argparse.Namespace, incident_id: str) -> int:
+    import datetime as dt
+
+    from krm.config import load_config
+    from krm.timeline import changes, read_states
+    from pipelines.detectors.registry import BY_TYPE
+    from pipelines.incident_store import IncidentStore, to_json_obj
+    from pipelines.job import Tables
+
+    config = load_config(_resolve_config(args.config))
+    tables = Tables(config.pipeline.data_dir)
+    found = [i for i in IncidentStore(tables.incidents).read() if i.incident_id == incident_id]
+    if not found:
+        raise KrmError(f"no incident {incident_id!r} in {tables.incidents} (`krm incidents --json` lists them)")
+    inc = found[0]
+    rule = BY_TYPE.get(inc.type)
+    history: list[Any] = []
+    if inc.topic is not None and inc.partition is not None and tables.partition_state.is_table():
+        now = dt.datetime.now(dt.timezone.utc)
+        opened = dt.datetime.fromtimestamp(inc.opened_at_ms / 1000, dt.timezone.utc)
+        states = read_states(tables.partition_state, inc.topic, inc.partition, now - opened + dt.timedelta(hours=1),
+                             now=now, cluster=inc.cluster)
+        history = changes(states)
+        before = [e for e in history if e.at <= opened][-SHOW_CHANGES:]
+        history = before + [e for e in history if e.at > opened][:SHOW_CHANGES]
+    obj = to_json_obj(inc) | {"summary": rule.summary if rule else None, "routine": rule.routine if rule else None,
+                              "changes": [e.to_json() for e in history]}
+    if args.json:
+        print(json.dumps(obj, indent=2, default=str))
+        return 0
+    where = f"{inc.topic}-{inc.partition}" if inc.topic is not None else (f"broker {inc.broker}" if inc.broker is not None
+                                                                         else "cluster")
+    print(f"{inc.severity.upper()} {inc.type} ({inc.cause or '-'}) on {inc.cluster} {where}  [{inc.status}]")
+    print(f"  id          {inc.incident_id}")
+    print(f"  opened      {obj['opened_at']}   last seen {obj['last_seen_at']}   resolved {obj['resolved_at'] or '-'}")
+    if inc.broker is not None:
+        print(f"  broker      {inc.broker}")
+    for key in ("must_return", "holding_back", "out_of_sync", "leader", "isr", "elr", "replicas", "root_cause"):
+        if inc.details.get(key) is not None:
+            print(f"  {key:<12}{inc.details[key]}")
+    if rule:
+        print(f"  means       {rule.summary}")
+        print(f"  routine     {rule.routine}")
+    print("  details     " + json.dumps({k: v for k, v in inc.details.items()}, default=str))
+    if history:
+        print(f"  the partition's changes around the opening (up to {SHOW_CHANGES} before and after):")
+        for e in history:
+            print(f"    {e.at.isoformat(timespec='seconds')}  {e.what}")
+    return 0
+
+
+def cmd_timeline(args: argparse.Namespace) -> int:
+    import datetime as dt
+
+    from krm.config import load_config
+    from krm.lag import parse_since
+    from krm.timeline import plot, read_states, timeline
+    from pipelines.incident_store import IncidentStore
+    from pipelines.job import Tables
+
+    config = load_config(_resolve_config(args.config))
+    tables = Tables(config.pipeline.data_dir)
+    since = parse_since(args.since)
+    now = dt.datetime.now(dt.timezone.utc)
+    states = read_states(tables.partition_state, args.topic, args.partition, since, now=now, cluster=args.cluster)
+    incidents = [i for i in IncidentStore(tables.incidents).read() if args.cluster is None or i.cluster == args.cluster]
+    events = timeline(states, incidents, args.topic, args.partition, now - since)
+    if args.plot:
+        plot(states, events, args.topic, args.partition, Path(args.plot))
+        print(f"wrote {args.plot} ({len(states)} polls, {len(events)} events)", file=sys.stderr)
+    if args.json:
+        print(json.dumps([e.to_json() for e in events], indent=2, default=str))
+        return 0
+    if not events:
+        print(f"no history of {args.topic}-{args.partition} in the last {args.since}")
+        return 0
+    for e in events:
+        print(f"{e.at.isoformat(timespec='seconds')}  {e.kind:<9}{e.what}")
+    return 0
+
+
+def cmd_sql(args: argparse.Namespace) -> int:
+    import csv
+
+    from krm.config import load_config
+    from krm.sql import locations, run
+    from pipelines.job import Tables
+
+    config = load_config(_resolve_config(args.config))
+    result = run(args.query, locations(Tables(config.pipeline.data_dir)))
+    if args.json:
+        print(json.dumps([dict(zip(result.columns, r)) for r in result.rows], indent=2, default=str))
+    elif args.csv:
+        w = csv.writer(sys.stdout)
+        w.writerow(result.columns)
+        w.writerows(result.rows)
+    else:
+        cells = [[str(v) for v in r] for r in result.rows]
+        widths = [max([len(c)] + [len(r[i]) for r in cells]) for i, c in enumerate(result.columns)]
+        print("  ".join(c.ljust(w) for c, w in zip(result.columns, widths)))
+        for r in cells:
+            print("  ".join(v.ljust(w) for v, w in zip(r, widths)))
+        print(f"({len(result.rows)} row{'s' if len(result.rows) != 1 else ''})", file=sys.stderr)
     return 0
 
 
@@ -652,6 +770,10 @@ def build_parser() -> argparse.ArgumentParser:
                            ("pipeline", "only the pipeline: observations -> incidents, Delta tables, /metrics")):
         r = sub.add_parser(name, help=helptext)
         r.add_argument("--config", help="krm TOML config (default: $KRM_CONFIG or ./krm.toml)")
+        if name == "collect":
+            r.add_argument("--cluster", action="append", metavar="NAME",
+                           help="poll only this cluster of the config (repeatable): several collector processes, "
+                                "on several hosts, share one observations topic and one pipeline")
         r.set_defaults(func=cmd_run)
 
     asg = sub.add_parser("assign", help="Kafka's replica assignment, reproduced exactly")
@@ -721,12 +843,36 @@ def build_parser() -> argparse.ArgumentParser:
     rb.add_argument("--json", action="store_true", help="print the summary and the plan as JSON")
     rb.set_defaults(func=cmd_plan_rebalance, hard_exit=True)
 
-    i = sub.add_parser("incidents", help="incidents from the Delta table")
+    i = sub.add_parser("incidents", help="incidents from the Delta table; `incidents show ID`: one incident whole",
+                       description="List incidents, or `krm incidents show INCIDENT_ID` for one: its fields, what its "
+                                   "type means, and its partition's state changes around its opening.")
+    i.add_argument("action", nargs="*", metavar="show INCIDENT_ID", help="show one incident whole")
     i.add_argument("--config")
     i.add_argument("--open", action="store_true", help="only open incidents")
     i.add_argument("--type", action="append", help="only this incident type (repeatable)")
     i.add_argument("--json", action="store_true")
     i.set_defaults(func=cmd_incidents, hard_exit=True)
+
+    sq = sub.add_parser("sql", help="SQL over krm's tables (DuckDB over the Delta tables; no Spark)",
+                        description="Each table is registered under its name: observations, partition_state, "
+                                    "replica_lag, assignments, incidents, quarantine, data_quality. docs/queries.md has "
+                                    "the questions operators ask, with their SQL.")
+    sq.add_argument("query", metavar="QUERY")
+    sq.add_argument("--config")
+    fmt = sq.add_mutually_exclusive_group()
+    fmt.add_argument("--json", action="store_true", help="a list of objects")
+    fmt.add_argument("--csv", action="store_true", help="CSV with a header row")
+    sq.set_defaults(func=cmd_sql, hard_exit=True)
+
+    tl = sub.add_parser("timeline", help="a partition's history from the tables: state changes and its incidents")
+    tl.add_argument("--config")
+    tl.add_argument("--topic", required=True)
+    tl.add_argument("--partition", type=int, required=True)
+    tl.add_argument("--cluster", help="only this cluster (default: every cluster in the tables)")
+    tl.add_argument("--since", default="2h", help="how far back: 90s, 15m, 2h, 2d (default 2h)")
+    tl.add_argument("--plot", metavar="FILE.png", help="also draw the leader and the ISR size over time, incidents shaded")
+    tl.add_argument("--json", action="store_true")
+    tl.set_defaults(func=cmd_timeline, hard_exit=True)
 
     chk = sub.add_parser("check", help="pre-maintenance checks")
     chks = chk.add_subparsers(dest="action", required=True, metavar="ACTION")

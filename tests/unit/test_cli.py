@@ -51,3 +51,20 @@ def test_local_cluster_ids_never_contain_a_dash():
 
     ids = [new_cluster_id() for _ in range(2000)]
     assert all("-" not in i and len(i) == 22 for i in ids) and len(set(ids)) == 2000
+
+
+def test_collect_cluster_must_name_a_configured_cluster(tmp_path, capsys):
+    cfg = tmp_path / "krm.toml"
+    cfg.write_text('[[clusters]]\nname = "eu"\nbootstrap_servers = "127.0.0.1:1"\n'
+                   '[[clusters]]\nname = "us"\nbootstrap_servers = "127.0.0.1:2"\n'
+                   '[observations]\nbootstrap_servers = "127.0.0.1:1"\n'
+                   f'[pipeline]\ndata_dir = "{tmp_path / "data"}"\n')
+    assert main(["collect", "--config", str(cfg), "--cluster", "asia"]) == 2
+    assert "no cluster named 'asia'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv", [["check", "ready", "--help"], ["check", "shutdown", "--help"]])
+def test_rolling_restart_gates_take_wait(argv, capsys):
+    with pytest.raises(SystemExit) as e:
+        main(argv)
+    assert e.value.code == 0 and "--wait SECONDS" in capsys.readouterr().out

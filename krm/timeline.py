@@ -1,0 +1,135 @@
+"""`krm timeline` and `krm incidents show`: one partition's history, changes only, from the Delta tables.
+
+The `partition_state` table holds every poll of every partition; an operator wants the moments it
+changed: the leader, its epoch, the replica set, the ISR (and, where reported, the ELR). Read through
+delta-rs and a pyarrow dataset scan filtered on the `date` partition column first (as krm/lag.py), so
+no Spark and no JVM; the changes are picked in one pass over the rows of one partition, oldest first.
+Incidents of the partition (opened, resolved) are merged in on the same time axis.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+from krm.errors import KrmError
+
+STATE_FIELDS = ("leader", "leader_epoch", "replicas", "isr")
+
+
+@dataclass(frozen=True)
+class Event:
+    at: dt.datetime
+    kind: str  # "state" | "opened" | "resolved"
+    what: str  # one line for a person
+    fields: dict[str, Any] = field(default_factory=dict)  # the machine-readable side
+
+    def to_json(self) -> dict[str, Any]:
+        return {"at": self.at.isoformat(), "kind": self.kind, "what": self.what, **self.fields}
+
+
+def read_states(table: Any, topic: str, partition: int, since: dt.timedelta, now: dt.datetime | None = None,
+                cluster: str | None = None, until: dt.datetime | None = None) -> list[dict[str, Any]]:
+    """Every poll of one partition within the window, oldest first, as dicts."""
+    import pyarrow.dataset as ds
+
+    from krm.storage import as_location
+
+    table = as_location(table)
+    if not table.is_table():
+        raise KrmError(f"no partition_state table at {table}: has the pipeline (`krm run`) written history yet?")
+    now = now or dt.datetime.now(dt.timezone.utc)
+    start = now - since
+    end = until or now
+    cond = ((ds.field("date") >= start.date()) & (ds.field("topic") == topic) & (ds.field("partition") == partition)
+            & (ds.field("observed_at") >= start) & (ds.field("observed_at") <= end))
+    if cluster is not None:
+        cond = cond & (ds.field("cluster") == cluster)
+    data = table.table().to_pyarrow_dataset()
+    cols = ["observed_at", "cluster", *STATE_FIELDS, "high_watermark", "leader_leo"]
+    t = data.to_table(columns=cols, filter=cond).sort_by("observed_at")
+    return t.to_pylist()
+
+
+def changes(rows: Iterable[dict[str, Any]]) -> list[Event]:
+    """The rows at which leader, epoch, replicas or ISR differ from the row before (the first row counts)."""
+    out: list[Event] = []
+    last: dict[str, tuple[Any, ...]] = {}
+    for r in rows:
+        key = tuple(tuple(r[f]) if isinstance(r[f], list) else r[f] for f in STATE_FIELDS)
+        if last.get(r["cluster"]) == key:
+            continue
+        before = last.get(r["cluster"])
+        last[r["cluster"]] = key
+        parts = [f"leader {r['leader']} (epoch {r['leader_epoch']})", f"ISR {r['isr']}", f"replicas {r['replicas']}"]
+        if before is not None:
+            moved = [n for n, a, b in zip(STATE_FIELDS, before, key) if a != b]
+            parts.append("changed: " + ", ".join(moved))
+        out.append(Event(_utc(r["observed_at"]), "state", "; ".join(parts),
+                         {"cluster": r["cluster"], **{f: r[f] for f in STATE_FIELDS},
+                          "high_watermark": r["high_watermark"], "leader_leo": r["leader_leo"]}))
+    return out
+
+
+def incident_events(incidents: Iterable[Any], topic: str, partition: int, start: dt.datetime) -> list[Event]:
+    """Opened / resolved moments of the partition's incidents (pipelines.incidents.Incident) since `start`."""
+    out = []
+    for i in incidents:
+        if i.topic != topic or i.partition != partition:
+            continue
+        ident = {"incident_id": i.incident_id, "type": i.type, "cause": i.cause, "severity": i.severity}
+        opened = _ms(i.opened_at_ms)
+        if opened >= start:
+            out.append(Event(opened, "opened", f"{i.severity} {i.type} ({i.cause or '-'}) opened: {i.incident_id}", ident))
+        if i.resolved_at_ms is not None and _ms(i.resolved_at_ms) >= start:
+            out.append(Event(_ms(i.resolved_at_ms), "resolved", f"{i.type} resolved: {i.incident_id}", ident))
+    return out
+
+
+def timeline(states: list[dict[str, Any]], incidents: Iterable[Any], topic: str, partition: int,
+             start: dt.datetime) -> list[Event]:
+    return sorted(changes(states) + incident_events(incidents, topic, partition, start), key=lambda e: e.at)
+
+
+def plot(states: list[dict[str, Any]], events: list[Event], topic: str, partition: int, out: Path) -> None:
+    """A PNG for a post-mortem: the leader and the ISR size per poll, incidents as shaded spans."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(10, 5), sharex=True)
+    times = [_utc(r["observed_at"]) for r in states]
+    ax1.step(times, [r["leader"] for r in states], where="post", label="leader")
+    ax1.set_ylabel("leader (-1: none)")
+    ax2.step(times, [len(r["isr"] or ()) for r in states], where="post", color="tab:orange", label="|ISR|")
+    ax2.step(times, [len(r["replicas"] or ()) for r in states], where="post", color="tab:gray", linestyle="--",
+             label="replicas")
+    ax2.set_ylabel("replicas")
+    ax2.legend(loc="lower left")
+    opened: dict[str, dt.datetime] = {}
+    for e in events:
+        if e.kind == "opened":
+            opened[e.fields["incident_id"]] = e.at
+        elif e.kind == "resolved" and e.fields["incident_id"] in opened:
+            began = opened.pop(e.fields["incident_id"])
+            for ax in (ax1, ax2):
+                ax.axvspan(began, e.at, color="tab:red", alpha=0.15)
+    end = times[-1] if times else dt.datetime.now(dt.timezone.utc)
+    for at in opened.values():  # still open
+        for ax in (ax1, ax2):
+            ax.axvspan(at, end, color="tab:red", alpha=0.15)
+    fig.suptitle(f"{topic}-{partition}: leader and ISR (incidents shaded)")
+    fig.autofmt_xdate()
+    fig.savefig(out, dpi=100)
+    plt.close(fig)
+
+
+def _utc(t: dt.datetime) -> dt.datetime:
+    return t if t.tzinfo is not None else t.replace(tzinfo=dt.timezone.utc)
+
+
+def _ms(ms: int) -> dt.datetime:
+    return dt.datetime.fromtimestamp(ms / 1000, dt.timezone.utc)
