@@ -20,14 +20,19 @@ os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 TIERS = ("unit", "spark", "integration", "e2e")  # one folder each under tests/
 
 
+@pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(items):
     """The tier marker follows the folder, so `-m unit` selects every pure test without relying on
-    each module's own `pytestmark`."""
+    each module's own `pytestmark`; and the tiers run in order, unit first (seconds), then spark,
+    integration and e2e, so a broken rule fails the run before any cluster starts."""
+    rank = {}
     for item in items:
         parts = item.path.parts
         tier = next((t for t in TIERS if t in parts[parts.index("tests") + 1:][:1]), None) if "tests" in parts else None
         if tier is not None and not item.get_closest_marker(tier):
             item.add_marker(getattr(pytest.mark, tier))
+        rank[item.nodeid] = TIERS.index(tier) if tier is not None else len(TIERS)
+    items.sort(key=lambda item: rank[item.nodeid])  # stable: file order within a tier
 
 
 @pytest.fixture(scope="session")
