@@ -66,7 +66,10 @@ class Monitor:
                 state = PipelineState(ready_window_s=self.ready_window_s)
                 p = self.config.pipeline
                 extra = (CollectorMetrics(self.collector),) if self.collector is not None else ()
-                self._server = serve(state, p.metrics_host, p.metrics_port, extra, p.web_config_file)
+                from krm.console import Console
+
+                self._server = serve(state, p.metrics_host, p.metrics_port, extra, p.web_config_file,
+                                     pages=Console(state, Tables(p.data_dir)))
                 if self._spark is None:
                     # a Spark master can take a minute to accept (or refuse) the application: say so meanwhile
                     state.update(pipeline_error=f"starting the Spark session on {p.spark_master}")

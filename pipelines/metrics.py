@@ -377,11 +377,12 @@ def _offset_series(incidents: tuple[Incident, ...], now: float) -> Iterator[Any]
 
 
 def serve(state: PipelineState | None, host: str, port: int, extra: tuple[Any, ...] = (),
-          web_config_file: Any = None, readiness: Any = None) -> Any:
+          web_config_file: Any = None, readiness: Any = None, pages: Any = None) -> Any:
     """Start the /metrics HTTP server on a daemon thread; returns the server (call .shutdown()).
     `extra`: more prometheus-client collectors (the collector daemon's own health). `web_config_file`:
     TLS and basic auth as Prometheus exporters take them (krm/web_config.py). `readiness`: what /readyz
-    answers (default: the pipeline state's)."""
+    answers (default: the pipeline state's). `pages`: a WSGI app with a `handles(path)` method served
+    beside /metrics under the same TLS and basic auth (the console, krm/console.py)."""
     from prometheus_client import CollectorRegistry, make_wsgi_app
 
     from krm.web_config import load_web_config, serve_wsgi
@@ -393,10 +394,10 @@ def serve(state: PipelineState | None, host: str, port: int, extra: tuple[Any, .
     for c in extra:
         registry.register(c)
     web = load_web_config(web_config_file) if web_config_file is not None else None
-    return serve_wsgi(with_probes(make_wsgi_app(registry), readiness), host, port, web)
+    return serve_wsgi(with_probes(make_wsgi_app(registry), readiness, pages), host, port, web)
 
 
-def with_probes(metrics_app: Any, readiness: Any = None) -> Any:
+def with_probes(metrics_app: Any, readiness: Any = None, pages: Any = None) -> Any:
     """/healthz (the process answers) and /readyz (`readiness()` -> (ready, why): 200 or 503 with the
     why) beside /metrics. Probes carry no data, so a web config's basic auth does not apply to them."""
     def app(environ: dict, start_response: Any) -> Any:
@@ -408,5 +409,7 @@ def with_probes(metrics_app: Any, readiness: Any = None) -> Any:
             ready, why = readiness() if readiness is not None else (True, "no readiness check")
             start_response("200 OK" if ready else "503 Service Unavailable", [("Content-Type", "text/plain")])
             return [f"{'ready' if ready else 'not ready'}: {why}\n".encode()]
+        if pages is not None and pages.handles(path):
+            return pages(environ, start_response)
         return metrics_app(environ, start_response)
     return app

@@ -44,7 +44,10 @@ def secured_metrics(tmp_path):
     state = PipelineState()
     state.update(clusters={"prod-eu-1": ClusterView(((1, True),), 1, None, 10_000)})
     port = free_port()
-    server = serve(state, "127.0.0.1", port, web_config_file=web)
+    from krm.console import Console
+    from pipelines.job import Tables
+
+    server = serve(state, "127.0.0.1", port, web_config_file=web, pages=Console(state, Tables(tmp_path / "data")))
     yield f"https://127.0.0.1:{port}/metrics", port, tmp_path
     server.shutdown()
 
@@ -58,6 +61,15 @@ def test_metrics_need_credentials(secured_metrics):
     assert ok.status_code == 200 and 'krm_cluster_reachable{cluster="prod-eu-1",reason=""} 1.0' in ok.text
     with pytest.raises(requests.exceptions.ConnectionError):  # no plaintext beside TLS
         requests.get(f"http://127.0.0.1:{port}/metrics", timeout=5)
+
+
+def test_console_is_under_the_same_tls_and_basic_auth(secured_metrics):
+    _url, port, tmp = secured_metrics
+    ca = str(tmp / "ca.pem")
+    for path in ("/", "/incidents", "/incidents/nope"):
+        assert requests.get(f"https://127.0.0.1:{port}{path}", verify=ca, timeout=5).status_code == 401, path
+    page = requests.get(f"https://127.0.0.1:{port}/", verify=ca, auth=("prometheus", "scrape-me"), timeout=5)
+    assert page.status_code == 200 and "prod-eu-1" in page.text and "<script" not in page.text
 
 
 def test_prometheus_scrapes_with_the_web_config(secured_metrics):

@@ -1,0 +1,271 @@
+"""The console: read-only HTML pages beside /metrics, on the same port, TLS and basic auth.
+
+Live pages (the overview, open incidents, a broker) read the pipeline's in-memory snapshot, the same
+one /metrics serves, so they cost no table read; history (resolved incidents, a partition's
+changes) comes from the Delta tables through delta-rs (krm/timeline.py), never Spark. Server-rendered
+with Jinja2 (autoescaped), no JavaScript and no asset from the internet: a chart is inline SVG.
+
+Routes: `/` clusters, `/incidents` (filters: cluster, type, severity, status=open|all),
+`/incidents/<id>`, `/partitions/<cluster>/<topic>/<partition>`, `/brokers/<cluster>/<id>`.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from typing import Any, Callable
+from urllib.parse import parse_qs
+
+HISTORY_LIMIT = 500  # resolved incidents listed at most (newest first)
+
+_BASE = """<!doctype html><html><head><meta charset="utf-8"><title>{{ title }} · krm</title>
+<style>
+body{font:14px/1.4 system-ui,sans-serif;margin:1.5em;color:#222}
+table{border-collapse:collapse;margin:.5em 0}td,th{border-bottom:1px solid #ddd;padding:3px 8px;text-align:left;vertical-align:top}
+th{background:#f4f4f4}.critical{color:#b00020;font-weight:bold}.warning{color:#a05a00}.info{color:#555}
+a{color:#0645ad}nav a{margin-right:1em}code{background:#f4f4f4;padding:0 3px}.muted{color:#777}
+</style></head><body><nav><a href="/">clusters</a><a href="/incidents">open incidents</a>
+<a href="/incidents?status=all">all incidents</a><a href="/metrics">/metrics</a></nav>
+<h1>{{ title }}</h1>{% block body %}{% endblock %}</body></html>"""
+
+_TEMPLATES = {
+    "base.html": _BASE,
+    "overview.html": """{% extends "base.html" %}{% block body %}
+<table><tr><th>cluster</th><th>reachable</th><th>brokers up</th><th>controller</th><th>observation age</th>
+<th>open incidents</th></tr>
+{% for c in clusters %}<tr><td>{{ c.name }}</td><td>{{ "yes" if c.reachable else "no: " ~ c.reason }}</td>
+<td>{{ c.up }} / {{ c.brokers|length }}{% for b, live in c.brokers %}
+ <a href="/brokers/{{ c.name|urlencode }}/{{ b }}" class="{{ '' if live else 'critical' }}">{{ b }}</a>{% endfor %}</td>
+<td>{{ c.controller if c.controller is not none else "none" }}</td><td>{{ c.age }}</td>
+<td>{% for sev, n in c.open %}<a class="{{ sev }}" href="/incidents?cluster={{ c.name|urlencode }}&severity={{ sev }}">{{ n }} {{ sev }}</a> {% else %}none{% endfor %}</td></tr>
+{% else %}<tr><td colspan="6" class="muted">no cluster observed yet</td></tr>{% endfor %}</table>
+{% endblock %}""",
+    "incidents.html": """{% extends "base.html" %}{% block body %}
+<form method="get">cluster <input name="cluster" value="{{ q.cluster }}"> type <input name="type" value="{{ q.type }}">
+severity <input name="severity" value="{{ q.severity }}"> <select name="status"><option value="open">open</option>
+<option value="all" {{ "selected" if q.status == "all" }}>all</option></select> <button>filter</button></form>
+<table><tr><th>severity</th><th>type</th><th>cause</th><th>cluster</th><th>where</th><th>act on</th><th>opened</th><th>status</th></tr>
+{% for i in incidents %}<tr><td class="{{ i.severity }}">{{ i.severity }}</td>
+<td><a href="/incidents/{{ i.incident_id }}">{{ i.type }}</a></td><td>{{ i.cause or "" }}</td><td>{{ i.cluster }}</td>
+<td>{{ where(i) }}</td><td>{{ act_on(i) }}</td><td>{{ iso(i.opened_at_ms) }}</td><td>{{ i.status }}</td></tr>
+{% else %}<tr><td colspan="8" class="muted">none</td></tr>{% endfor %}</table>
+<p class="muted">{{ incidents|length }} incident(s){{ note }}</p>{% endblock %}""",
+    "incident.html": """{% extends "base.html" %}{% block body %}
+<table>
+<tr><th>severity</th><td class="{{ i.severity }}">{{ i.severity }}</td></tr>
+<tr><th>type / cause</th><td>{{ i.type }} / {{ i.cause or "-" }}</td></tr>
+<tr><th>where</th><td>{{ i.cluster }} {{ where(i) }}{% if i.topic is not none and i.partition is not none %}
+ (<a href="/partitions/{{ i.cluster|urlencode }}/{{ i.topic|urlencode }}/{{ i.partition }}">partition timeline</a>){% endif %}</td></tr>
+<tr><th>act on</th><td>{{ act_on(i) or "-" }}</td></tr>
+<tr><th>opened</th><td>{{ iso(i.opened_at_ms) }}</td></tr><tr><th>last seen</th><td>{{ iso(i.last_seen_at_ms) }}</td></tr>
+<tr><th>resolved</th><td>{{ iso(i.resolved_at_ms) if i.resolved_at_ms else "open" }}</td></tr>
+<tr><th>id</th><td><code>{{ i.incident_id }}</code></td></tr>
+{% if rule %}<tr><th>means</th><td>{{ rule.summary }}</td></tr><tr><th>routine work</th><td>{{ rule.routine }}</td></tr>{% endif %}
+</table>
+<h2>details</h2><pre>{{ details }}</pre>
+{% if svg %}<h2>the partition around it</h2>{{ svg|safe }}{% endif %}
+{% if changes %}<table><tr><th>at</th><th>what</th></tr>{% for e in changes %}<tr><td>{{ e.at.isoformat(timespec="seconds") }}</td>
+<td>{{ e.what }}</td></tr>{% endfor %}</table>{% endif %}{% endblock %}""",
+    "partition.html": """{% extends "base.html" %}{% block body %}
+<p>last {{ since }} · <a href="?since=24h">24h</a> · <a href="?since=7d">7d</a></p>{% if svg %}{{ svg|safe }}{% endif %}
+<table><tr><th>at</th><th>kind</th><th>what</th></tr>{% for e in events %}<tr><td>{{ e.at.isoformat(timespec="seconds") }}</td>
+<td>{{ e.kind }}</td><td>{% if e.fields.incident_id %}<a href="/incidents/{{ e.fields.incident_id }}">{{ e.what }}</a>{% else %}{{ e.what }}{% endif %}</td></tr>
+{% else %}<tr><td colspan="3" class="muted">{{ empty }}</td></tr>{% endfor %}</table>{% endblock %}""",
+    "broker.html": """{% extends "base.html" %}{% block body %}
+<p>{{ "registered" if live else "NOT registered" }} · leads {{ leaders }} partition(s) · holds {{ replicas }} replica(s)</p>
+<h2>open incidents that name it</h2>
+<table><tr><th>severity</th><th>type</th><th>cause</th><th>where</th><th>why it names this broker</th></tr>
+{% for i, why in incidents %}<tr><td class="{{ i.severity }}">{{ i.severity }}</td><td><a href="/incidents/{{ i.incident_id }}">{{ i.type }}</a></td>
+<td>{{ i.cause or "" }}</td><td>{{ where(i) }}</td><td>{{ why }}</td></tr>{% else %}<tr><td colspan="5" class="muted">none</td></tr>{% endfor %}</table>
+<p class="muted">What stopping it would do: <code>krm check shutdown --broker {{ broker }} --config FILE</code></p>{% endblock %}""",
+}
+
+ACT_ON = ("must_return", "holding_back", "out_of_sync", "unreachable_brokers")
+
+
+def _iso(ms: int | None) -> str:
+    return "" if ms is None else dt.datetime.fromtimestamp(ms / 1000, dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def _where(i: Any) -> str:
+    if i.topic is not None:
+        return f"{i.topic}-{i.partition}" + (f" broker {i.broker}" if i.broker is not None else "")
+    return f"broker {i.broker}" if i.broker is not None else "cluster"
+
+
+def _act_on(i: Any) -> str:
+    return "; ".join(f"{k} {i.details[k]}" for k in ACT_ON if i.details.get(k))
+
+
+def svg_chart(states: list[dict[str, Any]], width: int = 720, height: int = 120) -> str:
+    """Leader and |ISR| per poll as two step lines, inline SVG (no script, no asset)."""
+    if len(states) < 2:
+        return ""
+    t0, t1 = states[0]["observed_at"].timestamp(), states[-1]["observed_at"].timestamp()
+    span = max(t1 - t0, 1.0)
+    top = max([max(r["leader"], len(r["isr"] or ())) for r in states] + [1])
+
+    def path(values: list[float]) -> str:
+        pts = []
+        for r, v in zip(states, values):
+            x = 40 + (r["observed_at"].timestamp() - t0) / span * (width - 50)
+            y = height - 20 - (v + 1) / (top + 1) * (height - 30)
+            pts.append(f"{x:.1f},{y:.1f}")
+        return "M" + " L".join(pts)
+    leader = path([float(r["leader"]) for r in states])
+    isr = path([float(len(r["isr"] or ())) for r in states])
+    return (f'<svg width="{width}" height="{height}" xmlns="http://www.w3.org/2000/svg" role="img">'
+            f'<path d="{leader}" fill="none" stroke="#0645ad" stroke-width="2"/>'
+            f'<path d="{isr}" fill="none" stroke="#a05a00" stroke-width="2" stroke-dasharray="4 2"/>'
+            f'<text x="4" y="14" font-size="11" fill="#0645ad">leader (-1 none)</text>'
+            f'<text x="120" y="14" font-size="11" fill="#a05a00">|ISR|</text>'
+            f'<text x="40" y="{height - 4}" font-size="10" fill="#777">'
+            f'{states[0]["observed_at"].isoformat(timespec="seconds")}</text>'
+            f'<text x="{width - 170}" y="{height - 4}" font-size="10" fill="#777">'
+            f'{states[-1]["observed_at"].isoformat(timespec="seconds")}</text></svg>')
+
+
+class Console:
+    """A WSGI app for the console's routes; answers None for any other path (the caller serves it)."""
+
+    def __init__(self, state: Any, tables: Any) -> None:
+        from jinja2 import DictLoader, Environment, select_autoescape
+
+        self.state = state
+        self.tables = tables
+        self.env = Environment(loader=DictLoader(_TEMPLATES), autoescape=select_autoescape(default=True))
+        self.env.globals.update(iso=_iso, where=_where, act_on=_act_on)
+
+    def handles(self, path: str) -> bool:
+        return path == "/" or path == "/incidents" or path.startswith(("/incidents/", "/partitions/", "/brokers/"))
+
+    def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> list[bytes]:
+        path = environ.get("PATH_INFO", "/")
+        q = {k: v[-1] for k, v in parse_qs(environ.get("QUERY_STRING", "")).items()}
+        parts = [p for p in path.split("/") if p]
+        try:
+            if path == "/":
+                status, body = "200 OK", self.overview()
+            elif parts == ["incidents"]:
+                status, body = "200 OK", self.incidents(q)
+            elif len(parts) == 2 and parts[0] == "incidents":
+                status, body = self.incident(parts[1])
+            elif len(parts) == 4 and parts[0] == "partitions" and parts[3].lstrip("-").isdigit():
+                status, body = "200 OK", self.partition(parts[1], parts[2], int(parts[3]), q.get("since", "2h"))
+            elif len(parts) == 3 and parts[0] == "brokers" and parts[2].lstrip("-").isdigit():
+                status, body = "200 OK", self.broker(parts[1], int(parts[2]))
+            else:
+                status, body = "404 Not Found", self._page("not found", "base.html")
+        except Exception as e:  # noqa: BLE001 - a page that cannot be built says why, the server goes on
+            from html import escape
+
+            status = "500 Internal Server Error"
+            body = f"<h1>krm console</h1><p>this page failed: {escape(str(e))}</p>"
+        start_response(status, [("Content-Type", "text/html; charset=utf-8")])
+        return [body.encode()]
+
+    def _page(self, title: str, template: str, **values: Any) -> str:
+        return self.env.get_template(template).render(title=title, **values)
+
+    def _open(self) -> list[Any]:
+        return list(self.state.snapshot.open_incidents)
+
+    def overview(self) -> str:
+        import time
+        from collections import Counter
+
+        snap = self.state.snapshot
+        rows = []
+        for name, view in sorted(snap.clusters.items()):
+            sev = Counter(i.severity for i in snap.open_incidents if i.cluster == name)
+            reason = view.unreachable_reason
+            rows.append({"name": name, "reachable": reason is None, "reason": reason, "brokers": view.brokers,
+                         "up": sum(1 for _, live in view.brokers if live), "controller": view.controller_id,
+                         "age": f"{max(0.0, time.time() - view.newest_observed_ms / 1000):.0f}s",
+                         "open": [(s, sev[s]) for s in ("critical", "warning", "info") if sev[s]]})
+        return self._page("clusters", "overview.html", clusters=rows)
+
+    def incidents(self, q: dict[str, str]) -> str:
+        status = q.get("status", "open")
+        note = ""
+        if status == "all":
+            from pipelines.incident_store import IncidentStore
+
+            found = IncidentStore(self.tables.incidents).read()
+            found.sort(key=lambda i: i.opened_at_ms, reverse=True)
+            if len(found) > HISTORY_LIMIT:
+                note = f" (the newest {HISTORY_LIMIT} of {len(found)}; `krm sql` for the rest)"
+            found = found[:HISTORY_LIMIT]
+        else:
+            found = sorted(self._open(), key=lambda i: ({"critical": 0, "warning": 1}.get(i.severity, 2), i.opened_at_ms))
+        for key in ("cluster", "type", "severity"):
+            if q.get(key):
+                found = [i for i in found if getattr(i, key) == q[key]]
+        qv = {"cluster": q.get("cluster", ""), "type": q.get("type", ""), "severity": q.get("severity", ""),
+              "status": status}
+        return self._page("open incidents" if status == "open" else "all incidents", "incidents.html",
+                          incidents=found, q=qv, note=note)
+
+    def _find(self, incident_id: str) -> Any:
+        for i in self._open():
+            if i.incident_id == incident_id:
+                return i
+        from pipelines.incident_store import IncidentStore
+
+        for i in IncidentStore(self.tables.incidents).read():
+            if i.incident_id == incident_id:
+                return i
+        return None
+
+    def incident(self, incident_id: str) -> tuple[str, str]:
+        from krm.timeline import changes, read_states
+        from pipelines.detectors.registry import BY_TYPE
+
+        i = self._find(incident_id)
+        if i is None:
+            return "404 Not Found", self._page(f"no incident {incident_id}", "base.html")
+        states: list[dict[str, Any]] = []
+        if i.topic is not None and i.partition is not None and self.tables.partition_state.is_table():
+            now = dt.datetime.now(dt.timezone.utc)
+            opened = dt.datetime.fromtimestamp(i.opened_at_ms / 1000, dt.timezone.utc)
+            states = read_states(self.tables.partition_state, i.topic, i.partition,
+                                 now - opened + dt.timedelta(minutes=15), now=now, cluster=i.cluster)
+        return "200 OK", self._page(f"{i.type} on {i.cluster} {_where(i)}", "incident.html", i=i,
+                                    rule=BY_TYPE.get(i.type), details=json.dumps(i.details, indent=2, default=str),
+                                    changes=changes(states)[-30:], svg=svg_chart(states))
+
+    def partition(self, cluster: str, topic: str, partition: int, since: str) -> str:
+        from krm.lag import parse_since
+        from krm.timeline import read_states, timeline
+        from pipelines.incident_store import IncidentStore
+
+        window = parse_since(since)
+        now = dt.datetime.now(dt.timezone.utc)
+        states: list[dict[str, Any]] = []
+        empty = "no history yet"
+        if self.tables.partition_state.is_table():
+            states = read_states(self.tables.partition_state, topic, partition, window, now=now, cluster=cluster)
+        else:
+            empty = "the partition_state table is not written yet"
+        incidents = [i for i in IncidentStore(self.tables.incidents).read() if i.cluster == cluster]
+        events = timeline(states, incidents, topic, partition, now - window)
+        return self._page(f"{cluster} {topic}-{partition}", "partition.html", events=events, since=since,
+                          svg=svg_chart(states), empty=empty)
+
+    def broker(self, cluster: str, broker: int) -> str:
+        snap = self.state.snapshot
+        view = snap.clusters.get(cluster)
+        live = bool(view and dict(view.brokers).get(broker))
+        lead, rep, _, _ = snap.broker_load.get(cluster, {}).get(broker, (0, 0, 0, 0))
+        named = []
+        for i in self._open():
+            if i.cluster != cluster:
+                continue
+            why = [k for k in ACT_ON if broker in (i.details.get(k) or ())]
+            if i.broker == broker:
+                why.insert(0, "its subject")
+            if why:
+                named.append((i, ", ".join(why)))
+        return self._page(f"{cluster} broker {broker}", "broker.html", live=live, leaders=lead, replicas=rep,
+                          incidents=named, broker=broker)
+
