@@ -20,19 +20,23 @@ os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 TIERS = ("unit", "spark", "integration", "e2e")  # one folder each under tests/
 
 
-@pytest.hookimpl(trylast=True)
+def _tier(item) -> str | None:
+    parts = item.path.parts
+    return next((t for t in TIERS if t in parts[parts.index("tests") + 1:][:1]), None) if "tests" in parts else None
+
+
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items):
     """The tier marker follows the folder, so `-m unit` selects every pure test without relying on
-    each module's own `pytestmark`; and the tiers run in order, unit first (seconds), then spark,
-    integration and e2e, so a broken rule fails the run before any cluster starts."""
-    rank = {}
+    each module's own `pytestmark` (first: before `-m` deselects). And the tiers run in order, unit
+    first (seconds), then spark, integration and e2e, so a broken rule fails the run before any
+    cluster starts; stable: file order within a tier."""
+    rank = {t: n for n, t in enumerate(TIERS)}
     for item in items:
-        parts = item.path.parts
-        tier = next((t for t in TIERS if t in parts[parts.index("tests") + 1:][:1]), None) if "tests" in parts else None
+        tier = _tier(item)
         if tier is not None and not item.get_closest_marker(tier):
             item.add_marker(getattr(pytest.mark, tier))
-        rank[item.nodeid] = TIERS.index(tier) if tier is not None else len(TIERS)
-    items.sort(key=lambda item: rank[item.nodeid])  # stable: file order within a tier
+    items.sort(key=lambda item: rank.get(_tier(item), len(TIERS)))
 
 
 @pytest.fixture(scope="session")
