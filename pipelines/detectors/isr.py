@@ -163,8 +163,10 @@ RULES = {
                         "|ISR| < min(min.insync.replicas, RF): acks=all producers fail", scope="topic",
                         plan=_plan_of(UNDER_MIN_ISR), affected=incomplete,
             routine=(
-            "A gated rolling restart (`krm check shutdown --wait`) never goes below min ISR where RF > min ISR; "
-            "where RF = min ISR any stop refuses acks=all writes: clients fail, critical by design.")),
+            "A gated rolling restart (`krm check shutdown --wait`) never goes below min ISR where RF > min ISR; a "
+            "cluster starting up, or a broker's return, dips below it for seconds while followers rejoin: its alert "
+            "waits 30 s (producers retry NotEnoughReplicas). Where RF = min ISR any stop refuses acks=all writes: "
+            "critical by design.")),
     AT_MIN_ISR: Rule(AT_MIN_ISR, {None: "warning"}, "partition",
                      "ISR members lost down to min ISR: one more loss stops acks=all", scope="topic",
                      plan=_plan_of(AT_MIN_ISR), affected=incomplete,
