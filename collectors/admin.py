@@ -349,7 +349,6 @@ class AdminSource:
             for bid in sorted(set(self._known_brokers) | referenced)
             for b in [live.get(bid) or self._known_brokers.get(bid)]
         ]
-        self._departures.annotate(brokers, lambda: (p for t in topics for p in t["partitions"]), observed_at_ms)
         controller = md.get("controller_id")
         if zk_live is not None:
             controller = self.zk.controller()  # type: ignore[union-attr]
@@ -364,6 +363,7 @@ class AdminSource:
         )]
         self._last_cluster_state = records[0]["cluster_state"]
         present = set()
+        published: list[dict[str, Any]] = []  # every partition as this poll publishes it
         snapshot = time.monotonic() - self._snapshot_at >= self.settings.assignment_snapshot_s
         if snapshot:
             self._snapshot_at = time.monotonic()
@@ -389,6 +389,7 @@ class AdminSource:
                         "replica_offsets": [{"broker": r, "log_end_offset": found.leo[(name, pid, r)]}
                                             for r in p["replicas"] if (name, pid, r) in found.leo]}
                 parts.append(self._memory.annotate(name, part, observed_at_ms))
+            published.extend(parts)
             signature = tuple((p["partition"], tuple(p["replicas"])) for p in sorted(parts, key=lambda p: p["partition"]))
             changed = self._assignments.get(name) != signature
             self._assignments[name] = signature
@@ -400,6 +401,10 @@ class AdminSource:
             # assignment history (pipelines/history.py): on every change, and all topics periodically
             rec["topic_state"]["assignment"] = "changed" if changed else ("snapshot" if snapshot else None)
             records.append(rec)
+        # How each down broker went: judged on the partitions as published (ZooKeeper mode: leader and
+        # ISR as the controller wrote them, which the brokers' metadata caches trail; its brokers' live
+        # flags come from ZooKeeper too), so one consistent view. The cluster record holds these dicts.
+        self._departures.annotate(brokers, lambda: published, observed_at_ms)
         for gone in [name for name in self._assignments if name not in {t["topic"] for t in topics}]:
             del self._assignments[gone]
         self._memory.forget_missing(present)

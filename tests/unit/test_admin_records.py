@@ -295,3 +295,17 @@ def test_after_a_poll_that_reached_no_broker_every_broker_gets_the_start_up_grac
     assert src._unreachable(OffsetsRound(answered={1}, asked={1, 2})) == set()
     clock[0] += 4.0
     assert src._unreachable(OffsetsRound(answered={1}, asked={1, 2})) == {2}
+
+
+def test_a_controlled_shutdown_is_judged_on_the_controllers_writes_not_the_brokers_caches():
+    """ZooKeeper mode under load: broker 2 stopped cleanly (the controller moved its leadership and
+    took it out of the ISR, then its registration went) while the brokers' metadata caches still name
+    it leader and in the ISR. Judged on the same view krm publishes (ZooKeeper's state), it is a
+    controlled shutdown (BROKER_DOWN `stopped`), not a crash."""
+    zk = FakeZk({1}, {("t", 0): ZkPartition(leader=1, leader_epoch=3, isr=(1,), controller_epoch=3,
+                                             mtime_ms=990, version=4)}, {"t": {0: (2, 1)}})
+    src = AdminSource(ClusterConfig("c", "h:1", "zk:2181"), CollectorConfig(), zk)
+    m, t = md(replicas=(2, 1), leader=2, epoch=2)  # the caches: 2 leads, ISR [2, 1]
+    cluster = next(r for r in src._records(m, t, 1000, OffsetsRound(), 1) if r["kind"] == "cluster")["cluster_state"]
+    (b2,) = [b for b in cluster["brokers"] if b["id"] == 2]
+    assert (b2["live"], b2["controlled_shutdown"], b2["down_since_ms"]) == (False, True, 1000)
