@@ -150,7 +150,7 @@ class AdminSource:
         self._quorum_denied = False  # DescribeQuorum refused: no DESCRIBE on the cluster
         self._denied_logged: frozenset[str] = frozenset()
         self.last_offsets: offsets.OffsetsRound | None = None  # for benchmarks and logs
-        self._moves: reassignments.Moves = {}  # the last ListPartitionReassignments answer (KRaft)
+        self._moves: reassignments.Moves = {}  # the last ListPartitionReassignments answer
         self._departures = Departures()  # how each down broker went down (controlled shutdown or not)
 
     def poll(self) -> list[dict[str, Any]]:
@@ -193,8 +193,7 @@ class AdminSource:
                             "in %.0fs", self.cluster.name, e, backoff)
         if self.zk is None:
             self._kraft_view(admin, topics)
-        if self.zk is None or not self.zk.connected:
-            self._moves = self._reassignments(admin, md) or {}
+        self._moves = self._reassignments(admin, md) or {}
         live = {b["node_id"] for b in md["brokers"]}
         zk_live = self.zk.live_brokers() if self.zk is not None else None
         if zk_live is not None:
@@ -383,7 +382,9 @@ class AdminSource:
                     part["elr"], part["last_known_elr"] = p["elr"], p["last_known_elr"]
                 self._overlay_zk(name, part, zk_assignment)
                 self._no_older(name, part)
-                reassignments.annotate(part, zk_moves.get(pid) if zk_moves is not None else self._moves.get((name, pid)))
+                # the controller's answer first: the mirror's watch on the topic znode can fire after the
+                # brokers' metadata already lists the adding replicas (one false under-replicated poll)
+                reassignments.annotate(part, self._moves.get((name, pid)) or (zk_moves or {}).get(pid))
                 part |= {"high_watermark": found.hw.get((name, pid)),
                          "log_start_offset": found.log_start.get((name, pid)),
                         "replica_offsets": [{"broker": r, "log_end_offset": found.leo[(name, pid, r)]}

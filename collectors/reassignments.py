@@ -11,10 +11,11 @@ the pipeline must know them or it flags every moved partition under-replicated
 Where they come from:
 - KRaft: ListPartitionReassignments (API 46, Kafka 2.4+), which any broker forwards to the active
   controller. One request per poll for every topic; an empty answer is a few bytes.
-- ZooKeeper mode: the topic znode's `adding_replicas` / `removing_replicas` (collectors/zookeeper.py),
-  which the controller writes in the same znode as the replica list, so the two are always one view.
-  The request above is the fallback while krm's own ZooKeeper session is down (it must then go to
-  the controller: a ZooKeeper-mode broker answers NOT_CONTROLLER otherwise).
+- ZooKeeper mode: the same request, to the controller (a ZooKeeper-mode broker answers NOT_CONTROLLER
+  otherwise), on every full poll: the controller's view is ahead of the brokers' metadata caches. The
+  topic znode's `adding_replicas` / `removing_replicas` (collectors/zookeeper.py), written in the same
+  znode as the replica list, serve the ZooKeeper-triggered records between polls and a poll whose
+  request failed; their watch can fire after the brokers' caches already list the new replicas.
 """
 
 from __future__ import annotations
