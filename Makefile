@@ -30,6 +30,7 @@ test: setup lint
 lint: venv
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports
 
 unit: venv
 	$(VENV)/bin/python -m pytest -m unit $(PYTEST_ARGS)

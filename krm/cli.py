@@ -655,10 +655,11 @@ def cmd_setup(args: argparse.Namespace) -> int:
     from krm.jars import LOCAL_CLUSTER_GROUPS, PIPELINE_GROUPS, fetch
     from krm.paths import jars_dir
 
-    if args.spark_submit_args:
-        from pipelines.session import spark_submit_args
+    if args.spark_submit_args:  # `--jars <the pipeline's jars> <krm's entry script>`, before krm's own arguments
+        import krm.submit.krm_driver as entry
+        from pipelines.session import pipeline_jars
 
-        print(" ".join(spark_submit_args()))
+        print(" ".join(["--jars", ",".join(str(j) for j in pipeline_jars()), entry.__file__]))
         return 0
     target = Path(args.jars_dir) if args.jars_dir else jars_dir()
     groups = PIPELINE_GROUPS + (LOCAL_CLUSTER_GROUPS if args.local_cluster else ())

@@ -26,13 +26,9 @@ def under_spark_submit() -> bool:
     return "PYSPARK_GATEWAY_PORT" in os.environ
 
 
-def spark_submit_args() -> list[str]:
-    """`--jars <the pipeline's jars> <krm's entry script>`: what `spark-submit` needs before krm's own
-    arguments (`krm setup --spark-submit-args`)."""
-    import krm.submit.krm_driver as entry
-
-    jars = jar_group("spark") + objectstore_jars()
-    return ["--jars", ",".join(str(j) for j in jars), entry.__file__]
+def pipeline_jars() -> list[Path]:
+    """Spark's Kafka source, Delta, and the object-store connectors where fetched."""
+    return jar_group("spark") + objectstore_jars()
 
 
 def objectstore_jars(required: bool = False) -> list[Path]:
@@ -54,7 +50,7 @@ def build_session(master: str = "local[2,4]", app_name: str = "krm-pipeline", lo
     os.environ.setdefault("PYSPARK_PYTHON", os.path.realpath(os.sys.executable))
     java_opts = f"-Dlog4j2.configurationFile=file:{CONF_DIR / 'spark-log4j2.properties'} -Dkrm.log.dir={log_dir}"
     conf = {
-        "spark.jars": ",".join(str(j) for j in jar_group("spark") + objectstore_jars()),
+        "spark.jars": ",".join(str(j) for j in pipeline_jars()),
         "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
         "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
         "spark.sql.shuffle.partitions": "2",

@@ -1,0 +1,44 @@
+"""The floors of [tool.importlinter] (pyproject.toml) hold, and an import that runs up a floor fails them."""
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+LINT = Path(sys.executable).parent / "lint-imports"
+PACKAGES = ("krm", "collectors", "pipelines", "schemas")
+
+pytestmark = pytest.mark.unit
+
+
+def _lint(tree: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([str(LINT)], cwd=tree, capture_output=True, text=True, timeout=120,
+                          env={"PYTHONPATH": str(tree), "PATH": "/usr/bin:/bin"})
+
+
+@pytest.fixture
+def tree(tmp_path):
+    for p in PACKAGES:
+        shutil.copytree(ROOT / p, tmp_path / p, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    shutil.copy(ROOT / "pyproject.toml", tmp_path)
+    return tmp_path
+
+
+def test_the_floors_hold(tree):
+    out = _lint(tree)
+    assert out.returncode == 0, out.stdout + out.stderr
+
+
+@pytest.mark.parametrize("module, line, broken", [
+    ("collectors/uplink.py", "import krm.cli\n", "nothing below the top floor imports it BROKEN"),
+    ("pipelines/uplink.py", "from collectors import admin\n", "collectors and pipelines stay apart BROKEN"),
+    ("schemas/uplink.py", "def f():\n    from krm.runner import Monitor\n    return Monitor\n",
+     "nothing below the top floor imports it BROKEN"),
+])
+def test_an_import_up_a_floor_fails(tree, module, line, broken):
+    (tree / module).write_text(line)
+    out = _lint(tree)
+    assert out.returncode != 0 and broken in out.stdout, out.stdout + out.stderr
