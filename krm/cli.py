@@ -356,17 +356,24 @@ def _wait_until(look: Any, wait_s: float, what: str) -> Any:
         time.sleep(min(WAIT_INTERVAL_S, max(0.0, deadline - time.monotonic())))
 
 
+def _broker_snapshot(config: Any, cluster: str | None, broker: int) -> Any:
+    """One look at the cluster (krm/snapshot.py) that knows `broker`, or a KrmError naming the known ones."""
+    from krm.snapshot import from_cluster
+
+    snap = from_cluster(config, cluster)
+    if broker not in snap.known:
+        raise KrmError(f"broker {broker} is not part of cluster {snap.name} (brokers: {sorted(snap.known)})")
+    return snap
+
+
 def cmd_check_shutdown(args: argparse.Namespace) -> int:
     from krm.config import load_config
     from krm.shutdown_check import ORDER, UNSAFE, check, drain_plan
-    from krm.snapshot import from_cluster
 
     config = load_config(_resolve_config(args.config))
 
     def look() -> tuple[bool, Any, str]:
-        snap = from_cluster(config, args.cluster)
-        if args.broker not in snap.known:
-            raise KrmError(f"broker {args.broker} is not part of cluster {snap.name} (brokers: {sorted(snap.known)})")
+        snap = _broker_snapshot(config, args.cluster, args.broker)
         verdicts = check(args.broker, snap.topics, snap.live)
         unsafe = [v for v in verdicts if v.verdict in UNSAFE]
         reason = (f"{len(unsafe)} partition(s) would go offline or below min ISR, e.g. {unsafe[0].topic}/"
@@ -414,14 +421,11 @@ def cmd_check_shutdown(args: argparse.Namespace) -> int:
 def cmd_check_ready(args: argparse.Namespace) -> int:
     from krm.config import load_config
     from krm.ready_check import readiness
-    from krm.snapshot import from_cluster
 
     config = load_config(_resolve_config(args.config))
 
     def look() -> tuple[bool, Any, str]:
-        snap = from_cluster(config, args.cluster)
-        if args.broker not in snap.known:
-            raise KrmError(f"broker {args.broker} is not part of cluster {snap.name} (brokers: {sorted(snap.known)})")
+        snap = _broker_snapshot(config, args.cluster, args.broker)
         r = readiness(args.broker, snap.topics, snap.live)
         return r.ready, (snap, r), r.reason()
 
