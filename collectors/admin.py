@@ -151,6 +151,7 @@ class AdminSource:
         self._denied_logged: frozenset[str] = frozenset()
         self.last_offsets: offsets.OffsetsRound | None = None  # for benchmarks and logs
         self._moves: reassignments.Moves = {}  # the last ListPartitionReassignments answer
+        self._moves_ask: tuple[Any, float] | None = None  # (future, sent at) while unanswered
         self._departures = Departures()  # how each down broker went down (controlled shutdown or not)
 
     def poll(self) -> list[dict[str, Any]]:
@@ -193,7 +194,7 @@ class AdminSource:
                             "in %.0fs", self.cluster.name, e, backoff)
         if self.zk is None:
             self._kraft_view(admin, topics)
-        self._moves = self._reassignments(admin, md) or {}
+        self._ask_reassignments(admin, md)
         live = {b["node_id"] for b in md["brokers"]}
         zk_live = self.zk.live_brokers() if self.zk is not None else None
         if zk_live is not None:
@@ -213,6 +214,7 @@ class AdminSource:
                       self.cluster.name, poll_id, self._last_node, sorted(found.asked), sorted(found.answered),
                       sorted(unreachable))
         quorum = self._harvest_quorum(found.answered | {self._last_node}) if self.zk is None else None
+        self._harvest_reassignments()
         return self._records(md, topics, observed_at_ms, found, poll_id, quorum, unreachable)
 
     def _metadata_arrived(self, topics: list[dict[str, Any]]) -> int:
@@ -540,16 +542,39 @@ class AdminSource:
             self._note_kraft("DescribeQuorum", None)
         return self._quorum
 
-    def _reassignments(self, admin: Any, md: dict[str, Any]) -> reassignments.Moves | None:
-        """ListPartitionReassignments, to the controller in ZooKeeper mode (a broker answers
+    def _ask_reassignments(self, admin: Any, md: dict[str, Any]) -> None:
+        """Send ListPartitionReassignments, to the controller in ZooKeeper mode (a broker answers
         NOT_CONTROLLER otherwise) or to the broker that answered the Metadata request (KRaft brokers
-        forward it). None when it failed (logged once): partitions are then judged as before."""
-        client = admin._client
+        forward it), on the side connection DescribeQuorum uses: a hung controller (SIGSTOP) must
+        neither hold the poll nor, on the shared connection, the offsets requests behind it. Harvested
+        after the offsets round (_harvest_reassignments); one question in flight at a time."""
+        if self._moves_ask is not None:
+            return
         controller = md.get("controller_id")
         node = controller if self.zk is not None and controller is not None and controller >= 0 else self._last_node
-        timeout = self.settings.request_timeout_ms
-        return self._kraft_call("ListPartitionReassignments", lambda: reassignments.parse(
-            ask(client, node, reassignments.request(timeout), timeout).to_object()))
+        qc = self._quorum_connection(admin._client)
+        if qc.ready(node, metadata_priority=False):
+            timeout = self.settings.request_timeout_ms
+            future = qc.send(node, reassignments.request(timeout), wakeup=False, request_timeout_ms=2 * timeout)
+            self._moves_ask = (future, time.monotonic())
+        qc.poll(timeout_ms=0)  # on the wire now (or connecting: asked at a later poll)
+
+    def _harvest_reassignments(self) -> None:
+        """The answer if it came during the offsets round; else the last one stays (at most one poll
+        old) until it comes or fails. A failure is logged once and judges partitions as before."""
+        if self._moves_ask is None or self._quorum_client is None:
+            return
+        future, _sent = self._moves_ask
+        self._quorum_client.poll(timeout_ms=0)
+        if not future.is_done:
+            return
+        self._moves_ask = None
+        if future.failed():
+            self._note_kraft("ListPartitionReassignments", future.exception)
+            self._moves = {}
+            return
+        moves = self._kraft_call("ListPartitionReassignments", lambda: reassignments.parse(future.value.to_object()))
+        self._moves = moves or {}
 
     def _kraft_call(self, what: str, call: Any) -> Any:
         try:
@@ -778,6 +803,7 @@ class AdminSource:
 
     def _close(self) -> None:
         self._quorum_ask = None
+        self._moves_ask = None
         if self._quorum_client is not None:
             try:
                 self._quorum_client.close()
