@@ -47,6 +47,9 @@ CHANGE = [
     (5, 2, 2, [2, 3], 80, 120, {1: 80, 2: 80}, {1: 120, 2: 80}, False, True, [(1, "below_high_watermark")],
      "truncation below the HW the partition had: committed data lost"),
     (6, -1, 1, [1], None, 120, {}, {1: 120}, False, False, [], "leader gone: offline, not unclean (yet)"),
+    (7, 2, 2, [2, 3], 444, 444, {2: 450, 3: 450, 4: 357}, {2: 444, 3: 444, 4: 358}, False, False,
+     [(4, "follower_refetch")],
+     "a follower back from a rolling restart cuts 358 -> 357 below the HW 444, which the leader covers: it fetches again"),
 ]
 
 # Elections with Kafka 4's ELR: (number, leader, previous leader, previous isr, previous elr, previous last known

@@ -8,7 +8,10 @@
   `AbstractFetcherThread.truncateToEpochEndOffsets`), which is normal for an uncommitted suffix
   (cause `uncommitted_suffix`, warning) and data loss when it cuts below the highest HW the
   partition had (cause `below_high_watermark`, critical): an HW that already regressed after an
-  unclean election does not hide what was committed before it.
+  unclean election does not hide what was committed before it. A follower that cuts below that HW
+  while the leader's HW still covers it loses nothing the partition had: it fetches the messages
+  again (a follower restarted during a rolling restart truncates to its leader-epoch boundary; seen
+  in tests/e2e/test_maintenance.py): cause `follower_refetch`, warning.
 Offsets compared are the last known ones (collectors/memory.py), so a broker that was down shows its
 truncation on the first poll after it returns. Both are events (held open for `event_hold_s`).
 """
@@ -24,6 +27,7 @@ REGRESSION = "OFFSET_REGRESSION"
 TRUNCATION = "LOG_TRUNCATION"
 UNCOMMITTED = "uncommitted_suffix"
 BELOW_HW = "below_high_watermark"
+REFETCH = "follower_refetch"  # a follower below the highest HW, which the leader's HW still covers
 
 
 @dataclass(frozen=True)
@@ -38,14 +42,16 @@ def hw_regressed(hw: int | None, previous_hw: int | None) -> bool:
     return hw is not None and previous_hw is not None and hw < previous_hw
 
 
-def truncations(leos: dict[int, int], previous_leos: dict[int, int], previous_hw: int | None) -> list[Truncated]:
-    """`previous_hw`: the highest HW the partition had (previous.max_high_watermark)."""
+def truncations(leos: dict[int, int], previous_leos: dict[int, int], previous_hw: int | None,
+                hw: int | None = None, leader: int | None = None) -> list[Truncated]:
+    """`previous_hw`: the highest HW the partition had (previous.max_high_watermark); `hw`, `leader`: now."""
     out = []
     for b, after in sorted(leos.items()):
         before = previous_leos.get(b)
         if before is not None and after < before:
             below = previous_hw is not None and after < previous_hw
-            out.append(Truncated(b, before, after, BELOW_HW if below else UNCOMMITTED))
+            covered = hw is not None and previous_hw is not None and hw >= previous_hw and b != leader
+            out.append(Truncated(b, before, after, (REFETCH if covered else BELOW_HW) if below else UNCOMMITTED))
     return out
 
 
@@ -65,10 +71,13 @@ def truncation_column(p: Any) -> Any:
     prev = p["previous"]
     before_offsets = F.coalesce(prev["replica_offsets"], F.array())
     cur = F.coalesce(p["replica_offsets"], F.array())
+    peak = F.coalesce(prev["max_high_watermark"], prev["high_watermark"])
     rows = F.transform(cur, lambda o: F.struct(
         o["broker"].alias("broker"), leo_of(before_offsets, o["broker"]).alias("before"),
         o["log_end_offset"].alias("after"),
-        F.when(o["log_end_offset"] < F.coalesce(prev["max_high_watermark"], prev["high_watermark"]), F.lit(BELOW_HW))
+        F.when(o["log_end_offset"] < peak,
+               F.when(F.coalesce((p["high_watermark"] >= peak) & (o["broker"] != p["leader"]), F.lit(False)),
+                      F.lit(REFETCH)).otherwise(F.lit(BELOW_HW)))
         .otherwise(F.lit(UNCOMMITTED))
         .alias("cause")))
     return F.when(prev.isNotNull(), F.filter(rows, lambda x: x["before"].isNotNull() & (x["after"] < x["before"]))) \
@@ -98,9 +107,10 @@ REGRESSION_RULE = Rule(REGRESSION, {None: "critical"}, "partition",
                        plan=_regression_plan, affected=changed, event=True,
             routine=(
             "No routine operation moves a high watermark back: always data loss, critical."))
-TRUNCATION_RULE = Rule(TRUNCATION, {UNCOMMITTED: "warning", BELOW_HW: "critical"}, "partition",
+TRUNCATION_RULE = Rule(TRUNCATION, {UNCOMMITTED: "warning", REFETCH: "warning", BELOW_HW: "critical"}, "partition",
                        "a replica's log end offset went back", scope="offsets", plan=_truncation_plan,
                        affected=changed, event=True,
             routine=(
-            "A restarted old leader truncating its uncommitted suffix is normal (warning); below the HW is data "
-            "loss (critical)."))
+            "A restarted old leader truncating its uncommitted suffix is normal (warning), and so is a restarted "
+            "follower cutting below the HW the leader still covers (`follower_refetch`, warning: it fetches "
+            "again); below the highest HW with the leader's HW lower too is data loss (critical)."))

@@ -30,7 +30,7 @@ def test_changes_between_polls(case):
     _n, leader, pleader, pisr, hw, phw, leos, pleos, unclean, regression, truncs, reason = case
     assert is_unclean(leader, pleader, pisr, hw, phw) is unclean, reason
     assert hw_regressed(hw, phw) is regression, reason
-    assert [(t.broker, t.cause) for t in truncations(leos, pleos, phw)] == truncs, reason
+    assert [(t.broker, t.cause) for t in truncations(leos, pleos, phw, hw, leader)] == truncs, reason
 
 
 @pytest.mark.parametrize("case", ELECTION, ids=[f"election-{c[0]}" for c in ELECTION])
