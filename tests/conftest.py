@@ -18,6 +18,9 @@ from tests.helpers import local_cluster
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
 TIERS = ("unit", "spark", "integration", "e2e")  # one folder each under tests/
+# unit first (seconds), then spark, then e2e while few of the session's Kafka clusters run yet (their
+# timing checks against a 6 s broker session need the CPU), then integration (the secured clusters)
+RUN_ORDER = ("unit", "spark", "e2e", "integration")
 
 
 def _tier(item) -> str | None:
@@ -28,10 +31,9 @@ def _tier(item) -> str | None:
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items):
     """The tier marker follows the folder, so `-m unit` selects every pure test without relying on
-    each module's own `pytestmark` (first: before `-m` deselects). And the tiers run in order, unit
-    first (seconds), then spark, integration and e2e, so a broken rule fails the run before any
-    cluster starts; stable: file order within a tier."""
-    rank = {t: n for n, t in enumerate(TIERS)}
+    each module's own `pytestmark` (first: before `-m` deselects). And the tiers run in RUN_ORDER, so
+    a broken rule fails the run before any cluster starts; stable: file order within a tier."""
+    rank = {t: n for n, t in enumerate(RUN_ORDER)}
     for item in items:
         tier = _tier(item)
         if tier is not None and not item.get_closest_marker(tier):
