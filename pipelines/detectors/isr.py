@@ -93,14 +93,21 @@ def classify_isr(replicas: Sequence[int], isr: Sequence[int], min_insync_replica
     return IsrVerdict(tuple(types), eff, tuple(r for r in replicas if r not in isr and r not in (adding or ())), cli)
 
 
-def replication_factor_column(replicas: Any, adding: Any, removing: Any) -> Any:
-    """`replication_factor` as a Column (adding / removing null when the partition is not moved)."""
+def reassignment_column(replicas: Any, adding: Any, removing: Any) -> Any:
+    """`reassignment_in_progress` as a Column (adding / removing null when the partition is not moved)."""
     from pyspark.sql import functions as F
 
     empty = F.array().cast("array<int>")
-    add, rem = F.coalesce(adding, empty), F.coalesce(removing, empty)
-    moving = F.arrays_overlap(replicas, F.concat(add, rem))
-    return F.when(moving, F.size(replicas) - F.size(add)).otherwise(F.size(replicas))
+    return F.arrays_overlap(replicas, F.concat(F.coalesce(adding, empty), F.coalesce(removing, empty)))
+
+
+def replication_factor_column(replicas: Any, adding: Any, removing: Any) -> Any:
+    """`replication_factor` as a Column."""
+    from pyspark.sql import functions as F
+
+    add = F.coalesce(adding, F.array().cast("array<int>"))
+    return F.when(reassignment_column(replicas, adding, removing), F.size(replicas) - F.size(add)) \
+        .otherwise(F.size(replicas))
 
 
 def isr_columns(replicas: Any, isr: Any, min_insync_replicas: Any, adding: Any = None,

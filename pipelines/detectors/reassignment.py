@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
+from pipelines.detectors.isr import reassignment_column
 from pipelines.detectors.rule import PartitionView, Rule
 
 TYPE = "PARTITION_REASSIGNING"
@@ -33,12 +34,8 @@ def copy_left(leader: int, leos: dict[int, int], adding: Sequence[int] | None) -
 
 
 def _moving(view: PartitionView) -> Any:
-    from pyspark.sql import functions as F
-
-    empty = F.array().cast("array<int>")
     p = view.p
-    return F.arrays_overlap(p["replicas"], F.concat(F.coalesce(p["adding_replicas"], empty),
-                                                     F.coalesce(p["removing_replicas"], empty)))
+    return view.memo("moving", lambda: reassignment_column(p["replicas"], p["adding_replicas"], p["removing_replicas"]))
 
 
 def _plan(view: PartitionView) -> Any:
