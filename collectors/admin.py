@@ -152,6 +152,7 @@ class AdminSource:
         self.last_offsets: offsets.OffsetsRound | None = None  # for benchmarks and logs
         self._moves: reassignments.Moves = {}  # the last ListPartitionReassignments answer
         self._moves_ask: tuple[Any, float] | None = None  # (future, sent at) while unanswered
+        self._applied: reassignments.Moves = {}  # the moves the last records carried (reassignments.annotate)
         self._departures = Departures()  # how each down broker went down (controlled shutdown or not)
 
     def poll(self) -> list[dict[str, Any]]:
@@ -386,7 +387,7 @@ class AdminSource:
                 self._no_older(name, part)
                 # the controller's answer first: the mirror's watch on the topic znode can fire after the
                 # brokers' metadata already lists the adding replicas (one false under-replicated poll)
-                reassignments.annotate(part, self._moves.get((name, pid)) or (zk_moves or {}).get(pid))
+                self._carry_move(name, part, self._moves.get((name, pid)) or (zk_moves or {}).get(pid))
                 part |= {"high_watermark": found.hw.get((name, pid)),
                          "log_start_offset": found.log_start.get((name, pid)),
                         "replica_offsets": [{"broker": r, "log_end_offset": found.leo[(name, pid, r)]}
@@ -542,6 +543,14 @@ class AdminSource:
             self._note_kraft("DescribeQuorum", None)
         return self._quorum
 
+    def _carry_move(self, topic: str, part: dict[str, Any], move: Any) -> None:
+        key = (topic, part["partition"])
+        applied = reassignments.annotate(part, move, self._applied.get(key))
+        if applied:
+            self._applied[key] = applied
+        else:
+            self._applied.pop(key, None)
+
     def _ask_reassignments(self, admin: Any, md: dict[str, Any]) -> None:
         """Send ListPartitionReassignments, to the controller in ZooKeeper mode (a broker answers
         NOT_CONTROLLER otherwise) or to the broker that answered the Metadata request (KRaft brokers
@@ -682,7 +691,7 @@ class AdminSource:
                     part.update(leader=newer["leader"], leader_epoch=newer["leader_epoch"], isr=list(newer["isr"]))
                     part.pop("zk_mtime_ms")
                 self._no_older(topic, part)  # this partition's watch may not have fired yet
-                reassignments.annotate(part, moves.get(pid))
+                self._carry_move(topic, part, moves.get(pid))
                 parts.append(part)
             min_isr, unclean = self._configs.get(topic, (None, None))
             out.append(topic_record(self.cluster.name, "zookeeper", poll_id, at, topic=topic, live_brokers=live,

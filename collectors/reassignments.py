@@ -48,16 +48,35 @@ def parse(response: dict[str, Any]) -> Moves:
     return out
 
 
-def annotate(part: dict[str, Any], move: tuple[Iterable[int], Iterable[int]] | None) -> None:
+def annotate(part: dict[str, Any], move: tuple[Iterable[int], Iterable[int]] | None,
+             last: tuple[Iterable[int], Iterable[int]] | None = None) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
     """Add `adding_replicas` / `removing_replicas` to a partition dict (in place) when it is being
-    moved. A move whose replicas are not all in the partition's replica list belongs to another view
-    of it (the two answers trail each other by a metadata propagation) and is left out."""
+    moved, and return the move applied (None when none).
+
+    A move whose replicas are not all in the partition's replica list belongs to a later view of it
+    (the two answers trail each other by a metadata propagation) and is left out. The other way round:
+    the answer arrives after the Metadata answer, so it can say "done" while the replica list still
+    shows the move's middle. `last` (the move applied at the previous poll) is then kept while the
+    list proves the move unfinished: Kafka ends a move in one change that drops the removing replicas
+    and needs every adding replica in the ISR (`PartitionChangeBuilder.completeReassignmentIfNeeded`,
+    metadata/src/main/java/org/apache/kafka/controller/PartitionChangeBuilder.java); a cancelled move
+    drops the adding ones. Without it, a finished move's last poll flags the partition
+    under-replicated (replicas old + new, ISR not yet all of them)."""
+    if not move and last:
+        adding, removing = tuple(last[0]), tuple(last[1])
+        replicas, isr = set(part["replicas"]), set(part.get("isr") or ())
+        unfinished = bool(removing) or not set(adding) <= isr
+        if not (set(adding) | set(removing) <= replicas and unfinished):
+            return None
+        move = (adding, removing)
     if not move:
-        return
-    adding, removing = list(move[0]), list(move[1])
+        return None
+    adding_t, removing_t = tuple(move[0]), tuple(move[1])
     replicas = set(part["replicas"])
-    if (adding or removing) and set(adding) <= replicas and set(removing) <= replicas:
-        if adding:
-            part["adding_replicas"] = adding
-        if removing:
-            part["removing_replicas"] = removing
+    if not (adding_t or removing_t) or not (set(adding_t) <= replicas and set(removing_t) <= replicas):
+        return None
+    if adding_t:
+        part["adding_replicas"] = list(adding_t)
+    if removing_t:
+        part["removing_replicas"] = list(removing_t)
+    return adding_t, removing_t
