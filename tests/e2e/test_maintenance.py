@@ -270,7 +270,17 @@ def test_reassignment_as_kafka_sees_it(stack, tmp_path):
                "--verify")  # removes the throttles
     print(f"\n[{cluster.mode}] reassignment: {len(samples)} samples, {moving_seen} with all 6 moving in both views, "
           f"{time.time() - started:.0f}s")
-    assert all(k == m for k, m in samples), [s for s in samples if s[0] != s[1]]
+    # Kafka's tool reads the brokers' metadata and the controller's list of moves in two requests, as
+    # krm does, so at a move's end either can flag a partition for one look (CI saw both: Kafka {0,2,4}
+    # for one sample in ZooKeeper mode, krm {0,4} in KRaft mode before the collector kept the last move);
+    # and the two views are read a poll apart. So: no flag of krm's that Kafka's tool did not also show
+    # within one sample, and every flag Kafka's tool held for two samples running is krm's too.
+    for i, (_, krm_flags) in enumerate(samples):
+        near = set().union(*(k for k, _ in samples[max(0, i - 1):i + 2]))
+        assert krm_flags <= near, (i, samples)
+    for i in range(len(samples) - 1):
+        held = samples[i][0] & samples[i + 1][0]
+        assert held <= set().union(*(m for _, m in samples[i:i + 3])), (i, samples)
     assert moving_seen >= 1, "krm_partition_reassigning never matched Kafka's list of moving partitions"
     # settled: Kafka lists none moving; krm's series follow and stay gone
     wait_for(lambda: not series(scrape(stack.url), "krm_partition_reassigning", cluster=cluster.name, topic=topic),
