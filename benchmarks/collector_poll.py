@@ -1,4 +1,6 @@
-"""Collector poll cost against partition count, on a real local cluster.
+"""Collector poll cost against partition count: on a real local cluster, and above what one holds
+on this machine (`--cluster-max`, default 10,000 partitions) against the protocol-level stand-in
+broker of benchmarks/standin_broker.py (one port per broker, real wire protocol, real decode work).
 
 For each partition count: create topics (RF 3, 100 partitions each) until the cluster holds that
 many partitions, write a few messages to every partition, then run the Admin API source's poll
@@ -21,15 +23,24 @@ Side by side, in the same run and on the same cluster, what the peers cost for t
 In KRaft mode a second collector line, "metadata only", polls without the KRaft requests
 (DescribeTopicPartitions for ELR, DescribeQuorum): what they cost.
 
-Usage: .venv/bin/python benchmarks/collector_poll.py [--counts 1000,5000] [--polls 20] [--mode zk|kraft] [--kafka-version V]
-       [--broker-heap-mb 1024] [--kafka-exporter PATH | --install-kafka-exporter]
+With `--json`, each count's result is also printed as one JSON line, and the last line is one JSON
+object: the largest count's `partitions`, `brokers`, `p50_s`, `p95_s`, `max_s`, `cpu_s` (the
+collector's CPU per poll), `max_rss_mb` (this process, which runs the collector; the stand-in runs
+in a child process), `source` (`cluster` or `stand-in`), plus `results` (every count).
+
+Usage: .venv/bin/python benchmarks/collector_poll.py [--counts 1000,5000] [--polls 20] [--json]
+       [--source auto|cluster|stand-in] [--cluster-max 10000] [--brokers B (stand-in)]
+       [--mode zk|kraft] [--kafka-version V] [--broker-heap-mb 1024]
+       [--kafka-exporter PATH | --install-kafka-exporter]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -46,6 +57,9 @@ from collectors.admin import AdminSource  # noqa: E402
 from krm.config import ClusterConfig, CollectorConfig  # noqa: E402
 from krm.local_cluster import LocalCluster, free_port  # noqa: E402
 from schemas.observation import check  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from standin_broker import StandIn  # noqa: E402
 
 TOPIC_PARTITIONS = 100
 JMX_LEO = "kafka_log_log_logendoffset"  # one sample per replica (every broker reports its own logs)
@@ -83,21 +97,22 @@ def measure(source: AdminSource, polls: int) -> dict[str, float]:
 def measure_alternately(sources: list[AdminSource], polls: int) -> list[dict[str, float]]:
     """Poll the sources in turn, `polls` times each: what the cluster does meanwhile (a topic still
     settling, a log roll) falls on all of them alike."""
-    runs: list[dict[str, list[float]]] = [{"d": [], "q": [], "b": [], "r": []} for _ in sources]
+    runs: list[dict[str, list[float]]] = [{"d": [], "c": [], "q": [], "b": [], "r": []} for _ in sources]
     for _ in range(polls):
         for source, run in zip(sources, runs):
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             recs = source.poll()
             for r in recs:
                 check(r)
             run["d"].append(time.perf_counter() - t0)
+            run["c"].append(time.process_time() - c0)
             run["q"].append(1 + (source.last_offsets.requests if source.last_offsets else 0))
             run["b"].append(sum(len(json.dumps(r)) for r in recs))
             run["r"].append(len(recs))
             time.sleep(0.2)
     return [{"p50_s": statistics.median(run["d"]), "p95_s": pct(run["d"], 0.95), "max_s": max(run["d"]),
-             "requests": statistics.median(run["q"]), "records": statistics.median(run["r"]),
-             "bytes": statistics.median(run["b"])} for run in runs]
+             "cpu_s": statistics.median(run["c"]), "requests": statistics.median(run["q"]),
+             "records": statistics.median(run["r"]), "bytes": statistics.median(run["b"])} for run in runs]
 
 
 def fetch(url: str, timeout_s: float = 600.0) -> bytes:
@@ -167,21 +182,44 @@ def line(name: str, target: int, m: dict[str, float]) -> str:
             f"bytes={m['bytes'] / 1e6:.2f}MB series={m['series']:.0f}")
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--counts", default="1000,5000")
-    ap.add_argument("--polls", type=int, default=20)
-    ap.add_argument("--mode", choices=["zk", "kraft"], default="zk")
-    ap.add_argument("--kafka-version", default="", help="default: 3.9.1 in zk mode, the newest 4.x in KRaft mode")
-    ap.add_argument("--broker-heap-mb", type=int, default=1024, help="each broker's -Xmx (default 1024)")
-    ap.add_argument("--kafka-exporter", metavar="PATH", help="kafka_exporter binary to run beside the collector")
-    ap.add_argument("--install-kafka-exporter", action="store_true", help="go install it when it is not found")
-    args = ap.parse_args()
-    counts = sorted(int(c) for c in args.counts.split(","))
+def rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # kB on Linux
+
+
+def result(source: str, partitions: int, brokers: int, m: dict[str, float]) -> dict[str, object]:
+    return {"partitions": partitions, "brokers": brokers, "source": source,
+            **{k: round(float(m[k]), 4) for k in ("p50_s", "p95_s", "max_s", "cpu_s")},
+            "requests": m["requests"], "records": m["records"], "json_mb": round(m["bytes"] / 1e6, 2),
+            "max_rss_mb": round(rss_mb(), 1)}
+
+
+def run_standin(args: argparse.Namespace, counts: list[int], results: list[dict[str, object]]) -> None:
+    """Each count against its own stand-in cluster (benchmarks/standin_broker.py). The first polls
+    fill the stand-in's answer cache (it encodes each answer once), so they are not measured."""
+    for target in counts:
+        t0 = time.perf_counter()
+        with StandIn(target, args.brokers or None) as standin:
+            source = AdminSource(ClusterConfig("bench", standin.bootstrap_servers), CollectorConfig())
+            try:
+                for _ in range(args.warmup):
+                    source.poll()
+                ready = time.perf_counter() - t0
+                m = measure(source, args.polls)
+            finally:
+                source.close()
+        r = result("stand-in", target, standin.brokers, m)
+        results.append(r)
+        print(f"{'krm collector':<15} partitions={target:>6} brokers={standin.brokers} (stand-in, ready in {ready:.0f}s) "
+              f"p50={m['p50_s']:.3f}s p95={m['p95_s']:.3f}s max={m['max_s']:.3f}s cpu/poll={m['cpu_s']:.3f}s "
+              f"requests/poll={m['requests']:.0f} json={m['bytes'] / 1e6:.2f}MB rss={r['max_rss_mb']}MB", flush=True)
+        if args.json:
+            print(json.dumps(r), flush=True)
+
+
+def run_cluster(args: argparse.Namespace, counts: list[int], results: list[dict[str, object]]) -> None:
     exporter, why_not = find_kafka_exporter(args.kafka_exporter, args.install_kafka_exporter)
     if exporter is None:
         print(f"kafka_exporter: not measured: {why_not}", flush=True)
-
     work = Path(tempfile.mkdtemp(prefix="krm-bench-"))
     # 5k partitions are 5k replicas per broker, each with its JMX MBeans: the tests' 384 MB heap runs
     # out when the JMX exporter and kafka_exporter scrape them all.
@@ -212,9 +250,12 @@ def main() -> int:
             for src in sources:
                 src.poll()  # connections and configs
             m, *rest = measure_alternately(sources, args.polls)
+            results.append(result("cluster", target, len(cluster.status()["brokers"]), m))
             print(f"{'krm collector':<15} partitions={target:>6} p50={m['p50_s']:.3f}s p95={m['p95_s']:.3f}s "
                   f"max={m['max_s']:.3f}s requests/poll={m['requests']:.0f} records/poll={m['records']:.0f} "
                   f"json={m['bytes'] / 1e6:.2f}MB", flush=True)
+            if args.json:
+                print(json.dumps(results[-1]), flush=True)
             for m in rest:
                 print(f"{'metadata only':<15} partitions={target:>6} p50={m['p50_s']:.3f}s p95={m['p95_s']:.3f}s "
                       f"max={m['max_s']:.3f}s", flush=True)
@@ -241,6 +282,36 @@ def main() -> int:
         if metadata_only is not None:
             metadata_only.close()
         cluster.down()
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--counts", default="1000,5000")
+    ap.add_argument("--polls", type=int, default=20)
+    ap.add_argument("--json", action="store_true", help="each count as a JSON line; the last line sums up the run")
+    ap.add_argument("--source", choices=["auto", "cluster", "stand-in"], default="auto",
+                    help="auto (default): a local cluster up to --cluster-max partitions, the stand-in above")
+    ap.add_argument("--cluster-max", type=int, default=10_000, help="the most partitions asked of a local cluster")
+    ap.add_argument("--brokers", type=int, default=0, help="stand-in brokers (default: ~10,000 replicas each, 3-60)")
+    ap.add_argument("--warmup", type=int, default=3, help="unmeasured stand-in polls (its answers get cached)")
+    ap.add_argument("--mode", choices=["zk", "kraft"], default="zk")
+    ap.add_argument("--kafka-version", default="", help="default: 3.9.1 in zk mode, the newest 4.x in KRaft mode")
+    ap.add_argument("--broker-heap-mb", type=int, default=1024, help="each broker's -Xmx (default 1024)")
+    ap.add_argument("--kafka-exporter", metavar="PATH", help="kafka_exporter binary to run beside the collector")
+    ap.add_argument("--install-kafka-exporter", action="store_true", help="go install it when it is not found")
+    args = ap.parse_args()
+    logging.basicConfig(level=logging.ERROR)  # the stand-in's warm-up polls time out by design
+    counts = sorted(int(c) for c in args.counts.split(","))
+    on_cluster = [c for c in counts if args.source == "cluster" or (args.source == "auto" and c <= args.cluster_max)]
+    on_standin = [c for c in counts if c not in on_cluster]
+    results: list[dict[str, object]] = []
+    if on_cluster:
+        run_cluster(args, on_cluster, results)
+    if on_standin:
+        run_standin(args, on_standin, results)
+    if args.json and results:
+        largest = max(results, key=lambda r: int(r["partitions"]))  # type: ignore[call-overload]
+        print(json.dumps({**largest, "results": results}), flush=True)
     return 0
 
 

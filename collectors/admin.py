@@ -28,6 +28,10 @@ log = logging.getLogger(__name__)
 
 TOPIC_CONFIGS = ("min.insync.replicas", "unclean.leader.election.enable")
 BROKER_CONFIGS = ("replica.lag.time.max.ms", "leader.imbalance.per.broker.percentage")
+# kafka-python refuses an answer over 1 MB by default, and a Metadata answer passes that at about
+# 20,000 partitions (Kafka's Java clients put no limit on a response's size); the stand-in broker of
+# benchmarks/collector_poll.py found it.
+MAX_ANSWER_BYTES = 1 << 30
 
 
 def ask(client: Any, node: int, request: Any, timeout_ms: int) -> Any:
@@ -502,7 +506,8 @@ class AdminSource:
             qc = KafkaClient(
                 bootstrap_servers=client.config["bootstrap_servers"], client_id=f"krm-quorum-{self.cluster.name}",
                 api_version=client.config["api_version"], request_timeout_ms=kraft.QUORUM_REQUEST_TIMEOUT_MS,
-                reconnect_backoff_max_ms=1000, **kafka_python_kwargs(self.cluster.security))
+                reconnect_backoff_max_ms=1000, receive_message_max_bytes=MAX_ANSWER_BYTES,
+                **kafka_python_kwargs(self.cluster.security))
             qc.cluster.request_update()
             deadline = time.monotonic() + self.settings.request_timeout_ms / 1000
             while qc.cluster.broker_metadata(self._last_node) is None and time.monotonic() < deadline:
@@ -806,6 +811,7 @@ class AdminSource:
                 request_timeout_ms=self.settings.request_timeout_ms,
                 api_version_auto_timeout_ms=self.settings.request_timeout_ms,
                 reconnect_backoff_max_ms=1000,  # a restarted broker is asked again within a second
+                receive_message_max_bytes=MAX_ANSWER_BYTES,
                 **kafka_python_kwargs(self.cluster.security),
             )
         return self._admin
