@@ -15,7 +15,7 @@ import threading
 import time
 from typing import Any, Iterable
 
-from collectors import access, kraft, offsets, reassignments
+from collectors import access, kraft, offsets, reassignments, wire
 from collectors.departures import Departures
 from collectors.kraft_protocol import DESCRIBE_QUORUM_KEY, DESCRIBE_TOPIC_PARTITIONS_KEY
 from collectors.memory import PartitionMemory
@@ -373,6 +373,7 @@ class AdminSource:
         snapshot = time.monotonic() - self._snapshot_at >= self.settings.assignment_snapshot_s
         if snapshot:
             self._snapshot_at = time.monotonic()
+        hw_of, start_of, leo_of, annotate = found.hw.get, found.log_start.get, found.leo.get, self._memory.annotate
         for t in topics:
             min_isr, unclean = self._configs.get(t["topic"], (None, None))
             name = t["topic"]
@@ -382,8 +383,9 @@ class AdminSource:
             for p in t["partitions"]:
                 pid = p["partition"]
                 present.add((name, pid))
+                replicas = p["replicas"]
                 part = {"partition": pid, "leader": p["leader"], "leader_epoch": p.get("leader_epoch"),
-                        "replicas": list(p["replicas"]), "isr": list(p["isr"]),
+                        "replicas": list(replicas), "isr": list(p["isr"]),
                         "offline_replicas": list(p.get("offline_replicas") or [])}
                 if "elr" in p:
                     part["elr"], part["last_known_elr"] = p["elr"], p["last_known_elr"]
@@ -392,13 +394,14 @@ class AdminSource:
                 # the controller's answer first: the mirror's watch on the topic znode can fire after the
                 # brokers' metadata already lists the adding replicas (one false under-replicated poll)
                 self._carry_move(name, part, self._moves.get((name, pid)) or (zk_moves or {}).get(pid))
-                part |= {"high_watermark": found.hw.get((name, pid)),
-                         "log_start_offset": found.log_start.get((name, pid)),
-                        "replica_offsets": [{"broker": r, "log_end_offset": found.leo[(name, pid, r)]}
-                                            for r in p["replicas"] if (name, pid, r) in found.leo]}
-                parts.append(self._memory.annotate(name, part, observed_at_ms))
+                key = (name, pid)
+                part["high_watermark"] = hw_of(key)
+                part["log_start_offset"] = start_of(key)
+                part["replica_offsets"] = [{"broker": r, "log_end_offset": o} for r in replicas
+                                           if (o := leo_of((name, pid, r))) is not None]
+                parts.append(annotate(name, part, observed_at_ms))
             published.extend(parts)
-            signature = tuple((p["partition"], tuple(p["replicas"])) for p in sorted(parts, key=lambda p: p["partition"]))
+            signature = tuple(sorted([(p["partition"], tuple(p["replicas"])) for p in parts]))
             changed = self._assignments.get(name) != signature
             self._assignments[name] = signature
             rec = topic_record(
@@ -481,8 +484,13 @@ class AdminSource:
                        if wanted else {})
             if overlay is not None:
                 for t in topics:
+                    name = t["topic"]
                     for p in t["partitions"]:
-                        p.update(overlay.get((t["topic"], p["partition"])) or {"elr": [], "last_known_elr": []})
+                        known = overlay.get((name, p["partition"])) if overlay else None
+                        if known:
+                            p.update(known)
+                        else:
+                            p["elr"], p["last_known_elr"] = [], []
         if kraft.supports(versions, DESCRIBE_QUORUM_KEY) and self._quorum_ask is None:
             # Sent now, harvested after the offsets round (_harvest_quorum), on a connection of its
             # own: a broker with no active controller to forward it to holds it, and a broker serves
@@ -714,10 +722,10 @@ class AdminSource:
 
         client = admin._client
         version = client.api_version(MetadataRequest, max_version=8)
-        if version >= 8:
-            request = MetadataRequest[version](topics=None, allow_auto_topic_creation=False,
-                                               include_cluster_authorized_operations=False,
-                                               include_topic_authorized_operations=False)
+        if version >= 8:  # (8 at most) decoded by hand: see collectors/wire.py
+            request = wire.MetadataRequestV8(topics=None, allow_auto_topic_creation=False,
+                                             include_cluster_authorized_operations=False,
+                                             include_topic_authorized_operations=False)
         else:
             request = MetadataRequest[version](topics=None, allow_auto_topic_creation=False)
         known = [b.nodeId for b in client.cluster.brokers()] or [client.least_loaded_node()]

@@ -41,6 +41,15 @@ class Seen:
         self.adding = adding
 
 
+def _went_back(leos: dict[int, int], before: dict[int, int]) -> bool:
+    """Some replica's log end offset is below what it was (a plain loop: every partition, every poll)."""
+    for b, o in leos.items():
+        was = before.get(b)
+        if was is not None and o < was:
+            return True
+    return False
+
+
 class PartitionMemory:
     def __init__(self) -> None:
         self._seen: dict[tuple[str, int], Seen] = {}
@@ -98,7 +107,7 @@ class PartitionMemory:
         moved = ((prev.leader_epoch is not None and epoch is not None and prev.leader_epoch != epoch)
                  or prev.leader != leader
                  or (hw is not None and prev.hw is not None and hw < prev.hw)
-                 or any(o < prev_leos[b] for b, o in leos.items() if b in prev_leos))
+                 or _went_back(leos, prev_leos))
         if moved:
             p["previous"] = {"leader": prev.leader, "leader_epoch": prev.leader_epoch, "isr": list(prev.isr),
                              "high_watermark": prev.hw, "max_high_watermark": prev.hw_peak,

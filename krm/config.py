@@ -93,6 +93,7 @@ class PipelineConfig:
     metrics_host: str = "127.0.0.1"
     metrics_port: int = setting(9308, minimum=0, maximum=65535)
     web_config_file: Path | None = None  # /metrics TLS and basic auth (Prometheus exporter-toolkit format)
+    console_url: str = ""  # the console as operators reach it (alerts link to it); "": the /metrics address
     spark_master: str = "local[2,4]"
     spark_conf: tuple[tuple[str, str], ...] = ()  # [pipeline.spark_conf]: Spark settings over krm's defaults
     starting_offsets: str = "latest"  # only for a pipeline with no checkpoint yet
@@ -232,8 +233,12 @@ def parse_config(raw: dict[str, Any], source: Path | None = None) -> Config:
     starting = r.string("[pipeline]", p, "starting_offsets", default=default_of(PipelineConfig, "starting_offsets"))
     if starting not in ("latest", "earliest"):
         raise ConfigError(f"{where}: [pipeline] starting_offsets must be 'latest' or 'earliest', got {starting!r}")
+    console_url = r.string("[pipeline]", p, "console_url", default="")
+    if console_url and not console_url.startswith(("http://", "https://")):
+        raise ConfigError(f"{where}: [pipeline] console_url must start with http:// or https://, got {console_url!r}")
     pipeline = PipelineConfig(
         data_dir=data_dir,
+        console_url=console_url.rstrip("/"),
         metrics_host=r.string("[pipeline]", p, "metrics_host", default=default_of(PipelineConfig, "metrics_host")),
         web_config_file=_web_config(where, source, p),
         spark_master=r.string("[pipeline]", p, "spark_master", default=default_of(PipelineConfig, "spark_master")),

@@ -42,6 +42,20 @@ class Monitor:
         port = p.metrics_port if self.with_pipeline else self.config.collector.serve_port(p.metrics_port)
         return f"{scheme}://{p.metrics_host}:{port}/metrics"
 
+    @property
+    def console_url(self) -> str:
+        """`[pipeline] console_url`, else the address /metrics is served at (a wildcard host named by
+        this machine's name, which a link must carry)."""
+        if self.config.pipeline.console_url:
+            return self.config.pipeline.console_url
+        url = self.metrics_url.removesuffix("/metrics")
+        host = self.config.pipeline.metrics_host
+        if host in ("", "0.0.0.0", "::", "[::]"):
+            import socket
+
+            url = url.replace(f"//{host}:", f"//{socket.getfqdn()}:", 1)
+        return url
+
     def start(self) -> Monitor:
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
         try:
@@ -63,7 +77,7 @@ class Monitor:
                 from pipelines.metrics import PipelineState, serve
                 from pipelines.session import build_session
 
-                state = PipelineState(ready_window_s=self.ready_window_s)
+                state = PipelineState(ready_window_s=self.ready_window_s, console_url=self.console_url)
                 p = self.config.pipeline
                 extra = (CollectorMetrics(self.collector),) if self.collector is not None else ()
                 from krm.console import Console

@@ -87,10 +87,11 @@ class Snapshot:
 class PipelineState:
     """The one mutable thing shared by the alert path (writer) and the scrape thread (reader)."""
 
-    def __init__(self, ready_window_s: float = 30.0) -> None:
+    def __init__(self, ready_window_s: float = 30.0, console_url: str = "") -> None:
         self._lock = threading.Lock()
         self._snapshot = Snapshot()
         self.ready_window_s = ready_window_s  # a batch at least this recent makes the pipeline "up"
+        self.console_url = console_url.rstrip("/")  # where the console's pages are (alerts link to them)
 
     def readiness(self, now: float | None = None) -> tuple[bool, str]:
         """(ready, why): a micro-batch finished within ready_window_s and nothing stops the pipeline."""
@@ -171,6 +172,7 @@ class KrmCollector:
                 fam.add_metric([inc.cluster, inc.topic or "", str(inc.partition), *extra], 1)
         yield from per_partition.values()
         yield _broker_down_series(snap.open_incidents)
+        yield from _incident_info_series(snap.open_incidents, self.state.console_url)
         yield _unavailable_series(snap.open_incidents)
         yield from _offset_series(snap.open_incidents, now)
 
@@ -272,6 +274,36 @@ def _broker_down_series(incidents: tuple[Incident, ...]) -> Any:
         if inc.type == brokers.BROKER_DOWN:
             fam.add_metric([inc.cluster, str(inc.broker), inc.cause or "", inc.severity], 1)
     return fam
+
+
+def _brokers_label(value: Any) -> str:
+    return ",".join(str(b) for b in value) if isinstance(value, (list, tuple)) else ""
+
+
+def _incident_info_series(incidents: tuple[Incident, ...], console_url: str) -> Iterator[Any]:
+    """krm_incident_info: 1 per open incident, its labels what the operator acts on (the broker that
+    must return, the followers holding a HW back, the incident's console page). Alert rules read it
+    in their annotations (a template `query`), so a page carries the answer while the alert's own
+    labels, and so its identity, stay those of the series it fires on. krm_console_info{url}: the
+    console's address, for the rules whose alert names no single incident."""
+    from prometheus_client.core import GaugeMetricFamily
+
+    fam = GaugeMetricFamily("krm_incident_info", "1 per open incident: its id, subject, cause, the brokers that must "
+                            "return (must_return), the followers holding the HW back (holding_back), its console page.",
+                            labels=["cluster", "type", "severity", "topic", "partition", "broker", "cause",
+                                    "incident_id", "must_return", "holding_back", "url"])
+    for inc in incidents:
+        fam.add_metric([inc.cluster, inc.type, inc.severity, inc.topic or "",
+                        "" if inc.partition is None else str(inc.partition), "" if inc.broker is None else str(inc.broker),
+                        inc.cause or "", inc.incident_id, _brokers_label(inc.details.get("must_return")),
+                        _brokers_label(inc.details.get("holding_back")),
+                        f"{console_url}/incidents/{inc.incident_id}" if console_url else ""], 1)
+    yield fam
+    if console_url:
+        console = GaugeMetricFamily("krm_console_info", "The console's address (`[pipeline] console_url`).",
+                                    labels=["url"])
+        console.add_metric([console_url], 1)
+        yield console
 
 
 def _unavailable_series(incidents: tuple[Incident, ...]) -> Any:

@@ -63,6 +63,11 @@ def test_offline_partition_alert_reaches_alertmanager_and_resolves(zk_cluster, k
                     if a["labels"]["alertname"] == "KafkaPartitionOffline" and a["status"] == "firing")
         assert note["labels"]["cause"] == "single_replica_on_dead_broker" and note["labels"]["severity"] == "critical"
         assert "bring that broker back" in note["annotations"]["runbook"]
+        # the answer in the page: the broker that must return, and the incident's console page
+        assert note["annotations"]["must_return"] == str(victim), note["annotations"]
+        page = requests.get(note["annotations"]["incident"], timeout=10)
+        assert page.status_code == 200 and "OFFLINE_PARTITION" in page.text and topic in page.text, page.text[:500]
+        assert note["annotations"]["incident"].startswith(monitor.console_url + "/incidents/")
 
         cluster.start(victim)
         wait_for(lambda: hook.first("KafkaPartitionOffline", "resolved"), 90, "resolved notification")

@@ -24,6 +24,7 @@ def test_defaults_and_observations_fallback():
     ({**MINIMAL, "collector": {"poll_interval_s": "fast"}}, "poll_interval_s must be a number"),
     ({**MINIMAL, "pipeline": {"metrics_port": 70000}}, "metrics_port must be <= 65535"),
     ({**MINIMAL, "pipeline": {"starting_offsets": "now"}}, "starting_offsets must be 'latest' or 'earliest'"),
+    ({**MINIMAL, "pipeline": {"console_url": "krm.example:9308"}}, "console_url must start with http:// or https://"),
     ({**MINIMAL, "colector": {}}, "unknown key(s) ['colector']"),
     ({"clusters": [{"name": "a b", "bootstrap_servers": "x"}]}, "may hold only letters"),
     ({"clusters": [{"name": "a", "bootstrap_servers": "x"}, {"name": "a", "bootstrap_servers": "y"}]}, "unique"),
@@ -240,3 +241,17 @@ def test_krm_collect_serves_beside_the_pipeline_not_on_its_port():
     assert ports({"metrics_port": 9400}, {}) == (9308, 9400)
     with pytest.raises(ConfigError, match=r"\[collector\] metrics_port"):
         ports({"metrics_port": 70000}, {})
+
+
+def test_console_url_defaults_to_where_metrics_are_served(tmp_path):
+    from krm.config import parse_config
+    from krm.runner import Monitor
+
+    plain = Monitor(parse_config({**MINIMAL, "pipeline": {"metrics_port": 9400}}, source=tmp_path / "k.toml"))
+    assert plain.console_url == "http://127.0.0.1:9400"
+    wild = Monitor(parse_config({**MINIMAL, "pipeline": {"metrics_host": "0.0.0.0", "metrics_port": 9400}},
+                                source=tmp_path / "k.toml"))
+    assert wild.console_url.startswith("http://") and "0.0.0.0" not in wild.console_url
+    chosen = Monitor(parse_config({**MINIMAL, "pipeline": {"console_url": "https://krm.example/"}},
+                                  source=tmp_path / "k.toml"))
+    assert chosen.console_url == "https://krm.example"

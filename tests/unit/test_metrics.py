@@ -119,3 +119,33 @@ def test_kraft_series_with_a_controller_whose_node_id_is_zero():
     assert reg.get_sample_value("krm_kraft_quorum_voters_caught_up", {"cluster": "k"}) == 2
     assert reg.get_sample_value("krm_kraft_voter_caught_up", {"cluster": "k", "voter": "2"}) == 0
     assert reg.get_sample_value("krm_kraft_voter_records_behind", {"cluster": "k", "voter": "2"}) == 40
+
+
+def test_each_open_incident_has_an_info_series_with_what_to_act_on():
+    offline = Incident("abc123", "c1", "topic:t", "OFFLINE_PARTITION", "critical", "t", 0, None, "all_isr_replicas_dead",
+                       {"must_return": [3, 1], "live_brokers": [2]}, 1000, 2000, None, "open")
+    stall = Incident("def456", "c1", "topic:t", "HW_STALL", "critical", "t", 4, None, "isr_follower_unreachable",
+                     {"holding_back": [2]}, 1000, 2000, None, "open")
+    down = Incident("b0", "c1", "cluster", "BROKER_DOWN", "warning", None, None, 3, "stopped", {}, 1000, 2000, None,
+                    "open")
+    state = PipelineState(console_url="https://krm.example:9308/")
+    state.update(open_incidents=(offline, stall, down))
+    reg = _registry(state)
+    common = {"cluster": "c1", "holding_back": "", "must_return": ""}
+    assert reg.get_sample_value("krm_incident_info", {
+        **common, "type": "OFFLINE_PARTITION", "severity": "critical", "topic": "t", "partition": "0", "broker": "",
+        "cause": "all_isr_replicas_dead", "incident_id": "abc123", "must_return": "3,1",
+        "url": "https://krm.example:9308/incidents/abc123"}) == 1
+    assert reg.get_sample_value("krm_incident_info", {
+        **common, "type": "HW_STALL", "severity": "critical", "topic": "t", "partition": "4", "broker": "",
+        "cause": "isr_follower_unreachable", "incident_id": "def456", "holding_back": "2",
+        "url": "https://krm.example:9308/incidents/def456"}) == 1
+    assert reg.get_sample_value("krm_incident_info", {
+        **common, "type": "BROKER_DOWN", "severity": "warning", "topic": "", "partition": "", "broker": "3",
+        "cause": "stopped", "incident_id": "b0", "url": "https://krm.example:9308/incidents/b0"}) == 1
+    assert reg.get_sample_value("krm_console_info", {"url": "https://krm.example:9308"}) == 1
+
+
+def test_no_incident_no_info_series():
+    reg = _registry(PipelineState())
+    assert not [s for m in reg.collect() for s in m.samples if s.name in ("krm_incident_info", "krm_console_info")]

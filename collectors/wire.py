@@ -1,0 +1,198 @@
+"""The two big answers of a poll, encoded and decoded by hand: Metadata (v8) and ListOffsets (v4/v5).
+
+At a few hundred thousand partitions these two messages are most of a poll's bytes, and kafka-python's
+generic schema walk spends tens of microseconds per partition on them (a type dispatch per field,
+then a conversion to dicts). Their layouts are fixed (clients/src/main/resources/common/message/
+MetadataResponse.json and ListOffsets{Request,Response}.json in Apache Kafka), so here they are read
+with precompiled `struct` formats and written in one pass: the same values, in the shapes the
+collector already used (`to_object()` dicts for Metadata, tuples for ListOffsets). Other versions go
+through kafka-python as before.
+
+The classes plug into kafka-python's client unchanged: a request names its RESPONSE_TYPE, and the
+client's parser hands the frame to that type's `decode`.
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import Any, Iterable
+
+from kafka.protocol.list_offsets import ListOffsetsRequest, ListOffsetsResponse
+from kafka.protocol.metadata import MetadataRequest, MetadataResponse
+
+_I = struct.Struct(">i")
+_H = struct.Struct(">h")
+_BROKER_TAIL = struct.Struct(">i")  # port, after the host string
+_PARTITION_HEAD = struct.Struct(">hiiii")  # error_code, partition, leader, leader_epoch, replica count
+_TOPIC_HEAD_AFTER_NAME = struct.Struct(">bi")  # is_internal, partition count
+_OFFSETS_PARTITION = struct.Struct(">ihqqi")  # partition, error_code, timestamp, offset, leader_epoch
+_INTS: dict[int, struct.Struct] = {}
+
+
+def _ints(n: int) -> struct.Struct:
+    s = _INTS.get(n)
+    if s is None:
+        s = _INTS[n] = struct.Struct(f">{n}i")
+    return s
+
+
+def _string(data: bytes, at: int) -> tuple[str | None, int]:
+    (n,) = _H.unpack_from(data, at)
+    at += 2
+    if n < 0:
+        return None, at
+    return data[at:at + n].decode(), at + n
+
+
+def _int_array(data: bytes, at: int) -> tuple[list[int], int]:
+    (n,) = _I.unpack_from(data, at)
+    at += 4
+    if n <= 0:
+        return [], at
+    return list(_ints(n).unpack_from(data, at)), at + 4 * n
+
+
+class MetadataAnswer:
+    """A decoded Metadata v8 answer: what kafka-python's response offers, read by hand."""
+
+    API_KEY = 3
+    API_VERSION = 8
+
+    def __init__(self, brokers: list[tuple[int, str, int, str | None]], cluster_id: str | None, controller_id: int,
+                 topics: list[dict[str, Any]]) -> None:
+        self.brokers = brokers
+        self.cluster_id = cluster_id
+        self.controller_id = controller_id
+        self._topics = topics
+        # kafka-python's ClusterMetadata.update_metadata reads `topics` as tuples to index partitions
+        # for producers and consumers; the collector's client needs the brokers only
+        self.topics: list[Any] = []
+
+    def to_object(self) -> dict[str, Any]:
+        return {"brokers": [{"node_id": n, "host": h, "port": p, "rack": r} for n, h, p, r in self.brokers],
+                "cluster_id": self.cluster_id, "controller_id": self.controller_id, "topics": self._topics}
+
+
+def decode_metadata_v8(data: bytes) -> MetadataAnswer:
+    at = 4  # throttle_time_ms
+    (n,) = _I.unpack_from(data, at)
+    at += 4
+    brokers = []
+    for _ in range(n):
+        (node,) = _I.unpack_from(data, at)
+        host, at = _string(data, at + 4)
+        (port,) = _BROKER_TAIL.unpack_from(data, at)
+        rack, at = _string(data, at + 4)
+        brokers.append((node, host or "", port, rack))
+    cluster_id, at = _string(data, at)
+    (controller,) = _I.unpack_from(data, at)
+    at += 4
+    (n_topics,) = _I.unpack_from(data, at)
+    at += 4
+    topics = []
+    head, ints = _PARTITION_HEAD.unpack_from, _ints
+    for _ in range(max(n_topics, 0)):
+        (error,) = _H.unpack_from(data, at)
+        name, at = _string(data, at + 2)
+        internal, n_parts = _TOPIC_HEAD_AFTER_NAME.unpack_from(data, at)
+        at += 5
+        parts = []
+        for _ in range(max(n_parts, 0)):
+            p_error, pid, leader, epoch, nr = head(data, at)
+            at += 18
+            replicas = list(ints(nr).unpack_from(data, at)) if nr > 0 else []
+            at += 4 * max(nr, 0)
+            (ni,) = _I.unpack_from(data, at)
+            at += 4
+            isr = list(ints(ni).unpack_from(data, at)) if ni > 0 else []
+            at += 4 * max(ni, 0)
+            (no,) = _I.unpack_from(data, at)
+            at += 4
+            offline = list(ints(no).unpack_from(data, at)) if no > 0 else []
+            at += 4 * max(no, 0)
+            parts.append({"error_code": p_error, "partition": pid, "leader": leader, "leader_epoch": epoch,
+                          "replicas": replicas, "isr": isr, "offline_replicas": offline})
+        at += 4  # topic_authorized_operations
+        topics.append({"error_code": error, "topic": name, "is_internal": bool(internal), "partitions": parts})
+    return MetadataAnswer(brokers, cluster_id, controller, topics)
+
+
+class _MetadataResponseV8(MetadataResponse[8]):  # type: ignore[misc,valid-type]
+    @classmethod
+    def decode(cls, data: Any) -> MetadataAnswer:  # type: ignore[override]
+        return decode_metadata_v8(data.read())
+
+
+class MetadataRequestV8(MetadataRequest[8]):  # type: ignore[misc,valid-type]
+    """Metadata v8 for every topic (or none), its answer decoded by decode_metadata_v8."""
+
+    RESPONSE_TYPE = _MetadataResponseV8
+
+
+class OffsetsAnswer:
+    """A decoded ListOffsets v4/v5 answer: `topics` as [(topic, [(partition, error_code, timestamp,
+    offset, leader_epoch), ...]), ...], as kafka-python's response carries them."""
+
+    def __init__(self, topics: list[tuple[str, list[tuple[int, int, int, int, int]]]]) -> None:
+        self.topics = topics
+
+
+def decode_list_offsets_v4(data: bytes) -> OffsetsAnswer:
+    at = 4  # throttle_time_ms
+    (n,) = _I.unpack_from(data, at)
+    at += 4
+    topics = []
+    size = _OFFSETS_PARTITION.size
+    for _ in range(max(n, 0)):
+        name, at = _string(data, at)
+        (n_parts,) = _I.unpack_from(data, at)
+        at += 4
+        end = at + size * max(n_parts, 0)
+        topics.append((name or "", list(_OFFSETS_PARTITION.iter_unpack(data[at:end]))))
+        at = end
+    return OffsetsAnswer(topics)
+
+
+def _offsets_response(version: int) -> Any:
+    class _Response(ListOffsetsResponse[version]):  # type: ignore[misc,valid-type]
+        @classmethod
+        def decode(cls, data: Any) -> OffsetsAnswer:  # type: ignore[override]
+            return decode_list_offsets_v4(data.read())
+
+    return _Response
+
+
+_OFFSETS_RESPONSES = {4: _offsets_response(4), 5: _offsets_response(5)}
+
+
+class ListOffsetsRequestV4(ListOffsetsRequest[4]):  # type: ignore[misc,valid-type]
+    """ListOffsets v4/v5 encoded in one pass: partition, current_leader_epoch -1 (no epoch check),
+    timestamp, for every partition asked. Built with `offsets_request`."""
+
+    def __init__(self, version: int, body: bytes) -> None:  # noqa: D107 - no Struct fields: the body is ready
+        self.API_VERSION = version
+        self.RESPONSE_TYPE = _OFFSETS_RESPONSES[version]
+        self._body = body
+
+    def encode(self) -> bytes:  # type: ignore[override]
+        return self._body
+
+    def __repr__(self) -> str:
+        return f"ListOffsetsRequest_v{self.API_VERSION}({len(self._body)} bytes)"
+
+
+_OFFSETS_ENTRY = struct.Struct(">iiq")
+
+
+def offsets_request(version: int, replica_id: int, isolation_level: int,
+                    by_topic: Iterable[tuple[str, list[int]]], timestamp: int) -> ListOffsetsRequestV4:
+    """The request for `by_topic` ((topic, partitions), ...) at `version` 4 or 5."""
+    out = [struct.pack(">ib", replica_id, isolation_level)]
+    topics = list(by_topic)
+    out.append(_I.pack(len(topics)))
+    pack = _OFFSETS_ENTRY.pack
+    for topic, partitions in topics:
+        name = topic.encode()
+        out.append(_H.pack(len(name)) + name + _I.pack(len(partitions)))
+        out.append(b"".join([pack(p, -1, timestamp) for p in partitions]))
+    return ListOffsetsRequestV4(version, b"".join(out))
