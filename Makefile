@@ -43,6 +43,8 @@ system-packages:
 	command -v mvn >/dev/null || missing+=(maven); \
 	command -v promtool >/dev/null || missing+=(prometheus); \
 	command -v prometheus-alertmanager >/dev/null || missing+=(prometheus-alertmanager); \
+	command -v chromium >/dev/null || missing+=(chromium); \
+	command -v chromedriver >/dev/null || missing+=(chromium-driver); \
 	$(PYTHON) -c 'import venv, ensurepip' 2>/dev/null || missing+=(python3-venv); \
 	if [ $${#missing[@]} -gt 0 ]; then \
 	  echo "installing Debian packages: $${missing[*]}"; \

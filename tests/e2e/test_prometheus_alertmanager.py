@@ -15,6 +15,7 @@ import requests
 from krm.config import load_config
 from krm.runner import Monitor
 from krm.scrape import scrape, series
+from tests.browser import chromium, shot
 from tests.helpers import create_topic, wait_for, write_config
 
 pytestmark = pytest.mark.e2e
@@ -68,6 +69,7 @@ def test_offline_partition_alert_reaches_alertmanager_and_resolves(zk_cluster, k
         page = requests.get(note["annotations"]["incident"], timeout=10)
         assert page.status_code == 200 and "OFFLINE_PARTITION" in page.text and topic in page.text, page.text[:500]
         assert note["annotations"]["incident"].startswith(monitor.console_url + "/incidents/")
+        _click_through_the_console(monitor.console_url, topic, victim, note["annotations"]["incident"])
 
         cluster.start(victim)
         wait_for(lambda: hook.first("KafkaPartitionOffline", "resolved"), 90, "resolved notification")
@@ -76,3 +78,36 @@ def test_offline_partition_alert_reaches_alertmanager_and_resolves(zk_cluster, k
         monitor.stop()
         if cluster.status()["brokers"][str(victim)]["state"] != "running":
             cluster.start(victim)
+
+
+def _click_through_the_console(console: str, topic: str, victim: int, incident_url: str) -> None:
+    """In a real browser: the open incidents list the partition with its cause and the broker that
+    must return; its link reaches the incident, whose partition-timeline link reaches the partition's
+    history, which lists the incident's opening (once the incidents table holds it)."""
+    from selenium.webdriver.common.by import By
+
+    with chromium() as browser:
+        browser.get(console + "/incidents")
+        rows = [r for r in browser.find_elements(By.TAG_NAME, "tr") if f"{topic}-" in r.text
+                and "OFFLINE_PARTITION" in r.text]
+        assert rows, browser.page_source[:2000]
+        row = next(r for r in rows if incident_url.rsplit("/", 1)[1] in
+                   r.find_element(By.LINK_TEXT, "OFFLINE_PARTITION").get_attribute("href"))
+        assert "single_replica_on_dead_broker" in row.text and f"must_return [{victim}]" in row.text, row.text
+        shot(browser, "console-incidents")
+        row.find_element(By.LINK_TEXT, "OFFLINE_PARTITION").click()
+        assert browser.current_url == incident_url
+        body = browser.find_element(By.TAG_NAME, "body").text
+        assert "OFFLINE_PARTITION / single_replica_on_dead_broker" in body and f"must_return [{victim}]" in body, body
+        shot(browser, "console-incident")
+        browser.find_element(By.LINK_TEXT, "partition timeline").click()
+        assert "/partitions/" in browser.current_url and browser.current_url.endswith(
+            f"/{topic}/" + browser.current_url.rsplit("/", 1)[1])
+        incident_id = incident_url.rsplit("/", 1)[1]
+
+        def lists_the_incident() -> bool:
+            browser.refresh()
+            return any(incident_id in (a.get_attribute("href") or "") for a in browser.find_elements(By.TAG_NAME, "a"))
+
+        wait_for(lists_the_incident, 60, "the partition's timeline listing the incident")
+        shot(browser, "console-partition")

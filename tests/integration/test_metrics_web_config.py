@@ -72,6 +72,21 @@ def test_console_is_under_the_same_tls_and_basic_auth(secured_metrics):
     assert page.status_code == 200 and "prod-eu-1" in page.text and "<script" not in page.text
 
 
+def test_a_browser_without_credentials_is_refused(secured_metrics):
+    """In a real browser (chromium): no credentials, no page; with them, the clusters page."""
+    from selenium.webdriver.common.by import By
+
+    from tests.browser import chromium
+
+    _url, port, _tmp = secured_metrics
+    with chromium() as browser:
+        browser.get(f"https://127.0.0.1:{port}/")
+        # the Basic challenge holds the page (headless Chrome asks no one): nothing of the console shows
+        assert "prod-eu-1" not in browser.page_source and "open incidents" not in browser.page_source
+        browser.get(f"https://prometheus:scrape-me@127.0.0.1:{port}/")
+        assert "prod-eu-1" in browser.find_element(By.TAG_NAME, "body").text
+
+
 def test_prometheus_scrapes_with_the_web_config(secured_metrics):
     url, port, tmp = secured_metrics
     prometheus = shutil.which("prometheus")
