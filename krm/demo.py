@@ -102,9 +102,11 @@ def run_demo(keep: bool = False, brokers: int = 3) -> int:
                   + (f" (last: {i.cause})" if i.cause != root else "")
                   + (f" (must return: broker {','.join(map(str, must))})" if must else ""))
         print("\n  The lesson (docs/cases/rf1-outage-zk-chroot.md): a replication-factor-1 partition is offline "
-              f"for as long as its one broker"
-              f"\n  is down. Before maintenance, move such partitions off the broker.\n"
-              f"\n  History: .venv/bin/krm incidents --config {cluster.config_path}")
+              "for as long as its one broker"
+              "\n  is down. Before maintenance, move such partitions off the broker.\n")
+        if incidents:
+            _history(say, cluster.config_path, incidents[0])
+        print(f"\n  History: .venv/bin/krm incidents --config {cluster.config_path}")
         return 0
     finally:
         if monitor is not None:
@@ -114,6 +116,38 @@ def run_demo(keep: bool = False, brokers: int = 3) -> int:
         else:
             cluster.down()
             say("cluster stopped")
+
+
+def _history(say: Any, config_path: Any, incident: Any) -> None:
+    """The answers an on-call engineer asks for after the page, from the tables the run wrote: one
+    incident whole, its partition's timeline (and a PNG for the post-mortem), and SQL over the
+    history — each as the command to type, then what it printed."""
+    import shlex
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    krm = Path(sys.executable).with_name("krm")
+    base = [str(krm)] if krm.exists() else [sys.executable, "-m", "krm.cli"]
+    plot = Path(config_path).parent / "demo-timeline.png"
+    asks = [
+        ["incidents", "show", incident.incident_id],
+        ["timeline", "--topic", incident.topic, "--partition", str(incident.partition), "--since", "15m",
+         "--plot", str(plot)],
+        ["sql", "SELECT type, cause, count(*) AS incidents, round(max(epoch(coalesce(resolved_at, last_seen_at)"
+                " - opened_at)), 1) AS longest_s FROM incidents GROUP BY type, cause ORDER BY incidents DESC"],
+    ]
+    for ask in asks:
+        cmd = [*base, *ask, "--config", str(config_path)]
+        say("$ krm " + " ".join(shlex.quote(a) for a in ask) + " --config " + str(config_path))
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+        lines = (out.stdout or out.stderr).rstrip().splitlines()
+        for line in lines[:14]:
+            print(f"         {line}")
+        if len(lines) > 14:
+            print(f"         ... ({len(lines) - 14} more lines)")
+    if plot.exists():
+        say(f"timeline plot for the post-mortem: {plot}")
 
 
 def _wait(check: Any, timeout_s: float, what: str) -> None:

@@ -2,6 +2,7 @@
 the same config file: its own /metrics and /readyz on [collector] metrics_port, the pipeline's port
 left to the pipeline."""
 
+import re
 import socket
 import urllib.request
 
@@ -10,13 +11,16 @@ import pytest
 from krm.config import load_config
 from krm.runner import Monitor
 from krm.scrape import scrape, series
-from tests.helpers import wait_for, write_config
+from tests.helpers import free_port_pair, wait_for, write_config
 
 pytestmark = pytest.mark.integration
 
 
 def test_krm_collect_serves_its_own_port_beside_the_pipelines(kraft_cluster, tmp_path):
-    config = load_config(write_config(kraft_cluster, tmp_path, poll_interval_s=0.5))
+    path = write_config(kraft_cluster, tmp_path, poll_interval_s=0.5)
+    # `krm collect` serves on the pipeline's port + 1: both must be free
+    path.write_text(re.sub(r"(?m)^metrics_port = \d+$", f"metrics_port = {free_port_pair()}", path.read_text()))
+    config = load_config(path)
     pipeline_port = config.pipeline.metrics_port
     with socket.socket() as pipeline_side:  # the pipeline, already serving on its port
         pipeline_side.bind(("127.0.0.1", pipeline_port))
