@@ -15,7 +15,7 @@ import threading
 import time
 from typing import Any, Iterable
 
-from collectors import access, kraft, offsets, reassignments, wire
+from collectors import access, gc_pause, kraft, offsets, reassignments, wire
 from collectors.departures import Departures
 from collectors.kraft_protocol import DESCRIBE_QUORUM_KEY, DESCRIBE_TOPIC_PARTITIONS_KEY
 from collectors.memory import PartitionMemory
@@ -156,12 +156,17 @@ class AdminSource:
         self.last_offsets: offsets.OffsetsRound | None = None  # for benchmarks and logs
         self._moves: reassignments.Moves = {}  # the last ListPartitionReassignments answer
         self._moves_ask: tuple[Any, float] | None = None  # (future, sent at) while unanswered
+        self._elr_known = False  # this poll asked DescribeTopicPartitions (KRaft 3.7+): ELR known, empty unless said
         self._applied: reassignments.Moves = {}  # the moves the last records carried (reassignments.annotate)
         self._departures = Departures()  # how each down broker went down (controlled shutdown or not)
 
     def poll(self) -> list[dict[str, Any]]:
         """One poll: a `cluster` record, then one `topic` record per topic. Never raises for an
         unreachable cluster: the failure is itself the observation (a cluster record with `error`)."""
+        with gc_pause.paused():
+            return self._poll()
+
+    def _poll(self) -> list[dict[str, Any]]:
         with self._poll_lock:  # quick_records (another thread) numbers its records from the same sequence
             self._poll_id += 1
             poll_id = self._poll_id
@@ -374,6 +379,7 @@ class AdminSource:
         if snapshot:
             self._snapshot_at = time.monotonic()
         hw_of, start_of, leo_of, annotate = found.hw.get, found.log_start.get, found.leo.get, self._memory.annotate
+        elr_known = self.zk is None and self._elr_known
         for t in topics:
             min_isr, unclean = self._configs.get(t["topic"], (None, None))
             name = t["topic"]
@@ -389,6 +395,8 @@ class AdminSource:
                         "offline_replicas": list(p.get("offline_replicas") or [])}
                 if "elr" in p:
                     part["elr"], part["last_known_elr"] = p["elr"], p["last_known_elr"]
+                elif elr_known:
+                    part["elr"], part["last_known_elr"] = [], []
                 self._overlay_zk(name, part, zk_assignment)
                 self._no_older(name, part)
                 # the controller's answer first: the mirror's watch on the topic znode can fire after the
@@ -478,15 +486,21 @@ class AdminSource:
         def send(request: Any) -> Any:
             return ask(client, self._last_node, request, timeout)
 
+        self._elr_known = False
         if kraft.supports(versions, DESCRIBE_TOPIC_PARTITIONS_KEY):
             wanted = [t["topic"] for t in topics if kraft.needs_elr(t["partitions"])]
             overlay = (self._kraft_call("DescribeTopicPartitions", lambda: kraft.describe_partitions(send, wanted))
                        if wanted else {})
             if overlay is not None:
+                # every other topic has neither ELR nor last known ELR (needs_elr): _records says so
+                self._elr_known = True
+                described = set(wanted)
                 for t in topics:
+                    if t["topic"] not in described:
+                        continue
                     name = t["topic"]
                     for p in t["partitions"]:
-                        known = overlay.get((name, p["partition"])) if overlay else None
+                        known = overlay.get((name, p["partition"]))
                         if known:
                             p.update(known)
                         else:
