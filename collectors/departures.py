@@ -15,7 +15,8 @@ shutdown leaves them led by the broker (they go offline either way and OFFLINE_P
 
 Limits: a broker that held nothing replicated when it went down (only single-replica partitions,
 or none) gives no evidence either way and reads as a controlled stop: a warning, as its going hurts
-no client beyond those partitions, which page on their own (OFFLINE_PARTITION). A crash first seen after the controller already acted (a poll interval longer than the
+no client beyond those partitions, which page on their own (OFFLINE_PARTITION). A crash first seen
+after the controller already acted (a poll interval longer than the
 broker session timeout) looks like a controlled shutdown; the pipeline still turns the incident
 critical after `[pipeline] planned_stop_max_s`.
 """
