@@ -11,6 +11,7 @@ import threading
 import time
 from typing import Any
 
+from collectors import gc_pause
 from collectors.admin import AdminSource
 from collectors.canary import CanarySource
 from collectors.jmx import JmxSource
@@ -110,7 +111,8 @@ class Collector:
                 continue
             t0 = time.monotonic()
             try:
-                self.publisher.publish(src.poll())
+                with gc_pause.paused():  # the records are freed by reference counting once spooled
+                    self.publisher.publish(src.poll())
             except Exception:  # noqa: BLE001 - keep polling; the failure is logged with its cause
                 log.exception("poll of cluster %s failed", src.cluster.name)
             self.polls += 1
