@@ -104,8 +104,9 @@ def run_demo(keep: bool = False, brokers: int = 3) -> int:
         print("\n  The lesson (docs/cases/rf1-outage-zk-chroot.md): a replication-factor-1 partition is offline "
               "for as long as its one broker"
               "\n  is down. Before maintenance, move such partitions off the broker.\n")
-        if incidents:
-            _history(say, cluster.config_path, incidents[0])
+        if incidents:  # the page's incident: an offline partition, the one naming the broker to bring back first
+            shown = min(incidents, key=lambda i: (i.type != "OFFLINE_PARTITION", not i.details.get("must_return")))
+            _history(say, cluster.config_path, shown)
         print(f"\n  History: .venv/bin/krm incidents --config {cluster.config_path}")
         return 0
     finally:
