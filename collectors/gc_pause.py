@@ -1,12 +1,13 @@
-"""The cyclic garbage collector held off while a poll builds its records.
+"""The cyclic garbage collector held off while a poll builds and publishes its records.
 
 A poll of a large cluster allocates a few dicts and lists per partition, and most of them live on
-(the records until they are published, the collector's per-partition memory). Each burst of
-allocations triggers Python's cyclic collector, which walks every young object and, as the
-partition memory ages, the old ones too: measured on the stand-in cluster (benchmarks/
-BENCHMARKS.md), more than half of a 100k-partition poll. These objects form no reference cycles, so
-reference counting frees them all; the cyclic collector runs again when the last poll in flight
-ends. Process-wide (gc.disable is), so several clusters' polls in parallel count themselves in.
+(the records until they are spooled, the collector's per-partition memory). Each burst of
+allocations triggers Python's cyclic collector, which walks every young object again, and, as the
+partition memory ages, the old ones too (benchmarks/BENCHMARKS.md has what it cost). The records
+hold no reference cycles, so reference counting frees them; whatever cycles a poll does leave (a
+client's futures, an exception's frames) are collected when the last poll in flight ends and the
+collector runs again. Process-wide (gc.disable is), so parallel polls of several clusters count
+themselves in.
 """
 
 from __future__ import annotations

@@ -22,7 +22,6 @@ from kafka.protocol.metadata import MetadataRequest, MetadataResponse
 
 _I = struct.Struct(">i")
 _H = struct.Struct(">h")
-_BROKER_TAIL = struct.Struct(">i")  # port, after the host string
 _PARTITION_HEAD = struct.Struct(">hiiii")  # error_code, partition, leader, leader_epoch, replica count
 _TOPIC_HEAD_AFTER_NAME = struct.Struct(">bi")  # is_internal, partition count
 _OFFSETS_PARTITION = struct.Struct(">ihqqi")  # partition, error_code, timestamp, offset, leader_epoch
@@ -81,7 +80,7 @@ def decode_metadata_v8(data: bytes) -> MetadataAnswer:
     for _ in range(n):
         (node,) = _I.unpack_from(data, at)
         host, at = _string(data, at + 4)
-        (port,) = _BROKER_TAIL.unpack_from(data, at)
+        (port,) = _I.unpack_from(data, at)
         rack, at = _string(data, at + 4)
         brokers.append((node, host or "", port, rack))
     cluster_id, at = _string(data, at)
