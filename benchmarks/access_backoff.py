@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from collectors import access  # noqa: E402
 from collectors.admin import AdminSource  # noqa: E402
-from krm.config import CollectorConfig, load_config  # noqa: E402
+from foundation.config import CollectorConfig, load_config  # noqa: E402
 from krm.local_cluster import LocalCluster  # noqa: E402
 
 

@@ -30,7 +30,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from krm.config import load_config  # noqa: E402
+from foundation.config import load_config  # noqa: E402
 from krm.local_cluster import LocalCluster  # noqa: E402
 from krm.runner import Monitor  # noqa: E402
 from krm.scrape import scrape, series  # noqa: E402

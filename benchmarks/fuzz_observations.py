@@ -31,7 +31,7 @@ def main() -> None:
                                               "lenient reading explains (JSON lines), to investigate")
     args = ap.parse_args()
 
-    from krm.errors import SchemaError
+    from foundation.errors import SchemaError
     from schemas.observation import check
     from tests.fuzz_records import NOT_JSON, collect, expected_rejection, hostile_records
 

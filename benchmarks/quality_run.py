@@ -92,7 +92,7 @@ def measure(tables: Path, since_ms: int, max_rows: int) -> dict:
     """In its own process: one warm-up run, then the measured one over the same rows."""
     from pipelines.metrics import PipelineState
     from pipelines.quality import QualityRunner, Suite
-    from krm.storage import as_location
+    from foundation.storage import as_location
 
     runner = QualityRunner(as_location(tables / "observations"), as_location(tables / "data_quality"),
                            PipelineState(), interval_s=60, max_rows=max_rows)

@@ -22,7 +22,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Iterable
 
-from krm.security import KafkaSecurity, kafka_python_kwargs
+from foundation.security import KafkaSecurity, kafka_python_kwargs
 
 TOPIC_AUTHORIZATION_FAILED = 29  # Kafka error codes (clients/.../common/protocol/Errors.java)
 CLUSTER_AUTHORIZATION_FAILED = 31

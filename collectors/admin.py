@@ -17,12 +17,12 @@ from typing import Any, Iterable
 
 from collectors import access, gc_pause, kraft, offsets, reassignments, wire
 from collectors.departures import Departures
-from collectors.kraft_protocol import DESCRIBE_QUORUM_KEY, DESCRIBE_TOPIC_PARTITIONS_KEY
+from collectors.kraft_protocol import DESCRIBE_QUORUM_KEY, DESCRIBE_TOPIC_PARTITIONS_KEY, describe_quorum_request
 from collectors.memory import PartitionMemory
 from collectors.records import cluster_record, topic_record
 from collectors.zookeeper import ZkState
-from krm.config import ClusterConfig, CollectorConfig
-from krm.security import kafka_python_kwargs
+from foundation.config import ClusterConfig, CollectorConfig
+from foundation.security import kafka_python_kwargs
 
 log = logging.getLogger(__name__)
 
@@ -510,8 +510,6 @@ class AdminSource:
             # own: a broker with no active controller to forward it to holds it, and a broker serves
             # one connection's requests in order, so on the shared connection it would hold up the
             # offsets requests (the broker would look unreachable).
-            from collectors.kraft_protocol import describe_quorum_request
-
             qc = self._quorum_connection(client)
             node = self._last_node
             if qc.ready(node, metadata_priority=False):

@@ -19,8 +19,8 @@ import time
 from typing import Any
 
 from collectors.records import canary_record
-from krm.config import ClusterConfig, CollectorConfig
-from krm.security import kafka_python_kwargs
+from foundation.config import ClusterConfig, CollectorConfig
+from foundation.security import kafka_python_kwargs
 
 log = logging.getLogger(__name__)
 
@@ -91,7 +91,6 @@ class CanarySource:
 
     def _round(self) -> list[dict[str, Any]]:
         from kafka import TopicPartition
-
         from kafka.errors import KafkaTimeoutError
 
         timeout_s = self.settings.canary_timeout_ms / 1000

@@ -17,7 +17,7 @@ from collectors.canary import CanarySource
 from collectors.jmx import JmxSource
 from collectors.publisher import Publisher
 from collectors.zookeeper import ZkState
-from krm.config import Config
+from foundation.config import Config
 
 log = logging.getLogger(__name__)
 

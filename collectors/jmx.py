@@ -81,7 +81,7 @@ class JmxSource:
     source = "jmx"
 
     def __init__(self, cluster: str, endpoints: dict[int, str], timeout_s: float = 2.0, security: Any = None) -> None:
-        """`security`: krm.security.HttpSecurity (basic auth, TLS) for exporters behind either."""
+        """`security`: foundation.security.HttpSecurity (basic auth, TLS) for exporters behind either."""
         self.cluster = cluster
         self.security = security
         self.endpoints = dict(endpoints)

@@ -9,10 +9,11 @@ import threading
 import time
 from typing import Any
 
+from collectors import access
 from collectors.spool import Spool
-from krm.config import ObservationsConfig
-from krm.errors import SourceUnavailable
-from krm.security import kafka_python_kwargs
+from foundation.config import ObservationsConfig
+from foundation.errors import SourceUnavailable
+from foundation.security import kafka_python_kwargs
 from schemas.observation import check
 
 log = logging.getLogger(__name__)
@@ -129,8 +130,6 @@ class Publisher:
 
     def _why(self, e: BaseException) -> str:
         """One line: a refused login, certificate or ACL said as such (collectors/access.py)."""
-        from collectors import access
-
         s = self.settings
         problem = access.classify(e, f"observations ({s.bootstrap_servers})", s.security)
         if problem is not None and problem.reason == access.AUTHORIZATION:

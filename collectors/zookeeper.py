@@ -30,7 +30,8 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from krm.config import ClusterConfig
+from foundation.config import ClusterConfig
+from foundation.security import kazoo_kwargs
 
 log = logging.getLogger(__name__)
 
@@ -87,8 +88,6 @@ class ZkState:
 
     def start(self) -> ZkState:
         from kazoo.client import KazooClient
-
-        from krm.security import kazoo_kwargs
 
         self._zk = KazooClient(hosts=self.cluster.zookeeper, timeout=6.0, read_only=True,
                                **kazoo_kwargs(self.cluster.zookeeper_security))

@@ -19,7 +19,7 @@ from __future__ import annotations
 import random
 from typing import Mapping, Sequence
 
-from krm.errors import KrmError
+from foundation.errors import KrmError
 
 
 class AssignmentError(KrmError):

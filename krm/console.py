@@ -16,6 +16,11 @@ import json
 from typing import Any, Callable
 from urllib.parse import parse_qs
 
+from krm.lag import parse_since
+from krm.timeline import changes, read_states, timeline
+from pipelines.detectors.registry import BY_TYPE
+from pipelines.incident_store import IncidentStore
+
 HISTORY_LIMIT = 500  # resolved incidents listed at most (newest first)
 
 _BASE = """<!doctype html><html><head><meta charset="utf-8"><title>{{ title }} · krm</title>
@@ -189,8 +194,6 @@ class Console:
         status = q.get("status", "open")
         note = ""
         if status == "all":
-            from pipelines.incident_store import IncidentStore
-
             found = IncidentStore(self.tables.incidents).read()
             found.sort(key=lambda i: i.opened_at_ms, reverse=True)
             if len(found) > HISTORY_LIMIT:
@@ -210,7 +213,6 @@ class Console:
         for i in self._open():
             if i.incident_id == incident_id:
                 return i
-        from pipelines.incident_store import IncidentStore
 
         for i in IncidentStore(self.tables.incidents).read():
             if i.incident_id == incident_id:
@@ -218,9 +220,6 @@ class Console:
         return None
 
     def incident(self, incident_id: str) -> tuple[str, str]:
-        from krm.timeline import changes, read_states
-        from pipelines.detectors.registry import BY_TYPE
-
         i = self._find(incident_id)
         if i is None:
             return "404 Not Found", self._page(f"no incident {incident_id}", "base.html")
@@ -235,10 +234,6 @@ class Console:
                                     changes=changes(states)[-30:], svg=svg_chart(states))
 
     def partition(self, cluster: str, topic: str, partition: int, since: str) -> str:
-        from krm.lag import parse_since
-        from krm.timeline import read_states, timeline
-        from pipelines.incident_store import IncidentStore
-
         window = parse_since(since)
         now = dt.datetime.now(dt.timezone.utc)
         states: list[dict[str, Any]] = []

@@ -12,7 +12,13 @@ import logging
 import time
 from typing import Any
 
+from foundation.config import load_config
+from foundation.errors import KrmError
+from krm.local_cluster import LocalCluster, clusters_root
+from krm.runner import Monitor
 from krm.scrape import scrape, series
+from pipelines.incident_store import IncidentStore
+from pipelines.job import Tables
 
 RF1_TOPIC = "dw_test_kafka_0816000"
 RF3_TOPIC = "orders"
@@ -29,12 +35,6 @@ class _Clock:
 
 def run_demo(keep: bool = False, brokers: int = 3) -> int:
     from kafka.admin import KafkaAdminClient, NewTopic
-
-    from krm.config import load_config
-    from krm.local_cluster import LocalCluster, clusters_root
-    from krm.runner import Monitor
-    from pipelines.incident_store import IncidentStore
-    from pipelines.job import Tables
 
     logging.getLogger().setLevel(logging.WARNING)
     clock = _Clock()
@@ -152,8 +152,6 @@ def _history(say: Any, config_path: Any, incident: Any) -> None:
 
 
 def _wait(check: Any, timeout_s: float, what: str) -> None:
-    from krm.errors import KrmError
-
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         try:

@@ -13,7 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from krm.errors import KrmError
+from foundation.errors import KrmError
+from foundation.storage import as_location
+from pipelines.detectors import hw_stall, isr, lag, offline
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
@@ -57,8 +59,6 @@ def read_history(table: Path, topic: str, partition: int | None, since: dt.timed
     turn into Python objects within an interactive wait."""
     import pyarrow.compute as pc
     import pyarrow.dataset as ds
-
-    from krm.storage import as_location
 
     table = as_location(table)
     if not table.is_table():
@@ -166,8 +166,6 @@ class Window:
 def incident_windows(incidents: list[Any], topic: str, partition: int | None, start: dt.datetime,
                      now: dt.datetime) -> list[Window]:
     """Replication incidents of `topic` (pipelines.incidents.Incident) overlapping [start, now]."""
-    from pipelines.detectors import hw_stall, isr, lag, offline
-
     kinds = {lag.TYPE, isr.UNDER_REPLICATED, isr.UNDER_MIN_ISR, hw_stall.TYPE, offline.TYPE}
     out = []
     for i in incidents:

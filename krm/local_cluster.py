@@ -31,8 +31,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from krm.errors import ClusterError
-from krm.paths import CONF_DIR, jar_group, krm_home
+from foundation.errors import ClusterError
+from foundation.paths import CONF_DIR, jar_group, krm_home
+from krm.local_security import ADMIN_USER, KRM_USER, MECHANISM, LocalSecurity, grant_krm_acls
 
 log = logging.getLogger(__name__)
 
@@ -447,14 +448,10 @@ class LocalCluster:
 
     @property
     def _secrets(self) -> Any:
-        from krm.local_security import LocalSecurity
-
         return LocalSecurity(self.root)
 
     def admin_kwargs(self) -> dict[str, Any]:
         """kafka-python keyword arguments of the cluster's super user (empty when plaintext)."""
-        from krm.local_security import ADMIN_USER
-
         return self._secrets.client_kwargs(ADMIN_USER) if self.secured else {}
 
     def admin_client(self) -> Any:
@@ -465,8 +462,6 @@ class LocalCluster:
                                 request_timeout_ms=10000, **self.admin_kwargs())
 
     def _grant_krm_acls(self) -> None:
-        from krm.local_security import grant_krm_acls
-
         admin = self.admin_client()
         try:
             grant_krm_acls(admin)
@@ -476,8 +471,6 @@ class LocalCluster:
     def _add_zk_scram_users(self) -> None:
         """ZooKeeper mode keeps SCRAM credentials in ZooKeeper; Kafka's own ConfigCommand writes them
         there before any broker starts (the brokers authenticate to each other as admin)."""
-        from krm.local_security import ADMIN_USER, KRM_USER, MECHANISM
-
         zk = self.nodes["zookeeper"]
         if self.chroot:  # ConfigCommand writes under the chroot but, unlike a broker, does not create it
             from kazoo.client import KazooClient

@@ -18,6 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from foundation.errors import ClusterError
+from foundation.paths import CONF_DIR
+
 MECHANISM = "SCRAM-SHA-512"
 ADMIN_USER = "admin"
 KRM_USER = "krm"
@@ -117,8 +120,6 @@ class LocalSecurity:
         auth (user `prometheus`, SHA-256 of "<salt>:<password>", as the JMX exporter agent checks it)."""
         import hashlib
 
-        from krm.paths import CONF_DIR
-
         salt = secrets.token_hex(8)
         # the agent compares against BigInteger(1, digest).toString(16): hex without leading zeros
         # (io/prometheus/jmx/common/http/authenticator/MessageDigestAuthenticator, agent 1.0.1)
@@ -170,8 +171,6 @@ class LocalSecurity:
 def grant_krm_acls(admin: Any, acls: tuple[tuple[str, str, str, str], ...] = KRM_ACLS, user: str = KRM_USER) -> None:
     """Create krm's ACLs through an Admin client of a super user; raises if the broker refuses any."""
     from kafka.admin import ACL, ACLPermissionType, ResourcePattern
-
-    from krm.errors import ClusterError
 
     result = admin.create_acls([ACL(f"User:{user}", "*", _op(op), ACLPermissionType.ALLOW,
                                     ResourcePattern(_rtype(rtype), name, _ptype(ptype)))

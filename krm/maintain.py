@@ -17,7 +17,7 @@ rewrites the files holding its rows and the old ones are never read again. How l
 Spark and delta-rs delete expired log files themselves. Delta's optimistic concurrency lets this
 run while the pipeline appends to a local data_dir; a conflicting commit is reported and retried at
 the next run. On an object store (s3a://) there is no such arbitration between Spark and delta-rs writers:
-run it with the pipeline stopped (krm/storage.py).
+run it with the pipeline stopped (foundation/storage.py).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from krm.storage import Location, as_location
+from foundation.storage import Location, as_location
 
 log = logging.getLogger(__name__)
 

@@ -29,7 +29,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Iterable, Mapping
 
-from krm.errors import KrmError
+from foundation.errors import KrmError
 
 TopicPartition = tuple[str, int]
 

@@ -13,7 +13,15 @@ import threading
 import time
 from typing import Any
 
-from krm.config import Config
+from collectors.daemon import Collector
+from collectors.publisher import ensure_topic
+from collectors.stats import CollectorMetrics
+from foundation.config import Config
+from foundation.web_config import load_web_config
+from krm.console import Console
+from pipelines.job import Pipeline, Tables
+from pipelines.metrics import PipelineState, serve
+from pipelines.session import build_session, objectstore_jars
 
 log = logging.getLogger(__name__)
 
@@ -36,8 +44,6 @@ class Monitor:
         p = self.config.pipeline
         scheme = "http"
         if p.web_config_file is not None:
-            from krm.web_config import load_web_config
-
             scheme = "https" if load_web_config(p.web_config_file).tls else "http"
         port = p.metrics_port if self.with_pipeline else self.config.collector.serve_port(p.metrics_port)
         return f"{scheme}://{p.metrics_host}:{port}/metrics"
@@ -60,27 +66,17 @@ class Monitor:
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
         try:
             if self.with_collector:
-                from collectors.daemon import Collector
-
                 self.collector = Collector(self.config).start()
                 if not self.with_pipeline:  # `krm collect`: its own health on the configured port
-                    from collectors.stats import CollectorMetrics
-                    from pipelines.metrics import serve
 
                     p = self.config.pipeline
                     port = self.config.collector.serve_port(p.metrics_port)  # not the pipeline's: both may share a host
                     self._server = serve(None, p.metrics_host, port, (CollectorMetrics(self.collector),),
                                          p.web_config_file, readiness=self._collector_readiness)
             if self.with_pipeline:
-                from collectors.stats import CollectorMetrics
-                from pipelines.job import Pipeline, Tables
-                from pipelines.metrics import PipelineState, serve
-                from pipelines.session import build_session
-
                 state = PipelineState(ready_window_s=self.ready_window_s, console_url=self.console_url)
                 p = self.config.pipeline
                 extra = (CollectorMetrics(self.collector),) if self.collector is not None else ()
-                from krm.console import Console
 
                 self._server = serve(state, p.metrics_host, p.metrics_port, extra, p.web_config_file,
                                      pages=Console(state, Tables(p.data_dir)))
@@ -104,8 +100,6 @@ class Monitor:
         p = self.config.pipeline
         out: dict[str, str] = {}
         if p.data_dir.uri.startswith(("s3a://", "abfss://", "gs://")):
-            from pipelines.session import objectstore_jars
-
             objectstore_jars(required=True)  # `make jars` / `krm setup` fetch them; say so before Spark starts
             out |= p.storage.spark_conf(p.data_dir.uri)
         return out | dict(p.spark_conf)
@@ -113,8 +107,6 @@ class Monitor:
     def _ensure_observations_topic(self) -> None:
         """`krm pipeline` started before any collector: create the topic (as the collector would), so
         the Kafka source does not fail on a missing topic and then skip the first records at `latest`."""
-        from collectors.publisher import ensure_topic
-
         try:
             ensure_topic(self.config.observations)
         except Exception as e:  # noqa: BLE001 - the collector creates it later; the queries retry meanwhile

@@ -14,7 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from krm.errors import KrmError
+from collectors.admin import AdminSource
+from collectors.log_dirs import partition_sizes
+from foundation.errors import KrmError
 
 
 @dataclass
@@ -40,8 +42,6 @@ class ClusterSnapshot:
 
 
 def from_cluster(config: Any, cluster_name: str | None, with_sizes: bool = False) -> ClusterSnapshot:
-    from collectors.admin import AdminSource
-
     cluster = config.cluster(cluster_name) if cluster_name else config.clusters[0]
     src = AdminSource(cluster, config.collector)
     try:
@@ -55,8 +55,6 @@ def from_cluster(config: Any, cluster_name: str | None, with_sizes: bool = False
                                {b["id"] for b in state["brokers"]},
                                [r["topic_state"] for r in records if r["kind"] == "topic"])
         if with_sizes:
-            from collectors.log_dirs import partition_sizes
-
             sizes, silent = partition_sizes(src._client()._client, live, config.collector.request_timeout_ms)
             snap.sizes = sizes
             snap.sizes_note = f" (brokers {silent} did not report sizes)" if silent else ""

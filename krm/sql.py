@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from krm.errors import KrmError
+from foundation.errors import KrmError
 
 READ_WHOLE = frozenset({"incidents", "data_quality"})
 TABLES = ("observations", "partition_state", "replica_lag", "assignments", "incidents", "quarantine", "data_quality")

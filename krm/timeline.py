@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
-from krm.errors import KrmError
+from foundation.errors import KrmError
+from foundation.storage import as_location
 
 STATE_FIELDS = ("leader", "leader_epoch", "replicas", "isr")
 
@@ -34,8 +35,6 @@ def read_states(table: Any, topic: str, partition: int, since: dt.timedelta, now
                 cluster: str | None = None, until: dt.datetime | None = None) -> list[dict[str, Any]]:
     """Every poll of one partition within the window, oldest first, as dicts."""
     import pyarrow.dataset as ds
-
-    from krm.storage import as_location
 
     table = as_location(table)
     if not table.is_table():

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from krm.config import PipelineConfig, default_of
+from foundation.config import PipelineConfig, default_of
 from pipelines.detectors import balance
 from pipelines.incidents import Finding, ScopePoll
 from pipelines.load import BrokerLoad, TopicLoad

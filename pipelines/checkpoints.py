@@ -24,7 +24,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from krm.storage import Location
+from foundation.storage import Location
 
 log = logging.getLogger(__name__)
 

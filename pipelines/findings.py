@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from krm.config import PipelineConfig, default_of
+from foundation.config import PipelineConfig, default_of
 from pipelines.columns import let
 from pipelines.detectors import brokers, registry
 from pipelines.detectors.rule import ROW_FIELDS, ClusterView, PartitionView

@@ -17,13 +17,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from pipelines.columns import leo_of
+
 PARTITION_COLUMNS = ("date", "cluster")
 
 
 def partition_state(good: Any) -> Any:
     from pyspark.sql import functions as F
-
-    from pipelines.columns import leo_of
 
     topics = good.where(F.col("kind") == "topic").select(
         "cluster", "source", "poll_id", "observed_at_ms", F.col("topic_state.topic").alias("topic"),
@@ -41,8 +41,6 @@ def partition_state(good: Any) -> Any:
 
 def replica_lag(good: Any) -> Any:
     from pyspark.sql import functions as F
-
-    from pipelines.columns import leo_of
 
     parts = good.where(F.col("kind") == "topic").select(
         "cluster", "observed_at_ms", F.col("topic_state.topic").alias("topic"),

@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 from typing import Any, Iterable
 
-from krm.storage import Location, as_location
+from foundation.storage import Location, as_location
 from pipelines.incidents import Incident
 
 _UTC = dt.timezone.utc

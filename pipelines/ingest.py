@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from krm.config import Config
-from krm.security import spark_kafka_options
+from foundation.config import Config
+from foundation.security import spark_kafka_options
 from schemas.observation import KINDS, OBSERVATION, SUPPORTED_VERSIONS, Array, Scalar, Struct, spark_schema
 
 
 def read_observations(spark: Any, config: Config) -> Any:
     """The observations topic as a streaming DataFrame (Spark's Kafka source), connecting with the
-    observations cluster's security settings (krm/security.py)."""
+    observations cluster's security settings (foundation/security.py)."""
     return (
         spark.readStream.format("kafka")
         .options(**spark_kafka_options(config.observations.security))
@@ -161,7 +161,7 @@ def parse(raw: Any) -> Any:
 
 # Kafka's rule for topic names (clients/src/main/java/org/apache/kafka/common/internals/Topic.java,
 # `validate`: ASCII letters, digits, '.', '_', '-', at most 249, not "." or "..") and krm's for
-# cluster names (krm/config.py)
+# cluster names (foundation/config.py)
 TOPIC_NAME = r"^(?!\.\.?$)[a-zA-Z0-9._-]{1,249}$"
 CLUSTER_NAME = r"^[A-Za-z0-9._-]+$"
 

@@ -19,19 +19,24 @@ import time
 from pathlib import Path
 from typing import Any
 
-from krm.config import Config
-from krm.storage import Location, as_location
+from foundation.config import Config
+from foundation.paths import krm_home
+from foundation.storage import Location, as_location
 from pipelines import findings as F_
 from pipelines import history, log_retention
+from pipelines.assignment_history import broker_join_ms, topic_layouts
 from pipelines.balance import BalanceCheck, BalanceSettings
 from pipelines.checkpoints import repair, writer_id
+from pipelines.detectors import canary, quorum
+from pipelines.detectors.balance import REPLICA_IMBALANCE, AssignmentHistory
+from pipelines.detectors.registry import EVENT_TYPES
 from pipelines.incident_store import IncidentStore
 from pipelines.incidents import Finding, IncidentBook, ScopePoll
-from pipelines.jmx_view import JmxSample, JmxView
 from pipelines.ingest import parse, read_observations, rejected, valid
+from pipelines.jmx_view import JmxSample, JmxView
 from pipelines.load import BrokerLoad, TopicLoad
-from pipelines.detectors import canary, quorum
 from pipelines.metrics import ClusterView, PipelineState
+from pipelines.quality import QualityRunner
 
 log = logging.getLogger(__name__)
 
@@ -72,8 +77,6 @@ def detector_settings(config: Config) -> F_.DetectorSettings:
 
 def event_hold_ms(config: Config) -> dict[str, int]:
     """Incident types that are events (seen by one poll) and how long they stay open."""
-    from pipelines.detectors.registry import EVENT_TYPES
-
     hold = int(config.pipeline.event_hold_s * 1000)
     return {t: hold for t in EVENT_TYPES}
 
@@ -98,9 +101,6 @@ def restored_history(tables: Tables, store: IncidentStore) -> Any:
     """The balance detectors' assignment history as the tables left it: a restarted pipeline keeps
     knowing which brokers joined and which topics grew while it watched (their incidents keep their
     causes). Unreadable tables cost the history, not the pipeline."""
-    from krm.assignment_history import broker_join_ms, topic_layouts
-    from pipelines.detectors.balance import REPLICA_IMBALANCE, AssignmentHistory
-
     t0 = time.perf_counter()
     try:
         layouts = topic_layouts(tables.assignments)
@@ -139,8 +139,6 @@ class Tables:
         """Spark's own log file is local: beside the tables, or under KRM_HOME for a remote data_dir."""
         if self.root.is_local:
             return self.root.path / "logs"
-        from krm.paths import krm_home
-
         return krm_home() / "logs"
 
 
@@ -359,8 +357,6 @@ class Pipeline:
         self._starters = {"krm-alerts": start_alerts, "krm-history": start_history}
         self.queries = [start_alerts(), start_history()]
         if p.quality_interval_s > 0:
-            from pipelines.quality import QualityRunner
-
             self._quality = QualityRunner(self.tables.observations, self.tables.data_quality, self.state,
                                           p.quality_interval_s, p.quality_max_rows, properties).start()
         self._watchdog = threading.Thread(target=self._watch, name="krm-query-watchdog", daemon=True)

@@ -19,7 +19,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable
 
-from krm.storage import Location
+from foundation.storage import Location
 
 log = logging.getLogger(__name__)
 

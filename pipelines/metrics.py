@@ -13,9 +13,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
+from foundation.web_config import load_web_config, serve_wsgi
 from pipelines.detectors import availability, brokers, hw_stall, isr, lag, offline, quorum, reassignment
 from pipelines.incidents import Incident
-
 
 # incident type -> per-partition series (present only while the incident is open)
 PARTITION_SERIES = {
@@ -412,12 +412,10 @@ def serve(state: PipelineState | None, host: str, port: int, extra: tuple[Any, .
           web_config_file: Any = None, readiness: Any = None, pages: Any = None) -> Any:
     """Start the /metrics HTTP server on a daemon thread; returns the server (call .shutdown()).
     `extra`: more prometheus-client collectors (the collector daemon's own health). `web_config_file`:
-    TLS and basic auth as Prometheus exporters take them (krm/web_config.py). `readiness`: what /readyz
+    TLS and basic auth as Prometheus exporters take them (foundation/web_config.py). `readiness`: what /readyz
     answers (default: the pipeline state's). `pages`: a WSGI app with a `handles(path)` method served
     beside /metrics under the same TLS and basic auth (the console, krm/console.py)."""
     from prometheus_client import CollectorRegistry, make_wsgi_app
-
-    from krm.web_config import load_web_config, serve_wsgi
 
     registry = CollectorRegistry(auto_describe=False)
     if state is not None:

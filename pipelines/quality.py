@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from krm.storage import Location, as_location
+from foundation.storage import Location, as_location
 
 log = logging.getLogger(__name__)
 

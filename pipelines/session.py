@@ -7,8 +7,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-from krm.errors import KrmError, SetupError
-from krm.paths import CONF_DIR, jar_group
+from foundation.errors import KrmError, SetupError
+from foundation.paths import CONF_DIR, jar_group
 
 log = logging.getLogger(__name__)
 
@@ -84,7 +84,7 @@ def build_session(master: str = "local[2,4]", app_name: str = "krm-pipeline", lo
         "spark.scheduler.mode": "FAIR",  # history writes must not queue ahead of alert batches
         "spark.scheduler.allocation.file": str(CONF_DIR / "fairscheduler.xml"),  # alerts first to a free slot
         # The Kafka source's options carry the observations cluster's password and TLS key
-        # (krm/security.py): hidden from plans, logs and the UI like Spark's own secrets.
+        # (foundation/security.py): hidden from plans, logs and the UI like Spark's own secrets.
         "spark.sql.redaction.options.regex": "(?i)url|password|jaas|keystore\\.key|truststore\\.certificates|token",
         "spark.redaction.regex": "(?i)secret|password|token|access[.]?key|jaas",
     }

@@ -31,7 +31,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from krm.errors import SchemaError
+from foundation.errors import SchemaError
 
 SCHEMA_VERSION = 2
 SUPPORTED_VERSIONS = (1, 2)

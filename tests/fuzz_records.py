@@ -19,7 +19,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from krm.errors import SchemaError
+from foundation.errors import SchemaError
 from schemas.observation import KINDS, OBSERVATION, SUPPORTED_VERSIONS, Array, Scalar, check
 
 INT32 = st.integers(-(2**31), 2**31 - 1)

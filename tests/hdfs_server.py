@@ -9,7 +9,7 @@ import subprocess
 from pathlib import Path
 
 from krm.local_cluster import free_port
-from krm.paths import jar_group
+from foundation.paths import jar_group
 from tests.helpers import wait_for
 
 _SITE = """<?xml version="1.0"?>

@@ -137,7 +137,7 @@ def local_cluster(tmp_path_factory: Any, mode: str, chroot: str | None = None, b
 def kafka_tool(main: str, *args: str) -> str:
     """Run one of Kafka's own command-line tools (a class of the Kafka jars) and return its stdout."""
     from krm.local_cluster import JVM_OPTS
-    from krm.paths import jar_group
+    from foundation.paths import jar_group
 
     cp = str(jar_group("kafka")[0].parent / "*")
     out = subprocess.run(["java", *JVM_OPTS, "-cp", cp, main, *args], capture_output=True, text=True, timeout=120)
@@ -150,7 +150,7 @@ def stored_incidents(*args: str) -> list[dict[str, Any]]:
     Takes the CLI's own arguments: --config P, --open, --type T (repeatable)."""
     import argparse
 
-    from krm.config import load_config
+    from foundation.config import load_config
     from pipelines.incident_store import IncidentStore, to_json_obj
     from pipelines.job import Tables
 

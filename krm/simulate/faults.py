@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from krm.errors import KrmError
+from foundation.errors import KrmError
 from krm.simulate.model import SimCluster
 
 Key = tuple[str, str | None, int | None, int | None]  # (type, topic, partition, broker)

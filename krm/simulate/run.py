@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
+from collectors.publisher import Publisher
 from krm.simulate.emit import Emitter
 from krm.simulate.faults import Applied, Fault, apply
 from krm.simulate.model import SimCluster, SimSettings
@@ -72,8 +73,6 @@ def next_poll(sim: SimCluster, emitter: Emitter, pending: list[Fault], now_ms: i
 def simulate(config: Any, cluster_name: str, settings: SimSettings, faults: list[Fault], poll_s: float,
              duration_s: float, truth: TextIO | None, progress: TextIO = sys.stderr,
              unclean_topic: bool = False, expand_topic: bool = False, prebuild: bool = False) -> PollStats:
-    from collectors.publisher import Publisher
-
     t0 = time.perf_counter()
     sim = build_cluster(cluster_name, settings, int(time.time() * 1000), unclean_topic, expand_topic)
     print(f"simulated cluster {cluster_name}: {len(sim.live)} brokers, {len(sim.topic_names)} topics, "

@@ -70,7 +70,7 @@ class BalanceFinding:
 
 @dataclass(frozen=True)
 class TopicLayout:
-    """A topic as the `assignments` table recorded it (krm/assignment_history.py reads it)."""
+    """A topic as the `assignments` table recorded it (pipelines/assignment_history.py reads it)."""
 
     first_ms: int  # first recorded
     laid_out_ms: int  # first recorded with its current partition count

@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from pipelines.columns import leo_of, let
 from pipelines.detectors.rule import PartitionView, Rule
 
 TYPE = "REPLICA_LAG"
@@ -47,9 +48,6 @@ def lag_columns(p: Any, max_messages: Any, max_seconds: Any) -> Any:
     """The same rule as a Spark Column: array<struct<broker, messages, seconds, in_isr, leader_leo,
     follower_leo>> of the lagging followers of one partition struct."""
     from pyspark.sql import functions as F
-
-    from pipelines.columns import let
-    from pipelines.columns import leo_of
 
     offsets = F.coalesce(p["replica_offsets"], F.array())
     rate = p["write_rate"]

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
+from pipelines.columns import leo_of
 from pipelines.detectors.isr import reassignment_column
 from pipelines.detectors.rule import PartitionView, Rule
 
@@ -40,8 +41,6 @@ def _moving(view: PartitionView) -> Any:
 
 def _plan(view: PartitionView) -> Any:
     from pyspark.sql import functions as F
-
-    from pipelines.columns import leo_of
 
     p = view.p
     offsets = F.coalesce(p["replica_offsets"], F.array())

@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, Callable, Mapping
 
+from pipelines.columns import leo_of
+
 # The columns of every row the alert projection hands the driver (findings, poll markers, states).
 ROW_FIELDS = [("row_type", "string"), ("scope", "string"), ("type", "string"), ("severity", "string"),
               ("topic", "string"), ("partition", "int"), ("broker", "int"), ("cause", "string"),
@@ -122,8 +124,6 @@ class PartitionView:
     @cached_property
     def offsets_details(self) -> list[Any]:
         from pyspark.sql import functions as F
-
-        from pipelines.columns import leo_of
 
         p = self.p
         return [p["high_watermark"].alias("high_watermark"),

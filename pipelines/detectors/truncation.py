@@ -21,6 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from pipelines.columns import leo_of
 from pipelines.detectors.rule import PartitionView, Rule, changed
 
 REGRESSION = "OFFSET_REGRESSION"
@@ -65,8 +66,6 @@ def regression_column(p: Any) -> Any:
 def truncation_column(p: Any) -> Any:
     """array<struct<broker, before, after, cause>> of the replicas whose LEO went backwards."""
     from pyspark.sql import functions as F
-
-    from pipelines.columns import leo_of
 
     prev = p["previous"]
     before_offsets = F.coalesce(prev["replica_offsets"], F.array())

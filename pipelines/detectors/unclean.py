@@ -43,6 +43,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Sequence
 
+from pipelines.columns import leo_of
 from pipelines.detectors.rule import PartitionView, Rule, changed
 
 TYPE = "UNCLEAN_LEADER_ELECTION"
@@ -91,8 +92,6 @@ def is_unclean(leader: int, previous_leader: int | None, previous_isr: Sequence[
 def election_columns(p: Any) -> dict[str, Any]:
     """The same rule as Spark Columns over a partition struct: {"unclean", "cause", "severity"}."""
     from pyspark.sql import functions as F
-
-    from pipelines.columns import leo_of
 
     prev = p["previous"]
     leader = p["leader"]

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from krm.local_cluster import free_port
-from krm.paths import REPO_ROOT
+from foundation.paths import REPO_ROOT
 
 RULES = REPO_ROOT / "dashboards" / "prometheus" / "krm-alerts.yml"
 

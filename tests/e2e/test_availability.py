@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from krm.config import load_config
+from foundation.config import load_config
 from krm.runner import Monitor
 from krm.scrape import scrape, series
 from tests.helpers import create_topic, krm_json, wait_for, write_config

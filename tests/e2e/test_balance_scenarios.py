@@ -13,7 +13,7 @@ clusters' other tests must not see.
 
 import pytest
 
-from krm.config import load_config
+from foundation.config import load_config
 from krm.runner import Monitor
 from krm.scrape import scrape, series
 from tests.helpers import local_cluster, stored_incidents, wait_for, write_config
@@ -75,7 +75,7 @@ def test_partition_expansion_then_broker_expansion(small_cluster, kraft_cluster,
         assert still["cause"] == "partition_expansion" and still["incident_id"] == inc["incident_id"]
 
         # 3. restart once the history path recorded the grown topic
-        from krm.assignment_history import topic_layouts
+        from pipelines.assignment_history import topic_layouts
         from pipelines.job import Tables
 
         tables = Tables(load_config(config_path).pipeline.data_dir)

@@ -9,7 +9,7 @@ resolves.
 
 import pytest
 
-from krm.config import load_config
+from foundation.config import load_config
 from krm.runner import Monitor
 from krm.scrape import scrape, series
 from tests.helpers import create_topic, krm_json, stored_incidents, wait_equal, wait_for, write_config

@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-from krm.config import load_config
+from foundation.config import load_config
 from krm.local_cluster import KRAFT_KAFKA_VERSION
 from krm.runner import Monitor
 from krm.scrape import scrape, series

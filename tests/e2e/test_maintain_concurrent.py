@@ -16,7 +16,7 @@ import time
 import pytest
 from deltalake import DeltaTable
 
-from krm.config import load_config
+from foundation.config import load_config
 from krm.maintain import maintain
 from krm.runner import Monitor
 from krm.scrape import scrape, series

@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 import requests
 
-from krm.config import load_config
+from foundation.config import load_config
 from krm.local_cluster import KRAFT_KAFKA_VERSION, ZK_KAFKA_VERSION, free_port
 from krm.runner import Monitor
 from krm.scrape import scrape, series
@@ -341,7 +341,7 @@ def test_docs_queries_answer_over_what_the_pipeline_wrote(stack):
     empty quarantine, gives the clear error naming it); two answers are checked against what happened."""
     import re
 
-    from krm.paths import REPO_ROOT
+    from foundation.paths import REPO_ROOT
 
     queries = re.findall(r"```sql\n(.*?)```", (REPO_ROOT / "docs" / "queries.md").read_text(), re.S)
     assert len(queries) >= 10

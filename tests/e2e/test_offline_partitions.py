@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-from krm.config import load_config
+from foundation.config import load_config
 from krm.runner import Monitor
 from krm.scrape import scrape, series
 from tests.helpers import KRM, create_topic, krm_json, stored_incidents, wait_equal, wait_for, write_config

@@ -12,7 +12,7 @@ import time
 import pytest
 import requests
 
-from krm.config import load_config
+from foundation.config import load_config
 from krm.runner import Monitor
 from krm.scrape import scrape, series
 from tests.browser import chromium, shot

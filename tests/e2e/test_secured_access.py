@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from krm.config import load_config
+from foundation.config import load_config
 from krm.local_cluster import free_port
 from krm.local_security import KRM_ACLS, LocalSecurity, grant_krm_acls, revoke_acl
 from krm.runner import Monitor

@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from krm.config import load_config
+from foundation.config import load_config
 from krm.local_cluster import free_port
 from krm.runner import Monitor
 from krm.simulate.faults import Fault

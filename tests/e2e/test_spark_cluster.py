@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from krm.config import load_config
+from foundation.config import load_config
 from krm.local_cluster import free_port
 from krm.scrape import scrape, series
 from tests.helpers import KRM, create_topic, delete_topic, wait_equal, wait_for, write_config

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from krm.config import load_config
+from foundation.config import load_config
 from krm.runner import Monitor
 from krm.scrape import scrape, series
 from tests.helpers import stored_incidents, wait_for, write_config

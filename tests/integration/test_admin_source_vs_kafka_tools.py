@@ -7,7 +7,7 @@ import re
 import pytest
 
 from collectors.admin import AdminSource
-from krm.config import ClusterConfig, CollectorConfig
+from foundation.config import ClusterConfig, CollectorConfig
 from tests.helpers import create_topic, kafka_tool as _tool
 
 pytestmark = pytest.mark.integration

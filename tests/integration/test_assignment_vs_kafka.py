@@ -6,7 +6,7 @@ import subprocess
 import pytest
 
 from krm.assignment import AssignmentError, assign
-from krm.paths import REPO_ROOT, jar_group
+from foundation.paths import REPO_ROOT, jar_group
 
 pytestmark = pytest.mark.integration
 

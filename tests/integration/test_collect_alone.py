@@ -8,7 +8,7 @@ import urllib.request
 
 import pytest
 
-from krm.config import load_config
+from foundation.config import load_config
 from krm.runner import Monitor
 from krm.scrape import scrape, series
 from tests.helpers import free_port_pair, wait_for, write_config

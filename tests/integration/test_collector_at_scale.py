@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from collectors.admin import AdminSource
-from krm.config import ClusterConfig, CollectorConfig
+from foundation.config import ClusterConfig, CollectorConfig
 
 pytestmark = pytest.mark.integration
 

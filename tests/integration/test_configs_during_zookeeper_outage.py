@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from collectors.admin import AdminSource, config_backoff_s
-from krm.config import ClusterConfig, CollectorConfig
+from foundation.config import ClusterConfig, CollectorConfig
 from krm.local_cluster import LocalCluster
 from tests.helpers import create_topic
 

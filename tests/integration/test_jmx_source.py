@@ -8,7 +8,7 @@ import pytest
 
 from collectors.admin import AdminSource
 from collectors.jmx import JmxSource
-from krm.config import ClusterConfig, CollectorConfig
+from foundation.config import ClusterConfig, CollectorConfig
 from schemas.observation import check
 from tests.helpers import create_topic, wait_for
 
@@ -75,7 +75,7 @@ def test_exporters_behind_basic_auth_and_tls(kraft4_secure_cluster):
     """A secured cluster's exporters (HTTPS with the cluster's CA, basic auth): krm's
     [clusters.jmx_security] gets the gauges; without the password or with another CA, the record
     says why, and nothing is read."""
-    from krm.config import load_config
+    from foundation.config import load_config
 
     cluster = kraft4_secure_cluster
     c = load_config(cluster.config_path).clusters[0]

@@ -7,7 +7,7 @@ import pytest
 
 from collectors.daemon import Collector
 from collectors.stats import CollectorMetrics
-from krm.config import load_config
+from foundation.config import load_config
 from tests.helpers import local_cluster, wait_for, write_config
 
 pytestmark = pytest.mark.integration

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from krm.paths import REPO_ROOT
+from foundation.paths import REPO_ROOT
 
 pytestmark = pytest.mark.integration
 
@@ -44,12 +44,12 @@ def test_installed_wheel_runs_outside_the_checkout(tmp_path):
 
     assert run(venv / "bin" / "krm", "--version").startswith("krm ")
     where = json.loads(run(venv / "bin" / "python", "-c",
-                           "import json, krm.paths as p; print(json.dumps([str(p.PACKAGE_DIR), p.IN_CHECKOUT, "
+                           "import json, foundation.paths as p; print(json.dumps([str(p.PACKAGE_DIR), p.IN_CHECKOUT, "
                            "str(p.CONF_DIR), str(p.jars_dir())]))"))
     assert where[0].startswith(str(venv)) and where[1] is False
     assert Path(where[2], "spark-log4j2.properties").is_file() and where[3] == str(home / "jars")
 
-    no_jars = subprocess.run([venv / "bin" / "python", "-c", "from krm.paths import jar_group; jar_group('spark')"],
+    no_jars = subprocess.run([venv / "bin" / "python", "-c", "from foundation.paths import jar_group; jar_group('spark')"],
                              capture_output=True, text=True, cwd=tmp_path, env=env, timeout=60)
     assert no_jars.returncode != 0 and "run `krm setup`" in no_jars.stderr
 

@@ -8,7 +8,7 @@ import time
 import pytest
 
 from collectors.daemon import Collector
-from krm.config import load_config
+from foundation.config import load_config
 from tests.helpers import create_topic, wait_for, write_config
 
 pytestmark = pytest.mark.integration

@@ -9,7 +9,7 @@ import shutil
 
 import pytest
 
-from krm.storage import Location
+from foundation.storage import Location
 from pipelines.checkpoints import WRITER_ID_FILE, writer_id
 
 pytestmark = pytest.mark.spark

@@ -8,7 +8,7 @@ import pyarrow as pa
 import pytest
 from deltalake import DeltaTable, write_deltalake
 
-from krm.config import parse_config
+from foundation.config import parse_config
 from pipelines import log_retention
 from pipelines.incident_store import IncidentStore
 from pipelines.incidents import Incident

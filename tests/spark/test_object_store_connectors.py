@@ -14,7 +14,7 @@ import socket
 
 import pytest
 
-from krm.config import parse_config
+from foundation.config import parse_config
 
 pytestmark = pytest.mark.spark
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from krm.config import parse_config
+from foundation.config import parse_config
 from pipelines.job import Pipeline
 
 pytestmark = pytest.mark.spark

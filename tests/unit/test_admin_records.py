@@ -8,7 +8,7 @@ import pytest
 from collectors.admin import AdminSource
 from collectors.offsets import OffsetsRound
 from collectors.zookeeper import ZkPartition
-from krm.config import ClusterConfig, CollectorConfig
+from foundation.config import ClusterConfig, CollectorConfig
 
 pytestmark = pytest.mark.unit
 

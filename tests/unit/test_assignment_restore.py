@@ -9,7 +9,7 @@ import datetime as dt
 import pyarrow as pa
 from deltalake import write_deltalake
 
-from krm.assignment_history import broker_join_ms, topic_layouts
+from pipelines.assignment_history import broker_join_ms, topic_layouts
 from pipelines.detectors import balance
 from pipelines.detectors.balance import AssignmentHistory, TopicLayout
 from pipelines.incidents import Incident

@@ -81,7 +81,7 @@ def test_a_round_that_cannot_start_is_counted_on_metrics():
     from collectors.canary import CanarySource
     from collectors.spool import Spool
     from collectors.stats import CollectorMetrics
-    from krm.config import ClusterConfig, CollectorConfig
+    from foundation.config import ClusterConfig, CollectorConfig
 
     source = CanarySource(ClusterConfig("c1", "127.0.0.1:1", canary=True), CollectorConfig())
 

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from krm.storage import Location
+from foundation.storage import Location
 from pipelines.checkpoints import repair
 
 pytestmark = pytest.mark.unit

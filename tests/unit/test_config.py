@@ -2,8 +2,8 @@ from pathlib import Path
 
 import pytest
 
-from krm.config import load_config, parse_config
-from krm.errors import ConfigError
+from foundation.config import load_config, parse_config
+from foundation.errors import ConfigError
 
 pytestmark = pytest.mark.unit
 
@@ -66,9 +66,8 @@ def test_spark_conf_takes_quoted_and_nested_keys(tmp_path):
 
 def test_spark_conf_reaches_the_session_over_krms_defaults(monkeypatch, tmp_path):
     """`krm pipeline` builds its SparkSession with [pipeline.spark_conf] on top of krm's defaults."""
-    import pipelines.job
-    import pipelines.session
-    from krm.config import parse_config
+    import krm.runner
+    from foundation.config import parse_config
     from krm.local_cluster import free_port
     from krm.runner import Monitor
 
@@ -88,8 +87,8 @@ def test_spark_conf_reaches_the_session_over_krms_defaults(monkeypatch, tmp_path
         def stop(self):
             pass
 
-    monkeypatch.setattr(pipelines.session, "build_session", fake_session)
-    monkeypatch.setattr(pipelines.job, "Pipeline", FakePipeline)
+    monkeypatch.setattr(krm.runner, "build_session", fake_session)
+    monkeypatch.setattr(krm.runner, "Pipeline", FakePipeline)
     raw = {**MINIMAL, "pipeline": {"data_dir": str(tmp_path), "metrics_port": free_port(), "spark_master": "spark://m:7077",
                                    "spark_conf": {"spark.cores.max": 1, "spark.driver.host": "10.0.0.5"}}}
     monitor = Monitor(parse_config(raw), collect=False).start()
@@ -229,7 +228,7 @@ def test_history_tasks_leave_the_alert_path_a_core_in_local_mode(monkeypatch):
 def test_krm_collect_serves_beside_the_pipeline_not_on_its_port():
     """`krm collect` and `krm pipeline` on one host with one file both started their /metrics on
     [pipeline] metrics_port; the second died (the fault loops' split runs)."""
-    from krm.config import parse_config
+    from foundation.config import parse_config
 
     def ports(collector: dict, pipeline: dict) -> tuple[int, int]:
         c = parse_config({"clusters": [{"name": "c", "bootstrap_servers": "h:1"}], "collector": collector,
@@ -244,7 +243,7 @@ def test_krm_collect_serves_beside_the_pipeline_not_on_its_port():
 
 
 def test_console_url_defaults_to_where_metrics_are_served(tmp_path):
-    from krm.config import parse_config
+    from foundation.config import parse_config
     from krm.runner import Monitor
 
     plain = Monitor(parse_config({**MINIMAL, "pipeline": {"metrics_port": 9400}}, source=tmp_path / "k.toml"))

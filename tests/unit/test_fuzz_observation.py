@@ -8,7 +8,7 @@ import json
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from krm.errors import SchemaError
+from foundation.errors import SchemaError
 from schemas.observation import check
 from tests.fuzz_records import contract_error, hostile_records, schema_error, valid_records
 

@@ -10,7 +10,7 @@ from prometheus_client import CollectorRegistry
 
 from collectors.spool import Spool
 from collectors.stats import CollectorMetrics
-from krm.paths import REPO_ROOT
+from foundation.paths import REPO_ROOT
 from pipelines.incidents import Incident
 from pipelines.jmx_view import JmxSample
 from pipelines.detectors.canary import CanarySample

@@ -4,7 +4,7 @@ import datetime as dt
 
 import pytest
 
-from krm.errors import KrmError
+from foundation.errors import KrmError
 from krm.lag import LagRow, downsample, parse_since, summarize
 
 pytestmark = pytest.mark.unit

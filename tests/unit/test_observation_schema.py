@@ -4,7 +4,7 @@ import copy
 
 import pytest
 
-from krm.errors import SchemaError
+from foundation.errors import SchemaError
 from schemas.observation import check
 
 pytestmark = pytest.mark.unit

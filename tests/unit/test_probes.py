@@ -56,7 +56,7 @@ def test_metrics_path_is_delegated():
 def test_probes_need_no_credentials_but_metrics_do():
     import bcrypt
 
-    from krm.web_config import BasicAuth
+    from foundation.web_config import BasicAuth
 
     users = {"p": bcrypt.hashpw(b"pw", bcrypt.gensalt(rounds=4))}
     app = BasicAuth(with_probes(lambda env, start: (start("200 OK", []), [b"m"])[1], lambda: (True, "ok")), users)

@@ -7,7 +7,7 @@ from collections import Counter
 import pytest
 
 from krm.assignment import assign, expansion_inputs
-from krm.errors import KrmError
+from foundation.errors import KrmError
 from krm.rebalance import plan_rebalance
 
 

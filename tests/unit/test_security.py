@@ -7,9 +7,9 @@ import subprocess
 import pytest
 
 from collectors import access
-from krm.config import load_config, parse_config
-from krm.errors import ConfigError
-from krm.security import KafkaSecurity, kafka_python_kwargs, spark_kafka_options
+from foundation.config import load_config, parse_config
+from foundation.errors import ConfigError
+from foundation.security import KafkaSecurity, kafka_python_kwargs, spark_kafka_options
 from tests.helpers import KRM
 
 pytestmark = pytest.mark.unit
@@ -114,7 +114,7 @@ def test_zookeeper_and_jmx_security(tmp_path):
                       "jmx_security": {"username": "prom", "password_file": str(tmp_path / "jmxpw"),
                                        "ssl_check_hostname": False}}],
         "pipeline": {"data_dir": str(tmp_path)}})
-    from krm.security import kazoo_kwargs
+    from foundation.security import kazoo_kwargs
 
     c = cfg.clusters[0]
     assert kazoo_kwargs(c.zookeeper_security) == {
@@ -170,7 +170,7 @@ def test_missing_acls_in_one_line():
 def test_access_failures_are_retried_ever_more_slowly():
     """No login storm: after a refused login the collector waits before asking the brokers again."""
     from collectors.admin import AdminSource
-    from krm.config import ClusterConfig, CollectorConfig
+    from foundation.config import ClusterConfig, CollectorConfig
 
     src = AdminSource(ClusterConfig("c", "h:1", security=SCRAM), CollectorConfig())
     refused = access.AccessProblem(access.AUTHENTICATION, "authentication failed for cluster c")

@@ -160,7 +160,7 @@ def test_prebuilt_polls_restamped_equal_polls_built_at_publication_time():
     import io
 
     from collectors.publisher import Publisher
-    from krm.config import ObservationsConfig
+    from foundation.config import ObservationsConfig
     from krm.simulate.run import build_cluster, next_poll, restamp
 
     encode = Publisher(ObservationsConfig(bootstrap_servers="unused:9092"), validate=False).encode

@@ -6,8 +6,8 @@ import os
 import bcrypt
 import pytest
 
-from krm.errors import ConfigError
-from krm.web_config import BasicAuth, load_web_config
+from foundation.errors import ConfigError
+from foundation.web_config import BasicAuth, load_web_config
 
 pytestmark = pytest.mark.unit
 
@@ -61,8 +61,8 @@ def test_a_taken_metrics_port_is_one_clear_error():
     """Seen in the fault loops: a second process on the port gave `krm collect` a raw OSError traceback."""
     import socket
 
-    from krm.errors import KrmError
-    from krm.web_config import serve_wsgi
+    from foundation.errors import KrmError
+    from foundation.web_config import serve_wsgi
 
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))

@@ -6,7 +6,7 @@ import time
 import pytest
 
 from collectors.zookeeper import CONTROLLER_ELECTION_GRACE_S, ZkState
-from krm.config import ClusterConfig
+from foundation.config import ClusterConfig
 
 pytestmark = pytest.mark.unit
 

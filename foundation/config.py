@@ -11,10 +11,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from krm.errors import ConfigError
-from krm.storage import Location, StorageConfig, parse_data_dir, parse_storage
-from krm.security import (HttpSecurity, KafkaSecurity, ZooKeeperSecurity, parse_http_security,
-                          parse_kafka_security, parse_zookeeper_security)
+from foundation.errors import ConfigError
+from foundation.security import (
+    HttpSecurity,
+    KafkaSecurity,
+    ZooKeeperSecurity,
+    parse_http_security,
+    parse_kafka_security,
+    parse_zookeeper_security,
+)
+from foundation.storage import Location, StorageConfig, parse_data_dir, parse_storage
+from foundation.web_config import load_web_config
 
 _NAME = re.compile(r"^[A-Za-z0-9._-]+$")
 
@@ -89,7 +96,7 @@ class CollectorConfig:
 
 @dataclass(frozen=True)
 class PipelineConfig:
-    data_dir: Location  # a local folder, or an s3a://, abfss://, gs:// or hdfs:// URI (krm/storage.py)
+    data_dir: Location  # a local folder, or an s3a://, abfss://, gs:// or hdfs:// URI (foundation/storage.py)
     metrics_host: str = "127.0.0.1"
     metrics_port: int = setting(9308, minimum=0, maximum=65535)
     web_config_file: Path | None = None  # /metrics TLS and basic auth (Prometheus exporter-toolkit format)
@@ -262,8 +269,6 @@ def _web_config(where: str, source: Path | None, p: dict) -> Path | None:
     path = Path(value.strip()).expanduser()
     if not path.is_absolute() and source is not None:
         path = source.parent / path
-    from krm.web_config import load_web_config
-
     load_web_config(path)
     return path
 

@@ -25,8 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from krm.errors import ConfigError, KrmError
-from krm.security import check_secret_file
+from foundation.errors import ConfigError, KrmError
+from foundation.security import check_secret_file
 
 CLIENT_AUTH_TYPES = ("NoClientCert", "RequestClientCert", "RequireAnyClientCert", "VerifyClientCertIfGiven",
                      "RequireAndVerifyClientCert")

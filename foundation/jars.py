@@ -16,8 +16,8 @@ import urllib.request
 from pathlib import Path
 from typing import Callable
 
-from krm.errors import SetupError
-from krm.paths import JARS_LOCK, jars_dir
+from foundation.errors import SetupError
+from foundation.paths import JARS_LOCK, jars_dir
 
 MAVEN_CENTRAL = "https://repo1.maven.org/maven2"
 PIPELINE_GROUPS = ("spark", "objectstore")

@@ -9,11 +9,12 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
+from foundation.storage import as_location
+from pipelines.detectors.balance import BROKER_EXPANSION, REPLICA_IMBALANCE, TopicLayout
+
 
 def topic_history(assignments: Any, cluster: str, topic: str) -> list[dict[str, Any]]:
     """[{observed_at, partition_count}] oldest first (empty without a table)."""
-    from krm.storage import as_location
-
     assignments = as_location(assignments)
     if not assignments.is_table():
         return []
@@ -30,9 +31,6 @@ def topic_layouts(assignments: Any) -> dict[tuple[str, str], Any]:
     """(cluster, topic) -> balance.TopicLayout over every recorded snapshot: when first recorded, when
     first recorded with its current (largest) partition count, that count. A pipeline restores its
     assignment history from it at start; two aggregations, no row-by-row scan."""
-    from pipelines.detectors.balance import TopicLayout
-
-    from krm.storage import as_location
 
     assignments = as_location(assignments)
     if not assignments.is_table():
@@ -67,8 +65,6 @@ def broker_join_ms(incidents: list[Any]) -> dict[tuple[str, int], int]:
 
 def broker_joins(incidents: list[Any], cluster: str) -> dict[int, dt.datetime]:
     """broker -> when its broker_expansion incident opened (the pipeline's first sight of it)."""
-    from pipelines.detectors.balance import BROKER_EXPANSION, REPLICA_IMBALANCE
-
     out: dict[int, dt.datetime] = {}
     for i in incidents:
         if i.cluster == cluster and i.type == REPLICA_IMBALANCE and i.cause == BROKER_EXPANSION and i.broker is not None:

@@ -2,7 +2,7 @@
 installed krm), the shipped conf files, and krm's home for local clusters.
 
 A git checkout keeps everything beside the code (`.cache/jars`, `conf/`, `.krm/`). An installed
-package (wheel) carries `conf/` and `jvm/jars.lock` inside (`krm/conf`, `krm/jvm`) and keeps jars and
+package (wheel) carries `conf/` and `jvm/jars.lock` inside (`foundation/conf`, `foundation/jvm`) and keeps jars and
 local clusters under KRM_HOME (default `~/.krm`).
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from krm.errors import SetupError
+from foundation.errors import SetupError
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 REPO_ROOT = PACKAGE_DIR.parent

@@ -27,7 +27,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-from krm.errors import ConfigError
+from foundation.errors import ConfigError
+from foundation.security import _path, _secret, _table, check_secret_file
 
 REMOTE_SCHEMES = ("s3a", "abfss", "gs", "hdfs")
 _AZURE = "use abfss://container@account.dfs.core.windows.net/path (hadoop-azure's ABFS connector, TLS)"
@@ -62,12 +63,12 @@ class StorageConfig:
     endpoint: str | None = None  # http(s)://host:port of an S3-compatible store or a GCS emulator
     region: str | None = None
     path_style_access: bool = False  # bucket in the path, not the host name (MinIO, Ceph, moto)
-    access_key_id: Any = None  # krm.security.Secret
-    secret_access_key: Any = None  # krm.security.Secret
-    azure_account_key: Any = None  # krm.security.Secret: the storage account's shared key
+    access_key_id: Any = None  # foundation.security.Secret
+    secret_access_key: Any = None  # foundation.security.Secret
+    azure_account_key: Any = None  # foundation.security.Secret: the storage account's shared key
     azure_client_id: str | None = None  # a service principal (with azure_tenant_id, azure_client_secret)
     azure_tenant_id: str | None = None
-    azure_client_secret: Any = None  # krm.security.Secret
+    azure_client_secret: Any = None  # foundation.security.Secret
     gcs_service_account_key_file: Path | None = None  # a service account's JSON key
 
     def given(self) -> list[str]:
@@ -255,8 +256,6 @@ def _local(where: str, path: str, storage: StorageConfig) -> Location:
 
 def parse_storage(where: str, t: Any) -> StorageConfig:
     """`[pipeline.storage]`."""
-    from krm.security import _path, _secret, _table, check_secret_file
-
     if t is None:
         return StorageConfig()
     sec = "[pipeline.storage]"
