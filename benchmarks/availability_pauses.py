@@ -55,7 +55,7 @@ def main() -> int:
     cluster = LocalCluster(root=Path(tempfile.mkdtemp(prefix="krm-bench-")) / "pauses", mode=args.mode, brokers=3).up()
     try:
         create_topic(cluster, "pauses-rf3", partitions=6, rf=3)
-        source = AdminSource(ClusterConfig("bench", cluster.bootstrap_servers), settings)
+        source = AdminSource(ClusterConfig(name="bench", bootstrap_servers=cluster.bootstrap_servers), settings)
         source.poll()
         print(f"Kafka {cluster.kafka_version} {args.mode}, unreachable_after_s={settings.unreachable_after_s}, "
               f"poll 1 s, offsets deadline {settings.offsets_timeout_ms} ms", flush=True)

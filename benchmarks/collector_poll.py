@@ -105,7 +105,7 @@ def measure_alternately(sources: list[AdminSource], polls: int) -> list[dict[str
     publisher's schema check and JSON encoding. `p50_s`/`p95_s`: the poll and the check (the figure
     this file always reported); `encode_s`: the JSON encoding after it; `cpu_s`: the process's CPU
     for the whole cycle, including the garbage collection the pause deferred."""
-    publisher = Publisher(ObservationsConfig("unused:9092"), validate=False)  # encode() only (opens nothing)
+    publisher = Publisher(ObservationsConfig(bootstrap_servers="unused:9092"), validate=False)  # encode() only (opens nothing)
     runs: list[dict[str, list[float]]] = [{"d": [], "e": [], "c": [], "q": [], "b": [], "r": []} for _ in sources]
     for _ in range(polls):
         for source, run in zip(sources, runs):
@@ -218,7 +218,7 @@ def run_standin(args: argparse.Namespace, counts: list[int], results: list[dict[
     for target in counts:
         t0 = time.perf_counter()
         with StandIn(target, args.brokers or None) as standin:
-            source = AdminSource(ClusterConfig("bench", standin.bootstrap_servers), CollectorConfig())
+            source = AdminSource(ClusterConfig(name="bench", bootstrap_servers=standin.bootstrap_servers), CollectorConfig())
             try:
                 for _ in range(args.warmup):
                     source.poll()
@@ -246,10 +246,10 @@ def run_cluster(args: argparse.Namespace, counts: list[int], results: list[dict[
     cluster = LocalCluster(root=work / "poll", mode=args.mode, brokers=3, heap_mb=args.broker_heap_mb,
                            kafka_version=args.kafka_version).up()
     print(f"Kafka {cluster.kafka_version}, {args.mode} mode", flush=True)
-    source = AdminSource(ClusterConfig("bench", cluster.bootstrap_servers), CollectorConfig())
+    source = AdminSource(ClusterConfig(name="bench", bootstrap_servers=cluster.bootstrap_servers), CollectorConfig())
     metadata_only = None
     if args.mode == "kraft":
-        metadata_only = AdminSource(ClusterConfig("bench", cluster.bootstrap_servers), CollectorConfig())
+        metadata_only = AdminSource(ClusterConfig(name="bench", bootstrap_servers=cluster.bootstrap_servers), CollectorConfig())
         metadata_only._kraft_view = lambda admin, topics: None  # type: ignore[method-assign]
     jmx_urls = [u.split("=", 1)[1] for u in cluster.jmx_exporter_urls]
     exporter_proc = exporter_url = None

@@ -20,7 +20,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pydantic import Field, field_validator, model_validator
+
 from foundation.errors import ConfigError
+from foundation.settings import EnvName, File, Table, Text, checked
 
 PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER", "GSSAPI")
@@ -96,16 +99,124 @@ class TlsFiles:
         return ctx
 
 
-@dataclass(frozen=True)
-class KafkaSecurity:
+def secret_of(table: Table, prefix: str) -> Secret | None:
+    """The secret a table names by `<prefix>_file` or `<prefix>_env`."""
+    path, env = getattr(table, f"{prefix}_file"), getattr(table, f"{prefix}_env")
+    return Secret(path=path) if path is not None else Secret(env=env) if env is not None else None
+
+
+def check_secret(table: Table, prefix: str) -> None:
+    """One place for a secret, and that place usable now (set, or a file only its owner reads)."""
+    if getattr(table, f"{prefix}_file") is not None and getattr(table, f"{prefix}_env") is not None:
+        raise ValueError(f"give {prefix}_file or {prefix}_env, not both")
+    secret = secret_of(table, prefix)
+    if secret is not None:
+        checked(secret.check, prefix)
+
+
+def check_login(table: Table, user_key: str, prefix: str, what: str) -> None:
+    """A user name and its secret, both or neither."""
+    if bool(getattr(table, user_key)) != (secret_of(table, prefix) is not None):
+        raise ValueError(f"{what} needs both {user_key} and {prefix}_file or {prefix}_env")
+
+
+class TlsKeys(Table):
+    """The `ssl_*` keys every login table shares: what to trust, and a client certificate to show."""
+
+    ssl_cafile: File | None = None  # the CA bundle to trust (PEM); the system's when not given
+    ssl_certfile: File | None = None  # a client certificate (PEM), for mutual TLS
+    ssl_keyfile: File | None = None  # its private key: a file only its owner reads
+    ssl_key_password_file: File | None = None
+    ssl_key_password_env: EnvName | None = None
+    ssl_check_hostname: bool = True
+
+    @model_validator(mode="after")
+    def _tls_files(self) -> TlsKeys:
+        missing = [f"{key} {getattr(self, key)} does not exist" for key in ("ssl_cafile", "ssl_certfile", "ssl_keyfile")
+                   if getattr(self, key) is not None and not getattr(self, key).is_file()]
+        if missing:
+            raise ValueError("; ".join(missing))
+        if self.ssl_keyfile is not None:
+            checked(check_secret_file, self.ssl_keyfile, "ssl_keyfile")
+            if self.ssl_certfile is None:
+                raise ValueError("ssl_keyfile needs ssl_certfile (the client certificate)")
+        check_secret(self, "ssl_key_password")
+        return self
+
+    def tls_files(self) -> TlsFiles:
+        return TlsFiles(self.ssl_cafile, self.ssl_certfile, self.ssl_keyfile, secret_of(self, "ssl_key_password"),
+                        self.ssl_check_hostname)
+
+
+class KafkaSecurity(TlsKeys):
     """`[clusters.security]` / `[observations.security]`: how to connect to one Kafka cluster."""
 
-    protocol: str = "PLAINTEXT"
-    sasl_mechanism: str | None = None
-    username: str | None = None
-    password: Secret | None = None
-    oauth_token_file: Path | None = None
-    tls: TlsFiles = TlsFiles()
+    security_protocol: str = "PLAINTEXT"  # PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL
+    sasl_mechanism: str | None = None  # PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER or GSSAPI
+    sasl_username: Text | None = None  # PLAIN and SCRAM; GSSAPI: the brokers' Kerberos service name
+    sasl_password_file: File | None = None
+    sasl_password_env: EnvName | None = None
+    sasl_oauth_token_file: File | None = None  # OAUTHBEARER: the token, kept fresh by a sidecar
+
+    @field_validator("security_protocol", "sasl_mechanism")
+    @classmethod
+    def _upper(cls, value: str | None) -> str | None:
+        return value.strip().upper() if value is not None else None
+
+    @field_validator("security_protocol")
+    @classmethod
+    def _protocol(cls, value: str) -> str:
+        if value not in PROTOCOLS:
+            raise ValueError(f"must be one of {', '.join(PROTOCOLS)}, got {value!r}")
+        return value
+
+    @model_validator(mode="after")
+    def _sasl(self) -> KafkaSecurity:
+        protocol, mechanism = self.security_protocol, self.sasl_mechanism
+        password = secret_of(self, "sasl_password")
+        if protocol.startswith("SASL_"):
+            if mechanism not in MECHANISMS:
+                raise ValueError(f"security_protocol {protocol} needs sasl_mechanism, one of {', '.join(MECHANISMS)}; "
+                                 f"got {mechanism!r}")
+            if mechanism in _LOGIN_MODULES and (not self.sasl_username or password is None):
+                raise ValueError(f"sasl_mechanism {mechanism} needs sasl_username and sasl_password_file or "
+                                 "sasl_password_env")
+            if mechanism == "OAUTHBEARER":
+                if self.sasl_oauth_token_file is None:
+                    raise ValueError("sasl_mechanism OAUTHBEARER needs sasl_oauth_token_file")
+                checked(check_secret_file, self.sasl_oauth_token_file, "sasl_oauth_token_file")
+            if mechanism == "GSSAPI":
+                try:
+                    import gssapi  # noqa: F401
+                except ImportError:
+                    raise ValueError("sasl_mechanism GSSAPI needs the `gssapi` Python package (pip install gssapi, "
+                                     "with a Kerberos client library and a ticket cache)") from None
+        elif mechanism or self.sasl_username or password or self.sasl_oauth_token_file:
+            raise ValueError(f"has SASL settings but security_protocol is {protocol}; use SASL_SSL or SASL_PLAINTEXT")
+        if not protocol.endswith("SSL") and (self.ssl_cafile or self.ssl_certfile):
+            raise ValueError(f"has ssl_* files but security_protocol is {protocol}; use SSL or SASL_SSL")
+        check_secret(self, "sasl_password")
+        return self
+
+    @property
+    def protocol(self) -> str:
+        return self.security_protocol
+
+    @property
+    def username(self) -> str | None:
+        return self.sasl_username
+
+    @property
+    def password(self) -> Secret | None:
+        return secret_of(self, "sasl_password")
+
+    @property
+    def oauth_token_file(self) -> Path | None:
+        return self.sasl_oauth_token_file
+
+    @property
+    def tls(self) -> TlsFiles:
+        return self.tls_files()
 
     @property
     def uses_tls(self) -> bool:
@@ -205,13 +316,31 @@ def _jaas_quote(value: str) -> str:
     return value.replace("\\", "\\\\").replace('"', '\\"')
 
 
-@dataclass(frozen=True)
-class ZooKeeperSecurity:
+class ZooKeeperSecurity(TlsKeys):
     """`[clusters.zookeeper_security]`: SASL DIGEST-MD5 (ZooKeeper's DigestLoginModule users) and/or TLS."""
 
-    username: str | None = None
-    password: Secret | None = None
-    tls: TlsFiles | None = None
+    sasl_username: Text | None = None
+    sasl_password_file: File | None = None
+    sasl_password_env: EnvName | None = None
+    use_tls: bool = Field(False, alias="tls")  # the ensemble's secureClientPort, with the ssl_* keys
+
+    @model_validator(mode="after")
+    def _login(self) -> ZooKeeperSecurity:
+        check_login(self, "sasl_username", "sasl_password", "SASL digest")
+        check_secret(self, "sasl_password")
+        return self
+
+    @property
+    def username(self) -> str | None:
+        return self.sasl_username
+
+    @property
+    def password(self) -> Secret | None:
+        return secret_of(self, "sasl_password")
+
+    @property
+    def tls(self) -> TlsFiles | None:
+        return self.tls_files() if self.use_tls else None
 
 
 def kazoo_kwargs(sec: ZooKeeperSecurity | None) -> dict[str, Any]:
@@ -231,136 +360,25 @@ def kazoo_kwargs(sec: ZooKeeperSecurity | None) -> dict[str, Any]:
     return kw
 
 
-@dataclass(frozen=True)
-class HttpSecurity:
+class HttpSecurity(TlsKeys):
     """`[clusters.jmx_security]`: basic auth and/or TLS for the JMX exporter endpoints."""
 
-    username: str | None = None
-    password: Secret | None = None
-    tls: TlsFiles | None = None
+    username: Text | None = None
+    password_file: File | None = None
+    password_env: EnvName | None = None
 
+    @model_validator(mode="after")
+    def _login(self) -> HttpSecurity:
+        check_login(self, "username", "password", "basic auth")
+        check_secret(self, "password")
+        return self
 
-# ---------------------------------------------------------------- parsing (config tables)
+    @property
+    def password(self) -> Secret | None:
+        return secret_of(self, "password")
 
-def parse_kafka_security(where: str, sec: str, t: Any) -> KafkaSecurity:
-    _table(where, sec, t, {"security_protocol", "sasl_mechanism", "sasl_username", "sasl_password_file",
-                           "sasl_password_env", "sasl_oauth_token_file", "ssl_cafile", "ssl_certfile",
-                           "ssl_keyfile", "ssl_key_password_file", "ssl_key_password_env", "ssl_check_hostname"})
-    protocol = str(t.get("security_protocol", "PLAINTEXT")).upper()
-    if protocol not in PROTOCOLS:
-        raise ConfigError(f"{where}: {sec} security_protocol must be one of {', '.join(PROTOCOLS)}, got {protocol!r}")
-    mechanism = t.get("sasl_mechanism")
-    username = t.get("sasl_username")
-    password = _secret(where, sec, t, "sasl_password")
-    token = _path(where, sec, t, "sasl_oauth_token_file")
-    if protocol.startswith("SASL_"):
-        mechanism = str(mechanism or "").upper()
-        if mechanism not in MECHANISMS:
-            raise ConfigError(f"{where}: {sec} security_protocol {protocol} needs sasl_mechanism, one of "
-                              f"{', '.join(MECHANISMS)}; got {t.get('sasl_mechanism')!r}")
-        if mechanism in _LOGIN_MODULES and (not username or password is None):
-            raise ConfigError(f"{where}: {sec} sasl_mechanism {mechanism} needs sasl_username and "
-                              f"sasl_password_file or sasl_password_env")
-        if mechanism == "OAUTHBEARER":
-            if token is None:
-                raise ConfigError(f"{where}: {sec} sasl_mechanism OAUTHBEARER needs sasl_oauth_token_file")
-            check_secret_file(token, f"{sec} sasl_oauth_token_file")
-        if mechanism == "GSSAPI":
-            try:
-                import gssapi  # noqa: F401
-            except ImportError:
-                raise ConfigError(f"{where}: {sec} sasl_mechanism GSSAPI needs the `gssapi` Python package "
-                                  f"(pip install gssapi, with a Kerberos client library and a ticket cache)") from None
-    elif mechanism or username or password or token:
-        raise ConfigError(f"{where}: {sec} has SASL settings but security_protocol is {protocol}; "
-                          f"use SASL_SSL or SASL_PLAINTEXT")
-    else:
-        mechanism = None
-    tls = _tls(where, sec, t)
-    if not protocol.endswith("SSL") and (tls.cafile or tls.certfile):
-        raise ConfigError(f"{where}: {sec} has ssl_* files but security_protocol is {protocol}; use SSL or SASL_SSL")
-    if password is not None:
-        password.check(f"{sec} sasl_password")
-    return KafkaSecurity(protocol, mechanism, str(username) if username else None, password, token, tls)
-
-
-def parse_zookeeper_security(where: str, sec: str, t: Any) -> ZooKeeperSecurity:
-    _table(where, sec, t, {"sasl_username", "sasl_password_file", "sasl_password_env", "tls", "ssl_cafile",
-                           "ssl_certfile", "ssl_keyfile", "ssl_key_password_file", "ssl_key_password_env",
-                           "ssl_check_hostname"})
-    username, password = _login(where, sec, t, "sasl_username", "sasl_password", "SASL digest")
-    use_tls = t.get("tls", False)
-    if not isinstance(use_tls, bool):
-        raise ConfigError(f"{where}: {sec} tls must be true or false")
-    return ZooKeeperSecurity(username, password, _tls(where, sec, t) if use_tls else None)
-
-
-def parse_http_security(where: str, sec: str, t: Any) -> HttpSecurity:
-    _table(where, sec, t, {"username", "password_file", "password_env", "ssl_cafile", "ssl_certfile",
-                           "ssl_keyfile", "ssl_key_password_file", "ssl_key_password_env", "ssl_check_hostname"})
-    username, password = _login(where, sec, t, "username", "password", "basic auth")
-    tls = _tls(where, sec, t)
-    has_tls = tls.cafile or tls.certfile or not tls.check_hostname
-    return HttpSecurity(username, password, tls if has_tls else None)
-
-
-def _login(where: str, sec: str, t: dict, user_key: str, secret: str, what: str) -> tuple[str | None, Secret | None]:
-    """A user name and its secret, both or neither; the secret checked (present, not world-readable)."""
-    username, password = t.get(user_key), _secret(where, sec, t, secret)
-    if bool(username) != (password is not None):
-        raise ConfigError(f"{where}: {sec} {what} needs both {user_key} and {secret}_file or {secret}_env")
-    if password is not None:
-        password.check(f"{sec} {secret}")
-    return (str(username) if username else None), password
-
-
-def _table(where: str, sec: str, t: Any, known: set[str]) -> None:
-    if not isinstance(t, dict):
-        raise ConfigError(f"{where}: {sec} must be a table")
-    for key in ("password", "sasl_password", "ssl_key_password"):
-        if key in t:
-            raise ConfigError(f"{where}: {sec} {key}: secrets are not kept in the config; "
-                              f"use {key}_file (a file only its owner reads) or {key}_env")
-    unknown = sorted(set(t) - known)
-    if unknown:
-        raise ConfigError(f"{where}: {sec}: unknown key(s) {unknown}; known: {sorted(known)}")
-
-
-def _path(where: str, sec: str, t: dict, key: str) -> Path | None:
-    """A path from the config; relative paths are taken from the config file's folder."""
-    v = t.get(key)
-    if v is None:
-        return None
-    if not isinstance(v, str) or not v.strip():
-        raise ConfigError(f"{where}: {sec} {key} must be a file path")
-    p = Path(v.strip()).expanduser()
-    if not p.is_absolute() and where not in ("", "<config>"):
-        p = Path(where).parent / p
-    return p
-
-
-def _secret(where: str, sec: str, t: dict, prefix: str) -> Secret | None:
-    path, env = _path(where, sec, t, f"{prefix}_file"), t.get(f"{prefix}_env")
-    if path is not None and env is not None:
-        raise ConfigError(f"{where}: {sec} give {prefix}_file or {prefix}_env, not both")
-    if env is not None and (not isinstance(env, str) or not env.strip()):
-        raise ConfigError(f"{where}: {sec} {prefix}_env must name an environment variable")
-    return Secret(path=path) if path else Secret(env=env.strip()) if env else None
-
-
-def _tls(where: str, sec: str, t: dict) -> TlsFiles:
-    files = {k: _path(where, sec, t, f"ssl_{k}") for k in ("cafile", "certfile", "keyfile")}
-    for k, p in files.items():
-        if p is not None and not p.is_file():
-            raise ConfigError(f"{where}: {sec} ssl_{k} {p} does not exist")
-    if files["keyfile"] is not None:
-        check_secret_file(files["keyfile"], f"{sec} ssl_keyfile")
-    if files["keyfile"] and not files["certfile"]:
-        raise ConfigError(f"{where}: {sec} ssl_keyfile needs ssl_certfile (the client certificate)")
-    key_password = _secret(where, sec, t, "ssl_key_password")
-    if key_password is not None:
-        key_password.check(f"{sec} ssl_key_password")
-    check = t.get("ssl_check_hostname", True)
-    if not isinstance(check, bool):
-        raise ConfigError(f"{where}: {sec} ssl_check_hostname must be true or false")
-    return TlsFiles(files["cafile"], files["certfile"], files["keyfile"], key_password, check)
+    @property
+    def tls(self) -> TlsFiles | None:
+        """TLS settings, when any is given (an https:// URL without them uses the system's CAs)."""
+        given = self.ssl_cafile or self.ssl_certfile or not self.ssl_check_hostname
+        return self.tls_files() if given else None

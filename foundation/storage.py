@@ -27,8 +27,10 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-from foundation.errors import ConfigError
-from foundation.security import _path, _secret, _table, check_secret_file
+from pydantic import field_validator, model_validator
+
+from foundation.security import Secret, check_secret, check_secret_file, secret_of
+from foundation.settings import EnvName, File, Table, Text, checked
 
 REMOTE_SCHEMES = ("s3a", "abfss", "gs", "hdfs")
 _AZURE = "use abfss://container@account.dfs.core.windows.net/path (hadoop-azure's ABFS connector, TLS)"
@@ -55,21 +57,63 @@ def azure_host(uri: str) -> str:
     return urlparse(uri).netloc.rsplit("@", 1)[-1]
 
 
-@dataclass(frozen=True)
-class StorageConfig:
+class StorageConfig(Table):
     """`[pipeline.storage]`: how to reach an object-store data_dir (all optional: the cloud's default
     credential chain otherwise)."""
 
-    endpoint: str | None = None  # http(s)://host:port of an S3-compatible store or a GCS emulator
-    region: str | None = None
+    endpoint: Text | None = None  # http(s)://host:port of an S3-compatible store or a GCS emulator
+    region: Text | None = None  # s3a://: the bucket's region, such as us-east-1
     path_style_access: bool = False  # bucket in the path, not the host name (MinIO, Ceph, moto)
-    access_key_id: Any = None  # foundation.security.Secret
-    secret_access_key: Any = None  # foundation.security.Secret
-    azure_account_key: Any = None  # foundation.security.Secret: the storage account's shared key
-    azure_client_id: str | None = None  # a service principal (with azure_tenant_id, azure_client_secret)
-    azure_tenant_id: str | None = None
-    azure_client_secret: Any = None  # foundation.security.Secret
-    gcs_service_account_key_file: Path | None = None  # a service account's JSON key
+    access_key_id_file: File | None = None
+    access_key_id_env: EnvName | None = None
+    secret_access_key_file: File | None = None
+    secret_access_key_env: EnvName | None = None
+    azure_account_key_file: File | None = None  # the storage account's shared key
+    azure_account_key_env: EnvName | None = None
+    azure_client_id: Text | None = None  # a service principal (with azure_tenant_id, azure_client_secret)
+    azure_tenant_id: Text | None = None
+    azure_client_secret_file: File | None = None
+    azure_client_secret_env: EnvName | None = None
+    gcs_service_account_key_file: File | None = None  # a service account's JSON key
+
+    @field_validator("endpoint")
+    @classmethod
+    def _url(cls, value: str | None) -> str | None:
+        if value is not None and not value.startswith(("http://", "https://")):
+            raise ValueError(f"must be an http:// or https:// URL, got {value!r}")
+        return value.rstrip("/") if value else value
+
+    @model_validator(mode="after")
+    def _credentials(self) -> StorageConfig:
+        if (self.access_key_id is None) != (self.secret_access_key is None):
+            raise ValueError("give both access_key_id_* and secret_access_key_* (or neither, for the default AWS "
+                             "credential chain)")
+        principal = (self.azure_client_id, self.azure_tenant_id, self.azure_client_secret)
+        if any(x is not None for x in principal) and any(x is None for x in principal):
+            raise ValueError("a service principal needs azure_client_id, azure_tenant_id and azure_client_secret_*")
+        if self.azure_account_key is not None and self.azure_client_secret is not None:
+            raise ValueError("give azure_account_key_* or a service principal, not both")
+        for prefix in ("access_key_id", "secret_access_key", "azure_account_key", "azure_client_secret"):
+            check_secret(self, prefix)
+        if self.gcs_service_account_key_file is not None:
+            checked(check_secret_file, self.gcs_service_account_key_file, "gcs_service_account_key_file")
+        return self
+
+    @property
+    def access_key_id(self) -> Secret | None:
+        return secret_of(self, "access_key_id")
+
+    @property
+    def secret_access_key(self) -> Secret | None:
+        return secret_of(self, "secret_access_key")
+
+    @property
+    def azure_account_key(self) -> Secret | None:
+        return secret_of(self, "azure_account_key")
+
+    @property
+    def azure_client_secret(self) -> Secret | None:
+        return secret_of(self, "azure_client_secret")
 
     def given(self) -> list[str]:
         """The keys set in the config (for the scheme check)."""
@@ -220,87 +264,38 @@ class Location:
         write_deltalake(self.delta_uri, data, storage_options=self.options() or None, **kwargs)
 
 
-def parse_data_dir(where: str, value: str, base: Path | None, storage: StorageConfig) -> Location:
-    """`data_dir` as a Location; a scheme krm cannot write is refused by name."""
+def parse_data_dir(value: str, base: Path | None, storage: StorageConfig) -> Location:
+    """`data_dir` as a Location; a scheme krm cannot write is refused by name (ValueError, for validation)."""
     if "://" not in value:
         p = Path(value).expanduser()
         if not p.is_absolute() and base is not None:
             p = base / p
-        return _local(where, str(p), storage)
+        return _local(str(p), storage)
     uri = urlparse(value)
     if uri.scheme == "file":
-        return _local(where, uri.path, storage)
+        return _local(uri.path, storage)
     if uri.scheme in REMOTE_SCHEMES:
         if not uri.netloc:
-            raise ConfigError(f"{where}: [pipeline] data_dir {value!r} names no bucket or namenode")
+            raise ValueError(f"[pipeline] data_dir {value!r} names no bucket or namenode")
         if uri.scheme == "abfss" and ("@" not in uri.netloc or ".dfs." not in uri.netloc):
-            raise ConfigError(f"{where}: [pipeline] data_dir {value!r}: an Azure URI names the container and "
-                              "the account's dfs endpoint: abfss://container@account.dfs.core.windows.net/path")
+            raise ValueError(f"[pipeline] data_dir {value!r}: an Azure URI names the container and the account's "
+                             "dfs endpoint: abfss://container@account.dfs.core.windows.net/path")
         foreign = [k for k in storage.given() if k not in KEYS_OF[uri.scheme]]
         if foreign:
             usable = ", ".join(KEYS_OF[uri.scheme]) or "none"
-            raise ConfigError(f"{where}: [pipeline.storage] {', '.join(foreign)}: not used with a data_dir on "
-                              f"{uri.scheme}:// (its keys: {usable})")
+            raise ValueError(f"[pipeline.storage] {', '.join(foreign)}: not used with a data_dir on {uri.scheme}:// "
+                             f"(its keys: {usable})")
         return Location(value.rstrip("/"), storage)
     why = f" ({WHY_NOT[uri.scheme]})" if uri.scheme in WHY_NOT else ""
-    raise ConfigError(f"{where}: [pipeline] data_dir {value!r}: {uri.scheme}:// is not supported{why}; "
-                      "use a local path, file://, s3a://, abfss://, gs:// or hdfs://")
+    raise ValueError(f"[pipeline] data_dir {value!r}: {uri.scheme}:// is not supported{why}; "
+                     "use a local path, file://, s3a://, abfss://, gs:// or hdfs://")
 
 
-def _local(where: str, path: str, storage: StorageConfig) -> Location:
+def _local(path: str, storage: StorageConfig) -> Location:
     if storage.given():
-        raise ConfigError(f"{where}: [pipeline.storage] {', '.join(storage.given())} apply to an object-store "
-                          f"data_dir only; data_dir is the local folder {path}")
+        raise ValueError(f"[pipeline.storage] {', '.join(storage.given())} apply to an object-store data_dir only; "
+                         f"data_dir is the local folder {path}")
     return Location(path, storage)
-
-
-def parse_storage(where: str, t: Any) -> StorageConfig:
-    """`[pipeline.storage]`."""
-    if t is None:
-        return StorageConfig()
-    sec = "[pipeline.storage]"
-    _table(where, sec, t, {"endpoint", "region", "path_style_access", "access_key_id_file", "access_key_id_env",
-                           "secret_access_key_file", "secret_access_key_env", "azure_account_key_file",
-                           "azure_account_key_env", "azure_client_id", "azure_tenant_id", "azure_client_secret_file",
-                           "azure_client_secret_env", "gcs_service_account_key_file"})
-    endpoint = t.get("endpoint")
-    if endpoint is not None and (not isinstance(endpoint, str) or not endpoint.startswith(("http://", "https://"))):
-        raise ConfigError(f"{where}: {sec} endpoint must be an http:// or https:// URL, got {endpoint!r}")
-    region = t.get("region")
-    if region is not None and (not isinstance(region, str) or not region.strip()):
-        raise ConfigError(f"{where}: {sec} region must be a region name such as us-east-1")
-    path_style = t.get("path_style_access", False)
-    if not isinstance(path_style, bool):
-        raise ConfigError(f"{where}: {sec} path_style_access must be true or false")
-    key = _secret(where, sec, t, "access_key_id")
-    secret = _secret(where, sec, t, "secret_access_key")
-    if (key is None) != (secret is None):
-        raise ConfigError(f"{where}: {sec} give both access_key_id_* and secret_access_key_* "
-                          "(or neither, for the default AWS credential chain)")
-    azure_key = _secret(where, sec, t, "azure_account_key")
-    client_id, tenant_id = (_name(where, sec, t, k) for k in ("azure_client_id", "azure_tenant_id"))
-    client_secret = _secret(where, sec, t, "azure_client_secret")
-    principal = (client_id, tenant_id, client_secret)
-    if any(x is not None for x in principal) and any(x is None for x in principal):
-        raise ConfigError(f"{where}: {sec} a service principal needs azure_client_id, azure_tenant_id and "
-                          "azure_client_secret_*")
-    if azure_key is not None and client_secret is not None:
-        raise ConfigError(f"{where}: {sec} give azure_account_key_* or a service principal, not both")
-    for s in (key, secret, azure_key, client_secret):
-        if s is not None:
-            s.check(f"{where}: {sec}")
-    gcs_key = _path(where, sec, t, "gcs_service_account_key_file")
-    if gcs_key is not None:
-        check_secret_file(gcs_key, f"{where}: {sec} gcs_service_account_key_file")
-    return StorageConfig(endpoint.rstrip("/") if endpoint else None, region.strip() if region else None,
-                         path_style, key, secret, azure_key, client_id, tenant_id, client_secret, gcs_key)
-
-
-def _name(where: str, sec: str, t: dict, key: str) -> str | None:
-    v = t.get(key)
-    if v is not None and (not isinstance(v, str) or not v.strip()):
-        raise ConfigError(f"{where}: {sec} {key} must be a non-empty string")
-    return v.strip() if v else None
 
 
 def as_location(x: Location | Path | str) -> Location:

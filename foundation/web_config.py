@@ -21,26 +21,44 @@ import hashlib
 import hmac
 import ssl
 import threading
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Annotated, Any, Callable, Iterable, Literal
+
+from pydantic import AfterValidator, Field, model_validator
 
 from foundation.errors import ConfigError, KrmError
 from foundation.security import check_secret_file
+from foundation.settings import File, Table, checked, validate
 
-CLIENT_AUTH_TYPES = ("NoClientCert", "RequestClientCert", "RequireAnyClientCert", "VerifyClientCertIfGiven",
-                     "RequireAndVerifyClientCert")
 _TLS_VERSIONS = {"TLS10": ssl.TLSVersion.TLSv1, "TLS11": ssl.TLSVersion.TLSv1_1, "TLS12": ssl.TLSVersion.TLSv1_2,
                  "TLS13": ssl.TLSVersion.TLSv1_3}
 
 
-@dataclass(frozen=True)
-class TlsServer:
-    cert_file: Path
-    key_file: Path
-    client_auth_type: str = "NoClientCert"
-    client_ca_file: Path | None = None
-    min_version: str = "TLS12"
+class TlsServer(Table):
+    """`tls_server_config`: the server's certificate and key, and what it asks of clients."""
+
+    cert_file: File
+    key_file: File  # a file only its owner reads
+    client_auth_type: Literal["NoClientCert", "RequestClientCert", "RequireAnyClientCert", "VerifyClientCertIfGiven",
+                              "RequireAndVerifyClientCert"] = "NoClientCert"
+    client_ca_file: File | None = None  # needed to verify client certificates
+    min_version: Literal["TLS10", "TLS11", "TLS12", "TLS13"] = "TLS12"
+
+    @model_validator(mode="after")
+    def _usable(self) -> TlsServer:
+        missing = [f"{key} {getattr(self, key)} does not exist" for key in ("cert_file", "key_file", "client_ca_file")
+                   if getattr(self, key) is not None and not getattr(self, key).is_file()]
+        if missing:
+            raise ValueError("; ".join(missing))
+        if self.client_ca_file is None and self.client_auth_type in ("VerifyClientCertIfGiven",
+                                                                     "RequireAndVerifyClientCert"):
+            raise ValueError(f"client_auth_type {self.client_auth_type} needs client_ca_file")
+        checked(check_secret_file, self.key_file, "key_file")
+        try:
+            self.context()
+        except (ssl.SSLError, OSError) as e:
+            raise ValueError(f"the TLS certificate or key cannot be used: {e}") from None
+        return self
 
     def context(self) -> ssl.SSLContext:
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
@@ -54,11 +72,28 @@ class TlsServer:
         return ctx
 
 
-@dataclass(frozen=True)
-class WebConfig:
-    path: Path
-    tls: TlsServer | None = None
-    users: dict[str, bytes] = field(default_factory=dict)  # user -> bcrypt hash
+def _bcrypt_hashes(users: dict[str, str]) -> dict[str, str]:
+    for user, hashed in users.items():
+        if not hashed.startswith(("$2a$", "$2b$", "$2y$")) or len(hashed) != 60:
+            raise ValueError(f"{user}: not a bcrypt hash (make one with `htpasswd -nBC 10 \"\" | tr -d ':\\n'`)")
+    return users
+
+
+class WebConfig(Table):
+    """The file as a whole: only what an exporter needs; an unknown key is an error, not an open endpoint."""
+
+    tls_server_config: TlsServer | None = None
+    basic_auth_users: Annotated[dict[str, str], AfterValidator(_bcrypt_hashes)] = Field(default_factory=dict)
+    path: Path = Field(Path(), exclude=True)  # the file it was read from
+
+    @property
+    def tls(self) -> TlsServer | None:
+        return self.tls_server_config
+
+    @property
+    def users(self) -> dict[str, bytes]:
+        """user -> bcrypt hash."""
+        return {u: h.encode() for u, h in self.basic_auth_users.items()}
 
 
 def load_web_config(path: Path) -> WebConfig:
@@ -70,68 +105,13 @@ def load_web_config(path: Path) -> WebConfig:
         raise ConfigError(f"web_config_file {path} does not exist") from None
     except yaml.YAMLError as e:
         raise ConfigError(f"web_config_file {path}: not valid YAML: {e}") from None
-    if not isinstance(raw, dict):
-        raise ConfigError(f"web_config_file {path}: must be a mapping")
-    unknown = sorted(set(raw) - {"tls_server_config", "basic_auth_users"})
-    if unknown:
-        raise ConfigError(f"web_config_file {path}: unsupported key(s) {unknown}; "
-                          f"krm supports tls_server_config and basic_auth_users")
-    if raw.get("basic_auth_users"):
+    if isinstance(raw, dict) and raw.get("basic_auth_users"):
         check_secret_file(path, "web_config_file")  # the hashes can be attacked offline
-    return WebConfig(path, _tls(path, raw.get("tls_server_config")), _users(path, raw.get("basic_auth_users")))
-
-
-def _tls(path: Path, t: Any) -> TlsServer | None:
-    if t is None:
-        return None
-    if not isinstance(t, dict):
-        raise ConfigError(f"web_config_file {path}: tls_server_config must be a mapping")
-    known = {"cert_file", "key_file", "client_auth_type", "client_ca_file", "min_version"}
-    unknown = sorted(set(t) - known)
-    if unknown:
-        raise ConfigError(f"web_config_file {path}: tls_server_config: unsupported key(s) {unknown}; known: {sorted(known)}")
-
-    def file(key: str, required: bool) -> Path | None:
-        if not t.get(key):
-            if required:
-                raise ConfigError(f"web_config_file {path}: tls_server_config needs {key}")
-            return None
-        p = Path(str(t[key])).expanduser()
-        p = p if p.is_absolute() else path.parent / p
-        if not p.is_file():
-            raise ConfigError(f"web_config_file {path}: tls_server_config {key} {p} does not exist")
-        return p
-
-    auth = str(t.get("client_auth_type", "NoClientCert"))
-    if auth not in CLIENT_AUTH_TYPES:
-        raise ConfigError(f"web_config_file {path}: client_auth_type must be one of {', '.join(CLIENT_AUTH_TYPES)}")
-    ca = file("client_ca_file", auth in ("VerifyClientCertIfGiven", "RequireAndVerifyClientCert"))
-    key = file("key_file", True)
-    check_secret_file(key, f"web_config_file {path}: key_file")  # type: ignore[arg-type]
-    version = str(t.get("min_version", "TLS12"))
-    if version not in _TLS_VERSIONS:
-        raise ConfigError(f"web_config_file {path}: min_version must be one of {', '.join(_TLS_VERSIONS)}")
-    server = TlsServer(file("cert_file", True), key, auth, ca, version)  # type: ignore[arg-type]
-    try:
-        server.context()
-    except (ssl.SSLError, OSError) as e:
-        raise ConfigError(f"web_config_file {path}: the TLS certificate or key cannot be used: {e}") from None
-    return server
-
-
-def _users(path: Path, u: Any) -> dict[str, bytes]:
-    if u is None:
-        return {}
-    if not isinstance(u, dict):
-        raise ConfigError(f"web_config_file {path}: basic_auth_users must map user names to bcrypt hashes")
-    out = {}
-    for user, hashed in u.items():
-        h = str(hashed).encode()
-        if not h.startswith((b"$2a$", b"$2b$", b"$2y$")) or len(h) != 60:
-            raise ConfigError(f"web_config_file {path}: basic_auth_users {user}: not a bcrypt hash "
-                              f"(make one with `htpasswd -nBC 10 \"\" | tr -d ':\\n'`)")
-        out[str(user)] = h
-    return out
+    web = validate(WebConfig, raw, f"web_config_file {path}",
+                   lambda loc: {(): "", ("tls_server_config",): "tls_server_config",
+                                ("basic_auth_users",): "basic_auth_users"}.get(loc),
+                   base=path.parent, words={"model_type": "a mapping", "dict_type": "a mapping"})
+    return web.model_copy(update={"path": path})
 
 
 class BasicAuth:

@@ -139,9 +139,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     config = load_config(_resolve_config(args.config))
     if getattr(args, "cluster", None):  # `krm collect --cluster A --cluster B`: this process polls only these
-        from dataclasses import replace
-
-        config = replace(config, clusters=tuple(config.cluster(name) for name in dict.fromkeys(args.cluster)))
+        config = config.model_copy(update={"clusters": tuple(config.cluster(name) for name in dict.fromkeys(args.cluster))})
     faulthandler.register(signal.SIGUSR1, all_threads=True)  # `kill -USR1`: every thread's stack on stderr
     collect, pipeline = {"run": (True, True), "collect": (True, False), "pipeline": (False, True)}[args.command]
     monitor = Monitor(config, collect=collect, pipeline=pipeline).start()

@@ -26,7 +26,7 @@ def test_metadata_and_high_watermarks_match_kafka_tools(zk_cluster):
     producer.flush()
     producer.close()
 
-    src = AdminSource(ClusterConfig(cluster.name, cluster.bootstrap_servers), CollectorConfig())
+    src = AdminSource(ClusterConfig(name=cluster.name, bootstrap_servers=cluster.bootstrap_servers), CollectorConfig())
     try:
         ours = {p["partition"]: p for p in next(r for r in src.poll() if r["kind"] == "topic"
                                                 and r["topic_state"]["topic"] == topic)["topic_state"]["partitions"]}

@@ -34,7 +34,8 @@ def test_a_cluster_past_one_megabyte_of_metadata_is_read_whole():
     count = 25_000
     with standin.StandIn(count, brokers=4) as cluster:
         layout = standin.Layout(count, 4)
-        src = AdminSource(ClusterConfig("scale", cluster.bootstrap_servers), CollectorConfig(offsets_timeout_ms=30_000))
+        src = AdminSource(ClusterConfig(name="scale", bootstrap_servers=cluster.bootstrap_servers),
+                          CollectorConfig(offsets_timeout_ms=30_000))
         try:
             src.poll()  # the stand-in encodes each answer once
             records = src.poll()

@@ -42,7 +42,7 @@ def _metadata_answers(cluster):
 def test_polls_during_a_zookeeper_outage_leave_the_broker_serving(tmp_path_factory):
     cluster = LocalCluster(root=Path(tempfile.mkdtemp(dir=tmp_path_factory.getbasetemp())) / "zk",
                            mode="zk", brokers=1).up()
-    src = AdminSource(ClusterConfig(cluster.name, cluster.bootstrap_servers),
+    src = AdminSource(ClusterConfig(name=cluster.name, bootstrap_servers=cluster.bootstrap_servers),
                       CollectorConfig(config_refresh_s=0.0, request_timeout_ms=2000))
     try:
         create_topic(cluster, "configs-outage", partitions=2, rf=1)

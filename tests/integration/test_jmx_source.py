@@ -2,7 +2,6 @@
 agree with the Admin API at the same moment, and a dead broker's endpoint is an observation."""
 
 import time
-from dataclasses import replace
 
 import pytest
 
@@ -32,7 +31,7 @@ def test_jmx_values_agree_with_the_admin_api(zk_cluster):
     producer.close()
     endpoints = dict((int(b), u) for b, _, u in (x.partition("=") for x in cluster.jmx_exporter_urls))
     jmx = JmxSource(cluster.name, endpoints)
-    admin = AdminSource(ClusterConfig(cluster.name, cluster.bootstrap_servers), CollectorConfig())
+    admin = AdminSource(ClusterConfig(name=cluster.name, bootstrap_servers=cluster.bootstrap_servers), CollectorConfig())
     try:
         def agreeing():
             records = jmx.poll()
@@ -81,7 +80,7 @@ def test_exporters_behind_basic_auth_and_tls(kraft4_secure_cluster):
     c = load_config(cluster.config_path).clusters[0]
     assert all(url.startswith("https://") for _, url in c.jmx_exporter_urls)
     ok = JmxSource(c.name, dict(c.jmx_exporter_urls), security=c.jmx_security)
-    no_password = JmxSource(c.name, dict(c.jmx_exporter_urls), security=replace(c.jmx_security, username=None))
+    no_password = JmxSource(c.name, dict(c.jmx_exporter_urls), security=c.jmx_security.model_copy(update={"username": None}))
     no_ca = JmxSource(c.name, dict(c.jmx_exporter_urls))
     try:
         states = _by_broker(ok.poll())

@@ -25,7 +25,7 @@ def topic_state(records):
 
 
 def test_assignment_recorded_on_first_sight_on_change_and_not_otherwise():
-    src = AdminSource(ClusterConfig("c", "h:1"), CollectorConfig(assignment_snapshot_s=3600))
+    src = AdminSource(ClusterConfig(name="c", bootstrap_servers="h:1"), CollectorConfig(assignment_snapshot_s=3600))
     m, t = md()
     assert topic_state(src._records(m, t, 1000, OffsetsRound(), 1))["assignment"] == "changed"
     assert topic_state(src._records(m, t, 2000, OffsetsRound(), 2))["assignment"] is None
@@ -65,7 +65,7 @@ class FakeZk:
 def test_zookeeper_state_wins_when_its_epoch_is_newer():
     zk = FakeZk({2}, {("t", 0): ZkPartition(leader=-1, leader_epoch=1, isr=(1,), controller_epoch=3,
                                              mtime_ms=990, version=4)})
-    src = AdminSource(ClusterConfig("c", "h:1", "zk:2181"), CollectorConfig(), zk)
+    src = AdminSource(ClusterConfig(name="c", bootstrap_servers="h:1", zookeeper="zk:2181"), CollectorConfig(), zk)
     m, t = md(leader=1, epoch=0)  # the brokers' metadata still says broker 1 leads
     records = src._records(m, t, 1000, OffsetsRound(), 1)
     (p,) = topic_state(records)["partitions"]
@@ -79,7 +79,7 @@ def test_zookeeper_replicas_come_with_its_leader_and_isr():
     from ZooKeeper must never be published beside replicas that do not contain it."""
     zk = FakeZk({1, 2, 3}, {("t", 0): ZkPartition(leader=3, leader_epoch=2, isr=(3, 1), controller_epoch=3,
                                                    mtime_ms=990, version=4)}, {"t": {0: (3, 1)}})
-    src = AdminSource(ClusterConfig("c", "h:1", "zk:2181"), CollectorConfig(), zk)
+    src = AdminSource(ClusterConfig(name="c", bootstrap_servers="h:1", zookeeper="zk:2181"), CollectorConfig(), zk)
     m, t = md(leader=1, epoch=0)  # metadata: replicas [1, 2]
     (p,) = topic_state(src._records(m, t, 1000, OffsetsRound(), 1))["partitions"]
     assert (p["leader"], p["replicas"], p["isr"]) == (3, [3, 1], [3, 1])
@@ -89,7 +89,7 @@ def test_zookeeper_triggered_records_start_with_a_consistent_cluster_record():
     state = {("t", 0): ZkPartition(leader=-1, leader_epoch=1, isr=(1,), controller_epoch=3, mtime_ms=990, version=4)}
     zk = FakeZk({2}, state)
     zk.assignment = lambda topic: {0: (1,)}
-    src = AdminSource(ClusterConfig("c", "h:1", "zk:2181"), CollectorConfig(), zk)
+    src = AdminSource(ClusterConfig(name="c", bootstrap_servers="h:1", zookeeper="zk:2181"), CollectorConfig(), zk)
     assert src.quick_records({"t"})[0]["kind"] == "topic"  # no full poll yet: nothing to base a cluster record on
     m, t = md()
     src._records(m, t, 1000, OffsetsRound(), 1)
@@ -106,7 +106,7 @@ def test_a_zookeeper_triggered_record_never_goes_back_in_leader_epoch():
     later, republished the stale state, and the resolved OFFLINE_PARTITION reopened for 2 ms."""
     state = {("t", 0): ZkPartition(leader=-1, leader_epoch=4, isr=(1,), controller_epoch=3, mtime_ms=900, version=4)}
     zk = FakeZk({1, 2}, state, {"t": {0: (1,)}})
-    src = AdminSource(ClusterConfig("c", "h:1", "zk:2181"), CollectorConfig(), zk)
+    src = AdminSource(ClusterConfig(name="c", bootstrap_servers="h:1", zookeeper="zk:2181"), CollectorConfig(), zk)
     m, t = md(replicas=(1,), leader=1, epoch=5)  # the brokers' metadata is ahead of the mirror
     (p,) = topic_state(src._records(m, t, 1000, OffsetsRound(), 1))["partitions"]
     assert (p["leader"], p["leader_epoch"]) == (1, 5)
@@ -129,7 +129,7 @@ def test_a_quick_record_during_a_full_poll_does_not_publish_what_its_metadata_al
     old state from the mirror (leader -1, epoch 5): an OFFLINE_PARTITION reopened for 1 ms."""
     state = {("t", 0): ZkPartition(leader=-1, leader_epoch=5, isr=(1,), controller_epoch=3, mtime_ms=900, version=4)}
     zk = FakeZk({1, 2}, state, {"t": {0: (1,)}})
-    src = AdminSource(ClusterConfig("c", "h:1", "zk:2181"), CollectorConfig(), zk)
+    src = AdminSource(ClusterConfig(name="c", bootstrap_servers="h:1", zookeeper="zk:2181"), CollectorConfig(), zk)
     m, t = md(replicas=(1,), leader=1, epoch=6)
     stamped = src._metadata_arrived(t)  # the Metadata answer is in; offsets are being fetched
     (p,) = topic_state(quick := src.quick_records({"t"}))["partitions"]
@@ -154,7 +154,7 @@ def test_a_poll_that_reaches_no_broker_still_publishes_the_zookeeper_view():
     state = {("t", 0): ZkPartition(leader=1, leader_epoch=3, isr=(1, 2), controller_epoch=3, mtime_ms=900, version=4),
              ("t", 1): ZkPartition(leader=2, leader_epoch=2, isr=(2,), controller_epoch=3, mtime_ms=900, version=3)}
     zk = FakeZk(set(), state, {"t": {0: (1, 2), 1: (2,)}})  # no broker registered
-    src = AdminSource(ClusterConfig("c", "h:1", "zk:2181"), CollectorConfig(), zk)
+    src = AdminSource(ClusterConfig(name="c", bootstrap_servers="h:1", zookeeper="zk:2181"), CollectorConfig(), zk)
     src._failed(AccessProblem("unreachable", "cluster c: no broker answered"))
     failure, topic = src._failed_poll(7)
     assert failure["kind"] == "cluster" and failure["cluster_state"]["error"] == "cluster c: no broker answered"
@@ -175,7 +175,7 @@ def test_a_poll_that_reaches_no_broker_still_publishes_the_zookeeper_view():
     assert [r["topic_state"].get("resolves", True) for r in src.quick_records({"t"}) if r["kind"] == "topic"] == [True]
     zk._live = set()
     # KRaft (no mirror), or krm's own ZooKeeper session lost: the failure alone, as before
-    kraft = AdminSource(ClusterConfig("k", "h:1"), CollectorConfig())
+    kraft = AdminSource(ClusterConfig(name="k", bootstrap_servers="h:1"), CollectorConfig())
     kraft._failed(AccessProblem("unreachable", "cluster k: no broker answered"))
     assert [r["kind"] for r in kraft._failed_poll(1)] == ["cluster"]
     zk._live = None  # FakeZk: live_brokers() None, as when krm's own ZooKeeper session is down
@@ -190,7 +190,7 @@ def test_brokers_changed_watches_the_live_brokers_not_kraft_s_random_controller(
 
     import collectors.admin as admin_module
 
-    src = AdminSource(ClusterConfig("c", "h:1"), CollectorConfig())
+    src = AdminSource(ClusterConfig(name="c", bootstrap_servers="h:1"), CollectorConfig())
     assert src.brokers_changed() is False, "before a first poll there is nothing to compare"
     m, t = md()
     src._records(m, t, 1000, OffsetsRound(), 1)  # live brokers 1, 2
@@ -233,7 +233,7 @@ def test_unreachable_is_refused_at_once_and_silent_only_after_unreachable_after_
     dead = {3}
     monkeypatch.setattr(admin_module, "refusing", lambda addresses: {b for b, (_h, port) in addresses.items()
                                                                      if port - 9092 in dead})
-    src = AdminSource(ClusterConfig("c", "h:1"), CollectorConfig(unreachable_after_s=4.0))
+    src = AdminSource(ClusterConfig(name="c", bootstrap_servers="h:1"), CollectorConfig(unreachable_after_s=4.0))
     src._known_brokers = {b: {"host": "h", "port": 9092 + b} for b in (1, 2, 3)}
 
     def poll(answered):
@@ -261,7 +261,7 @@ def test_a_broker_that_just_became_live_may_refuse_for_unreachable_after_s(monke
     refusing_now = {3}
     monkeypatch.setattr(admin_module, "refusing", lambda addresses: {b for b, (_h, port) in addresses.items()
                                                                      if port - 9092 in refusing_now})
-    src = AdminSource(ClusterConfig("c", "h:1"), CollectorConfig(unreachable_after_s=4.0))
+    src = AdminSource(ClusterConfig(name="c", bootstrap_servers="h:1"), CollectorConfig(unreachable_after_s=4.0))
     src._known_brokers = {b: {"host": "h", "port": 9092 + b} for b in (1, 2, 3)}
 
     def poll(live, answered):
@@ -285,7 +285,8 @@ def test_after_a_poll_that_reached_no_broker_every_broker_gets_the_start_up_grac
     clock = [100.0]
     monkeypatch.setattr(admin_module.time, "monotonic", lambda: clock[0])
     monkeypatch.setattr(admin_module, "refusing", lambda addresses: {2})
-    src = AdminSource(ClusterConfig("c", "h:1"), CollectorConfig(unreachable_after_s=4.0))  # KRaft: no ZooKeeper
+    # KRaft: no ZooKeeper
+    src = AdminSource(ClusterConfig(name="c", bootstrap_servers="h:1"), CollectorConfig(unreachable_after_s=4.0))
     src._known_brokers = {b: {"host": "h", "port": 9092 + b} for b in (1, 2)}
     src._note_live({1, 2})
     assert src._unreachable(OffsetsRound(answered={1}, asked={1, 2})) == {2}
@@ -304,7 +305,7 @@ def test_a_controlled_shutdown_is_judged_on_the_controllers_writes_not_the_broke
     controlled shutdown (BROKER_DOWN `stopped`), not a crash."""
     zk = FakeZk({1}, {("t", 0): ZkPartition(leader=1, leader_epoch=3, isr=(1,), controller_epoch=3,
                                              mtime_ms=990, version=4)}, {"t": {0: (2, 1)}})
-    src = AdminSource(ClusterConfig("c", "h:1", "zk:2181"), CollectorConfig(), zk)
+    src = AdminSource(ClusterConfig(name="c", bootstrap_servers="h:1", zookeeper="zk:2181"), CollectorConfig(), zk)
     m, t = md(replicas=(2, 1), leader=2, epoch=2)  # the caches: 2 leads, ISR [2, 1]
     cluster = next(r for r in src._records(m, t, 1000, OffsetsRound(), 1) if r["kind"] == "cluster")["cluster_state"]
     (b2,) = [b for b in cluster["brokers"] if b["id"] == 2]

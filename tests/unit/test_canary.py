@@ -83,7 +83,7 @@ def test_a_round_that_cannot_start_is_counted_on_metrics():
     from collectors.stats import CollectorMetrics
     from foundation.config import ClusterConfig, CollectorConfig
 
-    source = CanarySource(ClusterConfig("c1", "127.0.0.1:1", canary=True), CollectorConfig())
+    source = CanarySource(ClusterConfig(name="c1", bootstrap_servers="127.0.0.1:1", canary=True), CollectorConfig())
 
     def refused():
         raise PermissionError("TopicAuthorizationFailedError: CREATE on krm.canary")

@@ -254,3 +254,51 @@ def test_console_url_defaults_to_where_metrics_are_served(tmp_path):
     chosen = Monitor(parse_config({**MINIMAL, "pipeline": {"console_url": "https://krm.example/"}},
                                   source=tmp_path / "k.toml"))
     assert chosen.console_url == "https://krm.example"
+
+
+# ---------------------------------------------------------------- README's configuration reference
+
+def _reference_rows() -> dict[tuple[str, str], str]:
+    """(table, key) -> the default column, from README's "Configuration reference"."""
+    text = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    section = text.split("## Configuration reference", 1)[1].split("\n## ", 1)[0]
+    rows = {}
+    for line in section.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) < 3 or not cells[0].startswith("`["):
+            continue
+        keys = [k.strip().strip("`") for k in cells[0].split(" / ")]
+        table, _, first = keys[0].partition("] ")
+        names = [first] + keys[1:]
+        defaults = [d.strip() for d in cells[1].split(" / ")]
+        for i, name in enumerate(names):
+            rows[(table + "]", name)] = defaults[i] if len(defaults) == len(names) else cells[1]
+    return rows
+
+
+def test_readme_reference_lists_every_setting_with_its_default():
+    """Every key of the config models has a row in README's reference, and a numeric default there is the
+    model's: the table cannot drift from foundation/config.py."""
+    from foundation.config import ClusterConfig, CollectorConfig, ObservationsConfig, PipelineConfig
+
+    rows = _reference_rows()
+    tables = {"[[clusters]]": ClusterConfig, "[observations]": ObservationsConfig, "[collector]": CollectorConfig,
+              "[pipeline]": PipelineConfig}
+    nested = {"security", "zookeeper_security", "jmx_security", "storage", "spark_conf"}  # rows of their own
+    missing, wrong = [], []
+    for table, model in tables.items():
+        for name, field in model.model_fields.items():
+            if name in nested:
+                continue
+            default = rows.get((table, name))
+            if default is None:
+                missing.append(f"{table} {name}")
+                continue
+            try:
+                shown = float(default.strip("`"))
+            except ValueError:
+                continue  # a default said in words ("first cluster's", "required")
+            if isinstance(field.default, (int, float)) and not isinstance(field.default, bool) \
+                    and float(field.default) != shown:
+                wrong.append(f"{table} {name}: README {default}, model {field.default}")
+    assert not missing and not wrong, (missing, wrong)

@@ -124,7 +124,8 @@ def test_zookeeper_and_jmx_security(tmp_path):
 
 # ---------------------------------------------------------------- failure wording (collectors/access.py)
 
-SCRAM = KafkaSecurity("SASL_SSL", "SCRAM-SHA-512", "krm")
+# built without validation: no password file is needed to word a refusal
+SCRAM = KafkaSecurity.model_construct(security_protocol="SASL_SSL", sasl_mechanism="SCRAM-SHA-512", sasl_username="krm")
 
 
 def test_refused_login_names_cluster_mechanism_and_user():
@@ -172,7 +173,7 @@ def test_access_failures_are_retried_ever_more_slowly():
     from collectors.admin import AdminSource
     from foundation.config import ClusterConfig, CollectorConfig
 
-    src = AdminSource(ClusterConfig("c", "h:1", security=SCRAM), CollectorConfig())
+    src = AdminSource(ClusterConfig.model_construct(name="c", bootstrap_servers="h:1", security=SCRAM), CollectorConfig())
     refused = access.AccessProblem(access.AUTHENTICATION, "authentication failed for cluster c")
     waits = []
     for _ in range(7):

@@ -42,7 +42,7 @@ def test_apache_style_2y_hash_accepted(tmp_path):
 
 @pytest.mark.parametrize("text, message", [
     ("basic_auth_users:\n  p: plain-password\n", "not a bcrypt hash"),
-    ("http_server_config:\n  http2: true\n", "unsupported key"),
+    ("http_server_config:\n  http2: true\n", r"unknown key\(s\) \['http_server_config'\]; known: \['basic_auth_users'"),
     ("tls_server_config:\n  cert_file: nowhere.crt\n  key_file: nowhere.key\n", "key_file .* does not exist"),
     ("tls_server_config: [1]\n", "must be a mapping"),
     ("basic_auth_users: [\n", "not valid YAML"),

@@ -12,7 +12,8 @@ pytestmark = pytest.mark.unit
 
 
 def _mirror(polls):
-    return ZkState(ClusterConfig("c", "127.0.0.1:9092", zookeeper="127.0.0.1:2181"), lambda: polls.append(1))
+    return ZkState(ClusterConfig(name="c", bootstrap_servers="127.0.0.1:9092", zookeeper="127.0.0.1:2181"),
+                   lambda: polls.append(1))
 
 
 def test_a_deleted_controller_is_reported_missing_only_after_the_election_grace():
