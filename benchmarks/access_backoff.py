@@ -21,6 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from collectors import access  # noqa: E402
 from collectors.admin import AdminSource  # noqa: E402
+from foundation.backoff import Backoff  # noqa: E402
 from foundation.config import CollectorConfig, load_config  # noqa: E402
 from krm.local_cluster import LocalCluster  # noqa: E402
 
@@ -35,7 +36,6 @@ def main() -> int:
     ap.add_argument("--seconds", type=float, default=20.0)
     ap.add_argument("--mode", choices=["kraft", "zk"], default="kraft")
     args = ap.parse_args()
-    import dataclasses
 
     with tempfile.TemporaryDirectory() as tmp:
         cluster = LocalCluster(root=Path(tmp) / "c", mode=args.mode, brokers=3, security="sasl_ssl").up()
@@ -44,12 +44,12 @@ def main() -> int:
             wrong.write_text("not-the-password\n")
             os.chmod(wrong, 0o600)
             good = load_config(cluster.config_path).clusters[0]
-            bad = dataclasses.replace(good, security=dataclasses.replace(
-                good.security, password=dataclasses.replace(good.security.password, path=wrong)))
+            bad = good.model_copy(update={"security": good.security.model_copy(
+                update={"sasl_password_file": wrong, "sasl_password_env": None})})
             print(f"Kafka {cluster.kafka_version} {args.mode}, SASL_SSL, 3 brokers; one poll a second for "
                   f"{args.seconds:.0f}s with a wrong password")
-            for label, delays in (("krm (back-off)", access.ACCESS_RETRY_S), ("retry at every poll", (0.0,))):
-                access.ACCESS_RETRY_S = delays
+            for label, policy in (("krm (back-off)", access.ACCESS_BACKOFF), ("retry at every poll", Backoff(0.0, 0.0))):
+                access.ACCESS_BACKOFF = policy
                 src = AdminSource(bad, CollectorConfig())
                 before, t0 = refused(cluster), time.monotonic()
                 polls = 0

@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from krm.console import Console  # noqa: E402
 from pipelines.incidents import Incident  # noqa: E402
-from pipelines.job import Tables  # noqa: E402
+from pipelines.tables import Tables  # noqa: E402
 from pipelines.metrics import ClusterView, PipelineState  # noqa: E402
 
 TYPES = [("UNDER_REPLICATED", "warning", None, {"out_of_sync": [3]}),

@@ -43,7 +43,7 @@ from krm.local_cluster import LocalCluster, free_port  # noqa: E402
 from krm.runner import Monitor  # noqa: E402
 from krm.scrape import scrape  # noqa: E402
 from pipelines.incident_store import IncidentStore  # noqa: E402
-from pipelines.job import Tables  # noqa: E402
+from pipelines.tables import Tables  # noqa: E402
 from pipelines.session import build_session  # noqa: E402
 
 SCRIPT = [

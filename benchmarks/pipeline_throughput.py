@@ -78,11 +78,11 @@ def run_size(spark, obs: LocalCluster, size: int, minutes: float, poll_s: float,
         f"history_trigger_s = {history_trigger_s}\nhw_stall_window_s = 10.0\nquality_interval_s = {quality_interval_s}\n"
         f"history_tasks = {history_tasks}\n")
     ensure_topic(load_config(cfg).observations)  # before the pipeline subscribes
-    debug_log = work / f"pipeline-{size}.log"  # the handlers' own timings (pipelines/job.py, DEBUG)
+    debug_log = work / f"pipeline-{size}.log"  # the handlers' own timings (pipelines/alert_path.py, history_path.py, DEBUG)
     handler = logging.FileHandler(debug_log)
     handler.setFormatter(logging.Formatter("%(created).3f %(message)s"))
-    logging.getLogger("pipelines.job").addHandler(handler)
-    logging.getLogger("pipelines.job").setLevel(logging.DEBUG)
+    logging.getLogger("pipelines").addHandler(handler)
+    logging.getLogger("pipelines").setLevel(logging.DEBUG)
     monitor = Monitor(load_config(cfg), collect=False, spark=spark).start()
     sim = subprocess.Popen([str(ROOT / ".venv/bin/krm"), "simulate", "--config", str(cfg), "--topics", str(topics),
                             "--brokers", "30", "--poll-interval", str(poll_s), "--duration", str(minutes * 60)]
@@ -135,7 +135,7 @@ def run_size(spark, obs: LocalCluster, size: int, minutes: float, poll_s: float,
         monitor.stop()
         if sim.poll() is None:
             sim.kill()
-    logging.getLogger("pipelines.job").removeHandler(handler)
+    logging.getLogger("pipelines").removeHandler(handler)
     lines = (work / f"sim-{size}.log").read_text().splitlines()
     late = [float(line.split("late ")[1].split("s")[0]) for line in lines if "late " in line]
     out = {"size": size, "peak_heap_mb": peak_heap, "peak_rss_mb": peak_rss, "state_operators": len(state_ops),

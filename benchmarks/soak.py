@@ -40,7 +40,7 @@ from foundation.config import load_config  # noqa: E402
 from krm.local_cluster import LocalCluster, free_port  # noqa: E402
 from krm.runner import Monitor  # noqa: E402
 from krm.scrape import scrape, series  # noqa: E402
-from pipelines.job import Tables  # noqa: E402
+from pipelines.tables import Tables  # noqa: E402
 from pipelines.session import build_session  # noqa: E402
 
 TABLES = ("observations", "partition_state", "replica_lag", "assignments", "incidents", "data_quality")

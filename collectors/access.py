@@ -22,6 +22,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Iterable
 
+from foundation.backoff import Backoff
 from foundation.security import KafkaSecurity, kafka_python_kwargs
 
 TOPIC_AUTHORIZATION_FAILED = 29  # Kafka error codes (clients/.../common/protocol/Errors.java)
@@ -34,9 +35,9 @@ AUTHORIZATION = "authorization_failed"
 UNREACHABLE = "unreachable"
 ACCESS_REASONS = (AUTHENTICATION, TLS, PROTOCOL, AUTHORIZATION)  # retried slowly: retrying sooner cannot help
 
-# How long after an access failure the next attempt waits: the broker logs every refused login, and
-# a credential or certificate is not fixed within seconds.
-ACCESS_RETRY_S = (5.0, 10.0, 20.0, 40.0, 60.0)
+# How long after an access failure the next attempt waits (5, 10, 20, 40, then every 60 s): the broker
+# logs every refused login, and a credential or certificate is not fixed within seconds.
+ACCESS_BACKOFF = Backoff(first_s=5.0, cap_s=60.0)
 
 
 @dataclass(frozen=True)

@@ -15,91 +15,22 @@ import threading
 import time
 from typing import Any, Iterable
 
-from collectors import access, gc_pause, kraft, offsets, reassignments, wire
+from collectors import access, gc_pause, kraft, metadata, offsets, reassignments
 from collectors.departures import Departures
-from collectors.kraft_protocol import DESCRIBE_QUORUM_KEY, DESCRIBE_TOPIC_PARTITIONS_KEY, describe_quorum_request
+from collectors.kraft_protocol import DESCRIBE_QUORUM_KEY, DESCRIBE_TOPIC_PARTITIONS_KEY
 from collectors.memory import PartitionMemory
+from collectors.metadata import ask
+from collectors.reachability import Reachability
 from collectors.records import cluster_record, topic_record
+from collectors.side_channel import Notes, SideChannel
+from collectors.topic_configs import TopicConfigs
 from collectors.zookeeper import ZkState
+from foundation.backoff import Retry
 from foundation.config import ClusterConfig, CollectorConfig
-from foundation.security import kafka_python_kwargs
 
 log = logging.getLogger(__name__)
 
-TOPIC_CONFIGS = ("min.insync.replicas", "unclean.leader.election.enable")
-BROKER_CONFIGS = ("replica.lag.time.max.ms", "leader.imbalance.per.broker.percentage")
-# kafka-python refuses an answer over 1 MB by default, and a Metadata answer passes that at about
-# 20,000 partitions (Kafka's Java clients put no limit on a response's size); the stand-in broker of
-# benchmarks/collector_poll.py found it.
-MAX_ANSWER_BYTES = 1 << 30
-
-
-def ask(client: Any, node: int, request: Any, timeout_ms: int) -> Any:
-    """One request to one broker, waiting at most `timeout_ms` in all (connecting included): a
-    SIGSTOPped broker accepts the TCP connection and then answers nothing."""
-    from kafka.errors import KafkaConnectionError, KafkaTimeoutError
-
-    deadline = time.monotonic() + timeout_ms / 1000
-    while not client.ready(node, metadata_priority=False):
-        if client.connection_failed(node):
-            raise KafkaConnectionError(f"connection to broker {node} refused")
-        if time.monotonic() >= deadline:
-            raise KafkaTimeoutError(f"broker {node} not ready within {timeout_ms} ms")
-        client.poll(timeout_ms=20)
-    remaining_ms = max(1, int((deadline - time.monotonic()) * 1000))
-    future = client.send(node, request, wakeup=False, request_timeout_ms=remaining_ms)
-    while not future.is_done:
-        client.poll(timeout_ms=min(50, remaining_ms))
-        if time.monotonic() > deadline + 1.0:  # the client fails it at the deadline; never spin past it
-            raise KafkaTimeoutError(f"broker {node} did not answer within {timeout_ms} ms")
-    if future.failed():
-        raise future.exception
-    return future.value
-
-
 NO_OLDER_WINDOW_S = 30.0  # far beyond a metadata propagation between the controller and the brokers
-
-
-def config_backoff_s(failures: int, refresh_s: float) -> float:
-    """Seconds before DescribeConfigs is sent again after `failures` failures in a row: the refresh
-    interval (at least 30 s), doubling, at most an hour. Each unanswered request may hold a broker
-    thread (see `_may_ask_configs`), so over a long outage only a handful are ever sent."""
-    return min(3600.0, max(30.0, refresh_s) * 2 ** max(0, failures - 1))
-
-
-def refusing(addresses: dict[int, tuple[str, int]], timeout_s: float = 0.2) -> set[int]:
-    """Which of these brokers refuse TCP connections: nothing listens, the process is gone. A paused
-    process still accepts (the kernel completes the handshake) and an unreachable host times out:
-    neither is definitive. All probed at once, so the poll waits `timeout_s` at most."""
-    import errno
-    import select
-    import socket
-
-    pending: dict[Any, int] = {}
-    refused: set[int] = set()
-    for b, (host, port) in addresses.items():
-        s = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
-        s.setblocking(False)
-        rc = s.connect_ex((host, port))
-        if rc in (0, errno.EINPROGRESS, errno.EWOULDBLOCK):
-            pending[s] = b
-        else:
-            if rc == errno.ECONNREFUSED:
-                refused.add(b)
-            s.close()
-    deadline = time.monotonic() + timeout_s
-    try:
-        while pending and (left := deadline - time.monotonic()) > 0:
-            _, done, _ = select.select([], list(pending), [], left)
-            for s in done:
-                if s.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR) == errno.ECONNREFUSED:
-                    refused.add(pending[s])
-                s.close()
-                del pending[s]
-    finally:
-        for s in pending:
-            s.close()
-    return refused
 
 
 def _later_election(part: dict[str, Any], epoch: int, replicas: Any) -> bool:
@@ -122,15 +53,12 @@ class AdminSource:
         self._poll_id = 0
         self._poll_lock = threading.Lock()
         self._known_brokers: dict[int, dict[str, Any]] = {}  # every broker seen live since start
-        self._configs: dict[str, tuple[int | None, bool | None]] = {}
-        self._configs_at = 0.0
+        self._configs = TopicConfigs(cluster.name, settings.config_refresh_s, settings.request_timeout_ms)
         # (topic, partition) -> (leader_epoch, leader, isr, when) last published: never go back (_no_older)
         self._published: dict[tuple[str, int], tuple[int, int, list[int], float]] = {}
         # this poll's Metadata answer from its arrival until its records register their epochs (_records):
         # quick records stamped meanwhile must not publish an older state (see _metadata_arrived)
         self._arrived: dict[str, list[dict[str, Any]]] | None = None
-        self._configs_failures = 0  # DescribeConfigs that failed in a row (see config_backoff_s)
-        self._configs_retry_at = 0.0
         self._degraded = False
         self._last_node: Any = None
         self._live_last: dict[int, dict[str, Any]] = {}  # brokers alive at the last successful poll
@@ -139,23 +67,13 @@ class AdminSource:
         self._last_cluster_state: dict[str, Any] | None = None  # for the ZooKeeper-triggered cluster record
         self._assignments: dict[str, tuple[tuple[int, tuple[int, ...]], ...]] = {}  # topic -> last published map
         self._snapshot_at = 0.0
-        self._replica_lag_time_max_ms: int | None = None
-        self._leader_imbalance_pct: int | None = None
-        self._kraft_failed: set[str] = set()  # KRaft requests that failed: logged once until they work again
-        self._quorum: dict[str, Any] | None = None  # the last DescribeQuorum answer (KRaft)
-        self._quorum_ask: tuple[Any, int, float] | None = None  # (future, broker, sent at) while unanswered
-        self._quorum_client: Any = None  # its own connection (see _kraft_view)
-        self._silent_since: dict[int, float] = {}  # broker -> first poll it did not answer (timeouts)
-        self._live_since: dict[int, float] | None = None  # broker -> when krm saw it become live (_note_live)
+        self._notes = Notes(cluster.name)  # side requests' failures, logged once
+        self._side = SideChannel(cluster, settings.request_timeout_ms, self._notes)  # DescribeQuorum, moves
+        self._reach = Reachability(settings.unreachable_after_s)
         self._problem: access.AccessProblem | None = None  # why the last poll failed (logged once per change)
-        self._access_failures = 0  # consecutive polls refused for credentials, TLS or protocol
-        self._retry_at = 0.0  # after such a refusal: no new connection before this (monotonic)
-        self._config_denied: set[str] = set()  # ACLs DescribeConfigs found missing (kept until the next refresh)
-        self._quorum_denied = False  # DescribeQuorum refused: no DESCRIBE on the cluster
+        self._access = Retry(access.ACCESS_BACKOFF)  # polls refused for credentials, TLS or protocol, in a row
         self._denied_logged: frozenset[str] = frozenset()
         self.last_offsets: offsets.OffsetsRound | None = None  # for benchmarks and logs
-        self._moves: reassignments.Moves = {}  # the last ListPartitionReassignments answer
-        self._moves_ask: tuple[Any, float] | None = None  # (future, sent at) while unanswered
         self._elr_known = False  # this poll asked DescribeTopicPartitions (KRaft 3.7+): ELR known, empty unless said
         self._applied: reassignments.Moves = {}  # the moves the last records carried (reassignments.annotate)
         self._departures = Departures()  # how each down broker went down (controlled shutdown or not)
@@ -170,7 +88,7 @@ class AdminSource:
         with self._poll_lock:  # quick_records (another thread) numbers its records from the same sequence
             self._poll_id += 1
             poll_id = self._poll_id
-        if self._problem is not None and time.monotonic() < self._retry_at:
+        if self._problem is not None and not self._access.due():
             return self._failed_poll(poll_id)  # refused credentials: wait before the broker is asked again
         try:
             try:
@@ -191,20 +109,18 @@ class AdminSource:
         if self._degraded:
             log.warning("cluster %s reachable again", self.cluster.name)
             self._degraded = False
-            self._problem, self._access_failures = None, 0
-        if self._may_ask_configs():
-            try:
-                self._refresh_configs(admin, [t["topic"] for t in topics], [b["node_id"] for b in md["brokers"]])
-                self._configs_failures = 0
-            except Exception as e:  # noqa: BLE001 - stale configs beat a lost poll
-                self._configs_failures += 1
-                backoff = config_backoff_s(self._configs_failures, self.settings.config_refresh_s)
-                self._configs_retry_at = time.monotonic() + backoff
-                log.warning("cluster %s: topic configs not refreshed (%s); using the last known values, asking again "
-                            "in %.0fs", self.cluster.name, e, backoff)
+            self._problem = None
+            self._access.succeeded()
+        if self._configs.may_ask(self.zk is None or self.zk.connected):
+            self._configs.refresh_or_back_off(admin._client, self._last_node, [t["topic"] for t in topics],
+                                              [b["node_id"] for b in md["brokers"]])
         if self.zk is None:
             self._kraft_view(admin, topics)
-        self._ask_reassignments(admin, md)
+        # to the controller in ZooKeeper mode (a broker answers NOT_CONTROLLER otherwise), else to the
+        # broker that answered the Metadata request (KRaft brokers forward it)
+        controller = md.get("controller_id")
+        zk_controller = self.zk is not None and controller is not None and controller >= 0
+        self._side.ask_moves(admin._client, controller if zk_controller else self._last_node)
         live = {b["node_id"] for b in md["brokers"]}
         zk_live = self.zk.live_brokers() if self.zk is not None else None
         if zk_live is not None:
@@ -223,8 +139,8 @@ class AdminSource:
             log.debug("cluster %s poll %d: metadata from broker %s, offsets asked %s answered %s, unreachable %s",
                       self.cluster.name, poll_id, self._last_node, sorted(found.asked), sorted(found.answered),
                       sorted(unreachable))
-        quorum = self._harvest_quorum(found.answered | {self._last_node}) if self.zk is None else None
-        self._harvest_reassignments()
+        quorum = self._side.harvest_quorum(found.answered | {self._last_node}) if self.zk is None else None
+        self._side.harvest_moves()
         return self._records(md, topics, observed_at_ms, found, poll_id, quorum, unreachable)
 
     def _metadata_arrived(self, topics: list[dict[str, Any]]) -> int:
@@ -242,17 +158,15 @@ class AdminSource:
 
     def _failed(self, problem: access.AccessProblem) -> None:
         """Log the cause once per change; after a refusal (credentials, TLS, protocol) wait before
-        connecting again, longer each time (access.ACCESS_RETRY_S): no login storm on the brokers."""
+        connecting again, longer each time (access.ACCESS_BACKOFF): no login storm on the brokers."""
         if self._problem is None or problem.message != self._problem.message:
             log.warning("%s", problem.message)
         self._problem = problem
         self._degraded = True
         if problem.reason in access.ACCESS_REASONS:
-            delays = access.ACCESS_RETRY_S
-            self._retry_at = time.monotonic() + delays[min(self._access_failures, len(delays) - 1)]
-            self._access_failures += 1
+            self._access.failed()
         else:
-            self._access_failures = 0
+            self._access.succeeded()
 
     def _failed_poll(self, poll_id: int) -> list[dict[str, Any]]:
         """What a poll that reached no broker still knows. ZooKeeper mode: the mirror's view of every
@@ -300,8 +214,8 @@ class AdminSource:
 
     def _denied(self) -> list[str]:
         """The ACLs this poll found missing; a change is logged once, in one line."""
-        denied = set(self._config_denied)
-        if self._quorum_denied:
+        denied = set(self._configs.denied)
+        if self._side.quorum_denied:
             denied.add("DESCRIBE on CLUSTER (DescribeQuorum)")
         if frozenset(denied) != self._denied_logged:
             problem = access.denials(self.cluster.name, self.cluster.security, denied)
@@ -321,20 +235,11 @@ class AdminSource:
         caller polls at once instead of at the next interval. A failure also says "poll now"."""
         if self._admin is None or self._live_last_ids is None:
             return False
-        from kafka.protocol.metadata import MetadataRequest
-
-        client = self._admin._client
-        version = client.api_version(MetadataRequest, max_version=8)
-        request = (MetadataRequest[version](topics=[], allow_auto_topic_creation=False,
-                                            include_cluster_authorized_operations=False,
-                                            include_topic_authorized_operations=False) if version >= 8
-                   else MetadataRequest[version](topics=[], allow_auto_topic_creation=False))
         try:
-            md = ask(client, self._last_node, request, min(self.settings.request_timeout_ms, 500)).to_object()
+            live = metadata.live_brokers(self._admin._client, self._last_node, min(self.settings.request_timeout_ms, 500))
         except Exception:  # noqa: BLE001 - the broker that answered last does not: a full poll finds out
             return True
-        # the live brokers only: a KRaft broker names a random live broker as "controller" (KIP-590)
-        return {b["node_id"] for b in md["brokers"]} != self._live_last_ids
+        return live != self._live_last_ids
 
     def close(self) -> None:
         self._close()
@@ -367,8 +272,8 @@ class AdminSource:
             self.cluster.name, self.source, poll_id, observed_at_ms,
             controller_id=controller if controller is not None and controller >= 0 else None, brokers=brokers,
             topic_count=len(topics), partition_count=sum(len(t["partitions"]) for t in topics),
-            replica_lag_time_max_ms=self._replica_lag_time_max_ms,
-            leader_imbalance_per_broker_percentage=self._leader_imbalance_pct,
+            replica_lag_time_max_ms=self._configs.replica_lag_time_max_ms,
+            leader_imbalance_per_broker_percentage=self._configs.leader_imbalance_pct,
             reassignment_in_progress=self.zk.reassigning if zk_live is not None else None,  # type: ignore[union-attr]
             quorum=quorum, denied=self._denied(),
         )]
@@ -381,7 +286,7 @@ class AdminSource:
         hw_of, start_of, leo_of, annotate = found.hw.get, found.log_start.get, found.leo.get, self._memory.annotate
         elr_known = self.zk is None and self._elr_known
         for t in topics:
-            min_isr, unclean = self._configs.get(t["topic"], (None, None))
+            min_isr, unclean = self._configs.of(t["topic"])
             name = t["topic"]
             parts = []
             zk_assignment = self.zk.assignment(name) if self.zk is not None else None
@@ -401,7 +306,7 @@ class AdminSource:
                 self._no_older(name, part)
                 # the controller's answer first: the mirror's watch on the topic znode can fire after the
                 # brokers' metadata already lists the adding replicas (one false under-replicated poll)
-                self._carry_move(name, part, self._moves.get((name, pid)) or (zk_moves or {}).get(pid))
+                self._carry_move(name, part, self._side.moves.get((name, pid)) or (zk_moves or {}).get(pid))
                 key = (name, pid)
                 part["high_watermark"] = hw_of(key)
                 part["log_start_offset"] = start_of(key)
@@ -415,7 +320,7 @@ class AdminSource:
             rec = topic_record(
                 self.cluster.name, self.source, poll_id, observed_at_ms, topic=t["topic"], live_brokers=live,
                 partitions=parts, min_insync_replicas=min_isr, unclean_leader_election=unclean,
-                replica_lag_time_max_ms=self._replica_lag_time_max_ms, unreachable_brokers=unreachable,
+                replica_lag_time_max_ms=self._configs.replica_lag_time_max_ms, unreachable_brokers=unreachable,
             )
             # assignment history (pipelines/history.py): on every change, and all topics periodically
             rec["topic_state"]["assignment"] = "changed" if changed else ("snapshot" if snapshot else None)
@@ -434,46 +339,11 @@ class AdminSource:
         return records
 
     def _note_live(self, live: set[int]) -> None:
-        """Remember when each broker became live (registered in ZooKeeper, unfenced in KRaft) as krm
-        saw it, for the start-up grace of `_unreachable`. The brokers of krm's first view are taken
-        as long live: krm did not see them start."""
-        now = time.monotonic()
-        if self._live_since is None:
-            self._live_since = dict.fromkeys(live, float("-inf"))
-            return
-        for b in [b for b in self._live_since if b not in live]:
-            del self._live_since[b]
-        for b in live:
-            self._live_since.setdefault(b, now)
+        self._reach.note_live(live)
 
     def _unreachable(self, found: offsets.OffsetsRound) -> set[int]:
-        """Registered brokers clients cannot use now, among those that did not answer this poll's
-        offsets requests. A refused TCP connection is definitive: the process is gone (Kafka's
-        controller notices only when the broker's session expires). A silent broker is not, at
-        first: a GC pause or a SIGSTOP accepts connections and answers again a second or two
-        later. Only silence lasting `unreachable_after_s` counts.
-
-        Except at start-up: a broker registers in ZooKeeper (KafkaServer.startup) or is unfenced
-        (BrokerServer.startup) before `socketServer.enableRequestProcessing` opens its ports, and
-        the controller may make it a leader in between. Its refusals count only once it has been
-        live for `unreachable_after_s` (the fault loops' cluster-down: sub-second critical
-        PARTITION_UNAVAILABLE pages at every restart of the cluster)."""
-        now = time.monotonic()
-        silent = found.asked - found.answered
-        addresses = {b: (m["host"], m["port"]) for b in silent
-                     if (m := self._known_brokers.get(b) or {}).get("host") and m.get("port")}
-        refused = refusing(addresses) if addresses else set()
-        for b in silent:
-            if b in refused:
-                self._silent_since.pop(b, None)
-            else:
-                self._silent_since.setdefault(b, now)
-        for b in [b for b in self._silent_since if b not in found.asked or b in found.answered]:
-            del self._silent_since[b]
-        after = self.settings.unreachable_after_s
-        since = self._live_since or {}
-        started = {b for b in refused if now - since.get(b, float("-inf")) >= after}
-        return started | {b for b, t in self._silent_since.items() if now - t >= after}
+        """Registered brokers clients cannot use now (collectors/reachability.py)."""
+        return self._reach.unreachable(found, self._known_brokers)
 
     def _kraft_view(self, admin: Any, topics: list[dict[str, Any]]) -> None:
         """ELR per partition (overlaid on `topics`, in place) and the DescribeQuorum question, to the
@@ -489,84 +359,14 @@ class AdminSource:
         self._elr_known = False
         if kraft.supports(versions, DESCRIBE_TOPIC_PARTITIONS_KEY):
             wanted = [t["topic"] for t in topics if kraft.needs_elr(t["partitions"])]
-            overlay = (self._kraft_call("DescribeTopicPartitions", lambda: kraft.describe_partitions(send, wanted))
+            overlay = (self._notes.call("DescribeTopicPartitions", lambda: kraft.describe_partitions(send, wanted))
                        if wanted else {})
             if overlay is not None:
                 # every other topic has neither ELR nor last known ELR (needs_elr): _records says so
                 self._elr_known = True
-                described = set(wanted)
-                for t in topics:
-                    if t["topic"] not in described:
-                        continue
-                    name = t["topic"]
-                    for p in t["partitions"]:
-                        known = overlay.get((name, p["partition"]))
-                        if known:
-                            p.update(known)
-                        else:
-                            p["elr"], p["last_known_elr"] = [], []
-        if kraft.supports(versions, DESCRIBE_QUORUM_KEY) and self._quorum_ask is None:
-            # Sent now, harvested after the offsets round (_harvest_quorum), on a connection of its
-            # own: a broker with no active controller to forward it to holds it, and a broker serves
-            # one connection's requests in order, so on the shared connection it would hold up the
-            # offsets requests (the broker would look unreachable).
-            qc = self._quorum_connection(client)
-            node = self._last_node
-            if qc.ready(node, metadata_priority=False):
-                future = qc.send(node, describe_quorum_request(), wakeup=False,
-                                 request_timeout_ms=kraft.QUORUM_REQUEST_TIMEOUT_MS)
-                self._quorum_ask = (future, node, time.monotonic())
-            else:
-                qc.poll(timeout_ms=0)  # connecting: asked at a later poll
-
-    def _quorum_connection(self, client: Any) -> Any:
-        if self._quorum_client is None:
-            from kafka.client_async import KafkaClient
-
-            qc = KafkaClient(
-                bootstrap_servers=client.config["bootstrap_servers"], client_id=f"krm-quorum-{self.cluster.name}",
-                api_version=client.config["api_version"], request_timeout_ms=kraft.QUORUM_REQUEST_TIMEOUT_MS,
-                reconnect_backoff_max_ms=1000, receive_message_max_bytes=MAX_ANSWER_BYTES,
-                **kafka_python_kwargs(self.cluster.security))
-            qc.cluster.request_update()
-            deadline = time.monotonic() + self.settings.request_timeout_ms / 1000
-            while qc.cluster.broker_metadata(self._last_node) is None and time.monotonic() < deadline:
-                qc.poll(timeout_ms=50)  # learn the broker ids (it starts with bootstrap addresses only)
-            self._quorum_client = qc
-        return self._quorum_client
-
-    def _harvest_quorum(self, answered: set[int]) -> dict[str, Any] | None:
-        """The quorum for this poll's cluster record: the answer if it came, else the last one while
-        the question is younger than QUORUM_PATIENCE_MS; past that, "no leader" — but only if the
-        asked broker answered its offsets requests this poll (a dead or paused broker says nothing
-        about the controllers). A broken connection or a refusal judges nothing."""
-        if self._quorum_ask is None:
-            return self._quorum
-        future, node, sent_at = self._quorum_ask
-        self._quorum_client.poll(timeout_ms=0)
-        if not future.is_done:
-            waited_ms = (time.monotonic() - sent_at) * 1000
-            if waited_ms < kraft.QUORUM_PATIENCE_MS or node not in answered:
-                return self._quorum
-            return {"leader_id": -1, "voters": [],
-                    "error": f"DescribeQuorum unanswered for over {kraft.QUORUM_PATIENCE_MS / 1000:.0f}s by broker "
-                             f"{node} (no active controller reachable)"}
-        self._quorum_ask = None
-        if future.failed():
-            self._note_kraft("DescribeQuorum", future.exception)
-            self._quorum = None
-            return None
-        try:
-            self._quorum = kraft.quorum_state(future.value.to_object())
-            self._quorum_denied = False
-        except PermissionError:  # a missing ACL: said in the cluster record's `denied`, not as a failure
-            self._quorum, self._quorum_denied = None, True
-        except Exception as e:  # noqa: BLE001 - the Metadata view still stands
-            self._note_kraft("DescribeQuorum", e)
-            self._quorum = None
-        else:
-            self._note_kraft("DescribeQuorum", None)
-        return self._quorum
+                kraft.apply_elr(topics, overlay, set(wanted))
+        if kraft.supports(versions, DESCRIBE_QUORUM_KEY):
+            self._side.ask_quorum(client, self._last_node)
 
     def _carry_move(self, topic: str, part: dict[str, Any], move: Any) -> None:
         key = (topic, part["partition"])
@@ -575,59 +375,6 @@ class AdminSource:
             self._applied[key] = applied
         else:
             self._applied.pop(key, None)
-
-    def _ask_reassignments(self, admin: Any, md: dict[str, Any]) -> None:
-        """Send ListPartitionReassignments, to the controller in ZooKeeper mode (a broker answers
-        NOT_CONTROLLER otherwise) or to the broker that answered the Metadata request (KRaft brokers
-        forward it), on the side connection DescribeQuorum uses: a hung controller (SIGSTOP) must
-        neither hold the poll nor, on the shared connection, the offsets requests behind it. Harvested
-        after the offsets round (_harvest_reassignments); one question in flight at a time."""
-        if self._moves_ask is not None:
-            return
-        controller = md.get("controller_id")
-        node = controller if self.zk is not None and controller is not None and controller >= 0 else self._last_node
-        qc = self._quorum_connection(admin._client)
-        if qc.ready(node, metadata_priority=False):
-            timeout = self.settings.request_timeout_ms
-            future = qc.send(node, reassignments.request(timeout), wakeup=False, request_timeout_ms=2 * timeout)
-            self._moves_ask = (future, time.monotonic())
-        qc.poll(timeout_ms=0)  # on the wire now (or connecting: asked at a later poll)
-
-    def _harvest_reassignments(self) -> None:
-        """The answer if it came during the offsets round; else the last one stays (at most one poll
-        old) until it comes or fails. A failure is logged once and judges partitions as before."""
-        if self._moves_ask is None or self._quorum_client is None:
-            return
-        future, _sent = self._moves_ask
-        self._quorum_client.poll(timeout_ms=0)
-        if not future.is_done:
-            return
-        self._moves_ask = None
-        if future.failed():
-            self._note_kraft("ListPartitionReassignments", future.exception)
-            self._moves = {}
-            return
-        moves = self._kraft_call("ListPartitionReassignments", lambda: reassignments.parse(future.value.to_object()))
-        self._moves = moves or {}
-
-    def _kraft_call(self, what: str, call: Any) -> Any:
-        try:
-            result = call()
-        except Exception as e:  # noqa: BLE001 - the Metadata view still stands
-            self._note_kraft(what, e)
-            return None
-        self._note_kraft(what, None)
-        return result
-
-    def _note_kraft(self, what: str, error: BaseException | None) -> None:
-        """A KRaft request's failure is logged once, and so is its recovery."""
-        if error is not None and what not in self._kraft_failed:
-            log.warning("cluster %s: %s failed (%s: %s); going on without it", self.cluster.name, what,
-                        type(error).__name__, error)
-            self._kraft_failed.add(what)
-        elif error is None and what in self._kraft_failed:
-            log.warning("cluster %s: %s answered again", self.cluster.name, what)
-            self._kraft_failed.discard(what)
 
     def _no_older(self, topic: str, part: dict[str, Any]) -> None:
         """A record never goes back in leader epoch. The two views krm reads trail each other by a
@@ -718,133 +465,26 @@ class AdminSource:
                 self._no_older(topic, part)  # this partition's watch may not have fired yet
                 self._carry_move(topic, part, moves.get(pid))
                 parts.append(part)
-            min_isr, unclean = self._configs.get(topic, (None, None))
+            min_isr, unclean = self._configs.of(topic)
             out.append(topic_record(self.cluster.name, "zookeeper", poll_id, at, topic=topic, live_brokers=live,
                                     partitions=parts, min_insync_replicas=min_isr, unclean_leader_election=unclean,
-                                    replica_lag_time_max_ms=self._replica_lag_time_max_ms, has_offsets=False,
+                                    replica_lag_time_max_ms=self._configs.replica_lag_time_max_ms, has_offsets=False,
                                     resolves=resolves))
         return out
 
     def _metadata(self, admin: Any) -> dict[str, Any]:
-        """One MetadataRequest for all topics, to the broker that answered last (brokers that did not
-        answer the last offsets round go last); on a failure or after request_timeout_ms, to the
-        next broker the client knows. A dead or paused broker costs one poll at most that timeout
-        once, not a failed poll."""
-        from kafka.protocol.metadata import MetadataRequest
-
-        client = admin._client
-        version = client.api_version(MetadataRequest, max_version=8)
-        if version >= 8:  # (8 at most) decoded by hand: see collectors/wire.py
-            request = wire.MetadataRequestV8(topics=None, allow_auto_topic_creation=False,
-                                             include_cluster_authorized_operations=False,
-                                             include_topic_authorized_operations=False)
-        else:
-            request = MetadataRequest[version](topics=None, allow_auto_topic_creation=False)
-        known = [b.nodeId for b in client.cluster.brokers()] or [client.least_loaded_node()]
         silent = self.last_offsets.unanswered if self.last_offsets is not None else set()
-        order = sorted(known, key=lambda n: (n in silent, n != self._last_node, n))
-        last_error: Exception | None = None
-        for node in order:
-            try:
-                response = ask(client, node, request, self.settings.request_timeout_ms)
-            except Exception as e:  # noqa: BLE001 - try the next broker
-                last_error = e
-                continue
-            self._last_node = node
-            try:
-                client.cluster.update_metadata(response)  # so the offsets round can reach new brokers
-            except Exception as e:  # noqa: BLE001 - the client's own refresh will catch up
-                log.debug("client metadata not updated: %s", e)
-            return response.to_object()
-        raise last_error or RuntimeError("no broker to ask")
-
-    def _may_ask_configs(self) -> bool:
-        """Not while a DescribeConfigs backs off, nor while krm's own ZooKeeper session is down in
-        ZooKeeper mode. A ZooKeeper-mode broker reads topic configs from ZooKeeper (AdminZkClient):
-        with ZooKeeper gone, the request holds one of the broker's request handler threads until
-        ZooKeeper is back, and a few of them stop the broker answering anyone (measured: two with
-        num.io.threads 2) — krm must not take a broker down, nor page about it afterwards."""
-        if time.monotonic() < self._configs_retry_at:
-            return False
-        return self.zk is None or self.zk.connected
-
-    def _refresh_configs(self, admin: Any, topics: list[str], brokers: list[int]) -> None:
-        """Topic configs change rarely: fetch all every config_refresh_s, and new topics at once.
-        Values are the effective ones (topic override, else broker default). With them, one
-        broker's replica.lag.time.max.ms: the default HW-stall window."""
-        from kafka.admin import ConfigResourceType
-        from kafka.protocol.admin import DescribeConfigsRequest
-
-        due = time.monotonic() - self._configs_at >= self.settings.config_refresh_s
-        wanted = topics if due else [t for t in topics if t not in self._configs]
-        if not wanted and self._replica_lag_time_max_ms is not None:
-            return
-        if self._last_node not in brokers:
-            return
-        resources = [(ConfigResourceType.TOPIC.value, t, list(TOPIC_CONFIGS)) for t in wanted]
-        if due or self._replica_lag_time_max_ms is None:
-            # a broker config is answered only by that broker: the one that just answered metadata,
-            # which gets the whole request (under the same bounded timeout as the metadata)
-            resources.append((ConfigResourceType.BROKER.value, str(self._last_node), list(BROKER_CONFIGS)))
-        client = admin._client
-        version = client.api_version(DescribeConfigsRequest, max_version=2)
-        request = (DescribeConfigsRequest[version](resources=resources) if version == 0 else
-                   DescribeConfigsRequest[version](resources=resources, include_synonyms=False))
-        fresh: dict[str, tuple[int | None, bool | None]] = {}
-        denied: set[str] = set()
-        response = ask(client, self._last_node, request, self.settings.request_timeout_ms)
-        for res in response.to_object()["resources"]:
-            if res["error_code"] in (access.TOPIC_AUTHORIZATION_FAILED, access.CLUSTER_AUTHORIZATION_FAILED):
-                kind = "TOPIC" if res["resource_type"] == ConfigResourceType.TOPIC.value else "CLUSTER"
-                denied.add(f"DESCRIBE_CONFIGS on {kind} {res['resource_name'] if kind == 'TOPIC' else ''}".rstrip())
-            if res["error_code"] != 0:
-                continue
-            entries = {e["config_names"]: e["config_value"] for e in res["config_entries"]}
-            if res["resource_type"] == ConfigResourceType.BROKER.value:
-                lag = entries.get("replica.lag.time.max.ms")
-                pct = entries.get("leader.imbalance.per.broker.percentage")
-                self._replica_lag_time_max_ms = int(lag) if lag is not None else None
-                self._leader_imbalance_pct = int(pct) if pct is not None else None
-                continue
-            min_isr = entries.get("min.insync.replicas")
-            unclean = entries.get("unclean.leader.election.enable")
-            fresh[res["resource_name"]] = (
-                int(min_isr) if min_isr is not None else None,
-                unclean.lower() == "true" if unclean is not None else None,
-            )
-        if due:
-            self._configs = fresh
-            self._configs_at = time.monotonic()
-            self._config_denied = denied
-        else:
-            self._configs.update(fresh)
-            self._config_denied |= denied
+        self._last_node, md = metadata.metadata(admin._client, self._last_node, silent, self.settings.request_timeout_ms)
+        return md
 
     def _client(self, avoid: Any = None) -> Any:
         if self._admin is None:
-            from kafka.admin import KafkaAdminClient
-
             seen = [f"{b['host']}:{b['port']}" for bid, b in sorted(self._live_last.items()) if bid != avoid]
-            self._admin = KafkaAdminClient(
-                bootstrap_servers=seen + self.cluster.bootstrap_servers.split(","),
-                client_id=f"krm-collector-{self.cluster.name}",
-                request_timeout_ms=self.settings.request_timeout_ms,
-                api_version_auto_timeout_ms=self.settings.request_timeout_ms,
-                reconnect_backoff_max_ms=1000,  # a restarted broker is asked again within a second
-                receive_message_max_bytes=MAX_ANSWER_BYTES,
-                **kafka_python_kwargs(self.cluster.security),
-            )
+            self._admin = metadata.admin_client(self.cluster, self.settings, seen)
         return self._admin
 
     def _close(self) -> None:
-        self._quorum_ask = None
-        self._moves_ask = None
-        if self._quorum_client is not None:
-            try:
-                self._quorum_client.close()
-            except Exception:  # noqa: BLE001 - as below
-                pass
-            self._quorum_client = None
+        self._side.close()
         if self._admin is not None:
             try:
                 self._admin.close()

@@ -79,6 +79,21 @@ def partition_overlay(topics: list[dict[str, Any]]) -> dict[tuple[str, int], dic
     return out
 
 
+def apply_elr(topics: list[dict[str, Any]], overlay: dict[tuple[str, int], dict[str, Any]],
+              described: set[str]) -> None:
+    """The described topics' partitions take DescribeTopicPartitions' fields (in place); one it did
+    not name has an empty ELR and last known ELR."""
+    for t in topics:
+        if t["topic"] not in described:
+            continue
+        for p in t["partitions"]:
+            known = overlay.get((t["topic"], p["partition"]))
+            if known:
+                p.update(known)
+            else:
+                p["elr"], p["last_known_elr"] = [], []
+
+
 CLUSTER_AUTHORIZATION_FAILED = 31
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 from typing import Any, Iterable
 
-from collectors.admin import ask
+from collectors.metadata import ask
 
 log = logging.getLogger(__name__)
 

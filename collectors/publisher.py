@@ -11,12 +11,16 @@ from typing import Any
 
 from collectors import access
 from collectors.spool import Spool
+from foundation.backoff import Backoff, Retry
 from foundation.config import ObservationsConfig
 from foundation.errors import SourceUnavailable
 from foundation.security import kafka_python_kwargs
 from schemas.observation import check
 
 log = logging.getLogger(__name__)
+
+# the observations topic out of reach: 0.5 s, doubling, at most 10 s between tries (the spool holds the records)
+RECONNECT_BACKOFF = Backoff(first_s=0.5, cap_s=10.0)
 
 
 def record_key(record: dict[str, Any]) -> bytes:
@@ -142,14 +146,13 @@ class Publisher:
     def _drain(self) -> None:
         """Send the spool's head in order; remove records only once acknowledged. On a failure keep
         them and retry after a back-off: an outage costs spool space, never records (up to the cap)."""
-        backoff = 0.5
+        retry = Retry(RECONNECT_BACKOFF)
         while not self._stop.is_set():
             if self._producer is None:
                 try:
                     self._connect()
                 except Exception:  # noqa: BLE001 - still down
-                    self._stop.wait(backoff)
-                    backoff = min(backoff * 2, 10.0)
+                    self._stop.wait(retry.failed())
                     continue
             batch = self.spool.peek(self.BATCH, timeout_s=0.5)
             if not batch:
@@ -164,13 +167,12 @@ class Publisher:
                 if not self._outage:
                     log.error("%s: spooling (%d records waiting)", self._why(e), self.spool.depth)
                     self._outage = True
-                self._stop.wait(backoff)
-                backoff = min(backoff * 2, 10.0)
+                self._stop.wait(retry.failed())
                 continue
             self.spool.pop(batch)
             with self._lock:
                 self.sent += len(batch)
-            backoff = 0.5
+            retry.succeeded()
             if self._outage:
                 log.warning("observations topic reachable again; spool replayed in order (%d still waiting)",
                             self.spool.depth)

@@ -153,7 +153,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 def cmd_incidents(args: argparse.Namespace) -> int:
     from foundation.config import load_config
     from pipelines.incident_store import IncidentStore, to_json_obj
-    from pipelines.job import Tables
+    from pipelines.tables import Tables
 
     from pipelines.detectors.registry import INCIDENT_TYPES
 
@@ -199,7 +199,7 @@ def cmd_incident_show(args: argparse.Namespace, incident_id: str) -> int:
     from krm.timeline import changes, read_states
     from pipelines.detectors.registry import BY_TYPE
     from pipelines.incident_store import IncidentStore, to_json_obj
-    from pipelines.job import Tables
+    from pipelines.tables import Tables
 
     config = load_config(_resolve_config(args.config))
     tables = Tables(config.pipeline.data_dir)
@@ -250,7 +250,7 @@ def cmd_timeline(args: argparse.Namespace) -> int:
     from krm.lag import parse_since
     from krm.timeline import plot, read_states, timeline
     from pipelines.incident_store import IncidentStore
-    from pipelines.job import Tables
+    from pipelines.tables import Tables
 
     config = load_config(_resolve_config(args.config))
     tables = Tables(config.pipeline.data_dir)
@@ -278,7 +278,7 @@ def cmd_sql(args: argparse.Namespace) -> int:
 
     from foundation.config import load_config
     from krm.sql import locations, run
-    from pipelines.job import Tables
+    from pipelines.tables import Tables
 
     config = load_config(_resolve_config(args.config))
     result = run(args.query, locations(Tables(config.pipeline.data_dir)))
@@ -307,7 +307,7 @@ def cmd_lag(args: argparse.Namespace) -> int:
 
     from krm.lag import incident_windows, parse_since, plot, read_history, to_json_obj
     from pipelines.incident_store import IncidentStore
-    from pipelines.job import Tables
+    from pipelines.tables import Tables
 
     config = load_config(_resolve_config(args.config))
     tables = Tables(config.pipeline.data_dir)
@@ -464,7 +464,7 @@ MIN_VACUUM_HOURS = 1.0  # far longer than any micro-batch's write-then-commit
 def cmd_maintain(args: argparse.Namespace) -> int:
     from foundation.config import load_config
     from krm.maintain import VACUUM_ONLY, maintain
-    from pipelines.job import Tables
+    from pipelines.tables import Tables
 
     if args.vacuum_hours < MIN_VACUUM_HOURS:
         raise ConfigError(f"--vacuum-hours must be at least {MIN_VACUUM_HOURS:g}, got {args.vacuum_hours:g}: a shorter "
@@ -543,7 +543,7 @@ def cmd_assign_explain(args: argparse.Namespace) -> int:
     if not args.assignment:
         from foundation.config import load_config
         from pipelines.incident_store import IncidentStore
-        from pipelines.job import Tables
+        from pipelines.tables import Tables
 
         tables = Tables(load_config(_resolve_config(args.config)).pipeline.data_dir)
         history = topic_history(tables.assignments, snap.name, args.topic)

@@ -18,7 +18,7 @@ from krm.local_cluster import LocalCluster, clusters_root
 from krm.runner import Monitor
 from krm.scrape import scrape, series
 from pipelines.incident_store import IncidentStore
-from pipelines.job import Tables
+from pipelines.tables import Tables
 
 RF1_TOPIC = "dw_test_kafka_0816000"
 RF3_TOPIC = "orders"

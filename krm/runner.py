@@ -19,7 +19,8 @@ from collectors.stats import CollectorMetrics
 from foundation.config import Config
 from foundation.web_config import load_web_config
 from krm.console import Console
-from pipelines.job import Pipeline, Tables
+from pipelines.job import Pipeline
+from pipelines.tables import Tables
 from pipelines.metrics import PipelineState, serve
 from pipelines.session import build_session, objectstore_jars
 

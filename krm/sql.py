@@ -30,7 +30,7 @@ class Result:
 
 
 def locations(tables: Any) -> dict[str, Any]:
-    """Table name -> Location, from pipelines.job.Tables."""
+    """Table name -> Location, from pipelines.tables.Tables."""
     return {name: getattr(tables, name) for name in TABLES}
 
 

@@ -152,7 +152,7 @@ def stored_incidents(*args: str) -> list[dict[str, Any]]:
 
     from foundation.config import load_config
     from pipelines.incident_store import IncidentStore, to_json_obj
-    from pipelines.job import Tables
+    from pipelines.tables import Tables
 
     ap = argparse.ArgumentParser()
     ap.add_argument("--config", required=True)
@@ -184,7 +184,7 @@ def quorum_leader(cluster: LocalCluster) -> int:
     from kafka.admin import KafkaAdminClient
 
     from collectors import kraft_protocol
-    from collectors.admin import ask
+    from collectors.metadata import ask
 
     admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap_servers)
     try:

@@ -76,7 +76,7 @@ def test_partition_expansion_then_broker_expansion(small_cluster, kraft_cluster,
 
         # 3. restart once the history path recorded the grown topic
         from pipelines.assignment_history import topic_layouts
-        from pipelines.job import Tables
+        from pipelines.tables import Tables
 
         tables = Tables(load_config(config_path).pipeline.data_dir)
         wait_for(lambda: (cluster.name, "expand") in topic_layouts(tables.assignments)

@@ -20,7 +20,7 @@ from foundation.config import load_config
 from krm.maintain import maintain
 from krm.runner import Monitor
 from krm.scrape import scrape, series
-from pipelines.job import Tables
+from pipelines.tables import Tables
 from tests.helpers import wait_for, write_config
 
 pytestmark = pytest.mark.e2e
@@ -48,7 +48,7 @@ def _planned_offsets(checkpoint, batch_id):
 
 
 def test_maintenance_beside_the_pipeline_loses_nothing(zk_cluster, spark, tmp_path, caplog):
-    caplog.set_level(logging.ERROR, logger="pipelines.job")
+    caplog.set_level(logging.ERROR, logger="pipelines")
     config_path = write_config(zk_cluster, tmp_path, poll_interval_s=0.5)
     text = config_path.read_text().replace("history_trigger_s = 5.0", "history_trigger_s = 1.0")
     config_path.write_text(text + 'starting_offsets = "earliest"\n')

@@ -5,7 +5,7 @@ A ZooKeeper-mode broker serves DescribeConfigs for a topic from ZooKeeper; with 
 request holds one of its request handler threads until ZooKeeper is back. The collector used to send
 it at every poll once the refresh was due, so after a few polls (two, with the lab's num.io.threads 2)
 the broker answered nobody, and krm paged PARTITION_UNAVAILABLE for the partitions it led. Now a
-failed DescribeConfigs backs off (collectors/admin.py, config_backoff_s) and none is sent while krm's
+failed DescribeConfigs backs off (collectors/topic_configs.py, config_backoff) and none is sent while krm's
 own ZooKeeper session is down."""
 
 import tempfile
@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from collectors.admin import AdminSource, config_backoff_s
+from collectors.admin import AdminSource
+from collectors.topic_configs import config_backoff
 from foundation.config import ClusterConfig, CollectorConfig
 from krm.local_cluster import LocalCluster
 from tests.helpers import create_topic
@@ -62,5 +63,5 @@ def test_polls_during_a_zookeeper_outage_leave_the_broker_serving(tmp_path_facto
 
 
 def test_config_backoff_doubles_to_an_hour():
-    assert [config_backoff_s(n, 30.0) for n in (1, 2, 3)] == [30.0, 60.0, 120.0]
-    assert config_backoff_s(1, 0.0) == 30.0 and config_backoff_s(20, 30.0) == 3600.0
+    assert [config_backoff(30.0).delay(n) for n in (1, 2, 3)] == [30.0, 60.0, 120.0]
+    assert config_backoff(0.0).delay(1) == 30.0 and config_backoff(30.0).delay(20) == 3600.0

@@ -45,7 +45,7 @@ def secured_metrics(tmp_path):
     state.update(clusters={"prod-eu-1": ClusterView(((1, True),), 1, None, 10_000)})
     port = free_port()
     from krm.console import Console
-    from pipelines.job import Tables
+    from pipelines.tables import Tables
 
     server = serve(state, "127.0.0.1", port, web_config_file=web, pages=Console(state, Tables(tmp_path / "data")))
     yield f"https://127.0.0.1:{port}/metrics", port, tmp_path

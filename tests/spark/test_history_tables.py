@@ -9,7 +9,8 @@ import pytest
 from collectors.records import topic_record
 from krm.lag import read_lag
 from pipelines.ingest import parse
-from pipelines.job import HistoryPath, Tables
+from pipelines.history_path import HistoryPath
+from pipelines.tables import Tables
 from pipelines.metrics import PipelineState
 
 pytestmark = pytest.mark.spark

@@ -162,7 +162,7 @@ def test_metadata_only_record_judges_and_resolves_only_metadata_incidents(spark)
 def test_record_of_a_poll_that_reached_no_broker_opens_and_resolves_nothing(spark):
     """The ZooKeeper view of a failed poll (`resolves` false): its findings come out, its marker is a
     "view" (broker counts, no poll), so split_rows gives the incident book nothing to resolve with."""
-    from pipelines.job import split_rows
+    from pipelines.alert_path import split_rows
 
     parts = [{"partition": 0, "leader": 2, "leader_epoch": 3, "replicas": [2], "isr": [2], "zk_mtime_ms": 990},
              {"partition": 1, "leader": 1, "leader_epoch": 3, "replicas": [1], "isr": [1], "zk_mtime_ms": 990}]

@@ -12,7 +12,8 @@ from foundation.config import parse_config
 from pipelines import log_retention
 from pipelines.incident_store import IncidentStore
 from pipelines.incidents import Incident
-from pipelines.job import Pipeline, Tables
+from pipelines.job import Pipeline
+from pipelines.tables import Tables
 
 pytestmark = pytest.mark.spark
 

@@ -188,7 +188,7 @@ def test_brokers_changed_watches_the_live_brokers_not_kraft_s_random_controller(
     (KIP-590): that must not look like a change, or every check would run a full poll."""
     from types import SimpleNamespace
 
-    import collectors.admin as admin_module
+    import collectors.metadata as metadata_module
 
     src = AdminSource(ClusterConfig(name="c", bootstrap_servers="h:1"), CollectorConfig())
     assert src.brokers_changed() is False, "before a first poll there is nothing to compare"
@@ -205,14 +205,14 @@ def test_brokers_changed_watches_the_live_brokers_not_kraft_s_random_controller(
         return SimpleNamespace(to_object=lambda: {"brokers": [{"node_id": b} for b in got],
                                                   "controller_id": next(controllers)})
 
-    monkeypatch.setattr(admin_module, "ask", fake_ask)
+    monkeypatch.setattr(metadata_module, "ask", fake_ask)
     assert [src.brokers_changed() for _ in range(4)] == [False, False, True, True]
 
 
 def test_a_closed_port_refuses_and_a_listening_one_does_not():
     import socket
 
-    from collectors.admin import refusing
+    from collectors.reachability import refusing
     from krm.local_cluster import free_port
 
     with socket.socket() as s:
@@ -226,12 +226,12 @@ def test_a_closed_port_refuses_and_a_listening_one_does_not():
 
 
 def test_unreachable_is_refused_at_once_and_silent_only_after_unreachable_after_s(monkeypatch):
-    import collectors.admin as admin_module
+    import collectors.reachability as reachability
 
     clock = [100.0]
-    monkeypatch.setattr(admin_module.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(reachability.time, "monotonic", lambda: clock[0])
     dead = {3}
-    monkeypatch.setattr(admin_module, "refusing", lambda addresses: {b for b, (_h, port) in addresses.items()
+    monkeypatch.setattr(reachability, "refusing", lambda addresses: {b for b, (_h, port) in addresses.items()
                                                                      if port - 9092 in dead})
     src = AdminSource(ClusterConfig(name="c", bootstrap_servers="h:1"), CollectorConfig(unreachable_after_s=4.0))
     src._known_brokers = {b: {"host": "h", "port": 9092 + b} for b in (1, 2, 3)}
@@ -254,12 +254,12 @@ def test_unreachable_is_refused_at_once_and_silent_only_after_unreachable_after_
 def test_a_broker_that_just_became_live_may_refuse_for_unreachable_after_s(monkeypatch):
     """Kafka registers (ZooKeeper) or unfences (KRaft) a broker before it opens its ports, and may make
     it a leader in between: a refusal then is start-up, not death, until it has been live a while."""
-    import collectors.admin as admin_module
+    import collectors.reachability as reachability
 
     clock = [100.0]
-    monkeypatch.setattr(admin_module.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(reachability.time, "monotonic", lambda: clock[0])
     refusing_now = {3}
-    monkeypatch.setattr(admin_module, "refusing", lambda addresses: {b for b, (_h, port) in addresses.items()
+    monkeypatch.setattr(reachability, "refusing", lambda addresses: {b for b, (_h, port) in addresses.items()
                                                                      if port - 9092 in refusing_now})
     src = AdminSource(ClusterConfig(name="c", bootstrap_servers="h:1"), CollectorConfig(unreachable_after_s=4.0))
     src._known_brokers = {b: {"host": "h", "port": 9092 + b} for b in (1, 2, 3)}
@@ -279,12 +279,12 @@ def test_a_broker_that_just_became_live_may_refuse_for_unreachable_after_s(monke
 
 
 def test_after_a_poll_that_reached_no_broker_every_broker_gets_the_start_up_grace(monkeypatch):
-    import collectors.admin as admin_module
+    import collectors.reachability as reachability
     from collectors import access
 
     clock = [100.0]
-    monkeypatch.setattr(admin_module.time, "monotonic", lambda: clock[0])
-    monkeypatch.setattr(admin_module, "refusing", lambda addresses: {2})
+    monkeypatch.setattr(reachability.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(reachability, "refusing", lambda addresses: {2})
     # KRaft: no ZooKeeper
     src = AdminSource(ClusterConfig(name="c", bootstrap_servers="h:1"), CollectorConfig(unreachable_after_s=4.0))
     src._known_brokers = {b: {"host": "h", "port": 9092 + b} for b in (1, 2)}

@@ -8,7 +8,7 @@ from collectors.canary import plan_partitions
 from pipelines.detectors import canary
 from pipelines.findings import ROW_FIELDS
 from pipelines.incidents import IncidentBook
-from pipelines.job import split_rows
+from pipelines.alert_path import split_rows
 from pipelines.metrics import KrmCollector, PipelineState
 
 pytestmark = pytest.mark.unit

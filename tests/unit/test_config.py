@@ -216,7 +216,7 @@ def test_azure_and_gcs_storage(tmp_path, monkeypatch):
 
 
 def test_history_tasks_leave_the_alert_path_a_core_in_local_mode(monkeypatch):
-    from pipelines.job import history_tasks
+    from pipelines.history_path import history_tasks
 
     assert history_tasks(0, "local[2,4]") == 1 and history_tasks(0, "local[4]") == 3 and history_tasks(0, "local[1]") == 1
     monkeypatch.setattr("os.cpu_count", lambda: 8)

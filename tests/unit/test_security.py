@@ -181,8 +181,21 @@ def test_access_failures_are_retried_ever_more_slowly():
 
         before = time.monotonic()
         src._failed(refused)
-        waits.append(round(src._retry_at - before))
+        waits.append(round(src._access.retry_at - before))
     assert waits == [5, 10, 20, 40, 60, 60, 60]
     assert src.poll()[0]["cluster_state"]["error_reason"] == "authentication_failed"  # no connection attempted
     src._failed(access.AccessProblem(access.UNREACHABLE, "down"))
-    assert src._access_failures == 0  # an unreachable cluster is polled at the normal rate
+    assert src._access.failures == 0  # an unreachable cluster is polled at the normal rate
+
+
+def test_one_back_off_doubles_to_its_cap_and_starts_over_after_a_success():
+    from foundation.backoff import Backoff, Retry
+
+    clock = [0.0]
+    retry = Retry(Backoff(first_s=0.5, cap_s=10.0), clock=lambda: clock[0])
+    assert retry.due() and [retry.failed() for _ in range(7)] == [0.5, 1.0, 2.0, 4.0, 8.0, 10.0, 10.0]
+    assert not retry.due()
+    clock[0] = 10.0
+    assert retry.due()
+    retry.succeeded()
+    assert retry.failed() == 0.5

@@ -1,0 +1,104 @@
+"""Asking one broker, and the Metadata questions every poll starts with.
+
+`ask` bounds a request by one deadline, connecting included (a SIGSTOPped broker accepts the TCP
+connection and then answers nothing); `metadata` asks all topics of the broker that answered last,
+then the next ones; `live_brokers` asks for the live brokers only.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+from collectors import wire
+from foundation.config import ClusterConfig, CollectorConfig
+from foundation.security import kafka_python_kwargs
+
+log = logging.getLogger(__name__)
+
+# kafka-python refuses an answer over 1 MB by default, and a Metadata answer passes that at about
+# 20,000 partitions (Kafka's Java clients put no limit on a response's size); the stand-in broker of
+# benchmarks/collector_poll.py found it.
+MAX_ANSWER_BYTES = 1 << 30
+
+
+def ask(client: Any, node: int, request: Any, timeout_ms: int) -> Any:
+    """One request to one broker, waiting at most `timeout_ms` in all (connecting included)."""
+    from kafka.errors import KafkaConnectionError, KafkaTimeoutError
+
+    deadline = time.monotonic() + timeout_ms / 1000
+    while not client.ready(node, metadata_priority=False):
+        if client.connection_failed(node):
+            raise KafkaConnectionError(f"connection to broker {node} refused")
+        if time.monotonic() >= deadline:
+            raise KafkaTimeoutError(f"broker {node} not ready within {timeout_ms} ms")
+        client.poll(timeout_ms=20)
+    remaining_ms = max(1, int((deadline - time.monotonic()) * 1000))
+    future = client.send(node, request, wakeup=False, request_timeout_ms=remaining_ms)
+    while not future.is_done:
+        client.poll(timeout_ms=min(50, remaining_ms))
+        if time.monotonic() > deadline + 1.0:  # the client fails it at the deadline; never spin past it
+            raise KafkaTimeoutError(f"broker {node} did not answer within {timeout_ms} ms")
+    if future.failed():
+        raise future.exception
+    return future.value
+
+
+def admin_client(cluster: ClusterConfig, settings: CollectorConfig, first: list[str]) -> Any:
+    """The poll's client: `first` (brokers seen live lately) ahead of the configured bootstrap servers."""
+    from kafka.admin import KafkaAdminClient
+
+    return KafkaAdminClient(
+        bootstrap_servers=first + cluster.bootstrap_servers.split(","),
+        client_id=f"krm-collector-{cluster.name}",
+        request_timeout_ms=settings.request_timeout_ms,
+        api_version_auto_timeout_ms=settings.request_timeout_ms,
+        reconnect_backoff_max_ms=1000,  # a restarted broker is asked again within a second
+        receive_message_max_bytes=MAX_ANSWER_BYTES,
+        **kafka_python_kwargs(cluster.security),
+    )
+
+
+def metadata(client: Any, last_node: Any, silent: set[int], timeout_ms: int) -> tuple[int, dict[str, Any]]:
+    """(the broker that answered, its answer) to one MetadataRequest for all topics: the broker that
+    answered last first, those `silent` in the last offsets round last; on a failure or after
+    `timeout_ms`, the next broker the client knows. A dead or paused broker costs one poll at most
+    that timeout once, not a failed poll."""
+    from kafka.protocol.metadata import MetadataRequest
+
+    version = client.api_version(MetadataRequest, max_version=8)
+    if version >= 8:  # (8 at most) decoded by hand: see collectors/wire.py
+        request = wire.MetadataRequestV8(topics=None, allow_auto_topic_creation=False,
+                                         include_cluster_authorized_operations=False,
+                                         include_topic_authorized_operations=False)
+    else:
+        request = MetadataRequest[version](topics=None, allow_auto_topic_creation=False)
+    known = [b.nodeId for b in client.cluster.brokers()] or [client.least_loaded_node()]
+    order = sorted(known, key=lambda n: (n in silent, n != last_node, n))
+    last_error: Exception | None = None
+    for node in order:
+        try:
+            response = ask(client, node, request, timeout_ms)
+        except Exception as e:  # noqa: BLE001 - try the next broker
+            last_error = e
+            continue
+        try:
+            client.cluster.update_metadata(response)  # so the offsets round can reach new brokers
+        except Exception as e:  # noqa: BLE001 - the client's own refresh will catch up
+            log.debug("client metadata not updated: %s", e)
+        return node, response.to_object()
+    raise last_error or RuntimeError("no broker to ask")
+
+
+def live_brokers(client: Any, node: int, timeout_ms: int) -> set[int]:
+    """The live brokers `node` knows: a Metadata request for no topic (a few hundred bytes at any
+    cluster size). A KRaft broker names a random live broker as "controller" (KIP-590): not asked."""
+    from kafka.protocol.metadata import MetadataRequest
+
+    version = client.api_version(MetadataRequest, max_version=8)
+    request = (MetadataRequest[version](topics=[], allow_auto_topic_creation=False,
+                                        include_cluster_authorized_operations=False,
+                                        include_topic_authorized_operations=False) if version >= 8
+               else MetadataRequest[version](topics=[], allow_auto_topic_creation=False))
+    return {b["node_id"] for b in ask(client, node, request, timeout_ms).to_object()["brokers"]}

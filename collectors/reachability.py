@@ -1,0 +1,92 @@
+"""Which registered brokers clients cannot use now, from what the offsets round could not reach.
+
+A refused TCP connection is definitive: the process is gone (Kafka's controller notices only when
+the broker's session expires). A silent broker is not, at first: a GC pause or a SIGSTOP accepts
+connections and answers again a second or two later; only silence lasting `unreachable_after_s`
+counts. Except at start-up: a broker registers in ZooKeeper (KafkaServer.startup) or is unfenced
+(BrokerServer.startup) before `socketServer.enableRequestProcessing` opens its ports, and the
+controller may make it a leader in between; its refusals count only once it has been live for
+`unreachable_after_s` (the fault loops' cluster-down: sub-second critical PARTITION_UNAVAILABLE
+pages at every restart of the cluster).
+"""
+
+from __future__ import annotations
+
+import errno
+import select
+import socket
+import time
+from typing import Any
+
+from collectors.offsets import OffsetsRound
+
+
+def refusing(addresses: dict[int, tuple[str, int]], timeout_s: float = 0.2) -> set[int]:
+    """Which of these brokers refuse TCP connections: nothing listens, the process is gone. A paused
+    process still accepts (the kernel completes the handshake) and an unreachable host times out:
+    neither is definitive. All probed at once, so the poll waits `timeout_s` at most."""
+    pending: dict[Any, int] = {}
+    refused: set[int] = set()
+    for b, (host, port) in addresses.items():
+        s = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+        s.setblocking(False)
+        rc = s.connect_ex((host, port))
+        if rc in (0, errno.EINPROGRESS, errno.EWOULDBLOCK):
+            pending[s] = b
+        else:
+            if rc == errno.ECONNREFUSED:
+                refused.add(b)
+            s.close()
+    deadline = time.monotonic() + timeout_s
+    try:
+        while pending and (left := deadline - time.monotonic()) > 0:
+            _, done, _ = select.select([], list(pending), [], left)
+            for s in done:
+                if s.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR) == errno.ECONNREFUSED:
+                    refused.add(pending[s])
+                s.close()
+                del pending[s]
+    finally:
+        for s in pending:
+            s.close()
+    return refused
+
+
+class Reachability:
+    """What consecutive polls say about each broker: since when it is live, since when it is silent."""
+
+    def __init__(self, unreachable_after_s: float) -> None:
+        self.after_s = unreachable_after_s
+        self._silent_since: dict[int, float] = {}  # broker -> first poll it did not answer (timeouts)
+        self._live_since: dict[int, float] | None = None  # broker -> when krm saw it become live
+
+    def note_live(self, live: set[int]) -> None:
+        """Remember when each broker became live (registered in ZooKeeper, unfenced in KRaft) as krm
+        saw it. The brokers of krm's first view are taken as long live: krm did not see them start."""
+        now = time.monotonic()
+        if self._live_since is None:
+            self._live_since = dict.fromkeys(live, float("-inf"))
+            return
+        for b in [b for b in self._live_since if b not in live]:
+            del self._live_since[b]
+        for b in live:
+            self._live_since.setdefault(b, now)
+
+    def unreachable(self, found: OffsetsRound, known: dict[int, dict[str, Any]]) -> set[int]:
+        """Registered brokers clients cannot use now, among those that did not answer this poll's
+        offsets requests (`known`: each broker's host and port, as Metadata last named them)."""
+        now = time.monotonic()
+        silent = found.asked - found.answered
+        addresses = {b: (m["host"], m["port"]) for b in silent
+                     if (m := known.get(b) or {}).get("host") and m.get("port")}
+        refused = refusing(addresses) if addresses else set()
+        for b in silent:
+            if b in refused:
+                self._silent_since.pop(b, None)
+            else:
+                self._silent_since.setdefault(b, now)
+        for b in [b for b in self._silent_since if b not in found.asked or b in found.answered]:
+            del self._silent_since[b]
+        since = self._live_since or {}
+        started = {b for b in refused if now - since.get(b, float("-inf")) >= self.after_s}
+        return started | {b for b, t in self._silent_since.items() if now - t >= self.after_s}

@@ -1,0 +1,170 @@
+"""The alert path: the streaming query's micro-batch, from the detectors' rows to the incident book,
+/metrics and the incidents table, in that order (the alert is visible before it is written).
+
+Its Spark plan (`findings.alert_rows`) is built once on the stream in pipelines/job.py; each batch here
+collects the rows, advances the incident book with them and the driver-side judges (balance, JMX,
+canary, quorum), and publishes the new /metrics snapshot.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from typing import Any
+
+from foundation.config import Config
+from pipelines import findings as F_
+from pipelines.assignment_history import broker_join_ms, topic_layouts
+from pipelines.balance import BalanceCheck
+from pipelines.detectors import canary, quorum
+from pipelines.detectors.balance import REPLICA_IMBALANCE, AssignmentHistory
+from pipelines.detectors.registry import EVENT_TYPES
+from pipelines.incident_store import IncidentStore
+from pipelines.incidents import Finding, IncidentBook, ScopePoll
+from pipelines.jmx_view import JmxSample, JmxView
+from pipelines.load import BrokerLoad, TopicLoad
+from pipelines.metrics import ClusterView, PipelineState
+from pipelines.tables import Tables
+
+log = logging.getLogger(__name__)
+
+
+def detector_settings(config: Config) -> F_.DetectorSettings:
+    p = config.pipeline
+    return F_.DetectorSettings(
+        hw_stall_window_ms=None if p.hw_stall_window_s is None else int(p.hw_stall_window_s * 1000),
+        lag_messages=p.replica_lag_messages, lag_seconds=p.replica_lag_seconds,
+        planned_stop_max_ms=int(p.planned_stop_max_s * 1000),
+        reassignment_stall_ms=int(p.reassignment_stall_s * 1000))
+
+
+def event_hold_ms(config: Config) -> dict[str, int]:
+    """Incident types that are events (seen by one poll) and how long they stay open."""
+    hold = int(config.pipeline.event_hold_s * 1000)
+    return {t: hold for t in EVENT_TYPES}
+
+
+def restored_history(tables: Tables, store: IncidentStore) -> Any:
+    """The balance detectors' assignment history as the tables left it: a restarted pipeline keeps
+    knowing which brokers joined and which topics grew while it watched (their incidents keep their
+    causes). Unreadable tables cost the history, not the pipeline."""
+    t0 = time.perf_counter()
+    try:
+        layouts = topic_layouts(tables.assignments)
+        joins = broker_join_ms(store.read(types=[REPLICA_IMBALANCE]) if store.exists() else [])
+    except Exception as e:  # noqa: BLE001 - e.g. a table being vacuumed; the history then starts afresh
+        log.warning("assignment history not restored from %s (%s: %s): expansions seen before this start "
+                    "will read as uneven_assignment", tables.assignments, type(e).__name__, e)
+        return AssignmentHistory()
+    if layouts or joins:
+        log.info("assignment history restored: %d topics, %d broker joins (%.1fs)", len(layouts), len(joins),
+                 time.perf_counter() - t0)
+    return AssignmentHistory.restore(layouts, joins)
+
+
+class AlertPath:
+    """foreachBatch handler of the alert query; its input is already `findings.alert_rows`.
+
+    The plan is built once on the stream, not per batch: building a DataFrame from Python costs many
+    py4j calls, far more than executing the prepared plan on a small batch (benchmarks/BENCHMARKS.md).
+    """
+
+    def __init__(self, state: PipelineState, book: IncidentBook, store: IncidentStore,
+                 balance: BalanceCheck | None = None, deleted_after_ms: int = 30_000) -> None:
+        self.state = state
+        self.deleted_after_ms = deleted_after_ms  # a topic no successful poll observed this long was deleted
+        self.book = book
+        self.store = store
+        self.counts = BrokerLoad()
+        self.balance = balance or BalanceCheck()
+        self.jmx = JmxView()
+
+    def __call__(self, batch: Any, batch_id: int) -> None:
+        t0 = time.perf_counter()
+        rows = batch.collect()  # the Spark job: Kafka fetch, parse, detect
+        t_collect = time.perf_counter() - t0
+        polls, found, clusters, counts, jmx = split_rows(rows, canaries := [])
+        changed = self.book.apply(polls, found)
+        self.counts.update(counts)
+        for name, view in clusters.items():  # deleted topics leave the per-broker totals
+            if view.error is None:
+                self.counts.forget_stale(name, view.newest_observed_ms - self.deleted_after_ms)
+        changed += self.book.apply(*self.balance.evaluate(self.counts, counts, clusters))
+        if jmx:
+            changed += self.book.apply(*self.jmx.update(jmx))
+        snap = self.state.snapshot
+        views = dict(snap.clusters)
+        for name, view in clusters.items():
+            if name not in views or view.newest_observed_ms >= views[name].newest_observed_ms:
+                views[name] = view
+        latest = snap.canary
+        if canaries:  # the newest round of each canary partition
+            latest = dict(latest) | {(c.cluster, c.partition): c for c in canaries}
+        self.state.update(clusters=views, open_incidents=tuple(self.book.open_incidents()), batches=snap.batches + 1,
+                          last_batch_at=time.time(), canary=latest,
+                          broker_load=self.counts.totals(), last_batch_s=time.perf_counter() - t0,
+                          jmx=self.jmx.snapshot())
+        t_metrics = time.perf_counter() - t0
+        self.store.upsert(changed)  # after /metrics: the alert is already visible
+        log.debug("alert batch %d: %d rows, collect %.3fs, %.3fs to /metrics, %.3fs total", batch_id, len(rows),
+                  t_collect, t_metrics, time.perf_counter() - t0)
+
+
+def split_rows(rows: list[Any], canaries: list[Any] | None = None) -> tuple[
+        list[ScopePoll], list[Finding], dict[str, ClusterView], list[TopicLoad], list[JmxSample]]:
+    """The collected alert rows sorted by kind. Fields are read by position: a pyspark Row's
+    attribute access searches its field names each time, and a broker death at 200k partitions
+    brings 40k findings here in one batch. Canary samples are appended to `canaries`."""
+    canaries = [] if canaries is None else canaries
+    polls: list[ScopePoll] = []
+    found: list[Finding] = []
+    clusters: dict[str, ClusterView] = {}
+    counts: list[TopicLoad] = []
+    jmx: list[JmxSample] = []
+    if not rows:
+        return polls, found, clusters, counts, jmx
+    i = {name: n for n, name in enumerate(rows[0].__fields__)}
+    (cluster, poll_id, at, row_type, scope, type_, severity, topic, partition, broker, cause, details) = (
+        i["cluster"], i["poll_id"], i["observed_at_ms"], i["row_type"], i["scope"], i["type"], i["severity"],
+        i["topic"], i["partition"], i["broker"], i["cause"], i["details"])
+    loads = json.loads
+    for r in rows:
+        kind = r[row_type]
+        if kind == "finding":
+            found.append(Finding(r[cluster], r[scope], r[type_], r[severity], r[topic], r[partition], r[broker],
+                                 r[cause], loads(r[details]), r[at], r[poll_id]))
+        elif kind == "poll" or kind == "view":  # a view counts brokers' leaders, and resolves nothing
+            if kind == "poll":
+                polls.append(ScopePoll(r[cluster], r[scope], r[poll_id], r[at]))
+            if r[topic] is not None and r[details]:
+                d = loads(r[details])
+                counts.append(TopicLoad(r[cluster], r[topic], r[at],
+                                        {b: (lead, rep, pref, npref) for b, lead, rep, pref, npref in d["brokers"]},
+                                        d["partitions"]))
+        elif kind == "jmx":
+            d = loads(r[details])
+            jmx.append(JmxSample(r[cluster], r[broker], r[poll_id], r[at], d.get("error"),
+                                 {g["name"]: g["value"] for g in d.get("gauges") or []}))
+        elif kind == "canary":  # judged here: one record per round and cluster
+            d = loads(r[details])
+            polls.append(ScopePoll(r[cluster], canary.SCOPE, r[poll_id], r[at]))
+            found.extend(Finding(r[cluster], canary.SCOPE, canary.TYPE, canary.SEVERITY, d["topic"], c.partition,
+                                 c.broker, canary.CAUSE, c.details, r[at], r[poll_id]) for c in canary.judge(d))
+            canaries.extend(canary.samples(r[cluster], d, r[at]))
+        else:
+            cs = loads(r[details])
+            if cs.get("quorum") is not None and cs.get("error") is None:  # KRaft: judged on every record
+                polls.append(ScopePoll(r[cluster], quorum.SCOPE, r[poll_id], r[at]))
+                found.extend(Finding(r[cluster], quorum.SCOPE, quorum.TYPE, q.severity, quorum.TOPIC, 0, q.voter,
+                                     q.cause, q.details, r[at], r[poll_id]) for q in quorum.judge(cs["quorum"]))
+            prev = clusters.get(r[cluster])
+            if prev is None or r[at] >= prev.newest_observed_ms:
+                clusters[r[cluster]] = ClusterView(
+                    brokers=tuple((b["id"], bool(b["live"])) for b in cs.get("brokers", [])),
+                    controller_id=cs.get("controller_id"), error=cs.get("error"), newest_observed_ms=r[at],
+                    topic_count=cs.get("topic_count"),
+                    leader_imbalance_percentage=cs.get("leader_imbalance_per_broker_percentage"),
+                    reassigning=bool(cs.get("reassignment_in_progress")), quorum=cs.get("quorum"),
+                    error_reason=cs.get("error_reason"), denied=tuple(cs.get("denied") or ()))
+    return polls, found, clusters, counts, jmx
