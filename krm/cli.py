@@ -173,6 +173,8 @@ def cmd_incidents(args: argparse.Namespace) -> int:
     if not incidents:
         print("no incidents" + (" open" if args.open else ""))
         return 0
+    from krm.output import print_table
+
     rows = []
     for i in incidents:
         o = to_json_obj(i)
@@ -181,11 +183,9 @@ def cmd_incidents(args: argparse.Namespace) -> int:
             subject += f" broker {i.broker}"
         root = i.details.get("root_cause")
         cause = (i.cause or "") + (f" (root: {root})" if root and root != i.cause else "")
-        rows.append([o["status"], i.severity, i.type, i.cluster, subject, cause,
-                     f"opened {o['opened_at']}" + (f"  resolved {o['resolved_at']}" if o["resolved_at"] else "")])
-    widths = [max(len(r[c]) for r in rows) for c in range(len(rows[0]) - 1)]  # sized to the content
-    for r in rows:
-        print("  ".join(v.ljust(w) for v, w in zip(r, widths)) + "  " + r[-1])
+        rows.append([o["status"], i.severity, i.type, i.cluster, subject, cause, o["opened_at"], o["resolved_at"] or ""])
+    print_table(["status", "severity", "type", "cluster", "subject", "cause", "opened", "resolved"], rows,
+                styled=(0, 1))
     return 0
 
 
@@ -289,11 +289,11 @@ def cmd_sql(args: argparse.Namespace) -> int:
         w.writerow(result.columns)
         w.writerows(result.rows)
     else:
-        cells = [[str(v) for v in r] for r in result.rows]
-        widths = [max([len(c)] + [len(r[i]) for r in cells]) for i, c in enumerate(result.columns)]
-        print("  ".join(c.ljust(w) for c, w in zip(result.columns, widths)))
-        for r in cells:
-            print("  ".join(v.ljust(w) for v, w in zip(r, widths)))
+        from krm.output import print_table
+
+        numeric = [i for i in range(len(result.columns))
+                   if result.rows and all(isinstance(r[i], (int, float)) or r[i] is None for r in result.rows)]
+        print_table(result.columns, [["" if v is None else v for v in r] for r in result.rows], right=numeric)
         print(f"({len(result.rows)} row{'s' if len(result.rows) != 1 else ''})", file=sys.stderr)
     return 0
 
@@ -330,12 +330,12 @@ def cmd_lag(args: argparse.Namespace) -> int:
         return 0
     if history.resolution_s:
         print(f"(samples shown per {history.resolution_s}s bucket, worst of each; --raw for all)", file=sys.stderr)
-    print(f"{'cluster':<14}{'partition':>9}{'broker':>7}{'samples':>8}{'latest':>10}{'max':>10}"
-          f"{'max s':>9}{'out of ISR':>11}  max at")
-    for s in history.summary:
-        secs = "-" if s["max_lag_seconds"] is None else f"{s['max_lag_seconds']:.1f}"
-        print(f"{s['cluster']:<14}{s['partition']:>9}{s['broker']:>7}{s['samples']:>8}{s['latest_lag_messages']:>10}"
-              f"{s['max_lag_messages']:>10}{secs:>9}{s['samples_out_of_isr']:>11}  {s['max_lag_at']}")
+    from krm.output import print_table
+
+    print_table(["cluster", "partition", "broker", "samples", "latest", "max", "max s", "out of ISR", "max at"],
+                [[s["cluster"], s["partition"], s["broker"], s["samples"], s["latest_lag_messages"], s["max_lag_messages"],
+                  "-" if s["max_lag_seconds"] is None else f"{s['max_lag_seconds']:.1f}", s["samples_out_of_isr"],
+                  s["max_lag_at"]] for s in history.summary], right=range(1, 8))
     return 0
 
 
@@ -512,11 +512,12 @@ def cmd_assign_simulate(args: argparse.Namespace) -> int:
         return 0
     for p, r in sorted(result.items()):
         print(f"partition {p:>4}: {r}")
+    from krm.output import print_table
+
     leaders = Counter(r[0] for r in result.values())
     replicas = Counter(b for r in result.values() for b in r)
-    print("broker  leaders  replicas")
-    for b in args.brokers:
-        print(f"{b:>6}  {leaders[b]:>7}  {replicas[b]:>8}")
+    print_table(["broker", "leaders", "replicas"], [[b, leaders[b], replicas[b]] for b in args.brokers],
+                right=(0, 1, 2))
     return 0
 
 
@@ -564,11 +565,13 @@ def cmd_assign_explain(args: argparse.Namespace) -> int:
         return 0
     print(f"topic {e.topic} on {snap.name}: {e.partitions} partitions, replication factor {e.replication_factor}, "
           + ("balanced" if e.balanced else "UNEVEN"))
+    from krm.output import print_table
+
     has_leaders = any("leaders" in b for b in e.brokers)
-    print(f"{'broker':>8}{'live':>6}{'replicas':>10}{'preferred':>11}" + (f"{'leading':>9}" if has_leaders else ""))
-    for b in e.brokers:
-        print(f"{b['id']:>8}{'yes' if b['live'] else 'NO':>6}{b['replicas']:>10}{b['preferred_leaders']:>11}"
-              + (f"{b.get('leaders', 0):>9}" if has_leaders else ""))
+    print_table(["broker", "live", "replicas", "preferred"] + (["leading"] if has_leaders else []),
+                [[b["id"], "yes" if b["live"] else "NO", b["replicas"], b["preferred_leaders"]]
+                 + ([b.get("leaders", 0)] if has_leaders else []) for b in e.brokers],
+                right=(0, 2, 3, 4), styled=(1,))
     print("placement:")
     for s in e.segments:
         print(f"  partitions {s.first}-{s.last}: {s.origin} - {s.evidence}")
@@ -611,10 +614,11 @@ def cmd_plan_rebalance(args: argparse.Namespace) -> int:
     size = "unknown (from a file)" if plan.bytes_moved is None else _human_bytes(plan.bytes_moved) + snap.sizes_note
     print(f"{snap.name}: {plan.replica_moves} replica move(s) (minimum {plan.lower_bound}) in {len(plan.changed)} "
           f"partition(s), data to copy {size}, {plan.leader_changes} preferred-leader change(s)")
-    print(f"{'broker':>8}{'replicas':>18}{'preferred leaders':>20}")
-    for b in b0:
-        mark = "  (excluded)" if b in exclude else ""
-        print(f"{b:>8}{b0[b][0]:>9} -> {b1[b][0]:<5}{b0[b][1]:>11} -> {b1[b][1]:<5}{mark}")
+    from krm.output import print_table
+
+    print_table(["broker", "replicas", "preferred leaders", ""],
+                [[b, f"{b0[b][0]} -> {b1[b][0]}", f"{b0[b][1]} -> {b1[b][1]}", "(excluded)" if b in exclude else ""]
+                 for b in b0], right=(0, 1, 2))
     for u in plan.unresolved:
         print(f"  not reached: {u}")
     if args.output:
