@@ -291,6 +291,7 @@ class AdminSource:
             parts = []
             zk_assignment = self.zk.assignment(name) if self.zk is not None else None
             zk_moves = self.zk.moves(name) if self.zk is not None and self.zk.connected else None
+            before = dict(self._assignments.get(name) or ())
             for p in t["partitions"]:
                 pid = p["partition"]
                 present.add((name, pid))
@@ -306,7 +307,8 @@ class AdminSource:
                 self._no_older(name, part)
                 # the controller's answer first: the mirror's watch on the topic znode can fire after the
                 # brokers' metadata already lists the adding replicas (one false under-replicated poll)
-                self._carry_move(name, part, self._side.moves.get((name, pid)) or (zk_moves or {}).get(pid))
+                self._carry_move(name, part, self._side.moves.get((name, pid)) or (zk_moves or {}).get(pid),
+                                 before.get(pid))
                 key = (name, pid)
                 part["high_watermark"] = hw_of(key)
                 part["log_start_offset"] = start_of(key)
@@ -368,9 +370,10 @@ class AdminSource:
         if kraft.supports(versions, DESCRIBE_QUORUM_KEY):
             self._side.ask_quorum(client, self._last_node)
 
-    def _carry_move(self, topic: str, part: dict[str, Any], move: Any) -> None:
+    def _carry_move(self, topic: str, part: dict[str, Any], move: Any, before: Any) -> None:
+        """`before`: the partition's replicas as the last full poll published them."""
         key = (topic, part["partition"])
-        applied = reassignments.annotate(part, move, self._applied.get(key))
+        applied = reassignments.annotate(part, move, self._applied.get(key), before)
         if applied:
             self._applied[key] = applied
         else:
@@ -451,6 +454,7 @@ class AdminSource:
                 continue
             parts = []
             moves = self.zk.moves(topic)
+            before = dict(self._assignments.get(topic) or ())
             pending = {p["partition"]: p for p in (arrived or {}).get(topic, [])}
             for pid, replicas in sorted(assignment.items()):
                 zs = self.zk.partition(topic, pid)
@@ -463,7 +467,7 @@ class AdminSource:
                     part.update(leader=newer["leader"], leader_epoch=newer["leader_epoch"], isr=list(newer["isr"]))
                     part.pop("zk_mtime_ms")
                 self._no_older(topic, part)  # this partition's watch may not have fired yet
-                self._carry_move(topic, part, moves.get(pid))
+                self._carry_move(topic, part, moves.get(pid), before.get(pid))
                 parts.append(part)
             min_isr, unclean = self._configs.of(topic)
             out.append(topic_record(self.cluster.name, "zookeeper", poll_id, at, topic=topic, live_brokers=live,

@@ -48,8 +48,37 @@ def parse(response: dict[str, Any]) -> Moves:
     return out
 
 
+def inferred(replicas: list[int], isr: Iterable[int], before: Iterable[int] | None
+             ) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
+    """The move a replica list shows against the list of the previous poll (`before`), or None.
+
+    During a move Kafka lists the target replicas first, then the original ones not in the target
+    (ZooKeeper mode: ReplicaAssignment.fromOldAndNewReplicas, core/src/main/scala/kafka/controller/
+    ReplicaAssignment.scala; KRaft: PartitionReassignmentReplicas, metadata/src/main/java/org/apache/
+    kafka/controller/PartitionReassignmentReplicas.java). A list that grew into that shape from
+    `before` is a move that started: its adding replicas are the target's new ones, its removing
+    ones the original ones left out of the target. This covers the poll whose Metadata answer shows
+    a move the reassignments answer does not list yet (it arrives after the offsets round; the adding
+    replicas, empty, would read as lagging followers)."""
+    if before is None:
+        return None
+    origin = list(before)
+    if not origin or list(replicas) == origin or not set(origin) <= set(replicas):
+        return None
+    for k in range(1, len(replicas) + 1):
+        target = replicas[:k]
+        if replicas[k:] == [o for o in origin if o not in target]:
+            adding = tuple(r for r in target if r not in origin)
+            removing = tuple(o for o in origin if o not in target)
+            # a move already finished (every adding replica in the ISR, none left to remove) is no move
+            unfinished = bool(removing) or not set(adding) <= set(isr)
+            return (adding, removing) if adding and unfinished else None
+    return None
+
+
 def annotate(part: dict[str, Any], move: tuple[Iterable[int], Iterable[int]] | None,
-             last: tuple[Iterable[int], Iterable[int]] | None = None) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
+             last: tuple[Iterable[int], Iterable[int]] | None = None,
+             before: Iterable[int] | None = None) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
     """Add `adding_replicas` / `removing_replicas` to a partition dict (in place) when it is being
     moved, and return the move applied (None when none).
 
@@ -61,7 +90,10 @@ def annotate(part: dict[str, Any], move: tuple[Iterable[int], Iterable[int]] | N
     and needs every adding replica in the ISR (`PartitionChangeBuilder.completeReassignmentIfNeeded`,
     metadata/src/main/java/org/apache/kafka/controller/PartitionChangeBuilder.java); a cancelled move
     drops the adding ones. Without it, a finished move's last poll flags the partition
-    under-replicated (replicas old + new, ISR not yet all of them)."""
+    under-replicated (replicas old + new, ISR not yet all of them). Neither answer nor last move:
+    `before` (the replica list of the previous poll) may still show a move that started (`inferred`)."""
+    if not move and not last:
+        move = inferred(part["replicas"], part.get("isr") or (), before)
     if not move and last:
         adding, removing = tuple(last[0]), tuple(last[1])
         replicas, isr = set(part["replicas"]), set(part.get("isr") or ())
