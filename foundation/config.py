@@ -230,6 +230,20 @@ class Config(Table):
             raise ValueError(f"names must be unique, got {names}")
         return clusters
 
+    def only(self, names: list[str] | None = None, shard: tuple[int, int] | None = None) -> Config:
+        """The config for one collector process: the clusters `names` (in that order), or its `shard`
+        (i, n): the clusters sorted by name, every n-th from the i-th (1-based). Every host holds the
+        same file, so n processes with shards 1/n ... n/n poll each cluster exactly once."""
+        clusters = self.clusters
+        if names:
+            clusters = tuple(self.cluster(name) for name in dict.fromkeys(names))
+        if shard is not None:
+            i, n = shard
+            clusters = tuple(c for k, c in enumerate(sorted(clusters, key=lambda c: c.name)) if k % n == i - 1)
+            if not clusters:
+                raise ConfigError(f"shard {i}/{n} of the {len(self.clusters)} cluster(s) in {self.source} holds none")
+        return self.model_copy(update={"clusters": clusters})
+
     def cluster(self, name: str) -> ClusterConfig:
         for c in self.clusters:
             if c.name == name:

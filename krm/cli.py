@@ -138,8 +138,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     import signal
 
     config = load_config(_resolve_config(args.config))
-    if getattr(args, "cluster", None):  # `krm collect --cluster A --cluster B`: this process polls only these
-        config = config.model_copy(update={"clusters": tuple(config.cluster(name) for name in dict.fromkeys(args.cluster))})
+    if getattr(args, "cluster", None) or getattr(args, "shard", None):  # `krm collect`: this process's clusters
+        config = config.only(args.cluster, args.shard)
     faulthandler.register(signal.SIGUSR1, all_threads=True)  # `kill -USR1`: every thread's stack on stderr
     collect, pipeline = {"run": (True, True), "collect": (True, False), "pipeline": (False, True)}[args.command]
     monitor = Monitor(config, collect=collect, pipeline=pipeline).start()
@@ -486,6 +486,13 @@ def cmd_maintain(args: argparse.Namespace) -> int:
     return 1 if any(r.error for r in reports) else 0
 
 
+def _shard(text: str) -> tuple[int, int]:
+    i, _, n = text.partition("/")
+    if not (i.isdigit() and n.isdigit() and 1 <= int(i) <= int(n)):
+        raise argparse.ArgumentTypeError(f"expected I/N with 1 <= I <= N, such as 2/3; got {text!r}")
+    return int(i), int(n)
+
+
 def _int_list(text: str) -> list[int]:
     try:
         return [int(x) for x in text.split(",") if x.strip()]
@@ -787,6 +794,9 @@ def build_parser() -> argparse.ArgumentParser:
             r.add_argument("--cluster", action="append", metavar="NAME",
                            help="poll only this cluster of the config (repeatable): several collector processes, "
                                 "on several hosts, share one observations topic and one pipeline")
+            r.add_argument("--shard", type=_shard, metavar="I/N",
+                           help="poll the I-th of N shares of the config's clusters (sorted by name, every N-th): "
+                                "N processes with the same config and shards 1/N ... N/N poll each cluster once")
         r.set_defaults(func=cmd_run)
 
     asg = sub.add_parser("assign", help="Kafka's replica assignment, reproduced exactly")

@@ -302,3 +302,25 @@ def test_readme_reference_lists_every_setting_with_its_default():
                     and float(field.default) != shown:
                 wrong.append(f"{table} {name}: README {default}, model {field.default}")
     assert not missing and not wrong, (missing, wrong)
+
+
+def test_shards_split_the_clusters_evenly_and_exactly_once():
+    names = [f"c{k:02d}" for k in range(10)]
+    config = parse_config({"clusters": [{"name": n, "bootstrap_servers": f"{n}:9092"} for n in reversed(names)]})
+    shares = [[c.name for c in config.only(shard=(i, 3)).clusters] for i in (1, 2, 3)]
+    assert sorted(sum(shares, [])) == names and [len(s) for s in shares] == [4, 3, 3]
+    assert [c.name for c in config.only(["c05", "c01"]).clusters] == ["c05", "c01"]
+    assert [c.name for c in config.only(["c05", "c01", "c02"], shard=(2, 2)).clusters] == ["c02"]
+    with pytest.raises(ConfigError, match="shard 3/3 of the 2 cluster"):
+        parse_config({"clusters": [{"name": "a", "bootstrap_servers": "a:1"},
+                                   {"name": "b", "bootstrap_servers": "b:1"}]}).only(shard=(3, 3))
+    with pytest.raises(ConfigError, match="no cluster named 'zz'"):
+        config.only(["zz"])
+
+
+def test_a_bad_shard_is_refused_by_the_cli(capsys):
+    from krm.cli import main
+
+    with pytest.raises(SystemExit) as e:
+        main(["collect", "--shard", "4/3"])
+    assert e.value.code == 2 and "expected I/N with 1 <= I <= N" in capsys.readouterr().err
