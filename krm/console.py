@@ -6,7 +6,8 @@ changes) comes from the Delta tables through delta-rs (krm/timeline.py), never S
 with Jinja2 (autoescaped), no JavaScript and no asset from the internet: a chart is inline SVG.
 
 Routes: `/` clusters, `/incidents` (filters: cluster, type, severity, status=open|all),
-`/incidents/<id>`, `/partitions/<cluster>/<topic>/<partition>`, `/brokers/<cluster>/<id>`.
+`/incidents/<id>`, `/topics/<cluster>/<topic>`, `/partitions/<cluster>/<topic>/<partition>`,
+`/brokers/<cluster>/<id>`.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Any, Callable
 from urllib.parse import parse_qs
 
 from krm.lag import parse_since
-from krm.timeline import changes, read_states, timeline
+from krm.timeline import changes, latest_states, read_states, timeline
 from pipelines.detectors.registry import BY_TYPE
 from pipelines.incident_store import IncidentStore
 
@@ -60,7 +61,8 @@ severity <input name="severity" value="{{ q.severity }}"> <select name="status">
 <tr><th>severity</th><td class="{{ i.severity }}">{{ i.severity }}</td></tr>
 <tr><th>type / cause</th><td>{{ i.type }} / {{ i.cause or "-" }}</td></tr>
 <tr><th>where</th><td>{{ i.cluster }} {{ where(i) }}{% if i.topic is not none and i.partition is not none %}
- (<a href="/partitions/{{ i.cluster|urlencode }}/{{ i.topic|urlencode }}/{{ i.partition }}">partition timeline</a>){% endif %}</td></tr>
+ (<a href="/partitions/{{ i.cluster|urlencode }}/{{ i.topic|urlencode }}/{{ i.partition }}">partition timeline</a>,
+ <a href="/topics/{{ i.cluster|urlencode }}/{{ i.topic|urlencode }}">topic</a>){% endif %}</td></tr>
 <tr><th>act on</th><td>{{ act_on(i) or "-" }}</td></tr>
 <tr><th>opened</th><td>{{ iso(i.opened_at_ms) }}</td></tr><tr><th>last seen</th><td>{{ iso(i.last_seen_at_ms) }}</td></tr>
 <tr><th>resolved</th><td>{{ iso(i.resolved_at_ms) if i.resolved_at_ms else "open" }}</td></tr>
@@ -72,10 +74,25 @@ severity <input name="severity" value="{{ q.severity }}"> <select name="status">
 {% if changes %}<table><tr><th>at</th><th>what</th></tr>{% for e in changes %}<tr><td>{{ e.at.isoformat(timespec="seconds") }}</td>
 <td>{{ e.what }}</td></tr>{% endfor %}</table>{% endif %}{% endblock %}""",
     "partition.html": """{% extends "base.html" %}{% block body %}
-<p>last {{ since }} · <a href="?since=24h">24h</a> · <a href="?since=7d">7d</a></p>{% if svg %}{{ svg|safe }}{% endif %}
+<p>last {{ since }} · <a href="?since=24h">24h</a> · <a href="?since=7d">7d</a> ·
+<a href="/topics/{{ cluster|urlencode }}/{{ topic|urlencode }}">the topic</a></p>{% if svg %}{{ svg|safe }}{% endif %}
 <table><tr><th>at</th><th>kind</th><th>what</th></tr>{% for e in events %}<tr><td>{{ e.at.isoformat(timespec="seconds") }}</td>
 <td>{{ e.kind }}</td><td>{% if e.fields.incident_id %}<a href="/incidents/{{ e.fields.incident_id }}">{{ e.what }}</a>{% else %}{{ e.what }}{% endif %}</td></tr>
 {% else %}<tr><td colspan="3" class="muted">{{ empty }}</td></tr>{% endfor %}</table>{% endblock %}""",
+    "topic.html": """{% extends "base.html" %}{% block body %}
+{% if partitions %}<p>{{ partitions|length }} partition(s) as the newest poll recorded them ({{ newest }}) ·
+{{ under }} under-replicated · {{ offline }} without a leader</p>
+<h2>brokers</h2><table><tr><th>broker</th><th>leads</th><th>replicas</th><th>preferred leader of</th></tr>
+{% for b in brokers %}<tr><td><a href="/brokers/{{ cluster|urlencode }}/{{ b.id }}">{{ b.id }}</a></td><td>{{ b.leads }}</td>
+<td>{{ b.replicas }}</td><td>{{ b.preferred }}</td></tr>{% endfor %}</table>
+<h2>partitions</h2><table><tr><th>partition</th><th>leader</th><th>replicas</th><th>ISR</th><th>high watermark</th></tr>
+{% for p in partitions %}<tr><td><a href="/partitions/{{ cluster|urlencode }}/{{ topic|urlencode }}/{{ p.partition }}">{{ p.partition }}</a></td>
+<td class="{{ 'critical' if p.leader < 0 else '' }}">{{ p.leader if p.leader >= 0 else "none" }}</td><td>{{ p.replicas }}</td>
+<td class="{{ 'warning' if p.isr|length < p.replicas|length else '' }}">{{ p.isr }}</td><td>{{ p.high_watermark if p.high_watermark is not none else "" }}</td></tr>{% endfor %}</table>
+{% else %}<p class="muted">{{ empty }}</p>{% endif %}
+<h2>open incidents</h2><table><tr><th>severity</th><th>type</th><th>cause</th><th>where</th><th>act on</th></tr>
+{% for i in incidents %}<tr><td class="{{ i.severity }}">{{ i.severity }}</td><td><a href="/incidents/{{ i.incident_id }}">{{ i.type }}</a></td>
+<td>{{ i.cause or "" }}</td><td>{{ where(i) }}</td><td>{{ act_on(i) }}</td></tr>{% else %}<tr><td colspan="5" class="muted">none</td></tr>{% endfor %}</table>{% endblock %}""",
     "broker.html": """{% extends "base.html" %}{% block body %}
 <p>{{ "registered" if live else "NOT registered" }} · leads {{ leaders }} partition(s) · holds {{ replicas }} replica(s)</p>
 <h2>open incidents that name it</h2>
@@ -142,7 +159,8 @@ class Console:
         self.env.globals.update(iso=_iso, where=_where, act_on=_act_on)
 
     def handles(self, path: str) -> bool:
-        return path == "/" or path == "/incidents" or path.startswith(("/incidents/", "/partitions/", "/brokers/"))
+        return path == "/" or path == "/incidents" or path.startswith(("/incidents/", "/topics/", "/partitions/",
+                                                                         "/brokers/"))
 
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> list[bytes]:
         path = environ.get("PATH_INFO", "/")
@@ -155,6 +173,8 @@ class Console:
                 status, body = "200 OK", self.incidents(q)
             elif len(parts) == 2 and parts[0] == "incidents":
                 status, body = self.incident(parts[1])
+            elif len(parts) == 3 and parts[0] == "topics":
+                status, body = "200 OK", self.topic(parts[1], parts[2])
             elif len(parts) == 4 and parts[0] == "partitions" and parts[3].lstrip("-").isdigit():
                 status, body = "200 OK", self.partition(parts[1], parts[2], int(parts[3]), q.get("since", "2h"))
             elif len(parts) == 3 and parts[0] == "brokers" and parts[2].lstrip("-").isdigit():
@@ -245,7 +265,30 @@ class Console:
         incidents = [i for i in IncidentStore(self.tables.incidents).read() if i.cluster == cluster]
         events = timeline(states, incidents, topic, partition, now - window)
         return self._page(f"{cluster} {topic}-{partition}", "partition.html", events=events, since=since,
-                          svg=svg_chart(states), empty=empty)
+                          svg=svg_chart(states), empty=empty, cluster=cluster, topic=topic)
+
+    def topic(self, cluster: str, topic: str) -> str:
+        """Its partitions as the newest poll recorded them (the history table: the pipeline keeps no
+        per-partition state in memory), how its leaders and replicas spread over the brokers, and its
+        open incidents (live)."""
+        from collections import Counter
+
+        rows: list[dict[str, Any]] = []
+        empty = "the partition_state table is not written yet"
+        if self.tables.partition_state.is_table():
+            rows = latest_states(self.tables.partition_state, topic, cluster)
+            empty = f"no poll of {topic} on {cluster} in the last 10 minutes"
+        leads = Counter(r["leader"] for r in rows if r["leader"] >= 0)
+        holds = Counter(b for r in rows for b in r["replicas"])
+        preferred = Counter(r["replicas"][0] for r in rows if r["replicas"])
+        brokers = [{"id": b, "leads": leads[b], "replicas": holds[b], "preferred": preferred[b]} for b in sorted(holds)]
+        newest = max((r["observed_at"] for r in rows), default=None)
+        incidents = [i for i in self._open() if i.cluster == cluster and i.topic == topic]
+        return self._page(f"{cluster} topic {topic}", "topic.html", cluster=cluster, topic=topic, partitions=rows,
+                          brokers=brokers, incidents=incidents, empty=empty,
+                          newest=newest.isoformat(timespec="seconds") if newest else "",
+                          under=sum(1 for r in rows if len(r["isr"] or ()) < len(r["replicas"] or ())),
+                          offline=sum(1 for r in rows if r["leader"] < 0))
 
     def broker(self, cluster: str, broker: int) -> str:
         snap = self.state.snapshot

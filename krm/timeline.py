@@ -52,6 +52,24 @@ def read_states(table: Any, topic: str, partition: int, since: dt.timedelta, now
     return t.to_pylist()
 
 
+def latest_states(table: Any, topic: str, cluster: str, within: dt.timedelta = dt.timedelta(minutes=10),
+                  now: dt.datetime | None = None) -> list[dict[str, Any]]:
+    """Each partition of a topic as the newest poll within `within` recorded it, by partition."""
+    import pyarrow.dataset as ds
+
+    table = as_location(table)
+    now = now or dt.datetime.now(dt.timezone.utc)
+    start = now - within
+    cond = ((ds.field("date") >= start.date()) & (ds.field("cluster") == cluster) & (ds.field("topic") == topic)
+            & (ds.field("observed_at") >= start))
+    cols = ["observed_at", "partition", *STATE_FIELDS, "high_watermark", "leader_leo"]
+    newest: dict[int, dict[str, Any]] = {}
+    for r in table.table().to_pyarrow_dataset().to_table(columns=cols, filter=cond).to_pylist():
+        if r["partition"] not in newest or r["observed_at"] >= newest[r["partition"]]["observed_at"]:
+            newest[r["partition"]] = r
+    return [newest[p] for p in sorted(newest)]
+
+
 def changes(rows: Iterable[dict[str, Any]]) -> list[Event]:
     """The rows at which leader, epoch, replicas or ISR differ from the row before (the first row counts)."""
     out: list[Event] = []

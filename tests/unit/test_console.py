@@ -89,3 +89,37 @@ def test_svg_chart_has_no_script():
               for s, ld, isr in ((0, 1, [1, 2]), (5, -1, [2]), (9, 2, [2]))]
     svg = svg_chart(states)
     assert svg.startswith("<svg") and "<script" not in svg and svg.count("<path") == 2
+
+
+def test_topic_page_shows_each_partitions_newest_state_and_the_spread_over_brokers(console, tmp_path):
+    import datetime as dt
+
+    import pyarrow as pa
+    from deltalake import write_deltalake
+
+    from foundation.storage import Location
+
+    now = dt.datetime.now(dt.timezone.utc)
+    rows = []
+    for ago, leader, isr in ((60, 1, [1, 2]), (5, -1, [2])):  # partition 3: the newer poll has no leader
+        rows.append({"cluster": "prod", "topic": "orders", "partition": 3, "observed_at": now - dt.timedelta(seconds=ago),
+                     "leader": leader, "leader_epoch": 4, "replicas": [2, 1], "isr": isr, "high_watermark": 100,
+                     "leader_leo": 100, "date": (now - dt.timedelta(seconds=ago)).date()})
+    rows.append({"cluster": "prod", "topic": "orders", "partition": 0, "observed_at": now - dt.timedelta(seconds=5),
+                 "leader": 1, "leader_epoch": 0, "replicas": [1, 2], "isr": [1, 2], "high_watermark": 7,
+                 "leader_leo": 7, "date": now.date()})
+    rows.append({"cluster": "prod", "topic": "other", "partition": 0, "observed_at": now, "leader": 2,
+                 "leader_epoch": 0, "replicas": [2], "isr": [2], "high_watermark": 0, "leader_leo": 0, "date": now.date()})
+    write_deltalake(str(tmp_path / "ps"), pa.Table.from_pylist(rows), partition_by=["date", "cluster"])
+    console.tables.partition_state = Location(str(tmp_path / "ps"))
+
+    status, body = _get(console, "/topics/prod/orders")
+    assert status == "200 OK"
+    assert "2 partition(s)" in body and "1 under-replicated" in body and "1 without a leader" in body
+    assert 'href="/partitions/prod/orders/3"' in body and 'href="/partitions/prod/orders/0"' in body
+    assert "other" not in body.split("<h1>", 1)[1]  # another topic's rows are not read
+    # broker 1: leads partition 0, holds 2 replicas, preferred leader of partition 0; broker 2 of partition 3
+    assert '<a href="/brokers/prod/1">1</a></td><td>1</td>\n<td>2</td><td>1</td>' in body
+    assert '<a href="/brokers/prod/2">2</a></td><td>0</td>\n<td>2</td><td>1</td>' in body
+    assert 'href="/incidents/inc-1"' in body  # its open incident, live
+    assert _get(console, "/incidents/inc-1")[1].count('href="/topics/prod/orders"') == 1
