@@ -42,8 +42,9 @@ class Table(BaseModel):
                 raise PydanticCustomError(
                     "secret_in_config", "{key}: secrets are not kept in the config; use {key}_file (a file only "
                     "its owner reads) or {key}_env", {"key": key})
-        known = {f.alias or name for name, f in cls.model_fields.items() if not f.exclude}
-        unknown = sorted(set(data) - known)
+        fields = {name: f for name, f in cls.model_fields.items() if not f.exclude}
+        known = {f.alias or name for name, f in fields.items()}
+        unknown = sorted(set(data) - known - set(fields))  # code may give a field by its name
         if unknown:
             raise PydanticCustomError("unknown_keys", "unknown key(s) {unknown}; known: {known}",
                                       {"unknown": str(unknown), "known": str(sorted(known))})
