@@ -1,10 +1,14 @@
-"""The questions a poll sends on a connection of their own and harvests after its offsets round:
+"""The questions a poll sends on connections of their own and harvests after its offsets round:
 DescribeQuorum (KRaft) and ListPartitionReassignments.
 
 Why apart: a broker with no active controller to forward DescribeQuorum to holds it, a hung
 controller (SIGSTOP) holds ListPartitionReassignments, and a broker serves one connection's requests
 in order, so on the poll's own connection either would hold up the offsets requests behind it (the
-broker would look unreachable). One question of each kind is in flight at a time.
+broker would look unreachable). Each on its own connection, too: the client closes a connection
+whose request timed out, failing every request on it, and a ListPartitionReassignments timing out
+(a few seconds) must not take down a DescribeQuorum whose silence is itself the answer ("no quorum
+leader" after QUORUM_PATIENCE_MS; CI saw it closed at 4 s, before the 5 s patience ran out).
+One question of each kind is in flight at a time.
 """
 
 from __future__ import annotations
@@ -50,24 +54,24 @@ class Notes:
 
 
 class SideChannel:
-    """One cluster's side connection and its two questions in flight."""
+    """One cluster's two side connections and their questions in flight."""
 
     def __init__(self, cluster: ClusterConfig, timeout_ms: int, notes: Notes) -> None:
         self.cluster, self.timeout_ms, self.notes = cluster, timeout_ms, notes
-        self._client: Any = None
+        self._clients: dict[str, Any] = {}  # "quorum" / "moves" -> its connection
         self.quorum: dict[str, Any] | None = None  # the last DescribeQuorum answer (KRaft)
         self.quorum_denied = False  # DescribeQuorum refused: no DESCRIBE on the cluster
         self._quorum_ask: tuple[Any, int, float] | None = None  # (future, broker, sent at) while unanswered
         self.moves: reassignments.Moves = {}  # the last ListPartitionReassignments answer
         self._moves_ask: tuple[Any, float] | None = None  # (future, sent at) while unanswered
 
-    def connection(self, like: Any, node: int) -> Any:
-        """The side connection, opened like the poll's client `like`, knowing broker `node`."""
-        if self._client is None:
+    def connection(self, kind: str, like: Any, node: int) -> Any:
+        """The side connection for `kind`, opened like the poll's client `like`, knowing broker `node`."""
+        if kind not in self._clients:
             from kafka.client_async import KafkaClient
 
             qc = KafkaClient(
-                bootstrap_servers=like.config["bootstrap_servers"], client_id=f"krm-quorum-{self.cluster.name}",
+                bootstrap_servers=like.config["bootstrap_servers"], client_id=f"krm-{kind}-{self.cluster.name}",
                 api_version=like.config["api_version"], request_timeout_ms=kraft.QUORUM_REQUEST_TIMEOUT_MS,
                 reconnect_backoff_max_ms=1000, receive_message_max_bytes=MAX_ANSWER_BYTES,
                 **kafka_python_kwargs(self.cluster.security))
@@ -75,14 +79,14 @@ class SideChannel:
             deadline = time.monotonic() + self.timeout_ms / 1000
             while qc.cluster.broker_metadata(node) is None and time.monotonic() < deadline:
                 qc.poll(timeout_ms=50)  # learn the broker ids (it starts with bootstrap addresses only)
-            self._client = qc
-        return self._client
+            self._clients[kind] = qc
+        return self._clients[kind]
 
     def ask_quorum(self, like: Any, node: int) -> None:
         """Send DescribeQuorum to `node` unless one is in flight (connecting: asked at a later poll)."""
         if self._quorum_ask is not None:
             return
-        qc = self.connection(like, node)
+        qc = self.connection("quorum", like, node)
         if qc.ready(node, metadata_priority=False):
             future = qc.send(node, describe_quorum_request(), wakeup=False,
                              request_timeout_ms=kraft.QUORUM_REQUEST_TIMEOUT_MS)
@@ -98,7 +102,7 @@ class SideChannel:
         if self._quorum_ask is None:
             return self.quorum
         future, node, sent_at = self._quorum_ask
-        self._client.poll(timeout_ms=0)
+        self._clients["quorum"].poll(timeout_ms=0)
         if not future.is_done:
             waited_ms = (time.monotonic() - sent_at) * 1000
             if waited_ms < kraft.QUORUM_PATIENCE_MS or node not in answered:
@@ -128,7 +132,7 @@ class SideChannel:
         answers it; any broker in KRaft, which forwards it) unless one is in flight."""
         if self._moves_ask is not None:
             return
-        qc = self.connection(like, node)
+        qc = self.connection("moves", like, node)
         if qc.ready(node, metadata_priority=False):
             future = qc.send(node, reassignments.request(self.timeout_ms), wakeup=False,
                              request_timeout_ms=2 * self.timeout_ms)
@@ -138,10 +142,10 @@ class SideChannel:
     def harvest_moves(self) -> None:
         """The answer if it came during the offsets round; else the last one stays (at most one poll
         old) until it comes or fails. A failure is logged once and judges partitions as before."""
-        if self._moves_ask is None or self._client is None:
+        if self._moves_ask is None or "moves" not in self._clients:
             return
         future, _sent = self._moves_ask
-        self._client.poll(timeout_ms=0)
+        self._clients["moves"].poll(timeout_ms=0)
         if not future.is_done:
             return
         self._moves_ask = None
@@ -155,9 +159,9 @@ class SideChannel:
     def close(self) -> None:
         self._quorum_ask = None
         self._moves_ask = None
-        if self._client is not None:
+        for client in self._clients.values():
             try:
-                self._client.close()
+                client.close()
             except Exception:  # noqa: BLE001 - closing a broken client must not mask the real error
                 pass
-            self._client = None
+        self._clients = {}
