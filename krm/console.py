@@ -23,6 +23,7 @@ from pipelines.detectors.registry import BY_TYPE
 from pipelines.incident_store import IncidentStore
 
 HISTORY_LIMIT = 500  # resolved incidents listed at most (newest first)
+SHUTDOWN_ROWS = 200  # a broker page's shutdown verdicts listed at most (worst first; `krm check shutdown` has all)
 
 _BASE = """<!doctype html><html><head><meta charset="utf-8"><title>{{ title }} · krm</title>
 <style>
@@ -99,7 +100,16 @@ severity <input name="severity" value="{{ q.severity }}"> <select name="status">
 <table><tr><th>severity</th><th>type</th><th>cause</th><th>where</th><th>why it names this broker</th></tr>
 {% for i, why in incidents %}<tr><td class="{{ i.severity }}">{{ i.severity }}</td><td><a href="/incidents/{{ i.incident_id }}">{{ i.type }}</a></td>
 <td>{{ i.cause or "" }}</td><td>{{ where(i) }}</td><td>{{ why }}</td></tr>{% else %}<tr><td colspan="5" class="muted">none</td></tr>{% endfor %}</table>
-<p class="muted">What stopping it would do: <code>krm check shutdown --broker {{ broker }} --config FILE</code></p>{% endblock %}""",
+<h2>what stopping it would do</h2>
+{% if shutdown is none %}<p><a href="?check=shutdown">look at the cluster now</a> (the shutdown check, one Admin poll;
+the same as <code>krm check shutdown --broker {{ broker }} --config FILE</code>)</p>
+{% elif shutdown.error %}<p class="warning">could not look at the cluster from this host: {{ shutdown.error }}; run
+<code>krm check shutdown --broker {{ broker }} --config FILE</code> where the cluster is reachable</p>
+{% else %}<p class="{{ 'critical' if shutdown.unsafe else '' }}">{{ "UNSAFE: " ~ shutdown.unsafe ~ " partition(s) would go offline or below min ISR"
+if shutdown.unsafe else "safe to stop" }} · {% for k, n in shutdown.counts %}{{ n }} {{ k }}{{ ", " if not loop.last }}{% endfor %}</p>
+<table><tr><th>verdict</th><th>partition</th><th>why</th></tr>{% for v in shutdown.verdicts %}<tr>
+<td class="{{ 'critical' if v.verdict in unsafe_kinds else '' }}">{{ v.verdict }}</td><td>{{ v.topic }}-{{ v.partition }}</td><td>{{ v.reason }}</td></tr>
+{% endfor %}</table>{% endif %}{% endblock %}""",
 }
 
 ACT_ON = ("must_return", "holding_back", "out_of_sync", "unreachable_brokers")
@@ -150,11 +160,14 @@ def svg_chart(states: list[dict[str, Any]], width: int = 720, height: int = 120)
 class Console:
     """A WSGI app for the console's routes; answers None for any other path (the caller serves it)."""
 
-    def __init__(self, state: Any, tables: Any) -> None:
+    def __init__(self, state: Any, tables: Any, look: Callable[[str], Any] | None = None) -> None:
+        """`look(cluster)`: one Admin poll of a cluster (krm/snapshot.py), for the broker page's shutdown
+        check; None where this process has no cluster config."""
         from jinja2 import DictLoader, Environment, select_autoescape
 
         self.state = state
         self.tables = tables
+        self.look = look
         self.env = Environment(loader=DictLoader(_TEMPLATES), autoescape=select_autoescape(default=True))
         self.env.globals.update(iso=_iso, where=_where, act_on=_act_on)
 
@@ -178,7 +191,7 @@ class Console:
             elif len(parts) == 4 and parts[0] == "partitions" and parts[3].lstrip("-").isdigit():
                 status, body = "200 OK", self.partition(parts[1], parts[2], int(parts[3]), q.get("since", "2h"))
             elif len(parts) == 3 and parts[0] == "brokers" and parts[2].lstrip("-").isdigit():
-                status, body = "200 OK", self.broker(parts[1], int(parts[2]))
+                status, body = "200 OK", self.broker(parts[1], int(parts[2]), q.get("check") == "shutdown")
             else:
                 status, body = "404 Not Found", self._page("not found", "base.html")
         except Exception as e:  # noqa: BLE001 - a page that cannot be built says why, the server goes on
@@ -290,7 +303,23 @@ class Console:
                           under=sum(1 for r in rows if len(r["isr"] or ()) < len(r["replicas"] or ())),
                           offline=sum(1 for r in rows if r["leader"] < 0))
 
-    def broker(self, cluster: str, broker: int) -> str:
+    def _shutdown(self, cluster: str, broker: int) -> dict[str, Any]:
+        """The shutdown check (krm/shutdown_check.py) on a fresh look at the cluster, worst first."""
+        from krm.shutdown_check import ORDER, UNSAFE, check
+
+        if self.look is None:
+            return {"error": "this process has no cluster config"}
+        try:
+            snap = self.look(cluster)
+        except Exception as e:  # noqa: BLE001 - said on the page; the server goes on
+            return {"error": f"{type(e).__name__}: {e}"}
+        verdicts = sorted(check(broker, snap.topics, snap.live), key=lambda v: ORDER.index(v.verdict))
+        counts = [(k, sum(1 for v in verdicts if v.verdict == k)) for k in ORDER]
+        return {"error": None, "unsafe": sum(1 for v in verdicts if v.verdict in UNSAFE),
+                "counts": [(k, n) for k, n in counts if n],
+                "verdicts": [v for v in verdicts if v.verdict != "follower_only"][:SHUTDOWN_ROWS]}
+
+    def broker(self, cluster: str, broker: int, check: bool = False) -> str:
         snap = self.state.snapshot
         view = snap.clusters.get(cluster)
         live = bool(view and dict(view.brokers).get(broker))
@@ -304,6 +333,9 @@ class Console:
                 why.insert(0, "its subject")
             if why:
                 named.append((i, ", ".join(why)))
+        from krm.shutdown_check import UNSAFE
+
         return self._page(f"{cluster} broker {broker}", "broker.html", live=live, leaders=lead, replicas=rep,
-                          incidents=named, broker=broker)
+                          incidents=named, broker=broker, shutdown=self._shutdown(cluster, broker) if check else None,
+                          unsafe_kinds=UNSAFE)
 

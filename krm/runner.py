@@ -19,6 +19,7 @@ from collectors.stats import CollectorMetrics
 from foundation.config import Config
 from foundation.web_config import load_web_config
 from krm.console import Console
+from krm.snapshot import from_cluster
 from pipelines.job import Pipeline
 from pipelines.tables import Tables
 from pipelines.metrics import PipelineState, serve
@@ -80,7 +81,7 @@ class Monitor:
                 extra = (CollectorMetrics(self.collector),) if self.collector is not None else ()
 
                 self._server = serve(state, p.metrics_host, p.metrics_port, extra, p.web_config_file,
-                                     pages=Console(state, Tables(p.data_dir)))
+                                     pages=Console(state, Tables(p.data_dir), look=lambda name: from_cluster(self.config, name)))
                 if self._spark is None:
                     # a Spark master can take a minute to accept (or refuse) the application: say so meanwhile
                     state.update(pipeline_error=f"starting the Spark session on {p.spark_master}")

@@ -123,3 +123,32 @@ def test_topic_page_shows_each_partitions_newest_state_and_the_spread_over_broke
     assert '<a href="/brokers/prod/2">2</a></td><td>0</td>\n<td>2</td><td>1</td>' in body
     assert 'href="/incidents/inc-1"' in body  # its open incident, live
     assert _get(console, "/incidents/inc-1")[1].count('href="/topics/prod/orders"') == 1
+
+
+def test_broker_page_runs_the_shutdown_check_only_when_asked(console):
+    looks = []
+
+    def look(cluster):
+        looks.append(cluster)
+        return SimpleNamespace(live={1, 2, 3}, topics=[
+            {"topic": "rf1", "min_insync_replicas": 1, "unclean_leader_election": False,
+             "partitions": [{"partition": 0, "leader": 2, "replicas": [2], "isr": [2]}]},
+            {"topic": "rf3", "min_insync_replicas": 2, "unclean_leader_election": False,
+             "partitions": [{"partition": 0, "leader": 2, "replicas": [2, 1, 3], "isr": [2, 1, 3]},
+                            {"partition": 1, "leader": 1, "replicas": [1, 2, 3], "isr": [1, 3]}]}])  # 2 out of sync
+
+    console.look = look
+    status, body = _get(console, "/brokers/prod/2")
+    assert status == "200 OK" and looks == [] and 'href="?check=shutdown"' in body  # no Admin poll per view
+    status, body = _get(console, "/brokers/prod/2", "check=shutdown")
+    assert looks == ["prod"] and "UNSAFE: 1 partition(s)" in body
+    assert body.index("becomes_leaderless") < body.index("at_min_isr")  # worst first
+    assert "rf1-0" in body and "rf3-0" in body and "rf3-1" not in body  # a follower copy only: counted, not listed
+    assert "1 becomes_leaderless, 1 at_min_isr, 1 follower_only" in body
+
+    def unreachable(cluster):
+        raise ConnectionError("no broker answered")
+
+    console.look = unreachable
+    body = _get(console, "/brokers/prod/2", "check=shutdown")[1]
+    assert "could not look at the cluster from this host: ConnectionError: no broker answered" in body
