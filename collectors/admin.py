@@ -15,7 +15,7 @@ import threading
 import time
 from typing import Any, Iterable
 
-from collectors import access, gc_pause, kraft, metadata, offsets, reassignments
+from collectors import access, capabilities, gc_pause, kraft, metadata, offsets, reassignments
 from collectors.departures import Departures
 from collectors.kraft_protocol import DESCRIBE_QUORUM_KEY, DESCRIBE_TOPIC_PARTITIONS_KEY
 from collectors.memory import PartitionMemory
@@ -77,6 +77,7 @@ class AdminSource:
         self._elr_known = False  # this poll asked DescribeTopicPartitions (KRaft 3.7+): ELR known, empty unless said
         self._applied: reassignments.Moves = {}  # the moves the last records carried (reassignments.annotate)
         self._departures = Departures()  # how each down broker went down (controlled shutdown or not)
+        self._capabilities: dict[str, bool] = {}  # what the brokers let krm ask (collectors/capabilities.py)
 
     def poll(self) -> list[dict[str, Any]]:
         """One poll: a `cluster` record, then one `topic` record per topic. Never raises for an
@@ -111,6 +112,7 @@ class AdminSource:
             self._degraded = False
             self._problem = None
             self._access.succeeded()
+        self._capabilities = capabilities.of(admin._client.get_api_versions(), kraft=self.zk is None)
         if self._configs.may_ask(self.zk is None or self.zk.connected):
             self._configs.refresh_or_back_off(admin._client, self._last_node, [t["topic"] for t in topics],
                                               [b["node_id"] for b in md["brokers"]])
@@ -120,7 +122,8 @@ class AdminSource:
         # broker that answered the Metadata request (KRaft brokers forward it)
         controller = md.get("controller_id")
         zk_controller = self.zk is not None and controller is not None and controller >= 0
-        self._side.ask_moves(admin._client, controller if zk_controller else self._last_node)
+        if self._capabilities.get("reassignments", True):  # a broker before 2.4 cannot answer it
+            self._side.ask_moves(admin._client, controller if zk_controller else self._last_node)
         live = {b["node_id"] for b in md["brokers"]}
         zk_live = self.zk.live_brokers() if self.zk is not None else None
         if zk_live is not None:
@@ -275,7 +278,7 @@ class AdminSource:
             replica_lag_time_max_ms=self._configs.replica_lag_time_max_ms,
             leader_imbalance_per_broker_percentage=self._configs.leader_imbalance_pct,
             reassignment_in_progress=self.zk.reassigning if zk_live is not None else None,  # type: ignore[union-attr]
-            quorum=quorum, denied=self._denied(),
+            quorum=quorum, denied=self._denied(), capabilities=self._capabilities,
         )]
         self._last_cluster_state = records[0]["cluster_state"]
         present = set()

@@ -166,5 +166,7 @@ def split_rows(rows: list[Any], canaries: list[Any] | None = None) -> tuple[
                     topic_count=cs.get("topic_count"),
                     leader_imbalance_percentage=cs.get("leader_imbalance_per_broker_percentage"),
                     reassigning=bool(cs.get("reassignment_in_progress")), quorum=cs.get("quorum"),
-                    error_reason=cs.get("error_reason"), denied=tuple(cs.get("denied") or ()))
+                    error_reason=cs.get("error_reason"), denied=tuple(cs.get("denied") or ()),
+                    capabilities=tuple([(c, True) for c in cs.get("capabilities") or ()]
+                                       + [(c, False) for c in cs.get("unsupported") or ()]))
     return polls, found, clusters, counts, jmx

@@ -46,6 +46,7 @@ class ClusterView:
     quorum: dict[str, Any] | None = None  # KRaft: the cluster record's DescribeQuorum state
     error_reason: str | None = None  # why `error` (collectors/access.py)
     denied: tuple[str, ...] = ()  # ACLs the poll found missing
+    capabilities: tuple[tuple[str, bool], ...] = ()  # (capability, usable): collectors/capabilities.py
 
     @property
     def unreachable_reason(self) -> str | None:
@@ -188,7 +189,14 @@ class KrmCollector:
                                       labels=["cluster", "broker"])
         leaders = GaugeMetricFamily("krm_broker_leaders", "Partitions led by the broker.", labels=["cluster", "broker"])
         replicas = GaugeMetricFamily("krm_broker_replicas", "Replicas assigned to the broker.", labels=["cluster", "broker"])
+        capability = GaugeMetricFamily("krm_collector_capability",
+                                       "1 if the cluster's brokers answer the request a detection needs (elr: "
+                                       "DescribeTopicPartitions, quorum: DescribeQuorum, reassignments: "
+                                       "ListPartitionReassignments); 0: krm cannot see it on this Kafka version.",
+                                       labels=["cluster", "capability"])
         for name, view in sorted(snap.clusters.items()):
+            for what, usable in view.capabilities:
+                capability.add_metric([name, what], 1 if usable else 0)
             for t, fam in counts.items():
                 fam.add_metric([name], per_cluster[(name, t)])
             age.add_metric([name], max(0.0, now - view.newest_observed_ms / 1000))
@@ -201,7 +209,7 @@ class KrmCollector:
                 lead, rep, _, _ = load.get(bid, (0, 0, 0, 0))
                 leaders.add_metric([name, str(bid)], lead)
                 replicas.add_metric([name, str(bid)], rep)
-        yield from (*counts.values(), age, reachable, broker_up, leaders, replicas)
+        yield from (*counts.values(), age, reachable, broker_up, leaders, replicas, capability)
         yield from _kraft_series(snap.clusters)
         yield from _canary_series(snap.canary)
 

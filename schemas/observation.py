@@ -141,6 +141,8 @@ CLUSTER_STATE = Struct((
     ("quorum", QUORUM, False),  # v2, KRaft only
     ("error_reason", STRING, False),  # v2: why `error` (collectors/access.py: authentication_failed, ...)
     ("denied", Array(STRING), False),  # v2: ACLs the poll found missing ("DESCRIBE_CONFIGS on TOPIC t")
+    ("capabilities", Array(STRING), False),  # v2: what krm could ask the brokers (collectors/capabilities.py)
+    ("unsupported", Array(STRING), False),  # v2: what it could not: the brokers lack the request
 ))
 
 TOPIC_STATE = Struct((
