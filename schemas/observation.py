@@ -22,7 +22,8 @@ Versions (`v`): 1 the first; 2 adds, all optional, `elr` / `last_known_elr` per 
 `previous` (KRaft, Kafka 4's Eligible Leader Replicas, KIP-966), the cluster's `quorum` (KRaft
 DescribeQuorum), the topic's `unreachable_brokers` (client-visible availability), the cluster's
 `error_reason` and `denied` (secured clusters), a partition's `adding_replicas` / `removing_replicas`
-(reassignments) and a down broker's `controlled_shutdown` / `down_since_ms`. A v1 record is read as "no ELR and no quorum known",
+(reassignments), a down broker's `controlled_shutdown` / `down_since_ms`, and the cluster's
+`capabilities` / `unsupported` (requests its brokers announce). A v1 record is read as "no ELR and no quorum known",
 which is what a v1 collector knew. The pipeline accepts every version in SUPPORTED_VERSIONS and quarantines others.
 """
 
