@@ -104,6 +104,10 @@ def test_controller_quorum_losing_voters(kafka4, zk_cluster, spark, tmp_path):
     try:
         wait_for(lambda: _gauge(url, "krm_kraft_quorum_voters_caught_up", cluster.name) == {(): 3.0}, 90,
                  "three caught-up voters on /metrics")
+        # Kafka 4.4 answers every request krm asks of a KRaft cluster
+        assert {s.labels["capability"]: s.value for s in series(scrape(url), "krm_collector_capability",
+                                                                 cluster=cluster.name)} == {
+            "elr": 1.0, "quorum": 1.0, "reassignments": 1.0}
         leader = quorum_leader(cluster)
         followers = [c for c in cluster.controller_ids if c != leader]
 

@@ -28,10 +28,14 @@ def test_metadata_and_high_watermarks_match_kafka_tools(zk_cluster):
 
     src = AdminSource(ClusterConfig(name=cluster.name, bootstrap_servers=cluster.bootstrap_servers), CollectorConfig())
     try:
-        ours = {p["partition"]: p for p in next(r for r in src.poll() if r["kind"] == "topic"
+        records = src.poll()
+        ours = {p["partition"]: p for p in next(r for r in records if r["kind"] == "topic"
                                                 and r["topic_state"]["topic"] == topic)["topic_state"]["partitions"]}
     finally:
         src.close()
+    # a ZooKeeper-mode 3.9 broker answers ListPartitionReassignments; ELR and the quorum are KRaft's
+    (cs,) = [r["cluster_state"] for r in records if r["kind"] == "cluster"]
+    assert (cs["capabilities"], cs["unsupported"]) == (["reassignments"], [])
 
     described = _tool("org.apache.kafka.tools.TopicCommand", "--bootstrap-server", cluster.bootstrap_servers,
                       "--describe", "--topic", topic)
