@@ -51,3 +51,26 @@ def test_partitions_are_read_only_when_a_broker_is_newly_down():
     def boom():
         raise AssertionError("read")
     d.annotate([{"id": 1, "live": True, "reachable": True}], boom, 1_000)
+
+
+def test_first_seen_deregistered_while_the_view_still_holds_it_is_judged_again_at_the_next_poll():
+    # a clean stop under load: its registration went before the views caught up with the controller
+    d = Departures()
+    gone = [{"id": 3, "live": False, "reachable": None}]
+    d.annotate(gone, lambda: HEALTHY, 2_000)
+    assert (gone[0]["controlled_shutdown"], gone[0]["down_since_ms"]) == (True, 2_000), "a stop until shown otherwise"
+    caught_up = [{"id": 3, "live": False, "reachable": None}]
+    d.annotate(caught_up, lambda: HANDED_OVER, 3_000)
+    assert (caught_up[0]["controlled_shutdown"], caught_up[0]["down_since_ms"]) == (True, 2_000)
+
+    def boom():
+        raise AssertionError("a final judgement reads no partitions")
+    final = [{"id": 3, "live": False}]
+    d.annotate(final, boom, 4_000)
+    assert final[0]["controlled_shutdown"] is True
+    # the same first sight, and the next poll still shows it holding: the controller moved nothing
+    d = Departures()
+    d.annotate([{"id": 3, "live": False}], lambda: HEALTHY, 2_000)
+    still = [{"id": 3, "live": False}]
+    d.annotate(still, lambda: HEALTHY, 3_000)
+    assert (still[0]["controlled_shutdown"], still[0]["down_since_ms"]) == (False, 2_000)
