@@ -148,14 +148,27 @@ class TlsKeys(Table):
                         self.ssl_check_hostname)
 
 
-class KafkaSecurity(TlsKeys):
+class SaslKeys(TlsKeys):
+    """The `sasl_username` / `sasl_password_*` keys Kafka's and ZooKeeper's login tables share."""
+
+    sasl_username: Text | None = None  # Kafka PLAIN and SCRAM, ZooKeeper digest; GSSAPI: the service name
+    sasl_password_file: File | None = None
+    sasl_password_env: EnvName | None = None
+
+    @property
+    def username(self) -> str | None:
+        return self.sasl_username
+
+    @property
+    def password(self) -> Secret | None:
+        return secret_of(self, "sasl_password")
+
+
+class KafkaSecurity(SaslKeys):
     """`[clusters.security]` / `[observations.security]`: how to connect to one Kafka cluster."""
 
     security_protocol: str = "PLAINTEXT"  # PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL
     sasl_mechanism: str | None = None  # PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER or GSSAPI
-    sasl_username: Text | None = None  # PLAIN and SCRAM; GSSAPI: the brokers' Kerberos service name
-    sasl_password_file: File | None = None
-    sasl_password_env: EnvName | None = None
     sasl_oauth_token_file: File | None = None  # OAUTHBEARER: the token, kept fresh by a sidecar
 
     @field_validator("security_protocol", "sasl_mechanism")
@@ -201,14 +214,6 @@ class KafkaSecurity(TlsKeys):
     @property
     def protocol(self) -> str:
         return self.security_protocol
-
-    @property
-    def username(self) -> str | None:
-        return self.sasl_username
-
-    @property
-    def password(self) -> Secret | None:
-        return secret_of(self, "sasl_password")
 
     @property
     def oauth_token_file(self) -> Path | None:
@@ -316,12 +321,9 @@ def _jaas_quote(value: str) -> str:
     return value.replace("\\", "\\\\").replace('"', '\\"')
 
 
-class ZooKeeperSecurity(TlsKeys):
+class ZooKeeperSecurity(SaslKeys):
     """`[clusters.zookeeper_security]`: SASL DIGEST-MD5 (ZooKeeper's DigestLoginModule users) and/or TLS."""
 
-    sasl_username: Text | None = None
-    sasl_password_file: File | None = None
-    sasl_password_env: EnvName | None = None
     use_tls: bool = Field(False, alias="tls")  # the ensemble's secureClientPort, with the ssl_* keys
 
     @model_validator(mode="after")
@@ -329,14 +331,6 @@ class ZooKeeperSecurity(TlsKeys):
         check_login(self, "sasl_username", "sasl_password", "SASL digest")
         check_secret(self, "sasl_password")
         return self
-
-    @property
-    def username(self) -> str | None:
-        return self.sasl_username
-
-    @property
-    def password(self) -> Secret | None:
-        return secret_of(self, "sasl_password")
 
     @property
     def tls(self) -> TlsFiles | None:
