@@ -64,6 +64,7 @@ class AdminSource:
         self._live_last: dict[int, dict[str, Any]] = {}  # brokers alive at the last successful poll
         self._live_last_ids: set[int] | None = None  # their ids, for brokers_changed
         self._memory = PartitionMemory()
+        self._offset_requests = offsets.Requests()  # the previous poll's ListOffsets requests, reused when unchanged
         self._last_cluster_state: dict[str, Any] | None = None  # for the ZooKeeper-triggered cluster record
         self._assignments: dict[str, tuple[tuple[int, tuple[int, ...]], ...]] = {}  # topic -> last published map
         self._snapshot_at = 0.0
@@ -132,7 +133,8 @@ class AdminSource:
         replica_of, leader_of = offsets.plan(
             ((t["topic"], p["partition"], p["leader"], p["replicas"]) for t in topics for p in t["partitions"]), live)
         try:
-            found = offsets.fetch(admin._client, replica_of, leader_of, self.settings.offsets_timeout_ms / 1000)
+            found = offsets.fetch(admin._client, replica_of, leader_of, self.settings.offsets_timeout_ms / 1000,
+                                  self._offset_requests)
         except Exception as e:  # noqa: BLE001 - metadata without offsets is still worth publishing
             log.warning("cluster %s: offsets not fetched (%s)", self.cluster.name, e)
             found = offsets.OffsetsRound()
@@ -214,6 +216,25 @@ class AdminSource:
         known = {b["id"]: b for b in last["brokers"]} if last is not None else {}
         return [{**known.get(bid, {"id": bid, "host": None, "port": None, "rack": None, "reachable": None}),
                  "live": bid in live} for bid in sorted(set(known) | live | set(held))]
+
+    def _judged(self, brokers: list[dict[str, Any]], at_ms: int) -> list[dict[str, Any]]:
+        """ZooKeeper-triggered records: how each down broker went (collectors/departures.py), judged on
+        the mirror's leaders and ISRs, the freshest view of the controller's writes; a broker that
+        just deregistered is judged here first, not left with the last full poll's verdict."""
+        for b in brokers:
+            b.pop("controlled_shutdown", None)
+            b.pop("down_since_ms", None)
+        self._departures.annotate(brokers, self._mirror_partitions, at_ms)
+        return brokers
+
+    def _mirror_partitions(self) -> Iterable[dict[str, Any]]:
+        zk = self.zk
+        assert zk is not None
+        for topic in zk.topics():
+            for pid, replicas in (zk.assignment(topic) or {}).items():
+                zs = zk.partition(topic, pid)
+                if zs is not None:
+                    yield {"replicas": replicas, "leader": zs.leader, "isr": zs.isr}
 
     def _denied(self) -> list[str]:
         """The ACLs this poll found missing; a change is logged once, in one line."""
@@ -315,9 +336,12 @@ class AdminSource:
                 key = (name, pid)
                 part["high_watermark"] = hw_of(key)
                 part["log_start_offset"] = start_of(key)
-                part["replica_offsets"] = [{"broker": r, "log_end_offset": o} for r in replicas
-                                           if (o := leo_of((name, pid, r))) is not None]
-                parts.append(annotate(name, part, observed_at_ms))
+                leos = {}
+                for r in replicas:
+                    if (o := leo_of((name, pid, r))) is not None:
+                        leos[r] = o
+                part["replica_offsets"] = [{"broker": r, "log_end_offset": o} for r, o in leos.items()]
+                parts.append(annotate(name, part, observed_at_ms, leos))
             published.extend(parts)
             signature = tuple(sorted([(p["partition"], tuple(p["replicas"])) for p in parts]))
             changed = self._assignments.get(name) != signature
@@ -334,7 +358,8 @@ class AdminSource:
         # ISR as the controller wrote them, which the brokers' metadata caches trail; its brokers' live
         # flags come from ZooKeeper too), so one consistent view. The cluster record holds these dicts.
         self._departures.annotate(brokers, lambda: published, observed_at_ms)
-        for gone in [name for name in self._assignments if name not in {t["topic"] for t in topics}]:
+        polled = {t["topic"] for t in topics}
+        for gone in [name for name in self._assignments if name not in polled]:
             del self._assignments[gone]
         self._memory.forget_missing(present)
         for gone in [k for k in self._published if k not in present]:
@@ -439,7 +464,7 @@ class AdminSource:
         if last is not None:
             out.append(cluster_record(
                 self.cluster.name, "zookeeper", poll_id, at, controller_id=self.zk.controller(),
-                brokers=self._zookeeper_brokers(live),
+                brokers=self._judged(self._zookeeper_brokers(live), at),
                 topic_count=last["topic_count"], partition_count=last["partition_count"],
                 replica_lag_time_max_ms=last.get("replica_lag_time_max_ms"),
                 leader_imbalance_per_broker_percentage=last.get("leader_imbalance_per_broker_percentage"),

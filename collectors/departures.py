@@ -13,13 +13,19 @@ one had handed everything over — a controlled shutdown. One that still held an
 handing over. Single-replica partitions do not count: nothing can take them over, so a controlled
 shutdown leaves them led by the broker (they go offline either way and OFFLINE_PARTITION pages).
 
-One exception to "first sight decides": a broker first seen already deregistered (its ports and
-registration went between two polls) while the view still shows it holding something. The view is
-then the suspect: the brokers' metadata caches and krm's ZooKeeper mirror trail the controller's
-writes, by more on a loaded machine (CI saw a clean rolling restart judged a crash for two brokers,
-the mirror a few hundred ms behind). A crash is normally seen before that, registered but refusing
-connections or silent, still holding everything, and that first sight stays final. So this case is
-judged again at the next poll, on a view that has caught up, and is a controlled shutdown meanwhile.
+The view is the suspect for a moment, though: the brokers' metadata caches and krm's ZooKeeper
+mirror trail the controller's writes, by more on a loaded machine (CI saw clean rolling restarts
+judged crashes: a broker first seen registered but refusing connections, its ports closed before
+ZooKeeper dropped its session, or already deregistered, while the mirror still showed the
+leaderships the controller had just moved). So a broker first seen down while the view shows it
+holding is judged again at every look (every poll, and in ZooKeeper mode every ZooKeeper-triggered
+record) for SETTLE_MS: seen holding nothing at any of them, it handed over (controlled); seen
+holding at every one of them, it did not (a crash or hang), final at the first look after SETTLE_MS. Meanwhile its
+verdict follows its registration: still registered reads as unreachable (a warning), deregistered
+as stopped (a warning), so nothing pages on a view that may be behind. SETTLE_MS is shorter than
+any broker session (ZooKeeper enforces at least two ticks, 4 s by default; KRaft's
+broker.session.timeout.ms defaults to 9 s), and before its session expires nothing moves a crashed
+broker's leaderships away, so a crash still holds them at the final look.
 
 Limits: a broker that held nothing replicated when it went down (only single-replica partitions,
 or none) gives no evidence either way and reads as a controlled stop: a warning, as its going hurts
@@ -31,7 +37,8 @@ critical after `[pipeline] planned_stop_max_s`.
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+import threading
+from typing import Any, Callable, Iterable
 
 
 def holders(partitions: Iterable[dict[str, Any]]) -> set[int]:
@@ -45,29 +52,41 @@ def holders(partitions: Iterable[dict[str, Any]]) -> set[int]:
     return out
 
 
-class Departures:
-    def __init__(self) -> None:
-        # broker -> (first seen down at ms, controlled, final); not final: judged again at the next poll
-        self._down: dict[int, tuple[int, bool, bool]] = {}
+SETTLE_MS = 3000
 
-    def annotate(self, brokers: list[dict[str, Any]], partitions: Any, at_ms: int) -> None:
+
+class Departures:
+    """Thread-safe: in ZooKeeper mode the ZooKeeper-triggered records look too, from their own thread."""
+
+    def __init__(self, settle_ms: int = SETTLE_MS) -> None:
+        # broker -> (first seen down at ms, controlled, final); not final: judged again at each look
+        self._down: dict[int, tuple[int, bool, bool]] = {}
+        self.settle_ms = settle_ms
+        self._lock = threading.Lock()
+
+    def annotate(self, brokers: list[dict[str, Any]], partitions: Callable[[], Iterable[dict[str, Any]]],
+                 at_ms: int) -> None:
         """Add `controlled_shutdown` and `down_since_ms` to each down broker (in place);
-        `partitions` is a callable returning this poll's partitions, read only when a broker is newly
-        down or its judgement is not final yet."""
+        `partitions` is a callable returning the partitions as this look sees them, called only when
+        a broker is newly down or its judgement is not final yet."""
         down = {b["id"]: b for b in brokers if not b["live"] or b.get("reachable") is False}
-        for bid in [bid for bid in self._down if bid not in down]:
-            del self._down[bid]  # back up: its next stop is judged afresh
-        held: set[int] | None = None
-        for bid, b in down.items():
-            known = self._down.get(bid)
-            if known is None or not known[2]:
-                if held is None:
-                    held = holders(partitions())
-                if known is not None:  # the second look: final
-                    self._down[bid] = (known[0], bid not in held, True)
-                elif bid not in held:
-                    self._down[bid] = (at_ms, True, True)
-                else:  # holding: final if seen registered but unreachable, else the view may trail
-                    self._down[bid] = (at_ms, not b["live"], bool(b["live"]))
-            since, controlled, _ = self._down[bid]
-            b["down_since_ms"], b["controlled_shutdown"] = since, controlled
+        with self._lock:
+            for bid in [bid for bid in self._down if bid not in down]:
+                del self._down[bid]  # back up: its next stop is judged afresh
+            held: set[int] | None = None
+            for bid, b in down.items():
+                known = self._down.get(bid)
+                if known is None or not known[2]:
+                    if held is None:
+                        held = holders(partitions())
+                    since = known[0] if known is not None else at_ms
+                    if at_ms - since >= self.settle_ms:
+                        # held at every look so far, and the view has had time to catch up; what it
+                        # shows now proves nothing more (the controller may have moved a crash's load)
+                        self._down[bid] = (since, False, True)
+                    elif bid not in held:
+                        self._down[bid] = (since, True, True)  # handed everything over
+                    else:  # the view may trail: meanwhile a warning either way (see the module docstring)
+                        self._down[bid] = (since, not b["live"], False)
+                since, controlled, _ = self._down[bid]
+                b["down_since_ms"], b["controlled_shutdown"] = since, controlled

@@ -74,16 +74,18 @@ class PartitionMemory:
                 self._moves[key] = (adding, {**seen, **now}, at_ms)
         p["reassignment_progress_ms"] = self._moves[key][2]
 
-    def annotate(self, topic: str, p: dict[str, Any], at_ms: int) -> dict[str, Any]:
+    def annotate(self, topic: str, p: dict[str, Any], at_ms: int, leos: dict[int, int] | None = None) -> dict[str, Any]:
         """Add write_rate / hw_stalled_since_ms / previous to partition dict `p` (in place) and
-        remember it. `p` carries leader, leader_epoch, isr, high_watermark, replica_offsets.
+        remember it. `p` carries leader, leader_epoch, isr, high_watermark, replica_offsets;
+        `leos`, when the caller has it, is replica_offsets as broker -> LEO (not copied: kept).
         On the collector's hot path (every partition, every poll): plain dicts, no copies."""
         key = (topic, p["partition"])
         prev = self._seen.get(key)
         hw = p.get("high_watermark")
         leader = p["leader"]
         epoch = p.get("leader_epoch")
-        leos = {r["broker"]: r["log_end_offset"] for r in p.get("replica_offsets") or ()}
+        if leos is None:
+            leos = {r["broker"]: r["log_end_offset"] for r in p.get("replica_offsets") or ()}
         leader_leo = leos.get(leader)
         self._progress(key, p, leos, at_ms)
         since = None
