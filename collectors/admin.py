@@ -307,7 +307,7 @@ class AdminSource:
         snapshot = time.monotonic() - self._snapshot_at >= self.settings.assignment_snapshot_s
         if snapshot:
             self._snapshot_at = time.monotonic()
-        hw_of, start_of, leo_of, annotate = found.hw.get, found.log_start.get, found.leo.get, self._memory.annotate
+        annotate, nothing, now = self._memory.annotate, {}, time.monotonic()
         elr_known = self.zk is None and self._elr_known
         for t in topics:
             min_isr, unclean = self._configs.of(t["topic"])
@@ -316,9 +316,12 @@ class AdminSource:
             zk_assignment = self.zk.assignment(name) if self.zk is not None else None
             zk_moves = self.zk.moves(name) if self.zk is not None and self.zk.connected else None
             before = dict(self._assignments.get(name) or ())
+            hw_of, start_of = found.hw.get(name, nothing).get, found.log_start.get(name, nothing).get
+            leo_by_broker = found.leo.get(name, nothing)
             for p in t["partitions"]:
                 pid = p["partition"]
-                present.add((name, pid))
+                key = (name, pid)
+                present.add(key)
                 replicas = p["replicas"]
                 part = {"partition": pid, "leader": p["leader"], "leader_epoch": p.get("leader_epoch"),
                         "replicas": list(replicas), "isr": list(p["isr"]),
@@ -328,17 +331,17 @@ class AdminSource:
                 elif elr_known:
                     part["elr"], part["last_known_elr"] = [], []
                 self._overlay_zk(name, part, zk_assignment)
-                self._no_older(name, part)
+                self._no_older(name, part, key, now)
                 # the controller's answer first: the mirror's watch on the topic znode can fire after the
                 # brokers' metadata already lists the adding replicas (one false under-replicated poll)
-                self._carry_move(name, part, self._side.moves.get((name, pid)) or (zk_moves or {}).get(pid),
-                                 before.get(pid))
-                key = (name, pid)
-                part["high_watermark"] = hw_of(key)
-                part["log_start_offset"] = start_of(key)
+                self._carry_move(name, part, self._side.moves.get(key) or (zk_moves or nothing).get(pid),
+                                 before.get(pid), key)
+                part["high_watermark"] = hw_of(pid)
+                part["log_start_offset"] = start_of(pid)
                 leos = {}
                 for r in replicas:
-                    if (o := leo_of((name, pid, r))) is not None:
+                    of_r = leo_by_broker.get(r)
+                    if of_r is not None and (o := of_r.get(pid)) is not None:
                         leos[r] = o
                 part["replica_offsets"] = [{"broker": r, "log_end_offset": o} for r, o in leos.items()]
                 parts.append(annotate(name, part, observed_at_ms, leos))
@@ -398,16 +401,18 @@ class AdminSource:
         if kraft.supports(versions, DESCRIBE_QUORUM_KEY):
             self._side.ask_quorum(client, self._last_node)
 
-    def _carry_move(self, topic: str, part: dict[str, Any], move: Any, before: Any) -> None:
-        """`before`: the partition's replicas as the last full poll published them."""
-        key = (topic, part["partition"])
+    def _carry_move(self, topic: str, part: dict[str, Any], move: Any, before: Any,
+                    key: tuple[str, int] | None = None) -> None:
+        """`before`: the partition's replicas as the last full poll published them; `key`: (topic, partition)."""
+        key = key or (topic, part["partition"])
         applied = reassignments.annotate(part, move, self._applied.get(key), before)
         if applied:
             self._applied[key] = applied
         else:
             self._applied.pop(key, None)
 
-    def _no_older(self, topic: str, part: dict[str, Any]) -> None:
+    def _no_older(self, topic: str, part: dict[str, Any], key: tuple[str, int] | None = None,
+                  now: float | None = None) -> None:
         """A record never goes back in leader epoch. The two views krm reads trail each other by a
         few ms: at a broker's return the brokers' metadata named the new leader while the mirror's
         watch for that partition had not fired yet, and a quick record for another partition's
@@ -417,9 +422,9 @@ class AdminSource:
         epoch = part.get("leader_epoch")
         if epoch is None:
             return
-        key = (topic, part["partition"])
+        key = key or (topic, part["partition"])
         newer = self._published.get(key)
-        now = time.monotonic()
+        now = now if now is not None else time.monotonic()
         # Only for the lag between the views (ms to a metadata propagation), and only with the leader and
         # ISR among the replicas: a topic deleted and created again starts its epochs from 0.
         if (newer is not None and newer[0] > epoch and now - newer[3] < NO_OLDER_WINDOW_S
@@ -427,7 +432,7 @@ class AdminSource:
             part.update(leader_epoch=newer[0], leader=newer[1], isr=list(newer[2]))
             part.pop("zk_mtime_ms", None)
         else:
-            self._published[key] = (epoch, part["leader"], list(part["isr"]), now)
+            self._published[key] = (epoch, part["leader"], part["isr"], now)  # (never changed in place)
 
     def _overlay_zk(self, topic: str, part: dict[str, Any], zk_assignment: dict[int, tuple[int, ...]] | None) -> None:
         """Leader, epoch and ISR as the controller wrote them to ZooKeeper, which the brokers'

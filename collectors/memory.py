@@ -87,7 +87,8 @@ class PartitionMemory:
         if leos is None:
             leos = {r["broker"]: r["log_end_offset"] for r in p.get("replica_offsets") or ()}
         leader_leo = leos.get(leader)
-        self._progress(key, p, leos, at_ms)
+        if p.get("adding_replicas") or key in self._moves:  # a move: rare, so no call otherwise
+            self._progress(key, p, leos, at_ms)
         since = None
         if hw is not None and leader_leo is not None and leader_leo > hw:
             # the clock starts at the first poll that saw this HW behind the LEO, not when it was set:
@@ -127,16 +128,18 @@ class PartitionMemory:
             # A new leader that has not answered yet (it returns no offsets until its HW is
             # established): keep the state before the election, so the next poll, which reads its
             # offsets, carries the same `previous` and an unclean election is judged with them.
-            self._seen[key] = Seen(at_ms, prev.leader, prev.leader_epoch, prev.isr, prev.hw, prev_leos, prev.hw_since_ms,
-                                   prev.hw_peak, prev.elr, prev.last_known_elr, prev.replicas, prev.adding)
+            prev.at_ms = at_ms
             return p
         # Remember the last known offsets of replicas that did not answer this time (a dead broker):
         # its truncation shows when it comes back, and a regression of a leaderless HW when it returns.
         known_hw = hw if hw is not None else prev.hw
         known_leos = leos if prev_leos.keys() <= leos.keys() else {**prev_leos, **leos}
         peak = prev.hw_peak if hw is None else (hw if prev.hw_peak is None or hw > prev.hw_peak else prev.hw_peak)
-        self._seen[key] = Seen(at_ms, leader, epoch, p["isr"], known_hw, known_leos, since, peak, elr, lk_elr,
-                               replicas, adding)
+        # updated in place (`previous` above was copied out): no new object per partition per poll
+        prev.at_ms, prev.leader, prev.leader_epoch, prev.isr = at_ms, leader, epoch, p["isr"]
+        prev.hw, prev.leos = known_hw, known_leos
+        prev.hw_since_ms, prev.hw_peak, prev.elr, prev.last_known_elr = since, peak, elr, lk_elr
+        prev.replicas, prev.adding = replicas, adding
         return p
 
     def forget_missing(self, present: set[tuple[str, int]]) -> None:

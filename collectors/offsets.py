@@ -47,9 +47,10 @@ TopicPartition = tuple[str, int]
 class OffsetsRound:
     """What one round of ListOffsets requests learnt."""
 
-    leo: dict[tuple[str, int, int], int] = field(default_factory=dict)  # (topic, partition, broker) -> LEO
-    hw: dict[TopicPartition, int] = field(default_factory=dict)  # (topic, partition) -> leader's HW
-    log_start: dict[TopicPartition, int] = field(default_factory=dict)  # (topic, partition) -> leader's log start
+    # by topic first, as the records are built topic by topic (no key tuple per partition and replica)
+    leo: dict[str, dict[int, dict[int, int]]] = field(default_factory=dict)  # topic -> broker -> partition -> LEO
+    hw: dict[str, dict[int, int]] = field(default_factory=dict)  # topic -> partition -> leader's HW
+    log_start: dict[str, dict[int, int]] = field(default_factory=dict)  # topic -> partition -> leader's log start
     answered: set[int] = field(default_factory=set)  # brokers that answered every request sent to them
     asked: set[int] = field(default_factory=set)
     requests: int = 0
@@ -161,18 +162,16 @@ def fetch(client: Any, replica_of: dict[int, list[TopicPartition]], leader_of: d
             failed.add(b)
             continue
         # an error or a negative offset: not (or no longer) a replica / the leader: skip, never guess
-        if kind == "leo":
-            leo = result.leo
-            for topic, parts in f.value.topics:
-                for part in parts:
-                    if part[1] == 0 and part[3] >= 0:
-                        leo[(topic, part[0], b)] = part[3]
-        else:
-            into = result.hw if kind == "hw" else result.log_start
-            for topic, parts in f.value.topics:
-                for part in parts:
-                    if part[1] == 0 and part[3] >= 0:
-                        into[(topic, part[0])] = part[3]
+        into = result.hw if kind == "hw" else result.log_start if kind == "log_start" else None
+        for topic, parts in f.value.topics:
+            # (partition, error_code, timestamp, offset, leader_epoch)
+            found = {p[0]: p[3] for p in parts if p[1] == 0 and p[3] >= 0}
+            if into is None:
+                result.leo.setdefault(topic, {})[b] = found
+            elif topic in into:
+                into[topic].update(found)
+            else:
+                into[topic] = found
     result.answered = result.asked - failed
     if failed:
         log.debug("offsets: no answer within %.1fs from brokers %s", timeout_s, sorted(failed))

@@ -89,26 +89,35 @@ def decode_metadata_v8(data: bytes) -> MetadataAnswer:
     (n_topics,) = _I.unpack_from(data, at)
     at += 4
     topics = []
-    head, ints = _PARTITION_HEAD.unpack_from, _ints
+    head, ints, unpack_int = _PARTITION_HEAD.unpack_from, _ints, _I.unpack_from
     for _ in range(max(n_topics, 0)):
         (error,) = _H.unpack_from(data, at)
         name, at = _string(data, at + 2)
         internal, n_parts = _TOPIC_HEAD_AFTER_NAME.unpack_from(data, at)
         at += 5
         parts = []
-        for _ in range(max(n_parts, 0)):
+        for _ in range(n_parts if n_parts > 0 else 0):
             p_error, pid, leader, epoch, nr = head(data, at)
             at += 18
-            replicas = list(ints(nr).unpack_from(data, at)) if nr > 0 else []
-            at += 4 * max(nr, 0)
-            (ni,) = _I.unpack_from(data, at)
+            if nr > 0:
+                replicas = list(ints(nr).unpack_from(data, at))
+                at += 4 * nr
+            else:
+                replicas = []
+            (ni,) = unpack_int(data, at)
             at += 4
-            isr = list(ints(ni).unpack_from(data, at)) if ni > 0 else []
-            at += 4 * max(ni, 0)
-            (no,) = _I.unpack_from(data, at)
+            if ni > 0:
+                isr = list(ints(ni).unpack_from(data, at))
+                at += 4 * ni
+            else:
+                isr = []
+            (no,) = unpack_int(data, at)
             at += 4
-            offline = list(ints(no).unpack_from(data, at)) if no > 0 else []
-            at += 4 * max(no, 0)
+            if no > 0:
+                offline = list(ints(no).unpack_from(data, at))
+                at += 4 * no
+            else:
+                offline = []
             parts.append({"error_code": p_error, "partition": pid, "leader": leader, "leader_epoch": epoch,
                           "replicas": replicas, "isr": isr, "offline_replicas": offline})
         at += 4  # topic_authorized_operations
