@@ -50,7 +50,7 @@ SECURITY_MODES = ("plaintext", "sasl_ssl")
 
 def default_kafka_version(mode: str) -> str:
     return ZK_KAFKA_VERSION if mode == "zk" else KRAFT_KAFKA_VERSION
-JVM_OPTS = ["-Xms64m", "-XX:+UseSerialGC", "-Djava.awt.headless=true"]
+JVM_OPTS = ["-Xms64m", "-XX:+UseSerialGC", "-Djava.awt.headless=true"]  # + $KRM_JVM_OPTS (split on spaces)
 HEAP_MB = 384  # enough for the tests' few hundred partitions; benchmarks with thousands pass more
 
 
@@ -637,7 +637,7 @@ class LocalCluster:
     def _java(self, node: Node, main: list[str]) -> list[str]:
         group, log_conf = KAFKA_RUNTIMES[node.kafka_version or self.kafka_version]
         kafka_cp = str(jar_group(group)[0].parent / "*")
-        cmd = ["java", *JVM_OPTS, f"-Xmx{self.heap_mb}m", *self._jaas(node),
+        cmd = ["java", *JVM_OPTS, *os.environ.get("KRM_JVM_OPTS", "").split(), f"-Xmx{self.heap_mb}m", *self._jaas(node),
                f"-Dlog4j.configuration=file:{CONF_DIR / log_conf}",
                f"-Dlog4j2.configurationFile={CONF_DIR / log_conf}",
                f"-Dkafka.logs.dir={self._node_dir(node) / 'logs'}"]

@@ -16,6 +16,10 @@ from krm.local_cluster import KRAFT_KAFKA_VERSION, ZK_KAFKA_VERSION
 from tests.helpers import local_cluster
 
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+# The suite's Kafka JVMs (brokers, controllers, ZooKeeper, Kafka's command-line tools) compile with C1
+# only: they live minutes and carry little load, and the C2 compiler's work was a third of their CPU
+# on a machine the suite already keeps busy (benchmarks keep the default: their brokers work hard).
+os.environ.setdefault("KRM_JVM_OPTS", "-XX:TieredStopAtLevel=1")
 
 TIERS = ("unit", "spark", "integration", "e2e")  # one folder each under tests/
 # unit first (seconds), then spark, then e2e while few of the session's Kafka clusters run yet (their

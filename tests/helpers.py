@@ -140,7 +140,8 @@ def kafka_tool(main: str, *args: str) -> str:
     from foundation.paths import jar_group
 
     cp = str(jar_group("kafka")[0].parent / "*")
-    out = subprocess.run(["java", *JVM_OPTS, "-cp", cp, main, *args], capture_output=True, text=True, timeout=120)
+    opts = [*JVM_OPTS, *os.environ.get("KRM_JVM_OPTS", "").split()]  # (tests/conftest.py)
+    out = subprocess.run(["java", *opts, "-cp", cp, main, *args], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
     return out.stdout
 
