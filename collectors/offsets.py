@@ -65,15 +65,18 @@ def plan(partitions: Iterable[tuple[str, int, int, list[int]]], live: set[int]
     """From (topic, partition, leader, replicas): which partitions to ask each live broker for its
     own LEO, and which to ask each live leader for its HW. Dead brokers and leaderless partitions
     are not asked: they cannot answer and must not slow the poll."""
-    replica_of: dict[int, list[TopicPartition]] = {}
-    leader_of: dict[int, list[TopicPartition]] = {}
+    replica_of: dict[int, list[TopicPartition]] = {b: [] for b in live}
+    leader_of: dict[int, list[TopicPartition]] = {b: [] for b in live}
     for topic, partition, leader, replicas in partitions:
+        tp = (topic, partition)
         for b in replicas:
-            if b in live:
-                replica_of.setdefault(b, []).append((topic, partition))
-        if leader >= 0 and leader in live:
-            leader_of.setdefault(leader, []).append((topic, partition))
-    return replica_of, leader_of
+            asked = replica_of.get(b)
+            if asked is not None:
+                asked.append(tp)
+        asked = leader_of.get(leader)  # -1 (no leader) is never a live broker
+        if asked is not None:
+            asked.append(tp)
+    return {b: tps for b, tps in replica_of.items() if tps}, {b: tps for b, tps in leader_of.items() if tps}
 
 
 def _request(version: int, replica_id: int, tps: list[TopicPartition], timestamp: int = LATEST_TIMESTAMP) -> Any:

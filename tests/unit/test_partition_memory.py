@@ -3,7 +3,7 @@
 import pytest
 
 from collectors.memory import PartitionMemory
-from collectors.offsets import plan
+from collectors.offsets import Requests, plan
 
 pytestmark = pytest.mark.unit
 
@@ -63,6 +63,17 @@ def test_plan_asks_live_replicas_for_leos_and_live_leaders_for_hws():
     replica_of, leader_of = plan([("t", 0, 1, [1, 2, 3]), ("t", 1, -1, [3]), ("u", 0, 2, [2, 3])], live={1, 2})
     assert replica_of == {1: [("t", 0)], 2: [("t", 0), ("u", 0)]}
     assert leader_of == {1: [("t", 0)], 2: [("u", 0)]}
+
+
+def test_a_request_is_encoded_again_only_when_its_partitions_change():
+    made = Requests()
+    first = made.get(1, "leo", 5, [("t", 0), ("t", 1)])
+    assert made.get(1, "leo", 5, [("t", 0), ("t", 1)]) is first  # an equal list, not the same one
+    assert made.get(1, "hw", 5, [("t", 0), ("t", 1)]) is not first  # another kind: another request
+    moved = made.get(1, "leo", 5, [("t", 0)])
+    assert moved is not first and moved.encode() != first.encode()
+    made.forget_others({2})
+    assert made.get(1, "leo", 5, [("t", 0)]) is not moved
 
 
 def test_peak_hw_survives_a_regression():
