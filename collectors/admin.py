@@ -66,7 +66,8 @@ class AdminSource:
         self._memory = PartitionMemory()
         self._offset_requests = offsets.Requests()  # the previous poll's ListOffsets requests, reused when unchanged
         self._last_cluster_state: dict[str, Any] | None = None  # for the ZooKeeper-triggered cluster record
-        self._assignments: dict[str, tuple[tuple[int, tuple[int, ...]], ...]] = {}  # topic -> last published map
+        # topic -> partition -> replicas as last published (a new dict per topic per poll, never changed after)
+        self._assignments: dict[str, dict[int, list[int]]] = {}
         self._snapshot_at = 0.0
         self._notes = Notes(cluster.name)  # side requests' failures, logged once
         self._side = SideChannel(cluster, settings.request_timeout_ms, self._notes)  # DescribeQuorum, moves
@@ -315,7 +316,8 @@ class AdminSource:
             parts = []
             zk_assignment = self.zk.assignment(name) if self.zk is not None else None
             zk_moves = self.zk.moves(name) if self.zk is not None and self.zk.connected else None
-            before = dict(self._assignments.get(name) or ())
+            before = self._assignments.get(name) or nothing
+            signature: dict[int, list[int]] = {}
             hw_of, start_of = found.hw.get(name, nothing).get, found.log_start.get(name, nothing).get
             leo_by_broker = found.leo.get(name, nothing)
             for p in t["partitions"]:
@@ -345,8 +347,8 @@ class AdminSource:
                         leos[r] = o
                 part["replica_offsets"] = [{"broker": r, "log_end_offset": o} for r, o in leos.items()]
                 parts.append(annotate(name, part, observed_at_ms, leos))
+                signature[pid] = part["replicas"]
             published.extend(parts)
-            signature = tuple(sorted([(p["partition"], tuple(p["replicas"])) for p in parts]))
             changed = self._assignments.get(name) != signature
             self._assignments[name] = signature
             rec = topic_record(
@@ -487,7 +489,7 @@ class AdminSource:
                 continue
             parts = []
             moves = self.zk.moves(topic)
-            before = dict(self._assignments.get(topic) or ())
+            before = self._assignments.get(topic) or {}
             pending = {p["partition"]: p for p in (arrived or {}).get(topic, [])}
             for pid, replicas in sorted(assignment.items()):
                 zs = self.zk.partition(topic, pid)
