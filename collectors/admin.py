@@ -325,9 +325,9 @@ class AdminSource:
                 key = (name, pid)
                 present.add(key)
                 replicas = p["replicas"]
+                # the decoded lists are this poll's own and no one changes a list in place: not copied
                 part = {"partition": pid, "leader": p["leader"], "leader_epoch": p.get("leader_epoch"),
-                        "replicas": list(replicas), "isr": list(p["isr"]),
-                        "offline_replicas": list(p.get("offline_replicas") or [])}
+                        "replicas": replicas, "isr": p["isr"], "offline_replicas": p.get("offline_replicas") or []}
                 if "elr" in p:
                     part["elr"], part["last_known_elr"] = p["elr"], p["last_known_elr"]
                 elif elr_known:
