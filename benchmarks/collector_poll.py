@@ -2,7 +2,7 @@
 on this machine (`--cluster-max`, default 10,000 partitions) against the protocol-level stand-in
 broker of benchmarks/standin_broker.py (one port per broker, real wire protocol, real decode work).
 
-For each partition count: create topics (RF 3, 100 partitions each) until the cluster holds that
+For each partition count: create topics (RF 3 or `--replication-factor`, 100 partitions each) until the cluster holds that
 many partitions, write a few messages to every partition, then run the Admin API source's poll
 (one Metadata request, two ListOffsets requests per broker, records built and schema-checked) N
 times. Reports per count: poll duration p50/p95/max, requests per poll, records and JSON bytes
@@ -74,14 +74,14 @@ def pct(values: list[float], q: float) -> float:
     return s[min(len(s) - 1, int(round(q * (len(s) - 1))))]
 
 
-def grow(cluster: LocalCluster, target: int, have: int) -> int:
+def grow(cluster: LocalCluster, target: int, have: int, replication_factor: int = 3) -> int:
     from kafka import KafkaProducer
     from kafka.admin import KafkaAdminClient, NewTopic
 
     admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap_servers, request_timeout_ms=120_000)
     new = [f"bench-{i:04d}" for i in range(have // TOPIC_PARTITIONS, target // TOPIC_PARTITIONS)]
     for i in range(0, len(new), 10):
-        admin.create_topics([NewTopic(t, TOPIC_PARTITIONS, 3) for t in new[i:i + 10]], timeout_ms=120_000)
+        admin.create_topics([NewTopic(t, TOPIC_PARTITIONS, replication_factor) for t in new[i:i + 10]], timeout_ms=120_000)
     admin.close()
     time.sleep(5)
     producer = KafkaProducer(bootstrap_servers=cluster.bootstrap_servers, acks=1, linger_ms=20)
@@ -260,7 +260,7 @@ def run_cluster(args: argparse.Namespace, counts: list[int], results: list[dict[
         for target in counts:
             t0 = time.perf_counter()
             try:
-                have = grow(cluster, target, have)
+                have = grow(cluster, target, have, args.replication_factor)
             except Exception as e:  # noqa: BLE001 - e.g. the local controller too slow to create more
                 print(f"could not grow the local cluster to {target} partitions ({type(e).__name__}: {e}); "
                       f"measured up to {have}", flush=True)
@@ -317,6 +317,8 @@ def main() -> int:
     ap.add_argument("--mode", choices=["zk", "kraft"], default="zk")
     ap.add_argument("--kafka-version", default="", help="default: 3.9.1 in zk mode, the newest 4.x in KRaft mode")
     ap.add_argument("--broker-heap-mb", type=int, default=1024, help="each broker's -Xmx (default 1024)")
+    ap.add_argument("--replication-factor", type=int, default=3,
+                    help="local cluster topics' (default 3); 1 holds 3x the partitions in the same replicas per broker")
     ap.add_argument("--kafka-exporter", metavar="PATH", help="kafka_exporter binary to run beside the collector")
     ap.add_argument("--install-kafka-exporter", action="store_true", help="go install it when it is not found")
     args = ap.parse_args()
