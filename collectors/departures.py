@@ -20,9 +20,9 @@ ZooKeeper dropped its session, or already deregistered, while the mirror still s
 leaderships the controller had just moved). So a broker first seen down while the view shows it
 holding is judged again at every look (every poll, and in ZooKeeper mode every ZooKeeper-triggered
 record) for SETTLE_MS: seen holding nothing at any of them, it handed over (controlled); seen
-holding at every one of them, it did not (a crash or hang), final at the first look after SETTLE_MS. Meanwhile its
-verdict follows its registration: still registered reads as unreachable (a warning), deregistered
-as stopped (a warning), so nothing pages on a view that may be behind. SETTLE_MS is shorter than
+holding at every one of them, it did not (a crash or hang), final at the first look after
+SETTLE_MS. Meanwhile its verdict follows its registration: still registered reads as unreachable
+(a warning), deregistered as stopped (a warning), so nothing pages on a view that may be behind. SETTLE_MS is shorter than
 any broker session (ZooKeeper enforces at least two ticks, 4 s by default; KRaft's
 broker.session.timeout.ms defaults to 9 s), and before its session expires nothing moves a crashed
 broker's leaderships away, so a crash still holds them at the final look.
