@@ -89,7 +89,7 @@ def decode_metadata_v8(data: bytes) -> MetadataAnswer:
     (n_topics,) = _I.unpack_from(data, at)
     at += 4
     topics = []
-    head, ints, unpack_int = _PARTITION_HEAD.unpack_from, _ints, _I.unpack_from
+    head, ints, int_array = _PARTITION_HEAD.unpack_from, _ints, _int_array
     for _ in range(max(n_topics, 0)):
         (error,) = _H.unpack_from(data, at)
         name, at = _string(data, at + 2)
@@ -104,20 +104,8 @@ def decode_metadata_v8(data: bytes) -> MetadataAnswer:
                 at += 4 * nr
             else:
                 replicas = []
-            (ni,) = unpack_int(data, at)
-            at += 4
-            if ni > 0:
-                isr = list(ints(ni).unpack_from(data, at))
-                at += 4 * ni
-            else:
-                isr = []
-            (no,) = unpack_int(data, at)
-            at += 4
-            if no > 0:
-                offline = list(ints(no).unpack_from(data, at))
-                at += 4 * no
-            else:
-                offline = []
+            isr, at = int_array(data, at)
+            offline, at = int_array(data, at)
             parts.append({"error_code": p_error, "partition": pid, "leader": leader, "leader_epoch": epoch,
                           "replicas": replicas, "isr": isr, "offline_replicas": offline})
         at += 4  # topic_authorized_operations

@@ -13,13 +13,11 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-_RANGES = {"int": (-(2**31), 2**31 - 1), "long": (-(2**63), 2**63 - 1)}
-
-
 class _Writer:
-    def __init__(self) -> None:
+    def __init__(self, ranges: dict[str, tuple[int, int]]) -> None:
         self.lines: list[str] = []
         self.n = 0
+        self.ranges = ranges  # integer type -> (lowest, highest), the walker's own bounds
 
     def var(self) -> str:
         self.n += 1
@@ -29,7 +27,7 @@ class _Writer:
         self.lines.append("    " * depth + text)
 
 
-def _scalar_test(name: str, v: str) -> str:
+def _scalar_test(name: str, v: str, ranges: dict[str, tuple[int, int]]) -> str:
     """A Python expression true when `v` is NOT a valid value of scalar type `name`."""
     if name == "string":
         return f"type({v}) is not str"
@@ -37,7 +35,7 @@ def _scalar_test(name: str, v: str) -> str:
         return f"type({v}) is not bool"
     if name == "double":
         return f"(type({v}) is not float and type({v}) is not int)"
-    lo, hi = _RANGES[name]
+    lo, hi = ranges[name]
     return f"(type({v}) is not int or not {lo} <= {v} <= {hi})"
 
 
@@ -45,13 +43,13 @@ def _value(w: _Writer, t: Any, v: str, depth: int) -> None:
     """Statements that return False unless `v` (not None) is a valid `t`."""
     kind = type(t).__name__
     if kind == "Scalar":
-        w.emit(depth, f"if {_scalar_test(t.name, v)}: return False")
+        w.emit(depth, f"if {_scalar_test(t.name, v, w.ranges)}: return False")
     elif kind == "Array":
         w.emit(depth, f"if type({v}) is not list: return False")
         item = w.var()
         w.emit(depth, f"for {item} in {v}:")
         if type(t.element).__name__ == "Scalar":
-            w.emit(depth + 1, f"if {_scalar_test(t.element.name, item)}: return False")
+            w.emit(depth + 1, f"if {_scalar_test(t.element.name, item, w.ranges)}: return False")
         else:
             _value(w, t.element, item, depth + 1)
     else:
@@ -67,9 +65,10 @@ def _value(w: _Writer, t: Any, v: str, depth: int) -> None:
                 _value(w, field_type, f, depth + 1)
 
 
-def generate(t: Any) -> Callable[[Any], bool]:
-    """A function `record -> bool` for schema tree `t` (a Struct of schemas/observation.py)."""
-    w = _Writer()
+def generate(t: Any, ranges: dict[str, tuple[int, int]]) -> Callable[[Any], bool]:
+    """A function `record -> bool` for schema tree `t` (a Struct of schemas/observation.py), with
+    `ranges` the bounds of its integer types."""
+    w = _Writer(ranges)
     w.emit(0, "def fast(v0):")
     _value(w, t, "v0", 1)
     w.emit(1, "return True")

@@ -281,7 +281,7 @@ def _compile(t: Any) -> Any:
 
 
 _CHECK_OBSERVATION = _compile(OBSERVATION)
-_FAST_OBSERVATION = fast_check.generate(OBSERVATION)
+_FAST_OBSERVATION = fast_check.generate(OBSERVATION, _INT_RANGE)
 
 
 def spark_schema(t: Any = OBSERVATION) -> Any:
