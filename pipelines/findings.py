@@ -14,7 +14,7 @@ from typing import Any
 
 from foundation.config import PipelineConfig, default_of
 from pipelines.columns import let
-from pipelines.detectors import brokers, registry
+from pipelines.detectors import registry
 from pipelines.detectors.rule import ROW_FIELDS, ClusterView, PartitionView
 from pipelines.detectors.rule import row as _row
 
@@ -101,9 +101,9 @@ def broker_counts(partitions: Any) -> Any:
 
 def cluster_rows(obs: Any, observed_at_ms: Any = None, settings: DetectorSettings | None = None) -> Any:
     """For a `cluster` record: its state; when the poll succeeded, a poll marker and the findings of
-    the cluster rules (brokers, controller). A failed poll (no broker answered) may still carry who is
-    registered (ZooKeeper): its BROKER_DOWN findings open incidents, and without a marker it resolves
-    none (pipelines/incidents.py)."""
+    the cluster rules (brokers, controller). A failed poll (no broker answered) is judged by the rules
+    with `failed_polls`: CLUSTER_UNREACHABLE, or BROKER_DOWN when it still carries who is registered
+    (ZooKeeper); without a marker it resolves none (pipelines/incidents.py)."""
     from pyspark.sql import functions as F
 
     cs = obs["cluster_state"]
@@ -115,9 +115,11 @@ def cluster_rows(obs: Any, observed_at_ms: Any = None, settings: DetectorSetting
     def present(rows: Any) -> Any:
         return F.filter(rows, lambda x: x.isNotNull())
 
-    found = present(F.concat(*[r.plan(view) for r in registry.of_subject("cluster")]))
+    rules = registry.of_subject("cluster")
+    found = present(F.concat(*[r.plan(view) for r in rules]))
+    on_failure = present(F.concat(*[r.plan(view) for r in rules if r.failed_polls]))
     return F.when(cs["error"].isNull(), F.concat(F.array(state, marker), found)) \
-        .otherwise(F.concat(F.array(state), present(brokers.RULE.plan(view))))
+        .otherwise(F.concat(F.array(state), on_failure))
 
 
 def jmx_rows(obs: Any) -> Any:

@@ -95,7 +95,7 @@ def _plan(view: ClusterView) -> Any:
 
 RULE = Rule(BROKER_DOWN, {NOT_REGISTERED: "critical", STOPPED: "warning", UNREACHABLE: "warning"}, "cluster",
             "a broker not registered after a crash (critical) or a controlled shutdown (warning, critical when "
-            "it lasts), or not answering while still registered (warning)", plan=_plan,
+            "it lasts), or not answering while still registered (warning)", plan=_plan, failed_polls=True,
             routine=(
             "A rolling restart, upgrade or operator's stop is a controlled shutdown: `stopped`, a warning, "
             "critical only past `planned_stop_max_s`; a crash or hang (`not_registered`) pages at once."))

@@ -6,8 +6,8 @@ others. `krm incidents --type`, the docs and the shipped alert rules are checked
 
 from __future__ import annotations
 
-from pipelines.detectors import (availability, balance, brokers, controllers, hw_stall, isr, lag, offline, reassignment,
-                                 truncation, unclean)
+from pipelines.detectors import (availability, balance, brokers, cluster_reachability, controllers, hw_stall, isr, lag,
+                                 offline, reassignment, truncation, unclean)
 from pipelines.detectors.rule import Rule
 
 RULES: tuple[Rule, ...] = (
@@ -24,6 +24,7 @@ RULES: tuple[Rule, ...] = (
     reassignment.RULE,
     brokers.RULE,
     controllers.RULE,
+    cluster_reachability.RULE,
     balance.RULES[balance.PREFERRED],
     balance.RULES[balance.LEADER_SKEW],
     balance.RULES[balance.REPLICA_IMBALANCE],

@@ -11,7 +11,9 @@ Subjects:
 - `partition`: judged in the alert projection on each partition of a `topic` record (`PartitionView`);
   `plan(view)` gives an array of finding rows (nulls dropped), `affected(view)` a cheap condition that
   must hold for any finding (partitions for which every rule's `affected` is false are skipped).
-- `cluster`: judged in the alert projection on each successful `cluster` record (`ClusterView`).
+- `cluster`: judged in the alert projection on each successful `cluster` record (`ClusterView`);
+  with `failed_polls`, on a failed poll's record too (BROKER_DOWN from ZooKeeper's registrations,
+  CLUSTER_UNREACHABLE).
 - `driver`: judged in Python on the driver (counts, canary rounds, quorum, JMX); no Spark form.
 A type judged in several places (CONTROLLER_ANOMALY) has one rule whose `plan` covers the Spark part.
 """
@@ -40,6 +42,7 @@ class Rule:
     plan: Callable[[Any], Any] | None = None  # view -> array<finding row> Column (nulls allowed)
     affected: Callable[[Any], Any] | None = None  # PartitionView -> boolean Column; shared callables count once
     event: bool = False  # a moment, not a state: held open for `event_hold_s`, then resolved
+    failed_polls: bool = False  # cluster rules: judged on a failed poll's record too (it resolves nothing)
     # what routine operations (rolling restart or upgrade, an operator's stop and start, a broker added,
     # a reassignment, a preferred election) do to it, and why it pages or not: critical means clients
     # fail or one more failure loses data; what an operator caused on purpose and Kafka heals is a warning
@@ -52,6 +55,8 @@ class Rule:
             raise ValueError(f"{self.type}: a {self.subject} rule {'needs' if self.plan is None else 'has no'} plan")
         if not self.routine:
             raise ValueError(f"{self.type}: say what routine operations do to it (`routine`)")
+        if self.failed_polls and self.subject != "cluster":
+            raise ValueError(f"{self.type}: only cluster rules see failed polls")
         if self.subject == "partition" and (self.scope not in ("topic", "offsets") or self.affected is None):
             raise ValueError(f"{self.type}: a partition rule needs scope 'topic' or 'offsets' and `affected`")
 

@@ -115,9 +115,10 @@ def test_isr_findings_and_missing_controller(spark):
     assert found["CONTROLLER_ANOMALY"].cause == "no_active_controller"
 
 
-def test_failed_cluster_poll_resolves_nothing(spark):
+def test_failed_cluster_poll_opens_cluster_unreachable_and_resolves_nothing(spark):
     rows = alert_rows(valid(parse(_batch(spark, [json.dumps(_cluster(error="NoBrokersAvailable"))])))).collect()
-    assert [(r.row_type, r.scope) for r in rows] == [("cluster", "cluster")]
+    assert [(r.row_type, r.scope, r.type, r.cause) for r in rows] == [
+        ("cluster", "cluster", None, None), ("finding", "cluster", "CLUSTER_UNREACHABLE", "unreachable")]
 
 
 def test_failed_poll_with_zookeeper_s_registrations_opens_broker_down_and_resolves_nothing(spark):

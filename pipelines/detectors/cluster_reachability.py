@@ -1,0 +1,64 @@
+"""CLUSTER_UNREACHABLE: krm cannot see the cluster at all.
+
+A poll failed: no broker answered the Admin API, and the collector wrote a `cluster` record with
+`error` and `error_reason` (collectors/access.py says how the reason is told). It is this incident
+only when nothing else said who is registered either: KRaft mode (the brokers are krm's only way
+in), or ZooKeeper mode with krm's ZooKeeper session down too. In ZooKeeper mode with ZooKeeper
+answering, the failed poll's record still lists the brokers with their registrations, and the
+partitions' state comes from ZooKeeper: krm sees the cluster, and every broker down is BROKER_DOWN
+per broker, not this.
+
+Causes, the collector's reasons:
+- `unreachable`: nothing answered (the cluster is down, or the path from the collector is);
+- `authentication_failed`, `tls_failed`, `protocol_mismatch`: the brokers refused krm's login,
+  certificate or listener protocol ([clusters.security]); clients may be fine;
+- `authorization_failed`: logged in, but refused the Metadata krm needs (an ACL). Missing ACLs on a
+  poll that succeeded show on krm_cluster_reachable alone: krm sees the cluster, in part.
+A reason this version does not know reads as `unreachable`.
+All critical: while it lasts, every other detection for the cluster is blind, so no other page
+can come (the shipped KrmClusterUnreachable alert pages on krm_cluster_reachable after 1 min).
+A successful poll resolves it; a failed one that ZooKeeper still describes resolves nothing.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from pipelines.detectors.rule import ClusterView, Rule
+
+TYPE = "CLUSTER_UNREACHABLE"
+UNREACHABLE = "unreachable"
+AUTHENTICATION = "authentication_failed"
+TLS = "tls_failed"
+PROTOCOL = "protocol_mismatch"
+AUTHORIZATION = "authorization_failed"
+
+
+def judge(cluster_state: Mapping[str, Any]) -> tuple[str, dict[str, Any]] | None:
+    """(cause, details) when the record says krm could not see the cluster at all, else None."""
+    if cluster_state.get("error") is None or cluster_state.get("brokers"):
+        return None
+    reason = cluster_state.get("error_reason")
+    cause = reason if isinstance(reason, str) and reason in RULE.causes else UNREACHABLE
+    return cause, {"error": cluster_state["error"]}
+
+
+def _plan(view: ClusterView) -> Any:
+    from pyspark.sql import functions as F
+
+    cs = view.cs
+    blind = cs["error"].isNotNull() & (F.coalesce(F.size(cs["brokers"]), F.lit(0)) <= 0)
+    reason = cs["error_reason"]
+    cause = F.when(reason.isin(*RULE.causes), reason).otherwise(F.lit(UNREACHABLE))
+    details = F.to_json(F.struct(cs["error"].alias("error")))
+    return F.array(F.when(blind, view.finding(RULE, cause, details, severity=RULE.severity_column(cause))))
+
+
+RULE = Rule(TYPE, {UNREACHABLE: "critical", AUTHENTICATION: "critical", TLS: "critical", PROTOCOL: "critical",
+                   AUTHORIZATION: "critical"},
+            "cluster", "krm cannot see the cluster at all: no broker answered its poll and nothing else (ZooKeeper) "
+            "said who is registered", plan=_plan, failed_polls=True,
+            routine=(
+            "A rolling restart or upgrade keeps brokers answering: never. Stopping a whole KRaft cluster opens it "
+            "until the first broker answers again (nothing tells a stop from a cut network); the shipped alert "
+            "waits 1 min. In ZooKeeper mode ZooKeeper still says who is registered: BROKER_DOWN per broker instead."))
