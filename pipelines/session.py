@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import logging
 import os
+import socket
+import time
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +41,43 @@ def objectstore_jars(required: bool = False) -> list[Path]:
         if required:
             raise
         return []
+
+
+MASTER_PATIENCE_S = 15.0  # a standalone master restarting (or its host booting) accepts within this
+
+
+def master_addresses(master: str) -> list[tuple[str, int]]:
+    """The (host, port) of each master of a `spark://h1:7077,h2:7077` URL (port 7077 when unnamed)."""
+    out = []
+    for part in master.removeprefix("spark://").split(","):
+        host, sep, port = part.strip().rpartition(":")
+        if not sep or not port.isdigit():
+            host, port = part.strip(), "7077"
+        out.append((host.strip("[]"), int(port)))
+    return out
+
+
+def await_master(master: str, patience_s: float = MASTER_PATIENCE_S) -> None:
+    """Return once a standalone master accepts a TCP connection; else SparkUnavailable after
+    `patience_s`. Without it, Spark's client retries its registration 3 times 20 s (StandaloneAppClient's
+    REGISTRATION_TIMEOUT_SECONDS and REGISTRATION_RETRIES) before saying "All masters are unresponsive":
+    a minute for an address nothing listens on. A master that accepts but never answers still takes
+    Spark's minute."""
+    addresses = master_addresses(master)
+    deadline = time.monotonic() + patience_s
+    while True:
+        errors = []
+        for host, port in addresses:
+            try:
+                with socket.create_connection((host, port), timeout=2):
+                    return
+            except OSError as e:
+                errors.append(f"{host}:{port} ({e.strerror or e})")
+        if time.monotonic() >= deadline:
+            raise SparkUnavailable(
+                f"Spark session on {master} could not start: no master accepts connections at {', '.join(errors)} "
+                f"(tried for {patience_s:.0f} s). Is the master running and reachable from this host?")
+        time.sleep(1.0)
 
 
 def build_session(master: str = "local[2,4]", app_name: str = "krm-pipeline", log_dir: Path | None = None,
@@ -96,6 +135,8 @@ def build_session(master: str = "local[2,4]", app_name: str = "krm-pipeline", lo
         log.info("under spark-submit: its master and %s apply, not krm's", ", ".join(left))
         conf = {k: v for k, v in conf.items() if k not in SUBMIT_OWNS}
     else:
+        if master.startswith("spark://"):
+            await_master(master)
         builder = builder.master(master)
     for k, v in conf.items():
         builder = builder.config(k, v)
