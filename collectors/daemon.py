@@ -30,7 +30,7 @@ class Collector:
         self._dirty = {c.name: threading.Event() for c in config.clusters}
         self._zk = {c.name: ZkState(c, self._wake[c.name].set, self._dirty[c.name].set) for c in config.clusters
                     if c.zookeeper and zookeeper_watches}
-        self.sources = [AdminSource(c, config.collector, self._zk.get(c.name)) for c in config.clusters]
+        self.sources = [AdminSource(c, config.collector.for_cluster(c), self._zk.get(c.name)) for c in config.clusters]
         self.jmx_sources = [JmxSource(c.name, dict(c.jmx_exporter_urls), security=c.jmx_security)
                             for c in config.clusters if c.jmx_exporter_urls]
         self.canaries = [CanarySource(c, config.collector) for c in config.clusters if c.canary]
@@ -94,10 +94,10 @@ class Collector:
         self.publisher.close()
 
     def _loop(self, src: Any) -> None:
-        interval = self.config.collector.poll_interval_s
+        interval = src.settings.poll_interval_s  # the cluster's own, else [collector]'s
         wake = self._wake[src.cluster.name]
         zk = self._zk.get(src.cluster.name)
-        check_every = self.config.collector.broker_check_s if zk is None else 0.0
+        check_every = src.settings.broker_check_s if zk is None else 0.0
         next_at = time.monotonic()
         while not self._stop.is_set():
             wake.clear()

@@ -42,6 +42,10 @@ class ClusterConfig(Table):
     canary_topic: Text = "krm.canary"
     zookeeper_security: ZooKeeperSecurity | None = None  # [clusters.zookeeper_security]
     jmx_security: HttpSecurity | None = None  # [clusters.jmx_security]
+    # this cluster's own pace and patience where it differs from [collector]'s (far away, a slow link)
+    poll_interval_s: float | None = Field(None, ge=0.05)
+    request_timeout_ms: int | None = Field(None, ge=100)
+    offsets_timeout_ms: int | None = Field(None, ge=50)
 
     @field_validator("name")
     @classmethod
@@ -82,6 +86,9 @@ class ObservationsConfig(Table):
     # bootstrap_servers is not given either (the observations then live on that cluster)
 
 
+CLUSTER_OVERRIDES = ("poll_interval_s", "request_timeout_ms", "offsets_timeout_ms")  # [[clusters]] over [collector]
+
+
 class CollectorConfig(Table):
     """`[collector]`: how often and how patiently the collectors ask."""
 
@@ -102,6 +109,13 @@ class CollectorConfig(Table):
     canary_replication_factor: int = Field(3, ge=1)  # of the canary topic, at most the number of brokers
     # `krm collect`'s own /metrics; -1: [pipeline] metrics_port + 1, so both halves run on one host with one file
     metrics_port: int = Field(-1, ge=-1, le=65535)
+
+    def for_cluster(self, cluster: ClusterConfig) -> CollectorConfig:
+        """These settings with the cluster's own `poll_interval_s` / `request_timeout_ms` /
+        `offsets_timeout_ms` where it sets them: each cluster is polled on its own thread, so one
+        cluster's longer patience costs the others nothing."""
+        own = {k: getattr(cluster, k) for k in CLUSTER_OVERRIDES if getattr(cluster, k) is not None}
+        return self.model_copy(update=own) if own else self
 
     def serve_port(self, pipeline_port: int) -> int:
         """The port `krm collect` serves on (0: any free port)."""
@@ -219,6 +233,11 @@ class Config(Table):
             observations = config.observations.model_copy(update={"security": config.clusters[0].security})
             return config.model_copy(update={"observations": observations})
         return config
+
+    @property
+    def slowest_poll_s(self) -> float:
+        """The longest poll interval of any cluster (its own, else [collector]'s)."""
+        return max(self.collector.for_cluster(c).poll_interval_s for c in self.clusters)
 
     @field_validator("clusters")
     @classmethod

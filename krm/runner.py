@@ -118,7 +118,7 @@ class Monitor:
     @property
     def ready_window_s(self) -> float:
         """/readyz and krm_pipeline_up want a batch (or a poll) at least this recent: five polls, >= 30 s."""
-        return max(30.0, 5 * self.config.collector.poll_interval_s)
+        return max(30.0, 5 * self.config.slowest_poll_s)
 
     def _collector_readiness(self) -> tuple[bool, str]:
         """`krm collect`: ready while every cluster was polled within the window."""

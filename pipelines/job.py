@@ -88,7 +88,7 @@ class Pipeline:
         p = self.config.pipeline
         balance = BalanceCheck(BalanceSettings(p.leader_skew_tolerance, p.replica_imbalance_tolerance),
                                restored_history(self.tables, store))
-        deleted_after_ms = int(max(30.0, 3 * self.config.collector.poll_interval_s) * 1000)
+        deleted_after_ms = int(max(30.0, 3 * self.config.slowest_poll_s) * 1000)
         alert_path = interruptible(AlertPath(self.state, book, store, balance, deleted_after_ms))
         for query in ("alerts", "history"):
             repair(self.tables.checkpoints / query)

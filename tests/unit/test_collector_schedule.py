@@ -13,8 +13,9 @@ pytestmark = pytest.mark.unit
 
 
 class Source:
-    def __init__(self):
+    def __init__(self, poll_interval_s=0.5, broker_check_s=0.2):
         self.cluster = SimpleNamespace(name="c1")
+        self.settings = SimpleNamespace(poll_interval_s=poll_interval_s, broker_check_s=broker_check_s)
         self.at: list[float] = []
 
     def poll(self):
@@ -37,7 +38,6 @@ def test_watch_triggered_polls_do_not_delay_the_schedule():
     c = Collector.__new__(Collector)
     wake = threading.Event()
     src = Source()
-    c.config = SimpleNamespace(collector=SimpleNamespace(poll_interval_s=0.5))
     c.publisher = SimpleNamespace(publish=lambda records: None)
     c._wake = {"c1": wake}
     c._zk = {"c1": Watches(wake)}
@@ -63,7 +63,7 @@ class KraftSource(Source):
     once, 0.7 s in (a broker fenced)."""
 
     def __init__(self, start):
-        super().__init__()
+        super().__init__(poll_interval_s=5.0, broker_check_s=0.05)
         self.change_at = start + 0.7
         self.checks = 0
 
@@ -80,7 +80,6 @@ def test_without_watches_a_broker_change_polls_at_once():
     wake = threading.Event()
     start = time.monotonic()
     src = KraftSource(start)
-    c.config = SimpleNamespace(collector=SimpleNamespace(poll_interval_s=5.0, broker_check_s=0.05))
     c.publisher = SimpleNamespace(publish=lambda records: None)
     c._wake, c._zk, c._stop = {"c1": wake}, {}, threading.Event()
     c.polls, c.last_poll_s, c.last_poll_at = 0, {}, {}

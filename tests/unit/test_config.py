@@ -324,3 +324,24 @@ def test_a_bad_shard_is_refused_by_the_cli(capsys):
     with pytest.raises(SystemExit) as e:
         main(["collect", "--shard", "4/3"])
     assert e.value.code == 2 and "expected I/N with 1 <= I <= N" in capsys.readouterr().err
+
+
+def test_a_cluster_s_own_pace_and_patience_override_the_collector_s(tmp_path):
+    path = tmp_path / "krm.toml"
+    path.write_text('[[clusters]]\nname = "near"\nbootstrap_servers = "a:9092"\n'
+                    '[[clusters]]\nname = "far"\nbootstrap_servers = "b:9092"\npoll_interval_s = 10.0\n'
+                    'request_timeout_ms = 8000\noffsets_timeout_ms = 4000\n'
+                    '[collector]\npoll_interval_s = 2.0\nrequest_timeout_ms = 1500\n')
+    config = load_config(path)
+    near, far = (config.collector.for_cluster(c) for c in config.clusters)
+    assert (near.poll_interval_s, near.request_timeout_ms, near.offsets_timeout_ms) == (2.0, 1500, 1000)
+    assert (far.poll_interval_s, far.request_timeout_ms, far.offsets_timeout_ms) == (10.0, 8000, 4000)
+    assert far.broker_check_s == near.broker_check_s and config.slowest_poll_s == 10.0
+
+
+def test_a_cluster_s_own_timeout_is_checked_like_the_collector_s(tmp_path):
+    path = tmp_path / "krm.toml"
+    path.write_text('[[clusters]]\nname = "far"\nbootstrap_servers = "b:9092"\nrequest_timeout_ms = 5\n')
+    with pytest.raises(ConfigError) as e:
+        load_config(path)
+    assert "request_timeout_ms" in str(e.value) and "100" in str(e.value)
