@@ -19,7 +19,7 @@ SPARK_EXCLUDES := -DexcludeGroupIds=org.apache.hadoop,org.scala-lang,org.scala-l
 OBJECTSTORE_EXCLUDES := -DexcludeGroupIds=io.netty,org.slf4j,commons-codec,commons-logging,org.apache.httpcomponents
 PYTEST_ARGS ?=
 
-.PHONY: demo test lint setup system-packages jars venv unit clean
+.PHONY: demo test lint setup system-packages jars compat-jars compat venv unit clean
 
 demo: setup
 	$(VENV)/bin/krm demo
@@ -66,6 +66,24 @@ $(STAMPS)/jars: jvm/kafka-pom.xml jvm/kafka4-pom.xml jvm/spark-pom.xml jvm/agent
 	$(MVN) -f jvm/objectstore-pom.xml dependency:copy-dependencies -DincludeScope=runtime $(OBJECTSTORE_EXCLUDES) -DoutputDirectory=$(CURDIR)/$(JARS)/objectstore
 	$(MVN) -f jvm/hdfs-pom.xml dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory=$(CURDIR)/$(JARS)/hdfs
 	touch $@
+
+# The compatibility lines (krm/local_cluster.py COMPAT_VERSIONS; a unit test keeps the two lists equal):
+# fetched only for `krm local-cluster --kafka-version` and the compatibility runs, never by `make test`.
+COMPAT_VERSIONS := 2.8.2 3.0.2 3.1.2 3.2.3 3.3.2 3.4.1 3.5.2 3.6.2 3.7.2 3.8.1 3.9.2 4.0.2 4.1.2 4.2.2 4.3.1
+
+compat-jars: venv
+	@for v in $(COMPAT_VERSIONS); do \
+	  [ -n "$$(ls $(JARS)/kafka-$$v/*.jar 2>/dev/null)" ] && continue; \
+	  case $$v in 4.*) pom=jvm/kafka4-pom.xml ;; *) pom=jvm/kafka-pom.xml ;; esac; \
+	  tools=$$v; [ $$v = 3.4.1 ] && tools=3.4.0; \
+	  echo "fetching Kafka $$v into $(JARS)/kafka-$$v ..."; \
+	  $(MVN) -f $$pom dependency:copy-dependencies -Dkafka.version=$$v -Dkafka.tools.version=$$tools \
+	    -DoutputDirectory=$(CURDIR)/$(JARS)/kafka-$$v || { rm -rf $(JARS)/kafka-$$v; exit 1; }; \
+	done
+
+# krm against every line beside its own kafka-topics (~80 s per release and mode); rewrites README's table.
+compat: setup compat-jars
+	$(VENV)/bin/python benchmarks/compat.py --readme
 
 venv: $(STAMPS)/venv
 

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from foundation.errors import ClusterError
-from foundation.paths import CONF_DIR, jar_group, krm_home
+from foundation.paths import CONF_DIR, jar_group, jars_dir, krm_home
 from krm.local_security import ADMIN_USER, KRM_USER, MECHANISM, LocalSecurity, grant_krm_acls
 
 log = logging.getLogger(__name__)
@@ -43,9 +43,21 @@ KAFKA_RUNTIMES = {
     "3.9.1": ("kafka", "kafka-log4j.properties"),  # reload4j (log4j 1 API)
     "4.4.0": ("kafka-4.4.0", "kafka-log4j2.properties"),  # log4j2
 }
+# The compatibility lines (`make compat-jars`, not `make jars`: the suite runs on the two above): the
+# last release of each line from 2.8, each in its own folder, from jvm/kafka-pom.xml (3.x and 2.8:
+# log4j 1 via reload4j) or jvm/kafka4-pom.xml (4.x: log4j2) with the version as a property.
+COMPAT_VERSIONS = ("2.8.2", "3.0.2", "3.1.2", "3.2.3", "3.3.2", "3.4.1", "3.5.2", "3.6.2", "3.7.2", "3.8.1", "3.9.2",
+                   "4.0.2", "4.1.2", "4.2.2", "4.3.1")
+KAFKA_RUNTIMES |= {v: (f"kafka-{v}", "kafka-log4j2.properties" if v.startswith("4.") else "kafka-log4j.properties")
+                   for v in COMPAT_VERSIONS}
+KRAFT_SINCE = "3.3"  # KRaft production-ready (KIP-833); earlier releases only as a preview
 ZK_KAFKA_VERSION = "3.9.1"  # ZooKeeper mode was removed in Kafka 4.0
 KRAFT_KAFKA_VERSION = "4.4.0"  # the newest Kafka 4.x on Maven Central
 SECURITY_MODES = ("plaintext", "sasl_ssl")
+
+
+def _release(version: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in version.split(".")[:2])
 
 
 def default_kafka_version(mode: str) -> str:
@@ -146,6 +158,9 @@ class LocalCluster:
         if self.kafka_version not in KAFKA_RUNTIMES:
             raise ClusterError(f"--kafka-version {self.kafka_version} is not installed here; available: "
                                f"{', '.join(KAFKA_RUNTIMES)} (each comes from a pom in jvm/, fetched by `make jars`)")
+        if self.mode == "kraft" and _release(self.kafka_version) < _release(KRAFT_SINCE):
+            raise ClusterError(f"Kafka {self.kafka_version} has KRaft only as a preview; use --mode zk, or "
+                               f"--kafka-version {KRAFT_SINCE} or later for KRaft mode")
         if self.mode == "zk" and int(self.kafka_version.split(".")[0]) >= 4:
             raise ClusterError(f"Kafka {self.kafka_version} has no ZooKeeper mode (removed in 4.0); "
                                f"use --mode kraft, or --kafka-version {ZK_KAFKA_VERSION} for ZooKeeper mode")
@@ -225,7 +240,7 @@ class LocalCluster:
             _pid_state(n.pid) != "dead" for n in LocalCluster.load(self.root).nodes.values()
         ):
             raise ClusterError(f"cluster {self.name} is already running at {self.root}; `krm local-cluster down` first")
-        jar_group(KAFKA_RUNTIMES[self.kafka_version][0])  # fail early with the setup hint
+        self._runtime_jars(self.kafka_version)  # fail early with the setup hint
         if self.root.exists():  # `up` always makes a new cluster: stale ZooKeeper/KRaft data would clash
             shutil.rmtree(self.root)
         self.root.mkdir(parents=True)
@@ -634,9 +649,17 @@ class LocalCluster:
             f"[pipeline]\ndata_dir = \"{self.root / 'krm-data'}\"\nmetrics_port = {self.metrics_port}\n"
         )
 
+    @staticmethod
+    def _runtime_jars(version: str) -> list[Path]:
+        """The jars of a Kafka release, or how to fetch them (the compatibility lines: `make compat-jars`)."""
+        if version in COMPAT_VERSIONS and not (jars_dir() / KAFKA_RUNTIMES[version][0]).is_dir():
+            raise ClusterError(f"Kafka {version}'s jars are not fetched: run `make compat-jars` (every compatibility "
+                               f"line from Maven Central, once)")
+        return jar_group(KAFKA_RUNTIMES[version][0])
+
     def _java(self, node: Node, main: list[str]) -> list[str]:
-        group, log_conf = KAFKA_RUNTIMES[node.kafka_version or self.kafka_version]
-        kafka_cp = str(jar_group(group)[0].parent / "*")
+        _, log_conf = KAFKA_RUNTIMES[node.kafka_version or self.kafka_version]
+        kafka_cp = str(self._runtime_jars(node.kafka_version or self.kafka_version)[0].parent / "*")
         cmd = ["java", *JVM_OPTS, *os.environ.get("KRM_JVM_OPTS", "").split(), f"-Xmx{self.heap_mb}m", *self._jaas(node),
                f"-Dlog4j.configuration=file:{CONF_DIR / log_conf}",
                f"-Dlog4j2.configurationFile={CONF_DIR / log_conf}",

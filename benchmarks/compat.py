@@ -1,0 +1,219 @@
+"""Compatibility run: krm against every Kafka line an operator runs, beside that line's own TopicCommand.
+
+For each release of krm/local_cluster.py COMPAT_VERSIONS (plus the suite's own 3.9.1 and 4.4.0) and
+each mode it has (ZooKeeper mode up to 3.9, KRaft from 3.3), a real 3-broker local cluster and one krm
+(collector and pipeline in this process, one Spark session for the whole run), then:
+
+1. `rf1_killed_broker`: a topic of 6 RF-1 partitions; broker 2 SIGKILLed. krm's
+   `krm_partition_offline` (cause `single_replica_on_dead_broker`) must name exactly the partitions
+   that the version's own `kafka-topics --describe --unavailable-partitions` names, and the incident
+   must name broker 2 as the one that must return; after its restart both views are empty again.
+2. `isr_shrink_and_return`: a topic of 3 RF-3 partitions (min.insync.replicas 2); broker 3
+   SIGKILLed. krm's `krm_partition_under_replicated` must equal `kafka-topics
+   --under-replicated-partitions`; after the restart both are empty.
+3. `capabilities`: what krm could ask this version (`krm_collector_capability`: DescribeTopicPartitions
+   for ELR from 3.8, DescribeQuorum from 3.3 in KRaft mode, ListPartitionReassignments), so a gap is
+   said, never silent.
+
+Each comparison waits for a settled state: the two views equal at two reads in a row. The results go
+to benchmarks/data/compat.json and README's version table (`--readme` rewrites it).
+
+Usage: make compat-jars && .venv/bin/python benchmarks/compat.py [--versions 2.8.2,3.3.2] [--modes zk,kraft] [--readme]
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from foundation.config import load_config  # noqa: E402
+from foundation.paths import jars_dir  # noqa: E402
+from krm.local_cluster import (COMPAT_VERSIONS, JVM_OPTS, KAFKA_RUNTIMES, KRAFT_KAFKA_VERSION, KRAFT_SINCE,  # noqa: E402
+                               ZK_KAFKA_VERSION, LocalCluster, _release)
+from krm.runner import Monitor  # noqa: E402
+from krm.scrape import scrape, series  # noqa: E402
+from tests.helpers import create_topic, stored_incidents, write_config  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "benchmarks" / "data" / "compat.json"
+README = ROOT / "README.md"
+TABLE_START, TABLE_END = "<!-- compat-table:start -->", "<!-- compat-table:end -->"
+TOPIC_COMMANDS = ("org.apache.kafka.tools.TopicCommand", "kafka.admin.TopicCommand")  # 3.7+, before
+
+
+def combos(versions: list[str], modes: list[str]) -> list[tuple[str, str]]:
+    out = []
+    for v in versions:
+        for m in modes:
+            if m == "zk" and _release(v) >= (4, 0):
+                continue
+            if m == "kraft" and _release(v) < _release(KRAFT_SINCE):
+                continue
+            out.append((m, v))
+    return out
+
+
+def topic_command(version: str, bootstrap: str, *args: str) -> str:
+    """The version's own kafka-topics (TopicCommand moved to the tools module in 3.7)."""
+    cp = str(jars_dir() / KAFKA_RUNTIMES[version][0] / "*")
+    for main in TOPIC_COMMANDS:
+        out = subprocess.run(["java", *JVM_OPTS, "-XX:TieredStopAtLevel=1", "-cp", cp, main,
+                              "--bootstrap-server", bootstrap, *args], capture_output=True, text=True, timeout=120)
+        if "Could not find or load main class" in out.stderr:
+            continue
+        if out.returncode != 0:
+            raise RuntimeError(f"{main} {' '.join(args)}: {out.stderr.strip()[-500:]}")
+        return out.stdout
+    raise RuntimeError(f"no TopicCommand in Kafka {version}'s jars")
+
+
+def kafka_flags(version: str, bootstrap: str, topic: str, flag: str) -> set[int]:
+    out = topic_command(version, bootstrap, "--describe", "--topic", topic, flag)
+    parts = set()
+    for line in out.splitlines():
+        fields = dict(f.split(": ", 1) for f in line.strip().split("\t") if ": " in f)
+        if "Partition" in fields:
+            parts.add(int(fields["Partition"]))
+    return parts
+
+
+def krm_partitions(url: str, metric: str, cluster: str, topic: str) -> set[int]:
+    return {int(s.labels["partition"]) for s in series(scrape(url), metric, cluster=cluster)
+            if s.labels["topic"] == topic}
+
+
+def settled(read: Callable[[], Any], want: Callable[[Any], bool], timeout_s: float) -> Any:
+    """The value once `want` holds at two reads in a row (or the last value at the timeout)."""
+    deadline, last, held = time.monotonic() + timeout_s, None, 0
+    while time.monotonic() < deadline:
+        value = read()
+        held = held + 1 if want(value) and value == last else (1 if want(value) else 0)
+        last = value
+        if held >= 2:
+            return value
+        time.sleep(0.5)
+    return last
+
+
+def compare(version: str, cluster: LocalCluster, url: str, topic: str, metric: str, flag: str,
+            want_empty: bool, timeout_s: float = 90) -> dict[str, Any]:
+    def both() -> tuple[list[int], list[int]]:
+        return (sorted(krm_partitions(url, metric, cluster.name, topic)),
+                sorted(kafka_flags(version, cluster.bootstrap_servers, topic, flag)))
+    k, kafka = settled(both, lambda v: v[0] == v[1] and (not v[0]) == want_empty, timeout_s)
+    return {"krm": k, "kafka": kafka, "agree": k == kafka and (not k) == want_empty}
+
+
+def run_combo(mode: str, version: str, spark: Any, work: Path) -> dict[str, Any]:
+    root = Path(tempfile.mkdtemp(prefix=f"{mode}{version}-", dir=work))
+    cluster = LocalCluster(root=root / f"{mode}-{version.replace('.', '')}", mode=mode, kafka_version=version, brokers=3)
+    out: dict[str, Any] = {"mode": mode, "version": version}
+    t0 = time.monotonic()
+    cluster.up(timeout_s=180)
+    monitor = None
+    try:
+        rf1 = create_topic(cluster, "compat-rf1", partitions=6, rf=1)
+        create_topic(cluster, "compat-rf3", partitions=3, rf=3, configs={"min.insync.replicas": "2"})
+        config = load_config(write_config(cluster, work, poll_interval_s=1.0))
+        monitor = Monitor(config, spark=spark).start()
+        url = monitor.metrics_url
+        settled(lambda: len([s for s in series(scrape(url), "krm_broker_up", cluster=cluster.name) if s.value == 1]),
+                lambda n: n == 3, 120)
+
+        on_victim = sorted(p for p, r in rf1.items() if r == [2])
+        cluster.kill(2)
+        down = compare(version, cluster, url, "compat-rf1", "krm_partition_offline", "--unavailable-partitions",
+                       want_empty=False)
+        incidents = [i for i in stored_incidents("--open", "--config", str(config.source), "--type", "OFFLINE_PARTITION")
+                     if i["topic"] == "compat-rf1"]
+        must_return = sorted({b for i in incidents for b in i["details"].get("must_return") or []})
+        causes = sorted({i["cause"] for i in incidents})
+        cluster.start(2, timeout_s=120)
+        back = compare(version, cluster, url, "compat-rf1", "krm_partition_offline", "--unavailable-partitions",
+                       want_empty=True)
+        out["rf1_killed_broker"] = {"expected": on_victim, "down": down, "back": back, "causes": causes,
+                                    "must_return": must_return,
+                                    "ok": down["agree"] and down["krm"] == on_victim and back["agree"]
+                                    and causes == ["single_replica_on_dead_broker"] and must_return == [2]}
+
+        cluster.kill(3)
+        shrunk = compare(version, cluster, url, "compat-rf3", "krm_partition_under_replicated",
+                         "--under-replicated-partitions", want_empty=False)
+        cluster.start(3, timeout_s=120)
+        whole = compare(version, cluster, url, "compat-rf3", "krm_partition_under_replicated",
+                        "--under-replicated-partitions", want_empty=True)
+        out["isr_shrink_and_return"] = {"shrunk": shrunk, "whole": whole,
+                                        "ok": shrunk["agree"] and shrunk["krm"] == [0, 1, 2] and whole["agree"]}
+        out["capabilities"] = {s.labels["capability"]: int(s.value)
+                               for s in series(scrape(url), "krm_collector_capability", cluster=cluster.name)}
+    except Exception as e:  # noqa: BLE001 - one line per failed combination, the run goes on
+        out["error"] = f"{type(e).__name__}: {str(e)[:400]}"
+    finally:
+        if monitor is not None:
+            monitor.stop()
+        cluster.down()
+    out["seconds"] = round(time.monotonic() - t0, 1)
+    out["ok"] = "error" not in out and all(out.get(k, {}).get("ok") for k in ("rf1_killed_broker", "isr_shrink_and_return"))
+    return out
+
+
+def table(results: list[dict[str, Any]], date: str) -> str:
+    rows = [f"Last run {date}: `make compat` (benchmarks/compat.py; each row a real 3-broker cluster of that release).",
+            "", "| Kafka | mode | RF-1 partitions of a killed broker (= `kafka-topics --unavailable-partitions`) "
+            "| ISR shrink and return (= `--under-replicated-partitions`) | what krm cannot ask it |",
+            "|---|---|---|---|---|"]
+    def mark(r: dict[str, Any], key: str) -> str:
+        return "yes" if r.get(key, {}).get("ok") else ("error: " + r["error"][:80] if "error" in r else "no")
+
+    for r in sorted(results, key=lambda r: (_release(r["version"]), r["version"], r["mode"])):
+        missing = ", ".join(sorted(c for c, v in r.get("capabilities", {}).items() if not v)) or "—"
+        rows.append(f"| {r['version']} | {'ZooKeeper' if r['mode'] == 'zk' else 'KRaft'} | {mark(r, 'rf1_killed_broker')} "
+                    f"| {mark(r, 'isr_shrink_and_return')} | {missing} |")
+    return "\n".join(rows) + "\n"
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    every = sorted({*COMPAT_VERSIONS, ZK_KAFKA_VERSION, KRAFT_KAFKA_VERSION}, key=_release)
+    ap.add_argument("--versions", default=",".join(every), help="comma-separated (default: every line)")
+    ap.add_argument("--modes", default="zk,kraft")
+    ap.add_argument("--readme", action="store_true", help="rewrite README's version table from this run")
+    args = ap.parse_args()
+    os.environ.setdefault("KRM_JVM_OPTS", "-XX:TieredStopAtLevel=1")
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    from pipelines.session import build_session
+
+    work = Path(tempfile.mkdtemp(prefix="krm-compat-"))
+    spark = build_session(app_name="krm-compat", log_dir=work / "spark-logs")
+    results = []
+    try:
+        for mode, version in combos(args.versions.split(","), args.modes.split(",")):
+            r = run_combo(mode, version, spark, work)
+            results.append(r)
+            print(json.dumps(r), flush=True)
+    finally:
+        spark.stop()
+    date = datetime.date.today().isoformat()
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    RESULTS.write_text(json.dumps({"date": date, "results": results}, indent=1) + "\n")
+    text = table(results, date)
+    print(text)
+    if args.readme:
+        readme = README.read_text()
+        start, end = readme.index(TABLE_START) + len(TABLE_START), readme.index(TABLE_END)
+        README.write_text(readme[:start] + "\n" + text + readme[end:])
+    return 0 if all(r["ok"] for r in results) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
