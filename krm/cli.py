@@ -717,10 +717,11 @@ def _version() -> str:
         return "unknown (not installed)"
 
 
-def _kafka_versions() -> list[str]:
-    from krm.local_cluster import KAFKA_RUNTIMES
+def _kafka_versions() -> str:
+    from krm.local_cluster import COMPAT_VERSIONS, KAFKA_RUNTIMES
 
-    return list(KAFKA_RUNTIMES)
+    return (", ".join(v for v in KAFKA_RUNTIMES if v not in COMPAT_VERSIONS) + "; with `make compat-jars` also "
+            + ", ".join(COMPAT_VERSIONS) + "; KRaft from 3.3, ZooKeeper mode up to 3.9")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -756,8 +757,8 @@ def build_parser() -> argparse.ArgumentParser:
     up.add_argument("--brokers", type=int, default=3)
     up.add_argument("--chroot", help="ZooKeeper chroot, e.g. /kafka_cluster_01 (zk mode)")
     up.add_argument("--kafka-version", metavar="V",
-                    help="Kafka release (default: the newest 4.x in KRaft mode, 3.9.1 in zk mode; installed: "
-                         + ", ".join(_kafka_versions()) + ")")
+                    help="Kafka release (default: the newest 4.x in KRaft mode, 3.9.1 in zk mode; available: "
+                         + _kafka_versions() + ")")
     up.add_argument("--controllers", type=int, default=1, help="KRaft: controller quorum voters (node ids 1000, 1001, ...)")
     up.add_argument("--security", choices=["plaintext", "sasl_ssl"], default="plaintext",
                     help="sasl_ssl: SCRAM-SHA-512 over TLS (a CA of the cluster's own), ACLs enforced, krm connecting "

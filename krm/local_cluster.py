@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from foundation.errors import ClusterError
-from foundation.paths import CONF_DIR, jar_group, jars_dir, krm_home
+from foundation.paths import CONF_DIR, IN_CHECKOUT, jar_group, jars_dir, krm_home
 from krm.local_security import ADMIN_USER, KRM_USER, MECHANISM, LocalSecurity, grant_krm_acls
 
 log = logging.getLogger(__name__)
@@ -653,8 +653,9 @@ class LocalCluster:
     def _runtime_jars(version: str) -> list[Path]:
         """The jars of a Kafka release, or how to fetch them (the compatibility lines: `make compat-jars`)."""
         if version in COMPAT_VERSIONS and not (jars_dir() / KAFKA_RUNTIMES[version][0]).is_dir():
-            raise ClusterError(f"Kafka {version}'s jars are not fetched: run `make compat-jars` (every compatibility "
-                               f"line from Maven Central, once)")
+            where = "" if IN_CHECKOUT else " in a source checkout of krm"
+            raise ClusterError(f"Kafka {version}'s jars are not fetched: run `make compat-jars`{where} (every "
+                               f"compatibility line from Maven Central, once)")
         return jar_group(KAFKA_RUNTIMES[version][0])
 
     def _java(self, node: Node, main: list[str]) -> list[str]:
