@@ -1,8 +1,9 @@
 """What a KRaft cluster tells beyond the Metadata response: ELR per partition and the quorum's health.
 
 Both are asked of the broker that just answered the Metadata request, once per poll, and only when
-that broker advertises the API (ApiVersions): ZooKeeper-mode brokers and releases before 3.7 have
-neither, and the poll then goes on with Metadata alone (fields absent, never guessed).
+that broker advertises the API (ApiVersions): ZooKeeper-mode brokers have neither, KRaft brokers
+before 3.8 no DescribeTopicPartitions (benchmarks/compat.py: 3.7.2 does not advertise it, 3.8.1 does),
+and the poll then goes on with Metadata alone (fields absent, never guessed).
 
 - `partition_overlay`: DescribeTopicPartitions pages -> per (topic, partition) the leader, epoch,
   replicas, ISR, offline replicas *and* `elr` / `last_known_elr`, all from one PartitionRegistration

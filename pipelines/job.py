@@ -36,6 +36,10 @@ log = logging.getLogger(__name__)
 
 _STOPPED = ("py4j.protocol.Py4JJavaError: An error occurred while calling krm.foreachBatch.\n"
             ": java.lang.InterruptedException")
+# What Spark counts as a stop's interruption (StreamExecution's IO_EXCEPTION_NAMES): a stop that lands in
+# a Kafka read or a file write surfaces as one of the I/O forms, not as InterruptedException.
+_INTERRUPTIONS = ("java.lang.InterruptedException", "java.io.InterruptedIOException",
+                  "java.nio.channels.ClosedByInterruptException")
 
 
 def interruptible(handler: Any) -> Any:
@@ -52,11 +56,17 @@ def interruptible(handler: Any) -> Any:
         try:
             handler(batch, batch_id)
         except Exception as e:
-            if "java.lang.InterruptedException" in str(e)[:4000]:
+            if stopped_by_interrupt(str(e)):
                 raise RuntimeError(_STOPPED) from None
             raise
 
     return run
+
+
+def stopped_by_interrupt(error_text: str) -> bool:
+    """The handler failed because a stop interrupted its Spark job (any of Spark's interruption forms,
+    anywhere in the text: the Java cause may follow a long Python traceback)."""
+    return any(name in error_text for name in _INTERRUPTIONS)
 
 
 class Pipeline:
