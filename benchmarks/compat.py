@@ -16,7 +16,8 @@ each mode it has (ZooKeeper mode up to 3.9, KRaft from 3.3), a real 3-broker loc
    said, never silent.
 
 Each comparison waits for a settled state: the two views equal at two reads in a row. The results go
-to benchmarks/data/compat.json and README's version table (`--readme` rewrites it).
+to benchmarks/data/compat.json (a run of some releases replaces only their rows) and README's version
+table (`--readme` rewrites it from that file).
 
 Usage: make compat-jars && .venv/bin/python benchmarks/compat.py [--versions 2.8.2,3.3.2] [--modes zk,kraft] [--readme]
 """
@@ -49,6 +50,9 @@ RESULTS = ROOT / "benchmarks" / "data" / "compat.json"
 README = ROOT / "README.md"
 TABLE_START, TABLE_END = "<!-- compat-table:start -->", "<!-- compat-table:end -->"
 TOPIC_COMMANDS = ("org.apache.kafka.tools.TopicCommand", "kafka.admin.TopicCommand")  # 3.7+, before
+# 4.4.0's runtime folder holds kafka-tools 4.3.1's jar alone (jvm/kafka4-pom.xml), which misses classes
+# of its own release: the 4.3.1 release's complete tools speak the same Admin API to a 4.4.0 cluster.
+TOOLS_FROM = {"4.4.0": "4.3.1"}
 
 
 def combos(versions: list[str], modes: list[str]) -> list[tuple[str, str]]:
@@ -65,7 +69,7 @@ def combos(versions: list[str], modes: list[str]) -> list[tuple[str, str]]:
 
 def topic_command(version: str, bootstrap: str, *args: str) -> str:
     """The version's own kafka-topics (TopicCommand moved to the tools module in 3.7)."""
-    cp = str(jars_dir() / KAFKA_RUNTIMES[version][0] / "*")
+    cp = str(jars_dir() / KAFKA_RUNTIMES[TOOLS_FROM.get(version, version)][0] / "*")
     for main in TOPIC_COMMANDS:
         out = subprocess.run(["java", *JVM_OPTS, "-XX:TieredStopAtLevel=1", "-cp", cp, main,
                               "--bootstrap-server", bootstrap, *args], capture_output=True, text=True, timeout=120)
@@ -167,19 +171,32 @@ def run_combo(mode: str, version: str, spark: Any, work: Path) -> dict[str, Any]
     return out
 
 
-def table(results: list[dict[str, Any]], date: str) -> str:
-    rows = [f"Last run {date}: `make compat` (benchmarks/compat.py; each row a real 3-broker cluster of that release).",
-            "", "| Kafka | mode | RF-1 partitions of a killed broker (= `kafka-topics --unavailable-partitions`) "
-            "| ISR shrink and return (= `--under-replicated-partitions`) | what krm cannot ask it |",
-            "|---|---|---|---|---|"]
+def merged(previous: list[dict[str, Any]], new: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The last result of each (mode, version): a run of a few releases updates only their rows."""
+    by_key = {(r["mode"], r["version"]): r for r in [*previous, *new]}
+    return sorted(by_key.values(), key=lambda r: (_release(r["version"]), r["version"], r["mode"]))
+
+
+def table(results: list[dict[str, Any]]) -> str:
+    rows = ["`make compat` (benchmarks/compat.py): each row a real 3-broker cluster of that release, with the "
+            "date of its last run.", "",
+            "| Kafka | mode | RF-1 partitions of a killed broker (= `kafka-topics --unavailable-partitions`) "
+            "| ISR shrink and return (= `--under-replicated-partitions`) | what krm cannot ask it | run |",
+            "|---|---|---|---|---|---|"]
     def mark(r: dict[str, Any], key: str) -> str:
         return "yes" if r.get(key, {}).get("ok") else ("error: " + r["error"][:80] if "error" in r else "no")
 
-    for r in sorted(results, key=lambda r: (_release(r["version"]), r["version"], r["mode"])):
+    for r in results:
         missing = ", ".join(sorted(c for c, v in r.get("capabilities", {}).items() if not v)) or "—"
         rows.append(f"| {r['version']} | {'ZooKeeper' if r['mode'] == 'zk' else 'KRaft'} | {mark(r, 'rf1_killed_broker')} "
-                    f"| {mark(r, 'isr_shrink_and_return')} | {missing} |")
+                    f"| {mark(r, 'isr_shrink_and_return')} | {missing} | {r.get('date', '')} |")
     return "\n".join(rows) + "\n"
+
+
+def write_readme(text: str) -> None:
+    readme = README.read_text()
+    start, end = readme.index(TABLE_START) + len(TABLE_START), readme.index(TABLE_END)
+    README.write_text(readme[:start] + "\n" + text + readme[end:])
 
 
 def main() -> int:
@@ -188,7 +205,12 @@ def main() -> int:
     ap.add_argument("--versions", default=",".join(every), help="comma-separated (default: every line)")
     ap.add_argument("--modes", default="zk,kraft")
     ap.add_argument("--readme", action="store_true", help="rewrite README's version table from this run")
+    ap.add_argument("--table-only", action="store_true", help="run nothing: rewrite README's table from "
+                    "benchmarks/data/compat.json")
     args = ap.parse_args()
+    if args.table_only:
+        write_readme(table(json.loads(RESULTS.read_text())["results"]))
+        return 0
     os.environ.setdefault("KRM_JVM_OPTS", "-XX:TieredStopAtLevel=1")
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     from pipelines.session import build_session
@@ -204,14 +226,14 @@ def main() -> int:
     finally:
         spark.stop()
     date = datetime.date.today().isoformat()
+    previous = json.loads(RESULTS.read_text())["results"] if RESULTS.exists() else []
+    every_result = merged(previous, [{**r, "date": date} for r in results])
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps({"date": date, "results": results}, indent=1) + "\n")
-    text = table(results, date)
+    RESULTS.write_text(json.dumps({"results": every_result}, indent=1) + "\n")
+    text = table(every_result)
     print(text)
     if args.readme:
-        readme = README.read_text()
-        start, end = readme.index(TABLE_START) + len(TABLE_START), readme.index(TABLE_END)
-        README.write_text(readme[:start] + "\n" + text + readme[end:])
+        write_readme(text)
     return 0 if all(r["ok"] for r in results) else 1
 
 
