@@ -123,9 +123,9 @@ def run_combo(mode: str, version: str, spark: Any, work: Path) -> dict[str, Any]
     cluster = LocalCluster(root=root / f"{mode}-{version.replace('.', '')}", mode=mode, kafka_version=version, brokers=3)
     out: dict[str, Any] = {"mode": mode, "version": version}
     t0 = time.monotonic()
-    cluster.up(timeout_s=180)
     monitor = None
     try:
+        cluster.up(timeout_s=180)
         rf1 = create_topic(cluster, "compat-rf1", partitions=6, rf=1)
         create_topic(cluster, "compat-rf3", partitions=3, rf=3, configs={"min.insync.replicas": "2"})
         config = load_config(write_config(cluster, work, poll_interval_s=1.0))
