@@ -81,7 +81,7 @@ compat-jars: venv
 	    -DoutputDirectory=$(CURDIR)/$(JARS)/kafka-$$v || { rm -rf $(JARS)/kafka-$$v; exit 1; }; \
 	done
 
-# krm against every line beside its own kafka-topics (45-80 s per release and mode); rewrites README's table.
+# krm against every line beside its own kafka-topics (times in README); rewrites README's table.
 compat: setup compat-jars
 	$(VENV)/bin/python benchmarks/compat.py --readme
 

@@ -40,7 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from foundation.config import load_config  # noqa: E402
 from foundation.paths import jars_dir  # noqa: E402
 from krm.local_cluster import (COMPAT_VERSIONS, JVM_OPTS, KAFKA_RUNTIMES, KRAFT_KAFKA_VERSION, KRAFT_SINCE,  # noqa: E402
-                               ZK_KAFKA_VERSION, LocalCluster, _release)
+                               ZK_KAFKA_VERSION, LocalCluster, release_tuple)
 from krm.runner import Monitor  # noqa: E402
 from krm.scrape import scrape, series  # noqa: E402
 from tests.helpers import create_topic, stored_incidents, write_config  # noqa: E402
@@ -59,9 +59,9 @@ def combos(versions: list[str], modes: list[str]) -> list[tuple[str, str]]:
     out = []
     for v in versions:
         for m in modes:
-            if m == "zk" and _release(v) >= (4, 0):
+            if m == "zk" and release_tuple(v) >= (4, 0):
                 continue
-            if m == "kraft" and _release(v) < _release(KRAFT_SINCE):
+            if m == "kraft" and release_tuple(v) < release_tuple(KRAFT_SINCE):
                 continue
             out.append((m, v))
     return out
@@ -174,7 +174,7 @@ def run_combo(mode: str, version: str, spark: Any, work: Path) -> dict[str, Any]
 def merged(previous: list[dict[str, Any]], new: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The last result of each (mode, version): a run of a few releases updates only their rows."""
     by_key = {(r["mode"], r["version"]): r for r in [*previous, *new]}
-    return sorted(by_key.values(), key=lambda r: (_release(r["version"]), r["version"], r["mode"]))
+    return sorted(by_key.values(), key=lambda r: (release_tuple(r["version"]), r["version"], r["mode"]))
 
 
 def table(results: list[dict[str, Any]]) -> str:
@@ -201,7 +201,7 @@ def write_readme(text: str) -> None:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    every = sorted({*COMPAT_VERSIONS, ZK_KAFKA_VERSION, KRAFT_KAFKA_VERSION}, key=_release)
+    every = sorted({*COMPAT_VERSIONS, ZK_KAFKA_VERSION, KRAFT_KAFKA_VERSION}, key=release_tuple)
     ap.add_argument("--versions", default=",".join(every), help="comma-separated (default: every line)")
     ap.add_argument("--modes", default="zk,kraft")
     ap.add_argument("--readme", action="store_true", help="rewrite README's version table from this run")

@@ -5,13 +5,8 @@ kafka-python reports a refused login badly: the Admin client's constructor raise
 fails, `explain` classifies the exception and, if it says nothing useful, opens one connection to a
 bootstrap broker with the same settings and records why that connection was closed.
 
-Reasons (the `reason` label of krm_cluster_reachable):
-  authentication_failed  the broker refused the credentials (SASL), or the mechanism
-  tls_failed             the handshake failed: the broker's certificate is not trusted by the CA
-                         given, its name does not match, or the client certificate was refused
-  protocol_mismatch      the listener speaks another security protocol than configured
-  authorization_failed   connected and logged in, but an ACL krm needs is missing (see `denials`)
-  unreachable            nothing answered (down, wrong address, firewall)
+The reasons, declared with the record field they fill (schemas/observation.py, `error_reason`), are
+also the `reason` label of krm_cluster_reachable and the causes of CLUSTER_UNREACHABLE.
 """
 
 from __future__ import annotations
@@ -24,15 +19,16 @@ from typing import Any, Iterable
 
 from foundation.backoff import Backoff
 from foundation.security import KafkaSecurity, kafka_python_kwargs
+from schemas import observation
 
 TOPIC_AUTHORIZATION_FAILED = 29  # Kafka error codes (clients/.../common/protocol/Errors.java)
 CLUSTER_AUTHORIZATION_FAILED = 31
 
-AUTHENTICATION = "authentication_failed"
-TLS = "tls_failed"
-PROTOCOL = "protocol_mismatch"
-AUTHORIZATION = "authorization_failed"
-UNREACHABLE = "unreachable"
+AUTHENTICATION = observation.AUTHENTICATION_FAILED
+TLS = observation.TLS_FAILED
+PROTOCOL = observation.PROTOCOL_MISMATCH
+AUTHORIZATION = observation.AUTHORIZATION_FAILED
+UNREACHABLE = observation.UNREACHABLE
 ACCESS_REASONS = (AUTHENTICATION, TLS, PROTOCOL, AUTHORIZATION)  # retried slowly: retrying sooner cannot help
 
 # How long after an access failure the next attempt waits (5, 10, 20, 40, then every 60 s): the broker

@@ -56,7 +56,8 @@ KRAFT_KAFKA_VERSION = "4.4.0"  # the newest Kafka 4.x on Maven Central
 SECURITY_MODES = ("plaintext", "sasl_ssl")
 
 
-def _release(version: str) -> tuple[int, ...]:
+def release_tuple(version: str) -> tuple[int, ...]:
+    """(major, minor) of a release, for comparing lines: "3.9.2" -> (3, 9)."""
     return tuple(int(x) for x in version.split(".")[:2])
 
 
@@ -158,7 +159,7 @@ class LocalCluster:
         if self.kafka_version not in KAFKA_RUNTIMES:
             raise ClusterError(f"--kafka-version {self.kafka_version} is not installed here; available: "
                                f"{', '.join(KAFKA_RUNTIMES)} (each comes from a pom in jvm/, fetched by `make jars`)")
-        if self.mode == "kraft" and _release(self.kafka_version) < _release(KRAFT_SINCE):
+        if self.mode == "kraft" and release_tuple(self.kafka_version) < release_tuple(KRAFT_SINCE):
             raise ClusterError(f"Kafka {self.kafka_version} has KRaft only as a preview; use --mode zk, or "
                                f"--kafka-version {KRAFT_SINCE} or later for KRaft mode")
         if self.mode == "zk" and int(self.kafka_version.split(".")[0]) >= 4:

@@ -16,6 +16,7 @@ from typing import Any, Callable, Iterator
 from foundation.web_config import load_web_config, serve_wsgi
 from pipelines.detectors import availability, brokers, hw_stall, isr, lag, offline, quorum, reassignment
 from pipelines.incidents import Incident
+from schemas.observation import AUTHORIZATION_FAILED, UNREACHABLE
 
 # incident type -> per-partition series (present only while the incident is open)
 PARTITION_SERIES = {
@@ -52,8 +53,8 @@ class ClusterView:
     def unreachable_reason(self) -> str | None:
         """None when krm can use the cluster fully; else authentication_failed, tls_failed, ..."""
         if self.error:
-            return self.error_reason or "unreachable"
-        return "authorization_failed" if self.denied else None
+            return self.error_reason or UNREACHABLE
+        return AUTHORIZATION_FAILED if self.denied else None
 
 
 @dataclass(frozen=True)

@@ -97,7 +97,7 @@ PARTITION = Struct((
     ("isr", Array(INT), True),
     # v2, KRaft with ELR (Kafka 4 default): replicas out of the ISR that still hold every committed
     # message and may lead when the ISR is empty; the last known leader(s) when the ELR is empty too.
-    # Absent: the broker does not say (ZooKeeper mode, Kafka < 3.7, older collector).
+    # Absent: the broker does not say (ZooKeeper mode, Kafka < 3.8, older collector).
     ("elr", Array(INT), False),
     ("last_known_elr", Array(INT), False),
     ("offline_replicas", Array(INT), False),
@@ -130,6 +130,14 @@ QUORUM = Struct((  # v2, KRaft: DescribeQuorum of __cluster_metadata-0
     ("observers", INT, False),
     ("error", STRING, False),
 ))
+
+# The values of a cluster record's `error_reason` (why `error`; told apart by collectors/access.py),
+# also the `reason` label of krm_cluster_reachable and the causes of CLUSTER_UNREACHABLE.
+AUTHENTICATION_FAILED = "authentication_failed"  # the broker refused the credentials (SASL)
+TLS_FAILED = "tls_failed"  # the handshake failed (certificate not trusted, name mismatch, client cert refused)
+PROTOCOL_MISMATCH = "protocol_mismatch"  # the listener speaks another security protocol than configured
+AUTHORIZATION_FAILED = "authorization_failed"  # logged in, but an ACL krm needs is missing
+UNREACHABLE = "unreachable"  # nothing answered (down, wrong address, firewall)
 
 CLUSTER_STATE = Struct((
     ("controller_id", INT, False),  # -1 or null: no active controller known

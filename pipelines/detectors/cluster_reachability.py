@@ -8,7 +8,7 @@ answering, the failed poll's record still lists the brokers with their registrat
 partitions' state comes from ZooKeeper: krm sees the cluster, and every broker down is BROKER_DOWN
 per broker, not this.
 
-Causes, the collector's reasons:
+Causes, the collector's reasons (schemas/observation.py, the values of `error_reason`):
 - `unreachable`: nothing answered (the cluster is down, or the path from the collector is);
 - `authentication_failed`, `tls_failed`, `protocol_mismatch`: the brokers refused krm's login,
   certificate or listener protocol ([clusters.security]); clients may be fine;
@@ -25,13 +25,10 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from pipelines.detectors.rule import ClusterView, Rule
+from schemas.observation import (AUTHENTICATION_FAILED, AUTHORIZATION_FAILED, PROTOCOL_MISMATCH, TLS_FAILED,
+                                 UNREACHABLE)
 
 TYPE = "CLUSTER_UNREACHABLE"
-UNREACHABLE = "unreachable"
-AUTHENTICATION = "authentication_failed"
-TLS = "tls_failed"
-PROTOCOL = "protocol_mismatch"
-AUTHORIZATION = "authorization_failed"
 
 
 def judge(cluster_state: Mapping[str, Any]) -> tuple[str, dict[str, Any]] | None:
@@ -54,8 +51,8 @@ def _plan(view: ClusterView) -> Any:
     return F.array(F.when(blind, view.finding(RULE, cause, details, severity=RULE.severity_column(cause))))
 
 
-RULE = Rule(TYPE, {UNREACHABLE: "critical", AUTHENTICATION: "critical", TLS: "critical", PROTOCOL: "critical",
-                   AUTHORIZATION: "critical"},
+RULE = Rule(TYPE, {UNREACHABLE: "critical", AUTHENTICATION_FAILED: "critical", TLS_FAILED: "critical",
+                   PROTOCOL_MISMATCH: "critical", AUTHORIZATION_FAILED: "critical"},
             "cluster", "krm cannot see the cluster at all: no broker answered its poll and nothing else (ZooKeeper) "
             "said who is registered", plan=_plan, failed_polls=True,
             routine=(
