@@ -160,14 +160,17 @@ def svg_chart(states: list[dict[str, Any]], width: int = 720, height: int = 120)
 class Console:
     """A WSGI app for the console's routes; answers None for any other path (the caller serves it)."""
 
-    def __init__(self, state: Any, tables: Any, look: Callable[[str], Any] | None = None) -> None:
+    def __init__(self, state: Any, tables: Any, look: Callable[[str], Any] | None = None,
+                 keyframe_s: float = 300.0) -> None:
         """`look(cluster)`: one Admin poll of a cluster (krm/snapshot.py), for the broker page's shutdown
-        check; None where this process has no cluster config."""
+        check; None where this process has no cluster config. `keyframe_s`: the pipeline's
+        `history_keyframe_s` (an unchanged partition's newest row is at most that old)."""
         from jinja2 import DictLoader, Environment, select_autoescape
 
         self.state = state
         self.tables = tables
         self.look = look
+        self.recent = dt.timedelta(seconds=max(600.0, 2 * keyframe_s))
         self.env = Environment(loader=DictLoader(_TEMPLATES), autoescape=select_autoescape(default=True))
         self.env.globals.update(iso=_iso, where=_where, act_on=_act_on)
 
@@ -289,8 +292,8 @@ class Console:
         rows: list[dict[str, Any]] = []
         empty = "the partition_state table is not written yet"
         if self.tables.partition_state.is_table():
-            rows = latest_states(self.tables.partition_state, topic, cluster)
-            empty = f"no poll of {topic} on {cluster} in the last 10 minutes"
+            rows = latest_states(self.tables.partition_state, topic, cluster, within=self.recent)
+            empty = f"no poll of {topic} on {cluster} in the last {self.recent.total_seconds() / 60:.0f} minutes"
         leads = Counter(r["leader"] for r in rows if r["leader"] >= 0)
         holds = Counter(b for r in rows for b in r["replicas"])
         preferred = Counter(r["replicas"][0] for r in rows if r["replicas"])

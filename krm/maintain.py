@@ -3,12 +3,16 @@
 For each history table (observations, partition_state, replica_lag, assignments, quarantine, data_quality):
 1. retention: delete the days older than `retention_days` (a predicate on the `date` partition
    column, so whole files go);
-2. compaction: rewrite each day's many small files (one per history micro-batch) into few large
-   ones (delta-rs `optimize.compact`), which is what keeps `krm lag` fast. Compaction keeps the
-   files' order, i.e. time order, so bounded row groups each cover a short time span and a reader
-   that filters on time (the data-quality thread's "observed since the last run") skips the rest
-   instead of decoding a whole day;
-3. vacuum: remove files no longer referenced and older than `vacuum_hours` (readers that started
+2. sorting (partition_state, replica_lag): each past day (date < today) still in more than one file
+   is rewritten as one file sorted by partition (SORT_KEYS), in row groups small enough that a
+   reader of one partition (`krm timeline`, `krm lag`, the console) or of the rare `changed` rows
+   skips the rest of the day by the row groups' statistics instead of decoding all of it. Only past
+   days: the pipeline appends to today's, and a day rewritten once is one file and is left alone;
+3. compaction: rewrite each day's many small files (one per history micro-batch) into few large
+   ones (delta-rs `optimize.compact`). Compaction keeps the files' order, i.e. time order, so bounded
+   row groups each cover a short time span and a reader that filters on time (the data-quality
+   thread's "observed since the last run") skips the rest instead of decoding a whole day;
+4. vacuum: remove files no longer referenced and older than `vacuum_hours` (readers that started
    before the compaction keep working for that long).
 The incidents table is kept whole (open incidents have no age) and not compacted (the alert path
 upserts it all the time, and a compaction would fail its upserts): only vacuumed, for each upsert
@@ -35,9 +39,16 @@ log = logging.getLogger(__name__)
 
 HISTORY_TABLES = ("observations", "partition_state", "replica_lag", "assignments", "quarantine", "data_quality")
 VACUUM_ONLY = ("incidents",)
-# rows per Parquet row group written by compaction, where the writer's default (about a million)
-# is too coarse: an observations row is a whole topic record with every partition in it
-ROW_GROUP_ROWS = {"observations": 1024}
+# rows per Parquet row group written by compaction and sorting, where the writer's default (about a
+# million) is too coarse: an observations row is a whole topic record with every partition in it; a
+# sorted day's group of partition_state or replica_lag rows should hold a few topics, not a day
+ROW_GROUP_ROWS = {"observations": 1024, "partition_state": 65_536, "replica_lag": 65_536}
+# past days are sorted by these (those a table has): the rare changed rows first, then by partition
+SORT_KEYS = {"partition_state": (("changed", "descending"), ("cluster", "ascending"), ("topic", "ascending"),
+                                 ("partition", "ascending"), ("observed_at", "ascending")),
+             "replica_lag": (("cluster", "ascending"), ("topic", "ascending"), ("partition", "ascending"),
+                             ("broker", "ascending"), ("observed_at", "ascending"))}
+SORTED_FILE_BYTES = 1 << 30  # one file per sorted day and cluster
 
 
 @dataclass(frozen=True)
@@ -63,12 +74,53 @@ def maintain_table(path: Location, retention_days: int, vacuum_hours: float, tod
                 cutoff = today - dt.timedelta(days=retention_days)
                 metrics = dtable.delete(f"date < '{cutoff.isoformat()}'")
                 deleted = int(metrics.get("num_deleted_rows", 0) or 0)
+            if name in SORT_KEYS:
+                sort_past_days(path, SORT_KEYS[name], today)
+                dtable = path.table()
             dtable.optimize.compact(writer_properties=_writer_properties(name))
         vacuumed = dtable.vacuum(retention_hours=int(vacuum_hours), enforce_retention_duration=False, dry_run=False)
         after = len(path.table().file_uris())
     except Exception as e:  # noqa: BLE001 - one table's conflict must not stop the others
         return TableReport(name, deleted, before, before, 0, time.perf_counter() - t0, f"{type(e).__name__}: {e}")
     return TableReport(name, deleted, before, after, len(vacuumed), time.perf_counter() - t0)
+
+
+def sort_past_days(path: Location, keys: tuple[tuple[str, str], ...], today: dt.date) -> int:
+    """Rewrite every (date, cluster) partition of a day before `today` that is in more than one file
+    as one file sorted by `keys`; a replace-where overwrite, so readers see the old files or the new
+    one, never both. Returns how many were rewritten."""
+    import collections
+
+    import pyarrow.dataset as ds
+    from deltalake import write_deltalake
+
+    dtable = path.table()
+    cols = list(dtable.metadata().partition_columns)
+    if "date" not in cols:
+        return 0
+    adds = dtable.get_add_actions(flatten=True)
+    values = list(zip(*(adds.column(f"partition.{c}").to_pylist() for c in cols)))
+    names = {f.name for f in dtable.schema().fields}
+    order = [(k, how) for k, how in keys if k in names]
+    done = 0
+    for part, files in sorted(collections.Counter(values).items()):
+        where = dict(zip(cols, part))
+        day = where["date"] if isinstance(where["date"], dt.date) else dt.date.fromisoformat(str(where["date"]))
+        if files < 2 or day >= today:
+            continue
+        cond = None
+        for c, v in where.items():
+            term = ds.field(c) == (day if c == "date" else v)
+            cond = term if cond is None else cond & term
+        data = dtable.to_pyarrow_dataset().to_table(filter=cond).sort_by(order)
+        predicate = " AND ".join(f"{c} = '{(day.isoformat() if c == 'date' else str(v)).replace(chr(39), chr(39) * 2)}'"
+                                 for c, v in where.items())
+        write_deltalake(dtable, data, mode="overwrite", predicate=predicate, partition_by=cols,
+                        target_file_size=SORTED_FILE_BYTES, writer_properties=_writer_properties(path.name))
+        log.info("sorted %s %s: %d files, %d rows", path.name, predicate, files, data.num_rows)
+        dtable = path.table()
+        done += 1
+    return done
 
 
 def _writer_properties(table: str) -> Any:

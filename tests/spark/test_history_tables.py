@@ -44,3 +44,35 @@ def test_partition_state_and_replica_lag(spark, tmp_path):
         "orders", "changed", 1, [(0, [1, 2, 3])])
     rows = read_lag(tables.replica_lag, "orders", None, dt.timedelta(hours=1))
     assert [(r.broker, r.lag_messages, r.lag_seconds, r.in_isr) for r in rows] == [(2, 10, 0.1, True), (3, 600, 6.0, False)]
+
+
+def _poll(now_ms, i, isr, follower_leo, leader=1, write_rate=100.0):
+    part = {"partition": 0, "leader": leader, "leader_epoch": 2, "replicas": [1, 2, 3], "isr": isr,
+            "high_watermark": 1000 + i, "write_rate": write_rate,
+            "replica_offsets": [{"broker": 1, "log_end_offset": 1000 + i}, {"broker": 2, "log_end_offset": 1000 + i},
+                                {"broker": 3, "log_end_offset": follower_leo}]}
+    return topic_record("c1", "admin", i, now_ms + i * 2000, topic="orders", live_brokers=[1, 2, 3],
+                        partitions=[part], min_insync_replicas=2, unclean_leader_election=False)
+
+
+def test_history_keeps_changes_keyframes_and_lagging_followers_only(spark, tmp_path):
+    """Polls every 2 s, keyframes every 10 s: an unchanged partition is a row per keyframe; an ISR
+    shrink and its return are rows at the polls they happened, across batch boundaries; a follower
+    out of the ISR is a replica_lag row at every poll, one in sync (0 behind) only at the changes."""
+    t0 = (int(dt.datetime.now(dt.timezone.utc).timestamp() * 1000) // 10_000 - 30) * 10_000  # on a keyframe
+    full, short = [1, 2, 3], [1, 2]
+    polls = [_poll(t0, i, full, 1000 + i) for i in range(7)]  # 0..12 s in sync
+    polls += [_poll(t0, i, short, 1000) for i in range(7, 11)]  # 14..20 s: broker 3 out, 7..10 behind
+    polls += [_poll(t0, i, full, 1000 + i) for i in range(11, 14)]  # 22..26 s: back
+    tables = Tables(tmp_path)
+    history = HistoryPath(PipelineState(), tables, app_id="t", keyframe_s=10.0, lag_floor_s=1.0)
+    for batch_id, chunk in enumerate((polls[:4], polls[4:7], polls[7:11], polls[11:])):  # changes open batches
+        history(parse(_batch(spark, chunk)), batch_id)
+
+    state = spark.read.format("delta").load(str(tables.partition_state)).orderBy("observed_at").collect()
+    seconds = [((int(r.observed_at.timestamp() * 1000) - t0) // 1000, r.changed, list(r.isr)) for r in state]
+    assert seconds == [(0, True, full), (10, False, full), (14, True, short), (20, False, short),
+                       (22, True, full)], seconds
+    lag = spark.read.format("delta").load(str(tables.replica_lag)).where("broker = 3").orderBy("observed_at").collect()
+    assert [((int(r.observed_at.timestamp() * 1000) - t0) // 1000, r.in_isr, r.lag_messages) for r in lag] == [
+        (0, True, 0), (14, False, 7), (16, False, 8), (18, False, 9), (20, False, 10), (22, True, 0)]
