@@ -39,7 +39,7 @@ QUESTIONS = {
     "leader changes per partition this week (partition_state)": """
         SELECT cluster, topic, partition, count(DISTINCT leader_epoch) - 1 AS leader_changes
         FROM partition_state
-        WHERE date >= current_date - 7 AND changed
+        WHERE date >= current_date - 7 AND changed = true
         GROUP BY ALL HAVING count(DISTINCT leader_epoch) > 1
         ORDER BY leader_changes DESC LIMIT 20""",
     "which follower lagged most this week (replica_lag)": """
@@ -51,7 +51,7 @@ QUESTIONS = {
     "partitions that went under-replicated this week, how often (partition_state)": """
         SELECT cluster, topic, partition, count(*) AS shrinks
         FROM partition_state
-        WHERE date >= current_date - 7 AND changed AND len(isr) < len(replicas)
+        WHERE date >= current_date - 7 AND changed = true AND len(isr) < len(replicas)
         GROUP BY ALL ORDER BY shrinks DESC LIMIT 20""",
     "incidents per broker per day this week (incidents)": """
         SELECT cluster, broker, CAST(opened_at AS DATE) AS day, count(*) AS incidents
@@ -253,8 +253,12 @@ def main() -> int:
         print(f"krm maintain (sorting, compaction) in {time.perf_counter() - t0:.0f}s", flush=True)
         figures["rows"] = counts
     config = root / "krm.toml"
-    size = sum(f.stat().st_size for f in (root / "data" / "tables" / "partition_state").rglob("*.parquet"))
-    figures["partition_state_mb"] = round(size / 2**20)
+    from deltalake import DeltaTable
+
+    for name in ("partition_state", "replica_lag"):
+        adds = DeltaTable(str(root / "data" / "tables" / name)).get_add_actions(flatten=True)
+        figures[f"{name}_mb"] = round(sum(adds.column("size_bytes").to_pylist()) / 2**20)
+    print(f"table sizes: {figures}", flush=True)
 
     # one partition that went under-replicated: its timeline has changes and an incident
     from pipelines.incident_store import IncidentStore

@@ -256,6 +256,36 @@ class Location:
 
         return DeltaTable(self.delta_uri, storage_options=self.options() or None)
 
+    def dataset(self, table: Any | None = None) -> Any:
+        """The Delta table as a pyarrow dataset whose files are pruned by their partition values only,
+        for readers that filter (krm sql, timeline, lag). delta-rs' own `to_pyarrow_dataset()` also
+        turns each file's statistics into a guarantee, and Spark records no min/max for a boolean
+        column: delta-rs then guarantees `col >= null AND col <= null`, and any predicate on that
+        column (`changed = true`) drops every file Spark wrote (deltalake 1.6.6, tests/spark/
+        test_history_tables.py). Row groups are still skipped by the Parquet files' own statistics."""
+        import urllib.parse
+
+        import pyarrow as pa
+        import pyarrow.dataset as ds
+
+        table = table or self.table()
+        whole = table.to_pyarrow_dataset()
+        cols = list(table.metadata().partition_columns)
+        adds = table.get_add_actions(flatten=True)
+        paths = [urllib.parse.unquote(str(p)) for p in adds.column("path").to_pylist()]
+        values = [adds.column(f"partition.{c}").to_pylist() for c in cols]
+        fragments = []
+        for i, path in enumerate(paths):
+            expr = None
+            for c, vs in zip(cols, values):
+                v = vs[i]
+                # a typed literal (not a cast): the scan fills the column from it
+                term = ds.field(c).is_null() if v is None else ds.field(c) == pa.scalar(v, whole.schema.field(c).type)
+                expr = term if expr is None else expr & term
+            fragments.append(whole.format.make_fragment(path, whole.filesystem,
+                                                        partition_expression=ds.scalar(True) if expr is None else expr))
+        return ds.FileSystemDataset(fragments, whole.schema, whole.format, whole.filesystem)
+
     def write(self, data: Any, **kwargs: Any) -> None:
         from deltalake import write_deltalake
 

@@ -9,8 +9,8 @@ For each history table (observations, partition_state, replica_lag, assignments,
    skips the rest of the day by the row groups' statistics instead of decoding all of it. Only past
    days: the pipeline appends to today's, and a day rewritten once is one file and is left alone;
 3. compaction: rewrite each day's many small files (one per history micro-batch) into few large
-   ones (delta-rs `optimize.compact`). Compaction keeps the files' order, i.e. time order, so bounded
-   row groups each cover a short time span and a reader that filters on time (the data-quality
+   ones (delta-rs `optimize.compact`). Each micro-batch's rows stay together, in time order, so
+   bounded row groups each cover a short time span and a reader that filters on time (the data-quality
    thread's "observed since the last run") skips the rest instead of decoding a whole day;
 4. vacuum: remove files no longer referenced and older than `vacuum_hours` (readers that started
    before the compaction keep working for that long).
@@ -49,6 +49,8 @@ SORT_KEYS = {"partition_state": (("changed", "descending"), ("cluster", "ascendi
              "replica_lag": (("cluster", "ascending"), ("topic", "ascending"), ("partition", "ascending"),
                              ("broker", "ascending"), ("observed_at", "ascending"))}
 SORTED_FILE_BYTES = 1 << 30  # one file per sorted day and cluster
+SORT_MEMORY = "1GB"  # DuckDB's share while sorting a day; beyond it, it spills to the temporary folder
+ROWS_PER_BATCH = 65_536
 
 
 @dataclass(frozen=True)
@@ -91,7 +93,6 @@ def sort_past_days(path: Location, keys: tuple[tuple[str, str], ...], today: dt.
     one, never both. Returns how many were rewritten."""
     import collections
 
-    import pyarrow.dataset as ds
     from deltalake import write_deltalake
 
     dtable = path.table()
@@ -108,19 +109,34 @@ def sort_past_days(path: Location, keys: tuple[tuple[str, str], ...], today: dt.
         day = where["date"] if isinstance(where["date"], dt.date) else dt.date.fromisoformat(str(where["date"]))
         if files < 2 or day >= today:
             continue
-        cond = None
-        for c, v in where.items():
-            term = ds.field(c) == (day if c == "date" else v)
-            cond = term if cond is None else cond & term
-        data = dtable.to_pyarrow_dataset().to_table(filter=cond).sort_by(order)
         predicate = " AND ".join(f"{c} = '{(day.isoformat() if c == 'date' else str(v)).replace(chr(39), chr(39) * 2)}'"
                                  for c, v in where.items())
-        write_deltalake(dtable, data, mode="overwrite", predicate=predicate, partition_by=cols,
-                        target_file_size=SORTED_FILE_BYTES, writer_properties=_writer_properties(path.name))
-        log.info("sorted %s %s: %d files, %d rows", path.name, predicate, files, data.num_rows)
+        con, rows = _sorted_rows(path.dataset(dtable), predicate, order)
+        try:
+            write_deltalake(dtable, rows, mode="overwrite", predicate=predicate, partition_by=cols,
+                            target_file_size=SORTED_FILE_BYTES, writer_properties=_writer_properties(path.name))
+        finally:
+            con.close()
+        log.info("sorted %s %s: %d files", path.name, predicate, files)
         dtable = path.table()
         done += 1
     return done
+
+
+def _sorted_rows(dataset: Any, predicate: str, order: list[tuple[str, str]]) -> tuple[Any, Any]:
+    """The rows of one day and cluster, sorted, as a stream of record batches (with the DuckDB
+    connection that produces them, to close after reading): DuckDB sorts within a
+    memory limit and spills the rest to disk, where pyarrow's sort would hold the day several times
+    over (a day of partition_state at 50k partitions is ~15 million rows)."""
+    import tempfile
+
+    import duckdb
+
+    con = duckdb.connect(":memory:", config={"memory_limit": SORT_MEMORY, "temp_directory": tempfile.gettempdir()})
+    con.register("rows", dataset)
+    by = ", ".join(f'"{k}" {"DESC" if how == "descending" else "ASC"}' for k, how in order)
+    reader = con.sql(f"SELECT * FROM rows WHERE {predicate} ORDER BY {by}").to_arrow_reader(ROWS_PER_BATCH)
+    return con, reader.cast(dataset.schema)
 
 
 def _writer_properties(table: str) -> Any:

@@ -51,7 +51,7 @@ def run(query: str, where: dict[str, Any]) -> Result:
             # incidents and data_quality are small tables delta-rs writes with string views in their
             # files: pushed-down string filters fail on those (Arrow has no string = string_view
             # kernel), so they are read whole; the history tables are scanned lazily
-            con.register(name, table.to_pyarrow_table() if name in READ_WHOLE else table.to_pyarrow_dataset())
+            con.register(name, table.to_pyarrow_table() if name in READ_WHOLE else loc.dataset(table))
         except Exception as e:  # noqa: BLE001 - an unreadable table is the user's answer, not a traceback
             missing[name] = f"table {name} at {loc} cannot be read: {e}"
     try:

@@ -1,7 +1,8 @@
 """`krm timeline` and `krm incidents show`: one partition's history, changes only, from the Delta tables.
 
-The `partition_state` table holds every poll of every partition; an operator wants the moments it
-changed: the leader, its epoch, the replica set, the ISR (and, where reported, the ELR). Read through
+The `partition_state` table holds a partition at each change and once per keyframe interval
+(docs/history.md); an operator wants the moments it changed: the leader, its epoch, the replica
+set, the ISR (and, where reported, the ELR). Read through
 delta-rs and a pyarrow dataset scan filtered on the `date` partition column first (as krm/lag.py), so
 no Spark and no JVM; the changes are picked in one pass over the rows of one partition, oldest first.
 Incidents of the partition (opened, resolved) are merged in on the same time axis.
@@ -18,6 +19,7 @@ from foundation.errors import KrmError
 from foundation.storage import as_location
 
 STATE_FIELDS = ("leader", "leader_epoch", "replicas", "isr")
+LOOKBACK = dt.timedelta(days=1)  # how far before a window its starting state is looked for
 
 
 @dataclass(frozen=True)
@@ -33,7 +35,10 @@ class Event:
 
 def read_states(table: Any, topic: str, partition: int, since: dt.timedelta, now: dt.datetime | None = None,
                 cluster: str | None = None, until: dt.datetime | None = None) -> list[dict[str, Any]]:
-    """Every poll of one partition within the window, oldest first, as dicts."""
+    """The partition's rows within the window, oldest first, as dicts, led by the newest row before
+    it (of each cluster) when there is one within a day: the table holds a partition at each change
+    and once per keyframe interval (docs/history.md), so the state at the window's start is a row
+    written before it."""
     import pyarrow.dataset as ds
 
     table = as_location(table)
@@ -42,14 +47,18 @@ def read_states(table: Any, topic: str, partition: int, since: dt.timedelta, now
     now = now or dt.datetime.now(dt.timezone.utc)
     start = now - since
     end = until or now
-    cond = ((ds.field("date") >= start.date()) & (ds.field("topic") == topic) & (ds.field("partition") == partition)
-            & (ds.field("observed_at") >= start) & (ds.field("observed_at") <= end))
+    lookback = start - LOOKBACK
+    cond = ((ds.field("date") >= lookback.date()) & (ds.field("topic") == topic) & (ds.field("partition") == partition)
+            & (ds.field("observed_at") >= lookback) & (ds.field("observed_at") <= end))
     if cluster is not None:
         cond = cond & (ds.field("cluster") == cluster)
-    data = table.table().to_pyarrow_dataset()
     cols = ["observed_at", "cluster", *STATE_FIELDS, "high_watermark", "leader_leo"]
-    t = data.to_table(columns=cols, filter=cond).sort_by("observed_at")
-    return t.to_pylist()
+    rows = table.dataset().to_table(columns=cols, filter=cond).sort_by("observed_at").to_pylist()
+    before: dict[str, dict[str, Any]] = {}
+    for r in rows:
+        if _utc(r["observed_at"]) < start:
+            before[r["cluster"]] = r
+    return sorted(before.values(), key=lambda r: r["observed_at"]) + [r for r in rows if _utc(r["observed_at"]) >= start]
 
 
 def latest_states(table: Any, topic: str, cluster: str, within: dt.timedelta = dt.timedelta(minutes=10),
@@ -64,7 +73,7 @@ def latest_states(table: Any, topic: str, cluster: str, within: dt.timedelta = d
             & (ds.field("observed_at") >= start))
     cols = ["observed_at", "partition", *STATE_FIELDS, "high_watermark", "leader_leo"]
     newest: dict[int, dict[str, Any]] = {}
-    for r in table.table().to_pyarrow_dataset().to_table(columns=cols, filter=cond).to_pylist():
+    for r in table.dataset().to_table(columns=cols, filter=cond).to_pylist():
         if r["partition"] not in newest or r["observed_at"] >= newest[r["partition"]]["observed_at"]:
             newest[r["partition"]] = r
     return [newest[p] for p in sorted(newest)]

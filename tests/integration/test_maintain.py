@@ -108,3 +108,38 @@ def test_incidents_are_vacuumed_and_kept_whole(tmp_path):
     assert len(list((tables / "incidents").glob("*.parquet"))) == report.files_after
     (kept,) = store.read()
     assert kept.last_seen_at_ms == long_ago + 5 * 60_000 and kept.status == "open"
+
+
+def test_past_days_of_partition_state_are_sorted_by_partition_today_only_compacted(tmp_path):
+    """A past day in many appends becomes one file sorted by (changed first, topic, partition, time)
+    in row groups whose statistics let a one-partition reader skip the rest; the rows are the same."""
+    import pyarrow.parquet as pq
+
+    tables = tmp_path / "tables"
+    path = tables / "partition_state"
+    today = dt.datetime.now(dt.timezone.utc).date()
+    yesterday = today - dt.timedelta(days=1)
+    for day in (yesterday, today):
+        for batch in range(4):  # four history batches, each with every partition of three topics
+            t = dt.datetime.combine(day, dt.time(1 + batch), tzinfo=dt.timezone.utc)
+            rows = [{"cluster": "c1", "topic": f"t{i}", "partition": p, "observed_at": t, "leader": 1,
+                     "leader_epoch": 0, "replicas": [1, 2], "isr": [1, 2], "changed": batch == 2 and p == 1,
+                     "date": day} for i in (2, 0, 1) for p in range(3)]
+            write_deltalake(str(path), pa.Table.from_pylist(rows), mode="append", partition_by=["date", "cluster"])
+    before = DeltaTable(str(path)).to_pyarrow_table().sort_by([("date", "ascending"), ("topic", "ascending"),
+                                                                ("partition", "ascending"), ("observed_at", "ascending")])
+
+    (report,) = maintain(tables, retention_days=30, vacuum_hours=0, today=today)
+    assert report.error is None and report.files_after == 2
+
+    table = DeltaTable(str(path))
+    after = table.to_pyarrow_table().sort_by([("date", "ascending"), ("topic", "ascending"),
+                                              ("partition", "ascending"), ("observed_at", "ascending")])
+    assert after.to_pylist() == before.to_pylist()
+    (past,) = [u for u in table.file_uris() if f"date={yesterday}" in u]
+    keys = pq.read_table(past.removeprefix("file://"), columns=["changed", "topic", "partition"]).to_pylist()
+    assert [tuple(r.values()) for r in keys[:3]] == [(True, "t0", 1), (True, "t1", 1), (True, "t2", 1)]
+    assert [(r["topic"], r["partition"]) for r in keys[3:]] == sorted((r["topic"], r["partition"]) for r in keys[3:])
+    (present,) = [u for u in table.file_uris() if f"date={today}" in u]  # today: compacted, not sorted
+    changed = pq.read_table(present.removeprefix("file://"), columns=["changed"]).column(0).to_pylist()
+    assert changed[0] is False and changed.count(True) == 3

@@ -76,3 +76,13 @@ def test_history_keeps_changes_keyframes_and_lagging_followers_only(spark, tmp_p
     lag = spark.read.format("delta").load(str(tables.replica_lag)).where("broker = 3").orderBy("observed_at").collect()
     assert [((int(r.observed_at.timestamp() * 1000) - t0) // 1000, r.in_isr, r.lag_messages) for r in lag] == [
         (0, True, 0), (14, False, 7), (16, False, 8), (18, False, 9), (20, False, 10), (22, True, 0)]
+
+    # krm sql over the Spark-written table: a pushed-down boolean comparison keeps every file that holds
+    # a changed row (delta-rs has pruned on boolean statistics wrongly before: krm/lag.py)
+    from foundation.storage import Location
+    from krm.sql import run
+
+    where = {"partition_state": Location(str(tables.partition_state))}
+    changed = run("SELECT count(*) FROM partition_state WHERE changed = true", where).rows
+    unchanged = run("SELECT count(*) FROM partition_state WHERE changed = false", where).rows
+    assert (changed, unchanged) == ([(3,)], [(2,)]), (changed, unchanged)
