@@ -11,7 +11,19 @@ each mode it has (ZooKeeper mode up to 3.9, KRaft from 3.3), a real 3-broker loc
 2. `isr_shrink_and_return`: a topic of 3 RF-3 partitions (min.insync.replicas 2); broker 3
    SIGKILLed. krm's `krm_partition_under_replicated` must equal `kafka-topics
    --under-replicated-partitions`; after the restart both are empty.
-3. `capabilities`: what krm could ask this version (`krm_collector_capability`: DescribeTopicPartitions
+3. `follower_lag`: a 1-partition RF-2 topic under a 20 kB/s replication throttle; its follower
+   SIGSTOPped while 1 MB is produced, then resumed: while the release's `kafka-topics
+   --under-replicated-partitions` lists the partition (the follower catching up), krm holds
+   REPLICA_LAG (>= 1,000 messages) on exactly that follower; when the tool lists nothing, nor does krm.
+4. `unclean_election`: a 1-partition RF-2 topic with unclean.leader.election.enable; the follower
+   paused until it leaves the ISR, 100 messages only the leader has, the leader SIGKILLed, the
+   follower resumed. Whatever this release's controller does is the oracle: if `kafka-topics`
+   shows the stale follower elected, krm must have opened UNCLEAN_LEADER_ELECTION (critical, the new
+   leader named); if the release did not elect it within the wait, krm must not have.
+5. `shutdown_check`: before broker 2 is killed in (1), `krm check shutdown --broker 2` must name as
+   `becomes_leaderless` exactly the RF-1 partitions that the release's own tool then lists as
+   unavailable.
+6. `capabilities`: what krm could ask this version (`krm_collector_capability`: DescribeTopicPartitions
    for ELR from 3.8, DescribeQuorum from 3.3 in KRaft mode, ListPartitionReassignments), so a gap is
    said, never silent.
 
@@ -53,6 +65,7 @@ TOPIC_COMMANDS = ("org.apache.kafka.tools.TopicCommand", "kafka.admin.TopicComma
 # 4.4.0's runtime folder holds kafka-tools 4.3.1's jar alone (jvm/kafka4-pom.xml), which misses classes
 # of its own release: the 4.3.1 release's complete tools speak the same Admin API to a 4.4.0 cluster.
 TOOLS_FROM = {"4.4.0": "4.3.1"}
+SCENARIOS = ("rf1_killed_broker", "isr_shrink_and_return", "follower_lag", "unclean_election", "shutdown_check")
 
 
 def combos(versions: list[str], modes: list[str]) -> list[tuple[str, str]]:
@@ -96,6 +109,124 @@ def krm_partitions(url: str, metric: str, cluster: str, topic: str) -> set[int]:
             if s.labels["topic"] == topic}
 
 
+def producer(bootstrap: str, topic: str, acks: Any) -> Any:
+    """Connected, with the topic's metadata, before any broker is paused (bootstrapping through a
+    SIGSTOPped broker would block until the fault is over)."""
+    from kafka import KafkaProducer
+
+    p = KafkaProducer(bootstrap_servers=bootstrap, acks=acks, linger_ms=0, request_timeout_ms=60_000,
+                      max_block_ms=10_000)
+    p.send(topic, b"warm-up", partition=0).get(timeout=30)
+    return p
+
+
+def send(p: Any, topic: str, n: int) -> None:
+    for f in [p.send(topic, b"m", partition=0) for _ in range(n)]:
+        f.get(timeout=60)
+
+
+def describe(version: str, bootstrap: str, topic: str) -> dict[int, dict[str, str]]:
+    """Partition -> the release's own `kafka-topics --describe` fields (Leader, Replicas, Isr, ...)."""
+    out = {}
+    for line in topic_command(version, bootstrap, "--describe", "--topic", topic).splitlines():
+        fields = dict(f.split(": ", 1) for f in line.strip().split("\t") if ": " in f)
+        if "Partition" in fields:
+            out[int(fields["Partition"])] = fields
+    return out
+
+
+def lag_incidents(config: Path, topic: str) -> list[dict[str, Any]]:
+    return [i for i in stored_incidents("--open", "--config", str(config), "--type", "REPLICA_LAG") if i["topic"] == topic]
+
+
+def shutdown_check(config: Path, broker: int, topic: str) -> list[int]:
+    """`krm check shutdown --broker N --json`: the topic's partitions it says would become leaderless."""
+    out = subprocess.run([str(Path(sys.executable).parent / "krm"), "check", "shutdown", "--broker", str(broker),
+                          "--config", str(config), "--json"], capture_output=True, text=True, timeout=120)
+    if out.returncode not in (0, 1):
+        raise RuntimeError(f"krm check shutdown: {out.stderr.strip()[-500:]}")
+    return sorted(p["partition"] for p in json.loads(out.stdout)["partitions"]
+                  if p["topic"] == topic and p["verdict"] == "becomes_leaderless")
+
+
+def follower_lag(version: str, cluster: LocalCluster, url: str, config: Path) -> dict[str, Any]:
+    """A follower out of the ISR catching up under a replication throttle (Kafka throttles only
+    out-of-sync replicas): it answers, so krm measures its lag. While the release's own tool lists
+    the partition under-replicated, krm must hold REPLICA_LAG on that follower (>= 1,000 messages,
+    this run's threshold); once the tool lists nothing, no REPLICA_LAG is left open."""
+    from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient
+
+    topic = "compat-lag"
+    (replicas,) = create_topic(cluster, topic, partitions=1, rf=2).values()
+    leader, follower = replicas
+    admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap_servers, client_id="krm-compat")
+    try:
+        admin.alter_configs([ConfigResource(ConfigResourceType.TOPIC, topic, configs={
+            "leader.replication.throttled.replicas": f"0:{leader}",
+            "follower.replication.throttled.replicas": f"0:{follower}"})])
+        admin.alter_configs([ConfigResource(ConfigResourceType.BROKER, "", configs={
+            "leader.replication.throttled.rate": "20000", "follower.replication.throttled.rate": "20000"})])
+        p = producer(cluster.bootstrap_servers, topic, acks=1)
+        cluster.pause(follower)
+        try:
+            for f in [p.send(topic, b"x" * 200, partition=0) for _ in range(5_000)]:  # 1 MB: ~50 s at 20 kB/s
+                f.get(timeout=60)
+        finally:
+            p.close(timeout=5)
+            cluster.resume(follower)
+
+        def both() -> tuple[list[int], list[int]]:
+            return (sorted(i["broker"] for i in lag_incidents(config, topic) if i["details"].get("lag_messages", 0) >= 1000),
+                    sorted(kafka_flags(version, cluster.bootstrap_servers, topic, "--under-replicated-partitions")))
+        behind = settled(both, lambda v: v == ([follower], [0]), 60)
+        caught_up = settled(lambda: (len(lag_incidents(config, topic)),
+                                     sorted(kafka_flags(version, cluster.bootstrap_servers, topic,
+                                                        "--under-replicated-partitions"))),
+                            lambda v: v == (0, []), 180)
+        return {"follower": follower, "krm_lagging_vs_kafka_urp": behind, "after": caught_up,
+                "ok": behind == ([follower], [0]) and caught_up == (0, [])}
+    finally:
+        admin.alter_configs([ConfigResource(ConfigResourceType.BROKER, "", configs={})])
+        admin.close()
+
+
+def unclean_election(version: str, cluster: LocalCluster, url: str, config: Path) -> dict[str, Any]:
+    topic = "compat-unclean"
+    (replicas,) = create_topic(cluster, topic, partitions=1, rf=2,
+                               configs={"unclean.leader.election.enable": "true"}).values()
+    leader, follower = replicas
+    bootstrap = cluster.bootstrap_servers
+    p = producer(bootstrap, topic, acks="all")
+    try:
+        send(p, topic, 49)
+        cluster.pause(follower)
+        settled(lambda: describe(version, bootstrap, topic)[0]["Isr"], lambda isr: isr == str(leader), 90)
+        send(p, topic, 100)  # only the leader has these
+        p.close(timeout=5)
+        time.sleep(3)  # the collector sees the leader's HW
+        cluster.kill(leader)
+        settled(lambda: describe(version, bootstrap, topic)[0]["Leader"], lambda v: v in ("none", "-1"), 60)
+        cluster.resume(follower)
+        elected = settled(lambda: describe(version, bootstrap, topic)[0]["Leader"], lambda v: v == str(follower), 120)
+        kafka_elected = elected == str(follower)
+
+        def pages() -> list[dict[str, Any]]:
+            return [i for i in stored_incidents("--open", "--config", str(config), "--type", "UNCLEAN_LEADER_ELECTION")
+                    if i["topic"] == topic]
+        found = settled(pages, lambda v: bool(v) == kafka_elected, 60)
+        named = sorted({i["details"].get("leader") for i in found})
+        severities = sorted({i["severity"] for i in found})
+        ok = (bool(found) == kafka_elected) and (not found or (named == [follower] and severities == ["critical"]))
+        return {"kafka_elected": kafka_elected, "krm_incidents": len(found), "leader_named": named,
+                "severity": severities, "ok": ok}
+    finally:
+        state = cluster.status()["brokers"]
+        if state[str(follower)]["state"] == "paused":
+            cluster.resume(follower)
+        if state[str(leader)]["state"] != "running":
+            cluster.start(leader, timeout_s=120)
+
+
 def settled(read: Callable[[], Any], want: Callable[[Any], bool], timeout_s: float) -> Any:
     """The value once `want` holds at two reads in a row (or the last value at the timeout)."""
     deadline, last, held = time.monotonic() + timeout_s, None, 0
@@ -128,13 +259,14 @@ def run_combo(mode: str, version: str, spark: Any, work: Path) -> dict[str, Any]
         cluster.up(timeout_s=180)
         rf1 = create_topic(cluster, "compat-rf1", partitions=6, rf=1)
         create_topic(cluster, "compat-rf3", partitions=3, rf=3, configs={"min.insync.replicas": "2"})
-        config = load_config(write_config(cluster, work, poll_interval_s=1.0))
+        config = load_config(write_config(cluster, work, poll_interval_s=1.0, pipeline_extra="replica_lag_messages = 1000\n"))
         monitor = Monitor(config, spark=spark).start()
         url = monitor.metrics_url
         settled(lambda: len([s for s in series(scrape(url), "krm_broker_up", cluster=cluster.name) if s.value == 1]),
                 lambda n: n == 3, 120)
 
         on_victim = sorted(p for p, r in rf1.items() if r == [2])
+        predicted = shutdown_check(config.source, 2, "compat-rf1")
         cluster.kill(2)
         down = compare(version, cluster, url, "compat-rf1", "krm_partition_offline", "--unavailable-partitions",
                        want_empty=False)
@@ -142,6 +274,8 @@ def run_combo(mode: str, version: str, spark: Any, work: Path) -> dict[str, Any]
                      if i["topic"] == "compat-rf1"]
         must_return = sorted({b for i in incidents for b in i["details"].get("must_return") or []})
         causes = sorted({i["cause"] for i in incidents})
+        out["shutdown_check"] = {"predicted": predicted, "kafka_unavailable": down["kafka"],
+                                 "ok": predicted == down["kafka"] == on_victim}
         cluster.start(2, timeout_s=120)
         back = compare(version, cluster, url, "compat-rf1", "krm_partition_offline", "--unavailable-partitions",
                        want_empty=True)
@@ -158,6 +292,12 @@ def run_combo(mode: str, version: str, spark: Any, work: Path) -> dict[str, Any]
                         "--under-replicated-partitions", want_empty=True)
         out["isr_shrink_and_return"] = {"shrunk": shrunk, "whole": whole,
                                         "ok": shrunk["agree"] and shrunk["krm"] == [0, 1, 2] and whole["agree"]}
+        for name, scenario in (("follower_lag", lambda: follower_lag(version, cluster, url, config.source)),
+                               ("unclean_election", lambda: unclean_election(version, cluster, url, config.source))):
+            try:
+                out[name] = scenario()
+            except Exception as e:  # noqa: BLE001 - the scenario fails, the others still run
+                out[name] = {"ok": False, "error": f"{type(e).__name__}: {str(e)[:300]}"}
         out["capabilities"] = {s.labels["capability"]: int(s.value)
                                for s in series(scrape(url), "krm_collector_capability", cluster=cluster.name)}
     except Exception as e:  # noqa: BLE001 - one line per failed combination, the run goes on
@@ -167,7 +307,7 @@ def run_combo(mode: str, version: str, spark: Any, work: Path) -> dict[str, Any]
             monitor.stop()
         cluster.down()
     out["seconds"] = round(time.monotonic() - t0, 1)
-    out["ok"] = "error" not in out and all(out.get(k, {}).get("ok") for k in ("rf1_killed_broker", "isr_shrink_and_return"))
+    out["ok"] = "error" not in out and all(out.get(k, {}).get("ok") for k in SCENARIOS)
     return out
 
 
@@ -179,17 +319,26 @@ def merged(previous: list[dict[str, Any]], new: list[dict[str, Any]]) -> list[di
 
 def table(results: list[dict[str, Any]]) -> str:
     rows = ["`make compat` (benchmarks/compat.py): each row a real 3-broker cluster of that release, with the "
-            "date of its last run.", "",
+            "date of its last run; \"—\": that scenario was not part of the row's run (added since).", "",
             "| Kafka | mode | RF-1 partitions of a killed broker (= `kafka-topics --unavailable-partitions`) "
-            "| ISR shrink and return (= `--under-replicated-partitions`) | what krm cannot ask it | run |",
-            "|---|---|---|---|---|---|"]
+            "| ISR shrink and return (= `--under-replicated-partitions`) | follower lag (= messages it missed) "
+            "| unclean election (page iff the release elected) | shutdown check (= what went unavailable) "
+            "| what krm cannot ask it | run |",
+            "|---|---|---|---|---|---|---|---|---|"]
+
     def mark(r: dict[str, Any], key: str) -> str:
-        return "yes" if r.get(key, {}).get("ok") else ("error: " + r["error"][:80] if "error" in r else "no")
+        if key not in r:
+            return "error: " + r["error"][:80] if "error" in r else "—"
+        ok = "yes" if r[key].get("ok") else "no"
+        if key == "unclean_election" and r[key].get("ok"):
+            ok += " (elected)" if r[key].get("kafka_elected") else " (not elected)"
+        return ok
 
     for r in results:
         missing = ", ".join(sorted(c for c, v in r.get("capabilities", {}).items() if not v)) or "—"
-        rows.append(f"| {r['version']} | {'ZooKeeper' if r['mode'] == 'zk' else 'KRaft'} | {mark(r, 'rf1_killed_broker')} "
-                    f"| {mark(r, 'isr_shrink_and_return')} | {missing} | {r.get('date', '')} |")
+        marks = " | ".join(mark(r, k) for k in SCENARIOS)
+        rows.append(f"| {r['version']} | {'ZooKeeper' if r['mode'] == 'zk' else 'KRaft'} | {marks} "
+                    f"| {missing} | {r.get('date', '')} |")
     return "\n".join(rows) + "\n"
 
 

@@ -63,7 +63,7 @@ class AdminSource:
         self._last_node: Any = None
         self._live_last: dict[int, dict[str, Any]] = {}  # brokers alive at the last successful poll
         self._live_last_ids: set[int] | None = None  # their ids, for brokers_changed
-        self._memory = PartitionMemory()
+        self._memory = PartitionMemory(settings.history_keyframe_s)
         self._offset_requests = offsets.Requests()  # the previous poll's ListOffsets requests, reused when unchanged
         self._last_cluster_state: dict[str, Any] | None = None  # for the ZooKeeper-triggered cluster record
         # topic -> partition -> replicas as last published (a new dict per topic per poll, never changed after)
@@ -503,7 +503,7 @@ class AdminSource:
                     part.pop("zk_mtime_ms")
                 self._no_older(topic, part)  # this partition's watch may not have fired yet
                 self._carry_move(topic, part, moves.get(pid), before.get(pid))
-                parts.append(part)
+                parts.append(self._memory.mark_change(topic, part))
             min_isr, unclean = self._configs.of(topic)
             out.append(topic_record(self.cluster.name, "zookeeper", poll_id, at, topic=topic, live_brokers=live,
                                     partitions=parts, min_insync_replicas=min_isr, unclean_leader_election=unclean,

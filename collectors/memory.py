@@ -9,7 +9,12 @@ partition observation carries what only consecutive polls reveal:
 - `previous`: the previous poll's leader, epoch, ISR, HW and replica LEOs, present only when the
   leader epoch changed or an offset went backwards, for UNCLEAN_LEADER_ELECTION, OFFSET_REGRESSION
   and LOG_TRUNCATION. Records grow only when something happened.
-A restarted collector starts with an empty memory: the first poll carries none of the three.
+- `changed` (true, else absent): the leader, epoch, replicas or ISR differ from the previous poll,
+  or there is none; `keyframe` (true, else absent): the first poll of a `history_keyframe_s`
+  interval. The history path writes a partition's row only on those (docs/history.md), with no
+  state of its own.
+A restarted collector starts with an empty memory: the first poll carries none of the three and
+marks every partition `changed`.
 """
 
 from __future__ import annotations
@@ -51,7 +56,8 @@ def _went_back(leos: dict[int, int], before: dict[int, int]) -> bool:
 
 
 class PartitionMemory:
-    def __init__(self) -> None:
+    def __init__(self, keyframe_s: float = 300.0) -> None:
+        self._keyframe_ms = max(1, int(keyframe_s * 1000))
         self._seen: dict[tuple[str, int], Seen] = {}
         # partitions being moved: (adding replicas, their highest LEOs seen, when one last grew)
         self._moves: dict[tuple[str, int], tuple[tuple[int, ...], dict[int, int], int]] = {}
@@ -99,8 +105,13 @@ class PartitionMemory:
         elr, lk_elr = p.get("elr"), p.get("last_known_elr")
         replicas, adding = p.get("replicas"), p.get("adding_replicas")
         if prev is None:
+            p["changed"] = True
             self._seen[key] = Seen(at_ms, leader, epoch, p["isr"], hw, leos, since, hw, elr, lk_elr, replicas, adding)
             return p
+        if prev.leader != leader or prev.leader_epoch != epoch or prev.isr != p["isr"] or prev.replicas != replicas:
+            p["changed"] = True
+        elif at_ms // self._keyframe_ms != prev.at_ms // self._keyframe_ms:
+            p["keyframe"] = True
         prev_leos = prev.leos
         prev_leader_leo = prev_leos.get(prev.leader)
         dt_ms = at_ms - prev.at_ms
@@ -140,6 +151,16 @@ class PartitionMemory:
         prev.hw, prev.leos = known_hw, known_leos
         prev.hw_since_ms, prev.hw_peak, prev.elr, prev.last_known_elr = since, peak, elr, lk_elr
         prev.replicas, prev.adding = replicas, adding
+        return p
+
+    def mark_change(self, topic: str, p: dict[str, Any]) -> dict[str, Any]:
+        """Mark `changed` on a partition of a metadata-only record (ZooKeeper's mirror, published the
+        moment a watch fires, between polls) whose state differs from the last poll, without
+        remembering it: the next poll is compared with that poll still, and is marked too."""
+        prev = self._seen.get((topic, p["partition"]))
+        if (prev is None or prev.leader != p["leader"] or prev.leader_epoch != p.get("leader_epoch")
+                or prev.isr != p["isr"] or prev.replicas != p.get("replicas")):
+            p["changed"] = True
         return p
 
     def forget_missing(self, present: set[tuple[str, int]]) -> None:

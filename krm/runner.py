@@ -82,7 +82,7 @@ class Monitor:
 
                 self._server = serve(state, p.metrics_host, p.metrics_port, extra, p.web_config_file,
                                      pages=Console(state, Tables(p.data_dir), look=lambda name: from_cluster(self.config, name),
-                                                   keyframe_s=p.history_keyframe_s))
+                                                   keyframe_s=self.config.collector.history_keyframe_s))
                 if self._spark is None:
                     # a Spark master can take a minute to accept (or refuse) the application: say so meanwhile
                     state.update(pipeline_error=f"starting the Spark session on {p.spark_master}")

@@ -1,16 +1,18 @@
 """History tables derived from valid observations (written by the history path, beside the alert path).
 
 - `partition_state`: a partition's leader, epoch, replicas, ISR, the leader's HW and LEO, write rate
-  and HW-stalled-since — written when something an operator reads in a timeline changed (leader,
-  epoch, replicas, ISR, or which followers lag), at the first poll krm sees of a partition, and at
-  the first poll of every keyframe interval (`history_keyframe_s`), which keeps the HW and write-rate
-  trend. `changed` tells the two apart. Every poll of every partition would be ~2 billion rows a day
-  at 50k partitions and 2 s polls; changes are exact, the steady state costs one row per keyframe.
+  and HW-stalled-since — written when the collector marked the poll `changed` (leader, epoch,
+  replicas or ISR differ from its previous poll, or it had none) or `keyframe` (the first poll of a
+  `history_keyframe_s` interval, which keeps the HW and write-rate trend); every poll of a v1/v2
+  record, whose collector did not mark them. The `changed` column tells changes from keyframes.
+  Every poll of every partition would be ~2 billion rows a day at 50k partitions and 2 s polls;
+  changes are exact, the steady state costs one row per keyframe, and the collector's own memory
+  of the previous poll (collectors/memory.py) decides it: no state, window or shuffle here.
 - `replica_lag`: one row per replica at each poll where its follower lags (out of the ISR, or at
   least `history_lag_floor_s` behind at the partition's write rate, or behind at all on a partition
-  nobody writes to), and every replica of a partition whose row was written for a change (so a
-  follower's return to the leader is a row too). A follower within a second of its leader is the
-  normal state of replication — its fetch in flight — and is not history. `krm lag` reads it.
+  nobody writes to), and every replica of a partition whose `partition_state` row is written. A
+  follower within a second of its leader is the normal state of replication — its fetch in
+  flight — and is not history. `krm lag` reads it.
 - `assignments`: a topic's whole partition -> replicas map whenever it changed (or was first seen)
   and periodically for every topic (`assignment_snapshot_s`): partition-count and broker-set
   changes over time, for explaining imbalance after expansion.
@@ -26,22 +28,20 @@ from typing import Any
 from pipelines.columns import leo_of
 
 PARTITION_COLUMNS = ("date", "cluster")
-PARTITION_KEY = ("cluster", "topic", "partition")
-# what a row compares with the partition's previous poll: a difference is a change
-STATE_KEY = ("leader", "leader_epoch", "replicas", "isr", "lagging")
-CARRIED = (*PARTITION_KEY, "observed_at_ms", *STATE_KEY)
 
 
 def partition_polls(good: Any, lag_floor_s: float) -> Any:
-    """One row per partition per poll: partition_state's columns plus the poll's replica offsets and
-    `lagging`, the sorted brokers of the followers that lag (the rule in the module docstring)."""
+    """One row per partition per poll: partition_state's columns, `keep` (the row is written), the
+    poll's replica offsets and `lagging`, the brokers of the followers that lag (module docstring)."""
     from pyspark.sql import functions as F
 
     topics = good.where(F.col("kind") == "topic").select(
-        "cluster", "source", "poll_id", "observed_at_ms", F.col("topic_state.topic").alias("topic"),
+        "v", "cluster", "source", "poll_id", "observed_at_ms", F.col("topic_state.topic").alias("topic"),
         F.explode("topic_state.partitions").alias("p"))
     p = F.col("p")
     offsets = F.coalesce(p["replica_offsets"], F.array())
+    unmarked = F.col("v") < 3  # the collector did not say: every poll is kept, as it was written then
+    changed = F.coalesce(p["changed"], F.lit(False)) | unmarked
     rows = topics.select(
         "cluster", "topic", p["partition"].alias("partition"), "observed_at_ms",
         F.timestamp_millis("observed_at_ms").alias("observed_at"), "source", "poll_id",
@@ -49,6 +49,7 @@ def partition_polls(good: Any, lag_floor_s: float) -> Any:
         p["isr"].alias("isr"), p["high_watermark"].alias("high_watermark"),
         leo_of(offsets, p["leader"]).alias("leader_leo"),
         p["write_rate"].alias("write_rate"), p["hw_stalled_since_ms"].alias("hw_stalled_since_ms"),
+        changed.alias("changed"), (changed | F.coalesce(p["keyframe"], F.lit(False))).alias("keep"),
         offsets.alias("replica_offsets"), F.to_date(F.timestamp_millis("observed_at_ms")).alias("date"))
 
     def lags(o: Any) -> Any:
@@ -58,59 +59,25 @@ def partition_polls(good: Any, lag_floor_s: float) -> Any:
         return (o["broker"] != F.col("leader")) & (
             F.coalesce(~F.array_contains("isr", o["broker"]), F.lit(False)) | F.coalesce(slow, F.lit(False)))
 
-    return rows.withColumn("lagging", F.array_sort(F.transform(F.filter("replica_offsets", lags), lambda o: o["broker"])))
+    return rows.withColumn("lagging", F.transform(F.filter("replica_offsets", lags), lambda o: o["broker"]))
 
 
-def mark(polls: Any, carried: Any | None, keyframe_s: float) -> Any:
-    """`polls` with `changed` (a state key differs from the partition's previous poll, or there is
-    none) and `keep` (changed, or the poll opens a new keyframe interval). The previous poll of a
-    partition's first row in this batch is its newest row of the batches before (`carried`, the
-    CARRIED columns; None after a start, when every partition's first poll counts as a change)."""
-    from pyspark.sql import Window
+def partition_state(polls: Any) -> Any:
     from pyspark.sql import functions as F
 
-    both = polls.withColumn("_carried", F.lit(False))
-    if carried is not None:
-        both = both.unionByName(carried.withColumn("_carried", F.lit(True)), allowMissingColumns=True)
-    w = Window.partitionBy(*PARTITION_KEY).orderBy("observed_at_ms")
-    key = F.struct(*STATE_KEY)
-    bucket = F.floor(F.col("observed_at_ms") / F.lit(max(keyframe_s, 0.001) * 1000))
-    prev_key = F.lag(key).over(w)
-    changed = prev_key.isNull() | ~prev_key.eqNullSafe(key)
-    keep = changed | (F.lag(bucket).over(w) != bucket)
-    return (both.withColumn("changed", changed).withColumn("keep", keep)
-            .where(~F.col("_carried")).drop("_carried"))
-
-
-def carry(marked: Any, carried: Any | None) -> Any:
-    """The newest poll of every partition seen so far (this batch's, else the one carried before):
-    what the next batch compares its first polls with."""
-    from pyspark.sql import Window
-    from pyspark.sql import functions as F
-
-    rows = marked.select(*CARRIED)
-    if carried is not None:
-        rows = rows.unionByName(carried)
-    newest = Window.partitionBy(*PARTITION_KEY).orderBy(F.col("observed_at_ms").desc())
-    return rows.withColumn("_n", F.row_number().over(newest)).where(F.col("_n") == 1).drop("_n")
-
-
-def partition_state(marked: Any) -> Any:
-    from pyspark.sql import functions as F
-
-    return marked.where(F.col("keep")).select(
+    return polls.where(F.col("keep")).select(
         "cluster", "topic", "partition", "observed_at", "source", "poll_id", "leader", "leader_epoch",
         "replicas", "isr", "high_watermark", "leader_leo", "write_rate", "hw_stalled_since_ms", "changed", "date")
 
 
-def replica_lag(marked: Any) -> Any:
+def replica_lag(polls: Any) -> Any:
     from pyspark.sql import functions as F
 
-    rows = marked.where(F.col("changed") | (F.size("lagging") > 0)).select(
-        "cluster", "observed_at_ms", "topic", "partition", "leader", "isr", "write_rate", "leader_leo", "changed",
+    rows = polls.where(F.col("keep") | (F.size("lagging") > 0)).select(
+        "cluster", "observed_at_ms", "topic", "partition", "leader", "isr", "write_rate", "leader_leo", "keep",
         "lagging", F.explode("replica_offsets").alias("r"))
     lag = F.greatest(F.col("leader_leo") - F.col("r.log_end_offset"), F.lit(0))
-    return rows.where(F.col("changed") | F.array_contains("lagging", F.col("r.broker"))).select(
+    return rows.where(F.col("keep") | F.array_contains("lagging", F.col("r.broker"))).select(
         "cluster", "topic", "partition", F.col("r.broker").alias("broker"),
         F.timestamp_millis("observed_at_ms").alias("observed_at"), "leader",
         (F.col("r.broker") == F.col("leader")).alias("is_leader"),

@@ -38,17 +38,13 @@ class HistoryPath:
     Delta appends (txnAppId/txnVersion), so a replayed batch is not written twice."""
 
     def __init__(self, state: PipelineState, tables: Tables, app_id: str, tasks: int | None = None,
-                 keyframe_s: float = 300.0, lag_floor_s: float = 1.0) -> None:
+                 lag_floor_s: float = 1.0) -> None:
         self.state = state
         self.tables = tables
         self.app_id = app_id
         self.tasks = tasks  # at most this many tasks at once (None: one per Kafka partition)
-        self.keyframe_s = keyframe_s
         self.lag_floor_s = lag_floor_s
         self._layouts: dict[str, tuple[str, ...]] = {}
-        # the newest poll of every partition written so far, checkpointed (no lineage back to old
-        # batches): what the next batch's first polls are compared with (pipelines/history.py)
-        self._carried: Any | None = None
 
     def _layout(self, path: Location) -> tuple[str, ...]:
         """Partition columns: (date, cluster) — retention drops whole days, and a query for one
@@ -66,14 +62,12 @@ class HistoryPath:
 
         parsed = (batch.coalesce(self.tasks) if self.tasks else batch).persist()
         took: list[str] = []
-        marked = None
         try:
             good = valid(parsed).withColumn("date", F.to_date(F.timestamp_millis("observed_at_ms")))
-            marked = history.mark(history.partition_polls(good, self.lag_floor_s), self._carried,
-                                  self.keyframe_s).persist()
+            polls = history.partition_polls(good, self.lag_floor_s)
             for name, frame, path in (("observations", good, self.tables.observations),
-                                      ("partition_state", history.partition_state(marked), self.tables.partition_state),
-                                      ("replica_lag", history.replica_lag(marked), self.tables.replica_lag),
+                                      ("partition_state", history.partition_state(polls), self.tables.partition_state),
+                                      ("replica_lag", history.replica_lag(polls), self.tables.replica_lag),
                                       ("assignments", history.assignments(good), self.tables.assignments)):
                 t0 = time.perf_counter()
                 # Most batches change no assignment: an empty Delta commit is not free.
@@ -84,11 +78,6 @@ class HistoryPath:
                  .option("txnAppId", f"{self.app_id}-{name}").option("txnVersion", batch_id)
                  .save(str(path)))
                 took.append(f"{name} {time.perf_counter() - t0:.2f}s")
-            # only once every table took the batch: a replay compares with the same polls as before
-            carried = history.carry(marked, self._carried).localCheckpoint(eager=True)
-            if self._carried is not None:
-                self._carried.unpersist()
-            self._carried = carried
             bad = rejected(parsed).persist()
             n_bad = bad.count()
             if n_bad:
@@ -100,6 +89,4 @@ class HistoryPath:
             bad.unpersist()
             log.debug("history batch %d: %s", batch_id, ", ".join(took))
         finally:
-            if marked is not None:
-                marked.unpersist()
             parsed.unpersist()

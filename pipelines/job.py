@@ -105,7 +105,7 @@ class Pipeline:
         app_id = writer_id(self.spark, self.tables.checkpoints / "history", legacy="krm-history")
         history_path = interruptible(HistoryPath(self.state, self.tables, app_id=app_id,
                                                  tasks=history_tasks(p.history_tasks, p.spark_master),
-                                                 keyframe_s=p.history_keyframe_s, lag_floor_s=p.history_lag_floor_s))
+                                                 lag_floor_s=p.history_lag_floor_s))
 
         def start_alerts() -> Any:
             return self._in_pool("alerts", lambda: (

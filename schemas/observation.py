@@ -24,7 +24,10 @@ DescribeQuorum), the topic's `unreachable_brokers` (client-visible availability)
 `error_reason` and `denied` (secured clusters), a partition's `adding_replicas` / `removing_replicas`
 (reassignments), a down broker's `controlled_shutdown` / `down_since_ms`, and the cluster's
 `capabilities` / `unsupported` (requests its brokers announce). A v1 record is read as "no ELR and no quorum known",
-which is what a v1 collector knew. The pipeline accepts every version in SUPPORTED_VERSIONS and quarantines others.
+which is what a v1 collector knew. 3 adds a partition's `changed` / `keyframe` (true or absent):
+absent in a v3 record means "as before", so the history path writes the partition only on those;
+it writes every partition of a v1 or v2 record, whose collector did not say. The pipeline accepts
+every version in SUPPORTED_VERSIONS and quarantines others.
 """
 
 from __future__ import annotations
@@ -35,8 +38,8 @@ from typing import Any
 from foundation.errors import SchemaError
 from schemas import fast_check
 
-SCHEMA_VERSION = 2
-SUPPORTED_VERSIONS = (1, 2)
+SCHEMA_VERSION = 3
+SUPPORTED_VERSIONS = (1, 2, 3)
 KINDS = ("cluster", "topic", "broker_metrics", "canary")
 
 
@@ -113,6 +116,10 @@ PARTITION = Struct((
     ("adding_replicas", Array(INT), False),
     ("removing_replicas", Array(INT), False),
     ("reassignment_progress_ms", LONG, False),  # v2: when an adding replica's log last grew (collectors/memory.py)
+    # v3, true or absent: state (leader, epoch, replicas, ISR) differs from the collector's previous
+    # poll (or it has none); the first poll of a keyframe interval. The history path keeps those.
+    ("changed", BOOL, False),
+    ("keyframe", BOOL, False),
 ))
 
 VOTER = Struct((  # one KRaft controller quorum voter, as the quorum leader reports it

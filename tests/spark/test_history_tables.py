@@ -25,7 +25,7 @@ def _batch(spark, records):
 def test_partition_state_and_replica_lag(spark, tmp_path):
     now_ms = int(dt.datetime.now(dt.timezone.utc).timestamp() * 1000)
     part = {"partition": 0, "leader": 1, "leader_epoch": 2, "replicas": [1, 2, 3], "isr": [1, 2],
-            "high_watermark": 900, "write_rate": 100.0,
+            "high_watermark": 900, "write_rate": 100.0, "changed": True,  # a collector's first sight
             "replica_offsets": [{"broker": 1, "log_end_offset": 1000}, {"broker": 2, "log_end_offset": 990},
                                 {"broker": 3, "log_end_offset": 400}]}
     rec = topic_record("c1", "admin", 5, now_ms, topic="orders", live_brokers=[1, 2, 3], partitions=[part],
@@ -46,26 +46,36 @@ def test_partition_state_and_replica_lag(spark, tmp_path):
     assert [(r.broker, r.lag_messages, r.lag_seconds, r.in_isr) for r in rows] == [(2, 10, 0.1, True), (3, 600, 6.0, False)]
 
 
-def _poll(now_ms, i, isr, follower_leo, leader=1, write_rate=100.0):
-    part = {"partition": 0, "leader": leader, "leader_epoch": 2, "replicas": [1, 2, 3], "isr": isr,
-            "high_watermark": 1000 + i, "write_rate": write_rate,
+
+def _poll(memory, t0, i, isr, follower_leo):
+    """Poll i (every 2 s) as the collector publishes it: annotated by its memory of the polls before."""
+    part = {"partition": 0, "leader": 1, "leader_epoch": 2, "replicas": [1, 2, 3], "isr": isr,
+            "high_watermark": 1000 + i,
             "replica_offsets": [{"broker": 1, "log_end_offset": 1000 + i}, {"broker": 2, "log_end_offset": 1000 + i},
                                 {"broker": 3, "log_end_offset": follower_leo}]}
-    return topic_record("c1", "admin", i, now_ms + i * 2000, topic="orders", live_brokers=[1, 2, 3],
-                        partitions=[part], min_insync_replicas=2, unclean_leader_election=False)
+    at = t0 + i * 2000
+    return topic_record("c1", "admin", i, at, topic="orders", live_brokers=[1, 2, 3],
+                        partitions=[memory.annotate("orders", part, at)], min_insync_replicas=2,
+                        unclean_leader_election=False)
 
 
 def test_history_keeps_changes_keyframes_and_lagging_followers_only(spark, tmp_path):
     """Polls every 2 s, keyframes every 10 s: an unchanged partition is a row per keyframe; an ISR
-    shrink and its return are rows at the polls they happened, across batch boundaries; a follower
-    out of the ISR is a replica_lag row at every poll, one in sync (0 behind) only at the changes."""
+    shrink and its return are rows at the polls they happened, whichever batch they fall in; a follower
+    out of the ISR is a replica_lag row at every poll, one in sync only with its partition's rows. A
+    v2 record (a collector that does not mark polls) is written whole, as before."""
+    from collectors.memory import PartitionMemory
+    from foundation.storage import Location
+    from krm.sql import run
+
     t0 = (int(dt.datetime.now(dt.timezone.utc).timestamp() * 1000) // 10_000 - 30) * 10_000  # on a keyframe
+    memory = PartitionMemory(keyframe_s=10)
     full, short = [1, 2, 3], [1, 2]
-    polls = [_poll(t0, i, full, 1000 + i) for i in range(7)]  # 0..12 s in sync
-    polls += [_poll(t0, i, short, 1000) for i in range(7, 11)]  # 14..20 s: broker 3 out, 7..10 behind
-    polls += [_poll(t0, i, full, 1000 + i) for i in range(11, 14)]  # 22..26 s: back
+    polls = [_poll(memory, t0, i, full, 1000 + i) for i in range(7)]  # 0..12 s in sync
+    polls += [_poll(memory, t0, i, short, 1000) for i in range(7, 11)]  # 14..20 s: broker 3 out, 7..10 behind
+    polls += [_poll(memory, t0, i, full, 1000 + i) for i in range(11, 14)]  # 22..26 s: back
     tables = Tables(tmp_path)
-    history = HistoryPath(PipelineState(), tables, app_id="t", keyframe_s=10.0, lag_floor_s=1.0)
+    history = HistoryPath(PipelineState(), tables, app_id="t", lag_floor_s=1.0)
     for batch_id, chunk in enumerate((polls[:4], polls[4:7], polls[7:11], polls[11:])):  # changes open batches
         history(parse(_batch(spark, chunk)), batch_id)
 
@@ -75,14 +85,20 @@ def test_history_keeps_changes_keyframes_and_lagging_followers_only(spark, tmp_p
                        (22, True, full)], seconds
     lag = spark.read.format("delta").load(str(tables.replica_lag)).where("broker = 3").orderBy("observed_at").collect()
     assert [((int(r.observed_at.timestamp() * 1000) - t0) // 1000, r.in_isr, r.lag_messages) for r in lag] == [
-        (0, True, 0), (14, False, 7), (16, False, 8), (18, False, 9), (20, False, 10), (22, True, 0)]
+        (0, True, 0), (10, True, 0), (14, False, 7), (16, False, 8), (18, False, 9), (20, False, 10), (22, True, 0)]
 
     # krm sql over the Spark-written table: a pushed-down boolean comparison keeps every file that holds
-    # a changed row (delta-rs has pruned on boolean statistics wrongly before: krm/lag.py)
-    from foundation.storage import Location
-    from krm.sql import run
-
+    # a changed row (delta-rs has pruned on boolean statistics wrongly before: foundation/storage.py)
     where = {"partition_state": Location(str(tables.partition_state))}
     changed = run("SELECT count(*) FROM partition_state WHERE changed = true", where).rows
     unchanged = run("SELECT count(*) FROM partition_state WHERE changed = false", where).rows
     assert (changed, unchanged) == ([(3,)], [(2,)]), (changed, unchanged)
+
+    old = []
+    for i in (30, 31):  # a v2 collector's records: no marks
+        rec = _poll(PartitionMemory(), t0, i, full, 1000 + i)
+        rec["v"] = 2
+        rec["topic_state"]["partitions"][0].pop("changed", None)
+        old.append(rec)
+    history(parse(_batch(spark, old)), 4)
+    assert spark.read.format("delta").load(str(tables.partition_state)).where("changed").count() == 3 + 2

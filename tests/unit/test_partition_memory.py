@@ -111,3 +111,24 @@ def test_reassignment_progress_is_when_an_adding_replica_last_copied():
     assert m.annotate("t", moving({}), 4_000)["reassignment_progress_ms"] == 2_000  # no answer: no news
     assert m.annotate("t", moving({3: 200, 4: 10}), 5_000)["reassignment_progress_ms"] == 5_000
     assert "reassignment_progress_ms" not in m.annotate("t", part(), 6_000)  # done
+
+
+def test_changed_and_keyframe_marks_for_the_history_tables():
+    """Polls every 2 s, keyframes every 10 s: a first sight and every state change are `changed`, the
+    first poll of each 10 s interval otherwise `keyframe`, every other poll neither (docs/history.md)."""
+    m = PartitionMemory(keyframe_s=10)
+
+    def marks(p):
+        return ("changed" if p.get("changed") else "") + ("keyframe" if p.get("keyframe") else "")
+
+    got = [marks(m.annotate("t", part(hw=100 + t), 1_000_000 + t * 1000)) for t in (0, 2, 4, 6, 8, 10, 12)]
+    assert got == ["changed", "", "", "", "", "keyframe", ""]
+    assert marks(m.annotate("t", part(isr=(1, 2), hw=120), 1_014_000)) == "changed"  # the ISR shrank
+    assert marks(m.annotate("t", part(isr=(1, 2), hw=121), 1_016_000)) == ""
+    assert marks(m.annotate("t", part(isr=(1, 2), hw=122, replicas=(1, 2, 3, 4)), 1_018_000)) == "changed"  # a move
+    assert marks(m.annotate("t", part(leader=2, epoch=1, isr=(2,), hw=123, replicas=(1, 2, 3, 4)),
+                            1_020_000)) == "changed"  # a new leader (and the interval's first poll)
+    # a ZooKeeper watch's record between polls: marked when it differs from the last poll, not remembered
+    assert m.mark_change("t", part(leader=3, epoch=2, isr=(3,), replicas=(1, 2, 3, 4))).get("changed") is True
+    assert "changed" not in m.mark_change("t", part(leader=2, epoch=1, isr=(2,), replicas=(1, 2, 3, 4)))
+    assert marks(m.annotate("t", part(leader=3, epoch=2, isr=(3,), hw=124, replicas=(1, 2, 3, 4)), 1_022_000)) == "changed"
