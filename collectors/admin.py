@@ -63,7 +63,7 @@ class AdminSource:
         self._last_node: Any = None
         self._live_last: dict[int, dict[str, Any]] = {}  # brokers alive at the last successful poll
         self._live_last_ids: set[int] | None = None  # their ids, for brokers_changed
-        self._memory = PartitionMemory(settings.history_keyframe_s)
+        self._memory = PartitionMemory(settings.history_keyframe_s, settings.history_lag_floor_s)
         self._offset_requests = offsets.Requests()  # the previous poll's ListOffsets requests, reused when unchanged
         self._last_cluster_state: dict[str, Any] | None = None  # for the ZooKeeper-triggered cluster record
         # topic -> partition -> replicas as last published (a new dict per topic per poll, never changed after)

@@ -9,10 +9,13 @@ partition observation carries what only consecutive polls reveal:
 - `previous`: the previous poll's leader, epoch, ISR, HW and replica LEOs, present only when the
   leader epoch changed or an offset went backwards, for UNCLEAN_LEADER_ELECTION, OFFSET_REGRESSION
   and LOG_TRUNCATION. Records grow only when something happened.
-- `changed` (true, else absent): the leader, epoch, replicas or ISR differ from the previous poll,
-  or there is none; `keyframe` (true, else absent): the first poll of a `history_keyframe_s`
-  interval. The history path writes a partition's row only on those (docs/history.md), with no
-  state of its own.
+- `lagging` (absent when none): the followers that lag — out of the ISR, or at least
+  `history_lag_floor_s` behind the leader at the write rate (behind at all when the rate is
+  unknown or 0): the history path keeps their replica_lag rows at every poll;
+- `changed` (true, else absent): the leader, epoch, replicas, ISR or lagging followers differ from
+  the previous poll, or there is none; `keyframe` (true, else absent): the first poll of a
+  `history_keyframe_s` interval. The history path writes a partition's row only on those
+  (docs/history.md), with no state of its own.
 A restarted collector starts with an empty memory: the first poll carries none of the three and
 marks every partition `changed`.
 """
@@ -26,12 +29,13 @@ class Seen:
     """One partition at the last poll. A plain class with slots: one per partition, built every poll."""
 
     __slots__ = ("at_ms", "leader", "leader_epoch", "isr", "hw", "leos", "hw_since_ms", "hw_peak", "elr", "last_known_elr",
-                 "replicas", "adding")
+                 "replicas", "adding", "lagging")
 
     def __init__(self, at_ms: int, leader: int, leader_epoch: int | None, isr: list[int], hw: int | None,
                  leos: dict[int, int], hw_since_ms: int | None, hw_peak: int | None,
                  elr: list[int] | None = None, last_known_elr: list[int] | None = None,
-                 replicas: list[int] | None = None, adding: list[int] | None = None) -> None:
+                 replicas: list[int] | None = None, adding: list[int] | None = None,
+                 lagging: list[int] | None = None) -> None:
         self.at_ms = at_ms
         self.leader = leader
         self.leader_epoch = leader_epoch
@@ -44,6 +48,7 @@ class Seen:
         self.last_known_elr = last_known_elr
         self.replicas = replicas  # the replica set, and the replicas a reassignment was adding
         self.adding = adding
+        self.lagging = lagging  # the followers that lagged (the history's rule, module docstring)
 
 
 def _went_back(leos: dict[int, int], before: dict[int, int]) -> bool:
@@ -55,9 +60,30 @@ def _went_back(leos: dict[int, int], before: dict[int, int]) -> bool:
     return False
 
 
+def lagging(leader: int, isr: list[int], replicas: list[int] | None, leos: dict[int, int],
+            leader_leo: int | None, rate: float | None, floor_s: float) -> list[int]:
+    """The followers that answered and lag: out of the ISR, or `floor_s` behind at `rate` messages/s
+    (behind at all when the rate is unknown or 0). Sorted; on the hot path, so the usual case (every
+    replica in the ISR, the slowest within the floor) returns before the loop."""
+    if leader_leo is not None and replicas is not None and len(isr) == len(replicas) and leos:
+        behind = leader_leo - min(leos.values())
+        if behind <= 0 or (rate and behind / rate < floor_s):
+            return []
+    out = []
+    for b, o in leos.items():
+        if b == leader:
+            continue
+        if b not in isr:
+            out.append(b)
+        elif leader_leo is not None and leader_leo > o and (not rate or (leader_leo - o) / rate >= floor_s):
+            out.append(b)
+    return sorted(out)
+
+
 class PartitionMemory:
-    def __init__(self, keyframe_s: float = 300.0) -> None:
+    def __init__(self, keyframe_s: float = 300.0, lag_floor_s: float = 1.0) -> None:
         self._keyframe_ms = max(1, int(keyframe_s * 1000))
+        self._floor_s = lag_floor_s
         self._seen: dict[tuple[str, int], Seen] = {}
         # partitions being moved: (adding replicas, their highest LEOs seen, when one last grew)
         self._moves: dict[tuple[str, int], tuple[tuple[int, ...], dict[int, int], int]] = {}
@@ -105,19 +131,27 @@ class PartitionMemory:
         elr, lk_elr = p.get("elr"), p.get("last_known_elr")
         replicas, adding = p.get("replicas"), p.get("adding_replicas")
         if prev is None:
+            behind = lagging(leader, p["isr"], replicas, leos, leader_leo, None, self._floor_s)
+            if behind:
+                p["lagging"] = behind
             p["changed"] = True
-            self._seen[key] = Seen(at_ms, leader, epoch, p["isr"], hw, leos, since, hw, elr, lk_elr, replicas, adding)
+            self._seen[key] = Seen(at_ms, leader, epoch, p["isr"], hw, leos, since, hw, elr, lk_elr, replicas, adding,
+                                   behind)
             return p
-        if prev.leader != leader or prev.leader_epoch != epoch or prev.isr != p["isr"] or prev.replicas != replicas:
-            p["changed"] = True
-        elif at_ms // self._keyframe_ms != prev.at_ms // self._keyframe_ms:
-            p["keyframe"] = True
         prev_leos = prev.leos
         prev_leader_leo = prev_leos.get(prev.leader)
         dt_ms = at_ms - prev.at_ms
         if (leader_leo is not None and prev_leader_leo is not None and prev.leader == leader
                 and dt_ms > 0 and leader_leo >= prev_leader_leo):
             p["write_rate"] = round((leader_leo - prev_leader_leo) * 1000.0 / dt_ms, 3)
+        behind = lagging(leader, p["isr"], replicas, leos, leader_leo, p.get("write_rate"), self._floor_s)
+        if behind:
+            p["lagging"] = behind
+        if (prev.leader != leader or prev.leader_epoch != epoch or prev.isr != p["isr"] or prev.replicas != replicas
+                or prev.lagging != behind):
+            p["changed"] = True
+        elif at_ms // self._keyframe_ms != prev.at_ms // self._keyframe_ms:
+            p["keyframe"] = True
         moved = ((prev.leader_epoch is not None and epoch is not None and prev.leader_epoch != epoch)
                  or prev.leader != leader
                  or (hw is not None and prev.hw is not None and hw < prev.hw)
@@ -150,7 +184,7 @@ class PartitionMemory:
         prev.at_ms, prev.leader, prev.leader_epoch, prev.isr = at_ms, leader, epoch, p["isr"]
         prev.hw, prev.leos = known_hw, known_leos
         prev.hw_since_ms, prev.hw_peak, prev.elr, prev.last_known_elr = since, peak, elr, lk_elr
-        prev.replicas, prev.adding = replicas, adding
+        prev.replicas, prev.adding, prev.lagging = replicas, adding, behind
         return p
 
     def mark_change(self, topic: str, p: dict[str, Any]) -> dict[str, Any]:

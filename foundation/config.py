@@ -105,6 +105,8 @@ class CollectorConfig(Table):
     unreachable_after_s: float = Field(4.0, ge=0.0)
     # a partition's poll is marked `keyframe` (kept in partition_state, unchanged) once per this many seconds
     history_keyframe_s: float = Field(300.0, ge=1.0)
+    # a follower this many seconds behind (or out of the ISR) is marked lagging: replica_lag keeps it every poll
+    history_lag_floor_s: float = Field(1.0, ge=0.0)
     canary_interval_s: float = Field(5.0, ge=0.5)  # clusters with `canary = true`: a write + read-back round this often
     # a canary write not acknowledged (and read back) within this fails the round
     canary_timeout_ms: int = Field(3000, ge=100)
@@ -144,8 +146,6 @@ class PipelineConfig(Table):
     # history tasks at once; 0: local[N] keeps a core for the alert path (N-1), a cluster is not capped
     history_tasks: int = Field(0, ge=0)
     history_trigger_s: float = Field(10.0, ge=0.0)  # observations/quarantine Delta appends (beside the alert path)
-    # replica_lag: a follower's row at every poll once it is out of the ISR or this many seconds behind
-    history_lag_floor_s: float = Field(1.0, ge=0.0)
     hw_stall_window_s: float | None = Field(None, ge=0.0)  # None: each cluster's replica.lag.time.max.ms
     replica_lag_messages: int = Field(10_000, ge=1)  # REPLICA_LAG when a follower is this many messages behind ...
     replica_lag_seconds: float = Field(30.0, ge=0.0)  # ... or this many seconds at the partition's recent write rate

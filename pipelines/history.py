@@ -2,17 +2,18 @@
 
 - `partition_state`: a partition's leader, epoch, replicas, ISR, the leader's HW and LEO, write rate
   and HW-stalled-since — written when the collector marked the poll `changed` (leader, epoch,
-  replicas or ISR differ from its previous poll, or it had none) or `keyframe` (the first poll of a
+  replicas, ISR or lagging followers differ from its previous poll, or it had none) or `keyframe` (the first poll of a
   `history_keyframe_s` interval, which keeps the HW and write-rate trend); every poll of a v1/v2
   record, whose collector did not mark them. The `changed` column tells changes from keyframes.
   Every poll of every partition would be ~2 billion rows a day at 50k partitions and 2 s polls;
   changes are exact, the steady state costs one row per keyframe, and the collector's own memory
   of the previous poll (collectors/memory.py) decides it: no state, window or shuffle here.
-- `replica_lag`: one row per replica at each poll where its follower lags (out of the ISR, or at
-  least `history_lag_floor_s` behind at the partition's write rate, or behind at all on a partition
-  nobody writes to), and every replica of a partition whose `partition_state` row is written. A
-  follower within a second of its leader is the normal state of replication — its fetch in
-  flight — and is not history. `krm lag` reads it.
+- `replica_lag`: one row per replica at each poll where the collector marked its follower
+  `lagging` (out of the ISR, or at least `history_lag_floor_s` behind at the partition's write
+  rate, or behind at all on a partition nobody writes to), and every replica of a `changed` poll,
+  so the poll where a follower stopped lagging is a row too. A follower within a second of its
+  leader is the normal state of replication — its fetch in flight — and is not history. `krm lag`
+  reads it.
 - `assignments`: a topic's whole partition -> replicas map whenever it changed (or was first seen)
   and periodically for every topic (`assignment_snapshot_s`): partition-count and broker-set
   changes over time, for explaining imbalance after expansion.
@@ -30,9 +31,9 @@ from pipelines.columns import leo_of
 PARTITION_COLUMNS = ("date", "cluster")
 
 
-def partition_polls(good: Any, lag_floor_s: float) -> Any:
+def partition_polls(good: Any) -> Any:
     """One row per partition per poll: partition_state's columns, `keep` (the row is written), the
-    poll's replica offsets and `lagging`, the brokers of the followers that lag (module docstring)."""
+    poll's replica offsets and `lagging` (module docstring)."""
     from pyspark.sql import functions as F
 
     topics = good.where(F.col("kind") == "topic").select(
@@ -40,9 +41,9 @@ def partition_polls(good: Any, lag_floor_s: float) -> Any:
         F.explode("topic_state.partitions").alias("p"))
     p = F.col("p")
     offsets = F.coalesce(p["replica_offsets"], F.array())
-    unmarked = F.col("v") < 3  # the collector did not say: every poll is kept, as it was written then
+    unmarked = F.col("v") < 3  # the collector did not say: every poll and replica is kept, as then
     changed = F.coalesce(p["changed"], F.lit(False)) | unmarked
-    rows = topics.select(
+    return topics.select(
         "cluster", "topic", p["partition"].alias("partition"), "observed_at_ms",
         F.timestamp_millis("observed_at_ms").alias("observed_at"), "source", "poll_id",
         p["leader"].alias("leader"), p["leader_epoch"].alias("leader_epoch"), p["replicas"].alias("replicas"),
@@ -50,16 +51,8 @@ def partition_polls(good: Any, lag_floor_s: float) -> Any:
         leo_of(offsets, p["leader"]).alias("leader_leo"),
         p["write_rate"].alias("write_rate"), p["hw_stalled_since_ms"].alias("hw_stalled_since_ms"),
         changed.alias("changed"), (changed | F.coalesce(p["keyframe"], F.lit(False))).alias("keep"),
-        offsets.alias("replica_offsets"), F.to_date(F.timestamp_millis("observed_at_ms")).alias("date"))
-
-    def lags(o: Any) -> Any:
-        behind = F.col("leader_leo") - o["log_end_offset"]
-        rate = F.col("write_rate")
-        slow = F.when(rate > 0, behind / rate >= F.lit(lag_floor_s)).otherwise(behind > 0)
-        return (o["broker"] != F.col("leader")) & (
-            F.coalesce(~F.array_contains("isr", o["broker"]), F.lit(False)) | F.coalesce(slow, F.lit(False)))
-
-    return rows.withColumn("lagging", F.transform(F.filter("replica_offsets", lags), lambda o: o["broker"]))
+        offsets.alias("replica_offsets"), F.coalesce(p["lagging"], F.array().cast("array<int>")).alias("lagging"),
+        F.to_date(F.timestamp_millis("observed_at_ms")).alias("date"))
 
 
 def partition_state(polls: Any) -> Any:
@@ -73,11 +66,11 @@ def partition_state(polls: Any) -> Any:
 def replica_lag(polls: Any) -> Any:
     from pyspark.sql import functions as F
 
-    rows = polls.where(F.col("keep") | (F.size("lagging") > 0)).select(
-        "cluster", "observed_at_ms", "topic", "partition", "leader", "isr", "write_rate", "leader_leo", "keep",
+    rows = polls.where(F.col("changed") | (F.size("lagging") > 0)).select(
+        "cluster", "observed_at_ms", "topic", "partition", "leader", "isr", "write_rate", "leader_leo", "changed",
         "lagging", F.explode("replica_offsets").alias("r"))
     lag = F.greatest(F.col("leader_leo") - F.col("r.log_end_offset"), F.lit(0))
-    return rows.where(F.col("keep") | F.array_contains("lagging", F.col("r.broker"))).select(
+    return rows.where(F.col("changed") | F.array_contains("lagging", F.col("r.broker"))).select(
         "cluster", "topic", "partition", F.col("r.broker").alias("broker"),
         F.timestamp_millis("observed_at_ms").alias("observed_at"), "leader",
         (F.col("r.broker") == F.col("leader")).alias("is_leader"),

@@ -37,13 +37,11 @@ class HistoryPath:
     """foreachBatch handler of the history query (input: `ingest.parse` of the stream): idempotent
     Delta appends (txnAppId/txnVersion), so a replayed batch is not written twice."""
 
-    def __init__(self, state: PipelineState, tables: Tables, app_id: str, tasks: int | None = None,
-                 lag_floor_s: float = 1.0) -> None:
+    def __init__(self, state: PipelineState, tables: Tables, app_id: str, tasks: int | None = None) -> None:
         self.state = state
         self.tables = tables
         self.app_id = app_id
         self.tasks = tasks  # at most this many tasks at once (None: one per Kafka partition)
-        self.lag_floor_s = lag_floor_s
         self._layouts: dict[str, tuple[str, ...]] = {}
 
     def _layout(self, path: Location) -> tuple[str, ...]:
@@ -64,7 +62,7 @@ class HistoryPath:
         took: list[str] = []
         try:
             good = valid(parsed).withColumn("date", F.to_date(F.timestamp_millis("observed_at_ms")))
-            polls = history.partition_polls(good, self.lag_floor_s)
+            polls = history.partition_polls(good)
             for name, frame, path in (("observations", good, self.tables.observations),
                                       ("partition_state", history.partition_state(polls), self.tables.partition_state),
                                       ("replica_lag", history.replica_lag(polls), self.tables.replica_lag),

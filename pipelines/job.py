@@ -104,8 +104,7 @@ class Pipeline:
             repair(self.tables.checkpoints / query)
         app_id = writer_id(self.spark, self.tables.checkpoints / "history", legacy="krm-history")
         history_path = interruptible(HistoryPath(self.state, self.tables, app_id=app_id,
-                                                 tasks=history_tasks(p.history_tasks, p.spark_master),
-                                                 lag_floor_s=p.history_lag_floor_s))
+                                                 tasks=history_tasks(p.history_tasks, p.spark_master)))
 
         def start_alerts() -> Any:
             return self._in_pool("alerts", lambda: (

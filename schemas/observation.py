@@ -24,7 +24,7 @@ DescribeQuorum), the topic's `unreachable_brokers` (client-visible availability)
 `error_reason` and `denied` (secured clusters), a partition's `adding_replicas` / `removing_replicas`
 (reassignments), a down broker's `controlled_shutdown` / `down_since_ms`, and the cluster's
 `capabilities` / `unsupported` (requests its brokers announce). A v1 record is read as "no ELR and no quorum known",
-which is what a v1 collector knew. 3 adds a partition's `changed` / `keyframe` (true or absent):
+which is what a v1 collector knew. 3 adds a partition's `lagging`, `changed` / `keyframe` (true or absent):
 absent in a v3 record means "as before", so the history path writes the partition only on those;
 it writes every partition of a v1 or v2 record, whose collector did not say. The pipeline accepts
 every version in SUPPORTED_VERSIONS and quarantines others.
@@ -116,8 +116,10 @@ PARTITION = Struct((
     ("adding_replicas", Array(INT), False),
     ("removing_replicas", Array(INT), False),
     ("reassignment_progress_ms", LONG, False),  # v2: when an adding replica's log last grew (collectors/memory.py)
-    # v3, true or absent: state (leader, epoch, replicas, ISR) differs from the collector's previous
-    # poll (or it has none); the first poll of a keyframe interval. The history path keeps those.
+    # v3 (collectors/memory.py): the followers that lag (absent: none); true or absent: leader, epoch,
+    # replicas, ISR or lagging followers differ from the collector's previous poll (or it has none);
+    # the first poll of a keyframe interval. The history path writes those polls.
+    ("lagging", Array(INT), False),
     ("changed", BOOL, False),
     ("keyframe", BOOL, False),
 ))

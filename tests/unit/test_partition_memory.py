@@ -132,3 +132,23 @@ def test_changed_and_keyframe_marks_for_the_history_tables():
     assert m.mark_change("t", part(leader=3, epoch=2, isr=(3,), replicas=(1, 2, 3, 4))).get("changed") is True
     assert "changed" not in m.mark_change("t", part(leader=2, epoch=1, isr=(2,), replicas=(1, 2, 3, 4)))
     assert marks(m.annotate("t", part(leader=3, epoch=2, isr=(3,), hw=124, replicas=(1, 2, 3, 4)), 1_022_000)) == "changed"
+
+
+def test_lagging_followers_are_marked_and_their_set_changing_is_a_change():
+    m = PartitionMemory(keyframe_s=300, lag_floor_s=1.0)
+    m.annotate("t", part(hw=100, leos={1: 100, 2: 100, 3: 100}), 1_000)
+    # 100 msg/s; follower 3 is 50 behind (0.5 s): normal replication
+    p = m.annotate("t", part(hw=250, leos={1: 300, 2: 300, 3: 250}), 3_000)
+    assert "lagging" not in p and not p.get("changed")
+    # 500 behind at 100 msg/s (5 s), still in the ISR: lagging, and that is a change
+    p = m.annotate("t", part(hw=300, leos={1: 500, 2: 500, 3: 0}), 5_000)
+    assert p["lagging"] == [3] and p["changed"] is True
+    p = m.annotate("t", part(isr=(1, 2), hw=700, leos={1: 700, 2: 700, 3: 10}), 7_000)
+    assert p["lagging"] == [3] and p["changed"] is True  # out of the ISR now: the ISR changed
+    p = m.annotate("t", part(isr=(1, 2), hw=900, leos={1: 900, 2: 900, 3: 20}), 9_000)
+    assert p["lagging"] == [3] and not p.get("changed")  # still lagging: a replica_lag row, no change
+    p = m.annotate("t", part(hw=1100, leos={1: 1100, 2: 1100, 3: 1100}), 11_000)
+    assert "lagging" not in p and p["changed"] is True  # caught up and back
+    # nobody writes: any message behind is lag
+    p = m.annotate("t", part(hw=1100, leos={1: 1100, 2: 1100, 3: 1099}), 13_000)
+    assert p["lagging"] == [3]
