@@ -60,6 +60,9 @@ def _went_back(leos: dict[int, int], before: dict[int, int]) -> bool:
     return False
 
 
+_NONE: list[int] = []  # no follower lags (shared, never changed)
+
+
 def lagging(leader: int, isr: list[int], replicas: list[int] | None, leos: dict[int, int],
             leader_leo: int | None, rate: float | None, floor_s: float) -> list[int]:
     """The followers that answered and lag: out of the ISR, or `floor_s` behind at `rate` messages/s
@@ -144,10 +147,17 @@ class PartitionMemory:
         if (leader_leo is not None and prev_leader_leo is not None and prev.leader == leader
                 and dt_ms > 0 and leader_leo >= prev_leader_leo):
             p["write_rate"] = round((leader_leo - prev_leader_leo) * 1000.0 / dt_ms, 3)
-        behind = lagging(leader, p["isr"], replicas, leos, leader_leo, p.get("write_rate"), self._floor_s)
-        if behind:
-            p["lagging"] = behind
-        if (prev.leader != leader or prev.leader_epoch != epoch or prev.isr != p["isr"] or prev.replicas != replicas
+        isr, rate = p["isr"], p.get("write_rate")
+        # lagging()'s usual case inline (every replica in the ISR, the slowest within the floor): no call
+        slowest = leader_leo - min(leos.values()) if leader_leo is not None and leos else None
+        if (slowest is not None and replicas is not None and len(isr) == len(replicas)
+                and (slowest <= 0 or (rate and slowest / rate < self._floor_s))):
+            behind = _NONE
+        else:
+            behind = lagging(leader, isr, replicas, leos, leader_leo, rate, self._floor_s)
+            if behind:
+                p["lagging"] = behind
+        if (prev.leader != leader or prev.leader_epoch != epoch or prev.isr != isr or prev.replicas != replicas
                 or prev.lagging != behind):
             p["changed"] = True
         elif at_ms // self._keyframe_ms != prev.at_ms // self._keyframe_ms:
