@@ -94,8 +94,14 @@ def topic_command(version: str, bootstrap: str, *args: str) -> str:
     raise RuntimeError(f"no TopicCommand in Kafka {version}'s jars")
 
 
-def kafka_flags(version: str, bootstrap: str, topic: str, flag: str) -> set[int]:
-    out = topic_command(version, bootstrap, "--describe", "--topic", topic, flag)
+def kafka_flags(version: str, bootstrap: str, topic: str, flag: str, tolerant: bool = False) -> set[int] | None:
+    """The partitions the release's own tool lists with `flag`; None when it failed and `tolerant`."""
+    try:
+        out = topic_command(version, bootstrap, "--describe", "--topic", topic, flag)
+    except (RuntimeError, subprocess.TimeoutExpired):
+        if tolerant:
+            return None
+        raise
     parts = set()
     for line in out.splitlines():
         fields = dict(f.split(": ", 1) for f in line.strip().split("\t") if ": " in f)
@@ -126,9 +132,15 @@ def send(p: Any, topic: str, n: int) -> None:
 
 
 def describe(version: str, bootstrap: str, topic: str) -> dict[int, dict[str, str]]:
-    """Partition -> the release's own `kafka-topics --describe` fields (Leader, Replicas, Isr, ...)."""
-    out = {}
-    for line in topic_command(version, bootstrap, "--describe", "--topic", topic).splitlines():
+    """Partition -> the release's own `kafka-topics --describe` fields (Leader, Replicas, Isr, ...);
+    {} when the tool failed (an old release's client may time out on a SIGSTOPped broker): a
+    settled() read then simply tries again."""
+    out: dict[int, dict[str, str]] = {}
+    try:
+        text = topic_command(version, bootstrap, "--describe", "--topic", topic)
+    except (RuntimeError, subprocess.TimeoutExpired):
+        return out
+    for line in text.splitlines():
         fields = dict(f.split(": ", 1) for f in line.strip().split("\t") if ": " in f)
         if "Partition" in fields:
             out[int(fields["Partition"])] = fields
@@ -166,25 +178,28 @@ def follower_lag(version: str, cluster: LocalCluster, url: str, config: Path) ->
             "follower.replication.throttled.replicas": f"0:{follower}"})])
         admin.alter_configs([ConfigResource(ConfigResourceType.BROKER, "", configs={
             "leader.replication.throttled.rate": "20000", "follower.replication.throttled.rate": "20000"})])
-        p = producer(cluster.bootstrap_servers, topic, acks=1)
+        bootstrap = cluster.bootstrap_servers
+
+        def urp() -> list[int] | None:
+            found = kafka_flags(version, bootstrap, topic, "--under-replicated-partitions", tolerant=True)
+            return None if found is None else sorted(found)
+        p = producer(bootstrap, topic, acks=1)
         cluster.pause(follower)
         try:
             for f in [p.send(topic, b"x" * 200, partition=0) for _ in range(5_000)]:  # 1 MB: ~50 s at 20 kB/s
                 f.get(timeout=60)
+            out_of_isr = settled(urp, lambda v: v == [0], 90)  # replica.lag.time.max.ms passes: out of the ISR
         finally:
             p.close(timeout=5)
             cluster.resume(follower)
 
-        def both() -> tuple[list[int], list[int]]:
+        def both() -> tuple[list[int], list[int] | None]:
             return (sorted(i["broker"] for i in lag_incidents(config, topic) if i["details"].get("lag_messages", 0) >= 1000),
-                    sorted(kafka_flags(version, cluster.bootstrap_servers, topic, "--under-replicated-partitions")))
+                    urp())
         behind = settled(both, lambda v: v == ([follower], [0]), 60)
-        caught_up = settled(lambda: (len(lag_incidents(config, topic)),
-                                     sorted(kafka_flags(version, cluster.bootstrap_servers, topic,
-                                                        "--under-replicated-partitions"))),
-                            lambda v: v == (0, []), 180)
-        return {"follower": follower, "krm_lagging_vs_kafka_urp": behind, "after": caught_up,
-                "ok": behind == ([follower], [0]) and caught_up == (0, [])}
+        caught_up = settled(lambda: (len(lag_incidents(config, topic)), urp()), lambda v: v == (0, []), 180)
+        return {"follower": follower, "kafka_out_of_isr": out_of_isr, "krm_lagging_vs_kafka_urp": behind,
+                "after": caught_up, "ok": out_of_isr == [0] and behind == ([follower], [0]) and caught_up == (0, [])}
     finally:
         admin.alter_configs([ConfigResource(ConfigResourceType.BROKER, "", configs={})])
         admin.close()
@@ -200,14 +215,15 @@ def unclean_election(version: str, cluster: LocalCluster, url: str, config: Path
     try:
         send(p, topic, 49)
         cluster.pause(follower)
-        settled(lambda: describe(version, bootstrap, topic)[0]["Isr"], lambda isr: isr == str(leader), 90)
+        settled(lambda: describe(version, bootstrap, topic).get(0, {}).get("Isr"), lambda isr: isr == str(leader), 90)
         send(p, topic, 100)  # only the leader has these
         p.close(timeout=5)
         time.sleep(3)  # the collector sees the leader's HW
         cluster.kill(leader)
-        settled(lambda: describe(version, bootstrap, topic)[0]["Leader"], lambda v: v in ("none", "-1"), 60)
+        settled(lambda: describe(version, bootstrap, topic).get(0, {}).get("Leader"), lambda v: v in ("none", "-1"), 60)
         cluster.resume(follower)
-        elected = settled(lambda: describe(version, bootstrap, topic)[0]["Leader"], lambda v: v == str(follower), 120)
+        elected = settled(lambda: describe(version, bootstrap, topic).get(0, {}).get("Leader"),
+                          lambda v: v == str(follower), 120)
         kafka_elected = elected == str(follower)
 
         def pages() -> list[dict[str, Any]]:
@@ -244,7 +260,7 @@ def compare(version: str, cluster: LocalCluster, url: str, topic: str, metric: s
             want_empty: bool, timeout_s: float = 90) -> dict[str, Any]:
     def both() -> tuple[list[int], list[int]]:
         return (sorted(krm_partitions(url, metric, cluster.name, topic)),
-                sorted(kafka_flags(version, cluster.bootstrap_servers, topic, flag)))
+                sorted(kafka_flags(version, cluster.bootstrap_servers, topic, flag) or ()))
     k, kafka = settled(both, lambda v: v[0] == v[1] and (not v[0]) == want_empty, timeout_s)
     return {"krm": k, "kafka": kafka, "agree": k == kafka and (not k) == want_empty}
 
@@ -260,13 +276,15 @@ def run_combo(mode: str, version: str, spark: Any, work: Path) -> dict[str, Any]
         rf1 = create_topic(cluster, "compat-rf1", partitions=6, rf=1)
         create_topic(cluster, "compat-rf3", partitions=3, rf=3, configs={"min.insync.replicas": "2"})
         config = load_config(write_config(cluster, work, poll_interval_s=1.0, pipeline_extra="replica_lag_messages = 1000\n"))
+        assert config.source is not None
+        source = config.source
         monitor = Monitor(config, spark=spark).start()
         url = monitor.metrics_url
         settled(lambda: len([s for s in series(scrape(url), "krm_broker_up", cluster=cluster.name) if s.value == 1]),
                 lambda n: n == 3, 120)
 
         on_victim = sorted(p for p, r in rf1.items() if r == [2])
-        predicted = shutdown_check(config.source, 2, "compat-rf1")
+        predicted = shutdown_check(source, 2, "compat-rf1")
         cluster.kill(2)
         down = compare(version, cluster, url, "compat-rf1", "krm_partition_offline", "--unavailable-partitions",
                        want_empty=False)
@@ -292,8 +310,8 @@ def run_combo(mode: str, version: str, spark: Any, work: Path) -> dict[str, Any]
                         "--under-replicated-partitions", want_empty=True)
         out["isr_shrink_and_return"] = {"shrunk": shrunk, "whole": whole,
                                         "ok": shrunk["agree"] and shrunk["krm"] == [0, 1, 2] and whole["agree"]}
-        for name, scenario in (("follower_lag", lambda: follower_lag(version, cluster, url, config.source)),
-                               ("unclean_election", lambda: unclean_election(version, cluster, url, config.source))):
+        for name, scenario in (("follower_lag", lambda: follower_lag(version, cluster, url, source)),
+                               ("unclean_election", lambda: unclean_election(version, cluster, url, source))):
             try:
                 out[name] = scenario()
             except Exception as e:  # noqa: BLE001 - the scenario fails, the others still run
