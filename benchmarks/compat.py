@@ -11,19 +11,15 @@ each mode it has (ZooKeeper mode up to 3.9, KRaft from 3.3), a real 3-broker loc
 2. `isr_shrink_and_return`: a topic of 3 RF-3 partitions (min.insync.replicas 2); broker 3
    SIGKILLed. krm's `krm_partition_under_replicated` must equal `kafka-topics
    --under-replicated-partitions`; after the restart both are empty.
-3. `follower_lag`: a 1-partition RF-2 topic under a 20 kB/s replication throttle; its follower
-   SIGSTOPped while 1 MB is produced, then resumed: while the release's `kafka-topics
-   --under-replicated-partitions` lists the partition (the follower catching up), krm holds
-   REPLICA_LAG (>= 1,000 messages) on exactly that follower; when the tool lists nothing, nor does krm.
-4. `unclean_election`: a 1-partition RF-2 topic with unclean.leader.election.enable; the follower
+3. `unclean_election`: a 1-partition RF-2 topic with unclean.leader.election.enable; the follower
    paused until it leaves the ISR, 100 messages only the leader has, the leader SIGKILLed, the
    follower resumed. Whatever this release's controller does is the oracle: if `kafka-topics`
    shows the stale follower elected, krm must have opened UNCLEAN_LEADER_ELECTION (critical, the new
    leader named); if the release did not elect it within the wait, krm must not have.
-5. `shutdown_check`: before broker 2 is killed in (1), `krm check shutdown --broker 2` must name as
+4. `shutdown_check`: before broker 2 is killed in (1), `krm check shutdown --broker 2` must name as
    `becomes_leaderless` exactly the RF-1 partitions that the release's own tool then lists as
    unavailable.
-6. `capabilities`: what krm could ask this version (`krm_collector_capability`: DescribeTopicPartitions
+5. `capabilities`: what krm could ask this version (`krm_collector_capability`: DescribeTopicPartitions
    for ELR from 3.8, DescribeQuorum from 3.3 in KRaft mode, ListPartitionReassignments), so a gap is
    said, never silent.
 
@@ -65,7 +61,7 @@ TOPIC_COMMANDS = ("org.apache.kafka.tools.TopicCommand", "kafka.admin.TopicComma
 # 4.4.0's runtime folder holds kafka-tools 4.3.1's jar alone (jvm/kafka4-pom.xml), which misses classes
 # of its own release: the 4.3.1 release's complete tools speak the same Admin API to a 4.4.0 cluster.
 TOOLS_FROM = {"4.4.0": "4.3.1"}
-SCENARIOS = ("rf1_killed_broker", "isr_shrink_and_return", "follower_lag", "unclean_election", "shutdown_check")
+SCENARIOS = ("rf1_killed_broker", "isr_shrink_and_return", "unclean_election", "shutdown_check")
 
 
 def combos(versions: list[str], modes: list[str]) -> list[tuple[str, str]]:
@@ -147,10 +143,6 @@ def describe(version: str, bootstrap: str, topic: str) -> dict[int, dict[str, st
     return out
 
 
-def lag_incidents(config: Path, topic: str) -> list[dict[str, Any]]:
-    return [i for i in stored_incidents("--open", "--config", str(config), "--type", "REPLICA_LAG") if i["topic"] == topic]
-
-
 def shutdown_check(config: Path, broker: int, topic: str) -> list[int]:
     """`krm check shutdown --broker N --json`: the topic's partitions it says would become leaderless."""
     out = subprocess.run([str(Path(sys.executable).parent / "krm"), "check", "shutdown", "--broker", str(broker),
@@ -159,50 +151,6 @@ def shutdown_check(config: Path, broker: int, topic: str) -> list[int]:
         raise RuntimeError(f"krm check shutdown: {out.stderr.strip()[-500:]}")
     return sorted(p["partition"] for p in json.loads(out.stdout)["partitions"]
                   if p["topic"] == topic and p["verdict"] == "becomes_leaderless")
-
-
-def follower_lag(version: str, cluster: LocalCluster, url: str, config: Path) -> dict[str, Any]:
-    """A follower out of the ISR catching up under a replication throttle (Kafka throttles only
-    out-of-sync replicas): it answers, so krm measures its lag. While the release's own tool lists
-    the partition under-replicated, krm must hold REPLICA_LAG on that follower (>= 1,000 messages,
-    this run's threshold); once the tool lists nothing, no REPLICA_LAG is left open."""
-    from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient
-
-    topic = "compat-lag"
-    (replicas,) = create_topic(cluster, topic, partitions=1, rf=2).values()
-    leader, follower = replicas
-    admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap_servers, client_id="krm-compat")
-    try:
-        admin.alter_configs([ConfigResource(ConfigResourceType.TOPIC, topic, configs={
-            "leader.replication.throttled.replicas": f"0:{leader}",
-            "follower.replication.throttled.replicas": f"0:{follower}"})])
-        admin.alter_configs([ConfigResource(ConfigResourceType.BROKER, "", configs={
-            "leader.replication.throttled.rate": "20000", "follower.replication.throttled.rate": "20000"})])
-        bootstrap = cluster.bootstrap_servers
-
-        def urp() -> list[int] | None:
-            found = kafka_flags(version, bootstrap, topic, "--under-replicated-partitions", tolerant=True)
-            return None if found is None else sorted(found)
-        p = producer(bootstrap, topic, acks=1)
-        cluster.pause(follower)
-        try:
-            for f in [p.send(topic, b"x" * 200, partition=0) for _ in range(5_000)]:  # 1 MB: ~50 s at 20 kB/s
-                f.get(timeout=60)
-            out_of_isr = settled(urp, lambda v: v == [0], 90)  # replica.lag.time.max.ms passes: out of the ISR
-        finally:
-            p.close(timeout=5)
-            cluster.resume(follower)
-
-        def both() -> tuple[list[int], list[int] | None]:
-            return (sorted(i["broker"] for i in lag_incidents(config, topic) if i["details"].get("lag_messages", 0) >= 1000),
-                    urp())
-        behind = settled(both, lambda v: v == ([follower], [0]), 60)
-        caught_up = settled(lambda: (len(lag_incidents(config, topic)), urp()), lambda v: v == (0, []), 180)
-        return {"follower": follower, "kafka_out_of_isr": out_of_isr, "krm_lagging_vs_kafka_urp": behind,
-                "after": caught_up, "ok": out_of_isr == [0] and behind == ([follower], [0]) and caught_up == (0, [])}
-    finally:
-        admin.alter_configs([ConfigResource(ConfigResourceType.BROKER, "", configs={})])
-        admin.close()
 
 
 def unclean_election(version: str, cluster: LocalCluster, url: str, config: Path) -> dict[str, Any]:
@@ -275,7 +223,7 @@ def run_combo(mode: str, version: str, spark: Any, work: Path) -> dict[str, Any]
         cluster.up(timeout_s=180)
         rf1 = create_topic(cluster, "compat-rf1", partitions=6, rf=1)
         create_topic(cluster, "compat-rf3", partitions=3, rf=3, configs={"min.insync.replicas": "2"})
-        config = load_config(write_config(cluster, work, poll_interval_s=1.0, pipeline_extra="replica_lag_messages = 1000\n"))
+        config = load_config(write_config(cluster, work, poll_interval_s=1.0))
         assert config.source is not None
         source = config.source
         monitor = Monitor(config, spark=spark).start()
@@ -310,12 +258,10 @@ def run_combo(mode: str, version: str, spark: Any, work: Path) -> dict[str, Any]
                         "--under-replicated-partitions", want_empty=True)
         out["isr_shrink_and_return"] = {"shrunk": shrunk, "whole": whole,
                                         "ok": shrunk["agree"] and shrunk["krm"] == [0, 1, 2] and whole["agree"]}
-        for name, scenario in (("follower_lag", lambda: follower_lag(version, cluster, url, source)),
-                               ("unclean_election", lambda: unclean_election(version, cluster, url, source))):
-            try:
-                out[name] = scenario()
-            except Exception as e:  # noqa: BLE001 - the scenario fails, the others still run
-                out[name] = {"ok": False, "error": f"{type(e).__name__}: {str(e)[:300]}"}
+        try:
+            out["unclean_election"] = unclean_election(version, cluster, url, source)
+        except Exception as e:  # noqa: BLE001 - the scenario fails, the others still run
+            out["unclean_election"] = {"ok": False, "error": f"{type(e).__name__}: {str(e)[:300]}"}
         out["capabilities"] = {s.labels["capability"]: int(s.value)
                                for s in series(scrape(url), "krm_collector_capability", cluster=cluster.name)}
     except Exception as e:  # noqa: BLE001 - one line per failed combination, the run goes on
@@ -339,10 +285,10 @@ def table(results: list[dict[str, Any]]) -> str:
     rows = ["`make compat` (benchmarks/compat.py): each row a real 3-broker cluster of that release, with the "
             "date of its last run; \"—\": that scenario was not part of the row's run (added since).", "",
             "| Kafka | mode | RF-1 partitions of a killed broker (= `kafka-topics --unavailable-partitions`) "
-            "| ISR shrink and return (= `--under-replicated-partitions`) | follower lag (= messages it missed) "
+            "| ISR shrink and return (= `--under-replicated-partitions`) "
             "| unclean election (page iff the release elected) | shutdown check (= what went unavailable) "
             "| what krm cannot ask it | run |",
-            "|---|---|---|---|---|---|---|---|---|"]
+            "|---|---|---|---|---|---|---|---|"]
 
     def mark(r: dict[str, Any], key: str) -> str:
         if key not in r:

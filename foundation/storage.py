@@ -258,7 +258,7 @@ class Location:
 
     def dataset(self, table: Any | None = None) -> Any:
         """The Delta table as a pyarrow dataset whose files are pruned by their partition values only,
-        for readers that filter (krm sql, timeline, lag). delta-rs' own `to_pyarrow_dataset()` also
+        for readers that filter (krm sql, krm timeline, the console). delta-rs' own `to_pyarrow_dataset()` also
         turns each file's statistics into a guarantee, and Spark records no min/max for a boolean
         column: delta-rs then guarantees `col >= null AND col <= null`, and any predicate on that
         column (`changed = true`) drops every file Spark wrote (deltalake 1.6.6, tests/spark/

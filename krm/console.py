@@ -163,7 +163,7 @@ class Console:
     def __init__(self, state: Any, tables: Any, look: Callable[[str], Any] | None = None,
                  keyframe_s: float = 300.0) -> None:
         """`look(cluster)`: one Admin poll of a cluster (krm/snapshot.py), for the broker page's shutdown
-        check; None where this process has no cluster config. `keyframe_s`: the pipeline's
+        check; None where this process has no cluster config. `keyframe_s`: the collectors'
         `history_keyframe_s` (an unchanged partition's newest row is at most that old)."""
         from jinja2 import DictLoader, Environment, select_autoescape
 
