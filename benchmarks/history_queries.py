@@ -2,7 +2,7 @@
 
 Writes the history tables as the history path leaves them (pipelines/history.py: `partition_state`
 with a row per partition at each change and per keyframe interval, `replica_lag` with the polls of
-lagging followers and every replica at a change) for `--partitions` partitions (topics of 100
+lagging followers; the three replica rows at each change are left out, a rounding error here) for `--partitions` partitions (topics of 100
 partitions, RF 3 over 6 brokers) over `--days` days, plus a week of incidents, and compacts them with
 `krm maintain` as a daily cron would. Each day a share of the partitions (`--troubled`) loses a
 follower from the ISR for 20 minutes at 2 s polls (rows at the shrink and the return; the follower's
