@@ -2,11 +2,12 @@
 
 Writes the history tables as the history path leaves them (pipelines/history.py): `partition_state`
 with a row per partition at each change and per keyframe interval, `replica_lag` with the polls of
-lagging followers (the three replica rows at each change are left out, a rounding error here),
-for `--partitions` partitions (topics of 100 partitions, RF 3 over 6 brokers) over `--days` days, plus a week of incidents, and compacts them with
-`krm maintain` as a daily cron would. Each day a share of the partitions (`--troubled`) loses a
-follower from the ISR for 20 minutes at 2 s polls (rows at the shrink and the return; the follower's
-lag at every poll between), and a share changes leader (`--moved`, e.g. a rolling restart).
+lagging followers (the three replica rows at each change are left out: a rounding error here), for
+`--partitions` partitions (topics of 100 partitions, RF 3 over 6 brokers) over `--days` days, plus
+a week of incidents, and compacts them with `krm maintain` as a daily cron would. Each day a share
+of the partitions (`--troubled`) loses a follower from the ISR for 20 minutes at 2 s polls (rows at
+the shrink and the return; the follower's lag at every poll between), and a share changes leader
+(`--moved`, e.g. a rolling restart).
 
 Then, as a user runs them (a new process each time: Python start, Delta log, scan, output), `--runs`
 times each: the 7-day timeline of one troubled partition (`--json`), and 7-day SQL questions from
