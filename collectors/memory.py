@@ -63,15 +63,11 @@ def _went_back(leos: dict[int, int], before: dict[int, int]) -> bool:
 _NONE: list[int] = []  # no follower lags (shared, never changed)
 
 
-def lagging(leader: int, isr: list[int], replicas: list[int] | None, leos: dict[int, int],
+def lagging(leader: int, isr: list[int], leos: dict[int, int],
             leader_leo: int | None, rate: float | None, floor_s: float) -> list[int]:
     """The followers that answered and lag: out of the ISR, or `floor_s` behind at `rate` messages/s
-    (behind at all when the rate is unknown or 0). Sorted; on the hot path, so the usual case (every
-    replica in the ISR, the slowest within the floor) returns before the loop."""
-    if leader_leo is not None and replicas is not None and len(isr) == len(replicas) and leos:
-        behind = leader_leo - min(leos.values())
-        if behind <= 0 or (rate and behind / rate < floor_s):
-            return []
+    (behind at all when the rate is unknown or 0). Sorted. `annotate` decides the usual case (every
+    replica in the ISR, the slowest within the floor) inline, before calling this."""
     out = []
     for b, o in leos.items():
         if b == leader:
@@ -134,7 +130,7 @@ class PartitionMemory:
         elr, lk_elr = p.get("elr"), p.get("last_known_elr")
         replicas, adding = p.get("replicas"), p.get("adding_replicas")
         if prev is None:
-            behind = lagging(leader, p["isr"], replicas, leos, leader_leo, None, self._floor_s)
+            behind = lagging(leader, p["isr"], leos, leader_leo, None, self._floor_s)
             if behind:
                 p["lagging"] = behind
             p["changed"] = True
@@ -154,7 +150,7 @@ class PartitionMemory:
                 and (slowest <= 0 or (rate and slowest / rate < self._floor_s))):
             behind = _NONE
         else:
-            behind = lagging(leader, isr, replicas, leos, leader_leo, rate, self._floor_s)
+            behind = lagging(leader, isr, leos, leader_leo, rate, self._floor_s)
             if behind:
                 p["lagging"] = behind
         if (prev.leader != leader or prev.leader_epoch != epoch or prev.isr != isr or prev.replicas != replicas
