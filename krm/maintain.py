@@ -6,12 +6,20 @@ For each history table (observations, partition_state, replica_lag, assignments,
 2. sorting (partition_state, replica_lag): each past day (date < today) still in more than one file
    is rewritten as one file sorted by partition (SORT_KEYS), in row groups small enough that a
    reader of one partition (`krm timeline`, `krm lag`, the console) or of the rare `changed` rows
-   skips the rest of the day by the row groups' statistics instead of decoding all of it. Only past
-   days: the pipeline appends to today's, and a day rewritten once is one file and is left alone;
+   skips the rest of the day by the row groups' statistics instead of decoding all of it. A day
+   rewritten once is one file and is left alone. Today, which the pipeline appends to while this
+   runs, is clustered by topic instead (delta-rs `optimize.z_order(["topic"])`: a rewrite that
+   changes no data, committed beside the appends): a one-partition reader then decodes the row
+   groups of its topic, not the whole day. The clustering key is the first 15 characters of the
+   topic name (delta-rs keeps 16 bytes of each value), so topics that share a longer prefix share
+   row groups. Appends after the run stay in time order until the next run, and the next day's run
+   sorts the day as a past one (a day whose last rewrite was this clustering, with no append after
+   it, keeps it: the same rows, read a little slower by `changed` questions);
 3. compaction: rewrite each day's many small files (one per history micro-batch) into few large
-   ones (delta-rs `optimize.compact`). Each micro-batch's rows stay together, in time order, so
-   bounded row groups each cover a short time span and a reader that filters on time (the data-quality
-   thread's "observed since the last run") skips the rest instead of decoding a whole day;
+   ones (delta-rs `optimize.compact`), for the tables not sorted above. Each micro-batch's rows stay
+   together, in time order, so bounded row groups each cover a short time span and a reader that
+   filters on time (the data-quality thread's "observed since the last run") skips the rest
+   instead of decoding a whole day;
 4. vacuum: remove files no longer referenced and older than `vacuum_hours` (readers that started
    before the compaction keep working for that long).
 The incidents table is kept whole (open incidents have no age) and not compacted (the alert path
@@ -26,6 +34,7 @@ run it with the pipeline stopped (foundation/storage.py).
 
 from __future__ import annotations
 
+import collections
 import datetime as dt
 import logging
 import time
@@ -78,8 +87,10 @@ def maintain_table(path: Location, retention_days: int, vacuum_hours: float, tod
                 deleted = int(metrics.get("num_deleted_rows", 0) or 0)
             if name in SORT_KEYS:
                 sort_past_days(path, SORT_KEYS[name], today)
+                cluster_today(path, today)
                 dtable = path.table()
-            dtable.optimize.compact(writer_properties=_writer_properties(name))
+            else:
+                dtable.optimize.compact(writer_properties=_writer_properties(name))
         vacuumed = dtable.vacuum(retention_hours=int(vacuum_hours), enforce_retention_duration=False, dry_run=False)
         after = len(path.table().file_uris())
     except Exception as e:  # noqa: BLE001 - one table's conflict must not stop the others
@@ -91,8 +102,6 @@ def sort_past_days(path: Location, keys: tuple[tuple[str, str], ...], today: dt.
     """Rewrite every (date, cluster) partition of a day before `today` that is in more than one file
     as one file sorted by `keys`; a replace-where overwrite, so readers see the old files or the new
     one, never both. Returns how many were rewritten."""
-    import collections
-
     from deltalake import write_deltalake
 
     dtable = path.table()
@@ -121,6 +130,26 @@ def sort_past_days(path: Location, keys: tuple[tuple[str, str], ...], today: dt.
         dtable = path.table()
         done += 1
     return done
+
+
+def cluster_today(path: Location, today: dt.date) -> bool:
+    """Rewrite today's files of a SORT_KEYS table clustered by topic, when the pipeline has
+    appended since the last run (today in more than one file). A compaction after it would bin-pack
+    the clustered file with the new appends in time order again, so this replaces compaction for
+    these tables. Returns whether it rewrote."""
+    dtable = path.table()
+    cols = list(dtable.metadata().partition_columns)
+    if "date" not in cols or "topic" not in {f.name for f in dtable.schema().fields}:
+        return False
+    adds = dtable.get_add_actions(flatten=True)
+    days = [d if isinstance(d, dt.date) else dt.date.fromisoformat(str(d)) for d in adds.column("partition.date").to_pylist()]
+    files = collections.Counter(zip(days, *(adds.column(f"partition.{c}").to_pylist() for c in cols if c != "date")))
+    if max((n for (day, *_), n in files.items() if day == today), default=0) < 2:
+        return False
+    dtable.optimize.z_order(["topic"], partition_filters=[("date", "=", today.isoformat())],
+                            writer_properties=_writer_properties(path.name))
+    log.info("clustered %s date=%s by topic", path.name, today)
+    return True
 
 
 def _sorted_rows(dataset: Any, predicate: str, order: list[tuple[str, str]]) -> tuple[Any, Any]:

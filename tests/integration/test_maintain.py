@@ -110,9 +110,10 @@ def test_incidents_are_vacuumed_and_kept_whole(tmp_path):
     assert kept.last_seen_at_ms == long_ago + 5 * 60_000 and kept.status == "open"
 
 
-def test_past_days_of_partition_state_are_sorted_by_partition_today_only_compacted(tmp_path):
+def test_past_days_of_partition_state_are_sorted_by_partition_today_clustered_by_topic(tmp_path):
     """A past day in many appends becomes one file sorted by (changed first, topic, partition, time)
-    in row groups whose statistics let a one-partition reader skip the rest; the rows are the same."""
+    in row groups whose statistics let a one-partition reader skip the rest; today, which the
+    pipeline appends to meanwhile, becomes one file clustered by topic; the rows are the same."""
     import pyarrow.parquet as pq
 
     tables = tmp_path / "tables"
@@ -140,6 +141,7 @@ def test_past_days_of_partition_state_are_sorted_by_partition_today_only_compact
     keys = pq.read_table(past.removeprefix("file://"), columns=["changed", "topic", "partition"]).to_pylist()
     assert [tuple(r.values()) for r in keys[:3]] == [(True, "t0", 1), (True, "t1", 1), (True, "t2", 1)]
     assert [(r["topic"], r["partition"]) for r in keys[3:]] == sorted((r["topic"], r["partition"]) for r in keys[3:])
-    (present,) = [u for u in table.file_uris() if f"date={today}" in u]  # today: compacted, not sorted
-    changed = pq.read_table(present.removeprefix("file://"), columns=["changed"]).column(0).to_pylist()
-    assert changed[0] is False and changed.count(True) == 3
+    (present,) = [u for u in table.file_uris() if f"date={today}" in u]  # today: clustered by topic
+    rows = pq.read_table(present.removeprefix("file://"), columns=["topic", "changed"]).to_pylist()
+    assert [r["topic"] for r in rows] == sorted(r["topic"] for r in rows)
+    assert [r["changed"] for r in rows].count(True) == 3
