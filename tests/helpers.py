@@ -67,14 +67,9 @@ def wait_equal(get: Callable[[], Any], want: Any, timeout_s: float, what: str) -
 
 def write_config(cluster: LocalCluster, tmp: Path, poll_interval_s: float = 1.0,
                  observations_on: LocalCluster | None = None, pipeline_extra: str = "",
-                 collector_extra: str = "", cluster_extra: str = "", history_trigger_s: float = 30.0) -> Path:
+                 collector_extra: str = "", cluster_extra: str = "") -> Path:
     """A krm config for `cluster` with its own data dir, metrics port and observations topic
-    (on `observations_on`, a separate cluster as in production, or on the monitored one).
-
-    The history path appends to its Delta tables every `history_trigger_s`: each append is Spark
-    work whether or not a test reads the tables, and on the suite's two cores an idle pipeline's JVM
-    took about twice the CPU at 5 s as at 30 s. Tests that read the history tables (`krm lag`,
-    `krm sql`, the timeline, the assignments) ask for a short trigger; the others keep the slow one."""
+    (on `observations_on`, a separate cluster as in production, or on the monitored one)."""
     obs_cluster = observations_on or cluster
     obs = obs_cluster.bootstrap_servers
     tag = uuid.uuid4().hex[:8]
@@ -86,8 +81,7 @@ def write_config(cluster: LocalCluster, tmp: Path, poll_interval_s: float = 1.0,
         f'[observations]\nbootstrap_servers = "{obs}"\ntopic = "krm.obs.{tag}"\n'
         f"{security_table('observations', obs_cluster)}\n"
         f"[collector]\npoll_interval_s = {poll_interval_s}\n{collector_extra}\n"
-        f'[pipeline]\ndata_dir = "{tmp / ("data-" + tag)}"\nmetrics_port = {free_port()}\n'
-        f"history_trigger_s = {history_trigger_s}\n"
+        f'[pipeline]\ndata_dir = "{tmp / ("data-" + tag)}"\nmetrics_port = {free_port()}\nhistory_trigger_s = 5.0\n'
         f"{pipeline_extra}"
     )
     return path

@@ -41,7 +41,7 @@ def test_partition_expansion_then_broker_expansion(small_cluster, kraft_cluster,
     from kafka.admin import KafkaAdminClient, NewPartitions, NewTopic
 
     cluster = small_cluster
-    config_path = write_config(cluster, tmp_path, observations_on=kraft_cluster, history_trigger_s=5.0)
+    config_path = write_config(cluster, tmp_path, observations_on=kraft_cluster)
     monitor = Monitor(load_config(config_path), spark=spark).start()
     url = monitor.metrics_url
     admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap_servers, client_id="krm-tests")

@@ -84,7 +84,7 @@ def stack(request, tmp_path_factory, kraft_cluster, spark):
     procs = []
     monitor = None
     try:
-        config_path = write_config(cluster, tmp, observations_on=kraft_cluster, history_trigger_s=5.0)
+        config_path = write_config(cluster, tmp, observations_on=kraft_cluster)
         config = load_config(config_path)
         monitor = Monitor(config, spark=spark).start()
         prometheus = shutil.which("prometheus")

@@ -37,7 +37,7 @@ def test_offline_partition_alert_reaches_alertmanager_and_resolves(zk_cluster, k
     topic = "alerting-rf1"
     assignment = create_topic(cluster, topic, partitions=3, rf=1)
     victim = assignment[0][0]
-    config_path = write_config(cluster, tmp_path, observations_on=kraft_cluster, history_trigger_s=5.0)
+    config_path = write_config(cluster, tmp_path, observations_on=kraft_cluster)
     config = load_config(config_path)
     monitor = Monitor(config, spark=spark).start()
     url = monitor.metrics_url

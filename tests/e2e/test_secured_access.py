@@ -1,8 +1,9 @@
 """What krm does when a secured cluster refuses it: a wrong password, a CA that did not sign the
-brokers' certificates, an ACL taken away. One monitor watches the same SASL_SSL + ACL cluster three
-times (right credentials, wrong password, wrong CA): each failure is one log line naming the cluster
-and the cause, krm_cluster_reachable{reason} says it, the brokers are not stormed with logins, and the
-correctly configured cluster goes on being monitored."""
+brokers' certificates, an ACL taken away. One monitor watches the same SASL_SSL + ACL cluster five
+times (SCRAM-SHA-512 and PLAIN with the right password, each with a wrong one, and a wrong CA), as
+krm's least-privilege user: each failure is one log line naming the cluster and the cause,
+krm_cluster_reachable{reason} says it, the brokers are not stormed with logins, and the correctly
+configured clusters go on being monitored."""
 
 import logging
 import os
@@ -24,12 +25,18 @@ def _reachable(url):
     return {s.labels["cluster"]: (s.labels.get("reason", ""), s.value) for s in series(scrape(url), "krm_cluster_reachable")}
 
 
-def _refused_logins(cluster):
-    """The brokers' own count of refused SCRAM logins (their server.log)."""
+# how a broker's server.log records a refused login, by mechanism (Kafka's ScramSaslServer and
+# PlainServerCallbackHandler / PlainSaslServer)
+REFUSED = {"SCRAM-SHA-512": "invalid credentials with SASL mechanism SCRAM-SHA-512",
+           "PLAIN": "Authentication failed: Invalid username or password"}
+
+
+def _refused_logins(cluster, mechanism):
+    """The brokers' own count of refused logins with `mechanism` (their server.log)."""
     n = 0
     for b in cluster.broker_ids:
         log = cluster.root / f"broker-{b}" / "logs" / "server.log"
-        n += log.read_text(errors="replace").count("invalid credentials with SASL mechanism")
+        n += log.read_text(errors="replace").count(REFUSED[mechanism])
     return n
 
 
@@ -53,10 +60,13 @@ def test_refused_password_certificate_and_acl(kraft4_secure_cluster, spark, tmp_
     good = sec.config_toml()
     wrong_password = good.replace(str(sec.password_file("krm")), str(bad_pw))
     wrong_ca = good.replace(str(sec.ca_file), str(tmp_path / "other-ca.pem"))
+    plain = sec.config_toml("PLAIN")
+    wrong_plain = plain.replace(str(sec.password_file("krm")), str(bad_pw))
     config_path = tmp_path / "krm.toml"
     config_path.write_text("".join(
         f'[[clusters]]\nname = "{name}"\nbootstrap_servers = "{cluster.bootstrap_servers}"\n[clusters.security]\n{s}\n'
-        for name, s in (("good", good), ("badpw", wrong_password), ("badca", wrong_ca)))
+        for name, s in (("good", good), ("badpw", wrong_password), ("badca", wrong_ca), ("plain", plain),
+                        ("badplain", wrong_plain)))
         + f'[observations]\nbootstrap_servers = "{cluster.bootstrap_servers}"\ntopic = "krm.obs.access"\n'
         f"[observations.security]\n{good}\n"
         f"[collector]\npoll_interval_s = 1.0\nconfig_refresh_s = 2.0\n\n"
@@ -66,23 +76,29 @@ def test_refused_password_certificate_and_acl(kraft4_secure_cluster, spark, tmp_
     try:
         url = monitor.metrics_url
         wait_equal(lambda: _reachable(url), {"good": ("", 1.0), "badpw": ("authentication_failed", 0.0),
-                                             "badca": ("tls_failed", 0.0)}, 120, "reachability with reasons")
-        # the right credentials keep working beside the wrong ones
-        assert {s.labels["broker"]: s.value for s in series(scrape(url), "krm_broker_up", cluster="good")} == {
-            "1": 1.0, "2": 1.0, "3": 1.0}
+                                             "badca": ("tls_failed", 0.0), "plain": ("", 1.0),
+                                             "badplain": ("authentication_failed", 0.0)}, 120, "reachability with reasons")
+        # the right credentials keep working beside the wrong ones, with either mechanism
+        for name in ("good", "plain"):
+            assert {s.labels["broker"]: s.value for s in series(scrape(url), "krm_broker_up", cluster=name)} == {
+                "1": 1.0, "2": 1.0, "3": 1.0}, name
 
-        before, t0 = _refused_logins(cluster), time.monotonic()
+        mechanisms = ("SCRAM-SHA-512", "PLAIN")
+        before, t0 = {m: _refused_logins(cluster, m) for m in mechanisms}, time.monotonic()
         time.sleep(20)
-        refused = _refused_logins(cluster) - before
+        refused = {m: _refused_logins(cluster, m) - before[m] for m in mechanisms}
         print(f"\nrefused logins on the brokers in {time.monotonic() - t0:.0f}s of a wrong password: {refused}")
-        # polled every second, the wrong password would cost at least 3 logins a second (two Admin
+        # polled every second, a wrong password would cost at least 3 logins a second (two Admin
         # client bootstraps and one diagnosis per poll); the back-off (5, 10, 20 s, ...) allows a few
-        assert refused <= 15, refused
+        assert all(n <= 15 for n in refused.values()), refused
 
         lines = [r.getMessage() for r in caplog.records if r.name.startswith("collectors")]
         assert [m for m in lines if "badpw" in m] == [
             "authentication failed for cluster badpw (SCRAM-SHA-512, user krm): Authentication failed during "
             "authentication due to invalid credentials with SASL mechanism SCRAM-SHA-512"]
+        (plain_line,) = [m for m in lines if "badplain" in m]
+        assert plain_line.startswith("authentication failed for cluster badplain (PLAIN, user krm): "), plain_line
+        assert "Invalid username or password" in plain_line, plain_line
         (tls_line,) = [m for m in lines if "badca" in m]
         assert tls_line.startswith("TLS handshake failed for cluster badca: the broker's certificate was not accepted")
         assert not [r for r in caplog.records if r.exc_info], "no tracebacks"

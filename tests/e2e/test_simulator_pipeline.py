@@ -23,7 +23,7 @@ def test_scripted_faults_are_detected_exactly(kraft_cluster, spark, tmp_path):
     cfg.write_text(
         f'[[clusters]]\nname = "sim-e2e"\nbootstrap_servers = "{kraft_cluster.bootstrap_servers}"\n\n'
         f'[observations]\nbootstrap_servers = "{kraft_cluster.bootstrap_servers}"\ntopic = "krm.sim.e2e"\n\n'
-        f'[pipeline]\ndata_dir = "{tmp_path / "data"}"\nmetrics_port = {free_port()}\nhistory_trigger_s = 30.0\n'
+        f'[pipeline]\ndata_dir = "{tmp_path / "data"}"\nmetrics_port = {free_port()}\nhistory_trigger_s = 5.0\n'
         f"hw_stall_window_s = 2.0\nreplica_lag_seconds = 4.0\nquality_interval_s = 0\n")
     config = load_config(cfg)
     monitor = Monitor(config, collect=False, spark=spark).start()
