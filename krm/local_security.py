@@ -1,6 +1,6 @@
 """What `krm local-cluster up --security sasl_ssl` adds to a local cluster: a certificate authority of
-its own, a broker certificate it signed, SCRAM-SHA-512 users and passwords, and the ACLs of krm's
-least-privilege principal.
+its own, a broker certificate it signed, users and passwords for SCRAM-SHA-512 and PLAIN (one SASL_SSL
+listener takes both), and the ACLs of krm's least-privilege principal.
 
 Users: `admin` (the brokers' inter-broker principal and the only super user) and `krm` (what the
 monitor connects as, holding exactly `KRM_ACLS`, the minimum the README documents). Passwords are
@@ -136,13 +136,19 @@ class LocalSecurity:
                 f'ssl_cafile = "{self.ca_file}"\n')
 
     def listener_properties(self, listener: str) -> dict[str, str]:
-        """Broker settings for a SASL_SSL listener named `listener` with SCRAM-SHA-512."""
+        """Broker settings for a SASL_SSL listener named `listener`: SCRAM-SHA-512 (also between
+        brokers) and PLAIN, the same users and passwords for both (PLAIN's are listed in the broker's
+        JAAS entry, `user_<name>`; Kafka's PlainServerCallbackHandler checks them)."""
         jaas = (f'org.apache.kafka.common.security.scram.ScramLoginModule required username="{ADMIN_USER}" '
                 f'password="{self.password(ADMIN_USER)}";')
+        plain_users = " ".join(f'user_{u}="{self.password(u)}"' for u in (ADMIN_USER, KRM_USER))
+        plain = (f'org.apache.kafka.common.security.plain.PlainLoginModule required username="{ADMIN_USER}" '
+                 f'password="{self.password(ADMIN_USER)}" {plain_users};')
         return {
-            "sasl.enabled.mechanisms": MECHANISM,
+            "sasl.enabled.mechanisms": f"{MECHANISM},PLAIN",
             "sasl.mechanism.inter.broker.protocol": MECHANISM,
             f"listener.name.{listener.lower()}.{MECHANISM.lower()}.sasl.jaas.config": jaas,
+            f"listener.name.{listener.lower()}.plain.sasl.jaas.config": plain,
             "ssl.keystore.type": "PKCS12",
             "ssl.keystore.location": str(self.keystore),
             "ssl.keystore.password": self.password("keystore"),
@@ -162,9 +168,10 @@ class LocalSecurity:
             out += ["--add-scram", f"{MECHANISM}=[name={user},password={self.password(user)}]"]
         return out
 
-    def config_toml(self) -> str:
-        """The `[clusters.security]`-style table body krm.toml gets: paths, never the password."""
-        return (f'security_protocol = "SASL_SSL"\nsasl_mechanism = "{MECHANISM}"\nsasl_username = "{KRM_USER}"\n'
+    def config_toml(self, mechanism: str = MECHANISM) -> str:
+        """The `[clusters.security]`-style table body krm.toml gets: paths, never the password
+        (`mechanism` SCRAM-SHA-512 or PLAIN: the listener takes both)."""
+        return (f'security_protocol = "SASL_SSL"\nsasl_mechanism = "{mechanism}"\nsasl_username = "{KRM_USER}"\n'
                 f'sasl_password_file = "{self.password_file(KRM_USER)}"\nssl_cafile = "{self.ca_file}"\n')
 
 
