@@ -48,7 +48,7 @@ log = logging.getLogger(__name__)
 
 HISTORY_TABLES = ("observations", "partition_state", "replica_lag", "assignments", "quarantine", "data_quality")
 VACUUM_ONLY = ("incidents",)
-# rows per Parquet row group written by compaction and sorting, where the writer's default (about a
+# rows per Parquet row group written by compaction, sorting and clustering, where the writer's default (about a
 # million) is too coarse: an observations row is a whole topic record with every partition in it; a
 # sorted day's group of partition_state or replica_lag rows should hold a few topics, not a day
 ROW_GROUP_ROWS = {"observations": 1024, "partition_state": 65_536, "replica_lag": 65_536}
@@ -108,14 +108,12 @@ def sort_past_days(path: Location, keys: tuple[tuple[str, str], ...], today: dt.
     cols = list(dtable.metadata().partition_columns)
     if "date" not in cols:
         return 0
-    adds = dtable.get_add_actions(flatten=True)
-    values = list(zip(*(adds.column(f"partition.{c}").to_pylist() for c in cols)))
     names = {f.name for f in dtable.schema().fields}
     order = [(k, how) for k, how in keys if k in names]
     done = 0
-    for part, files in sorted(collections.Counter(values).items()):
+    for part, files in sorted(_files_per_partition(dtable, cols).items()):
         where = dict(zip(cols, part))
-        day = where["date"] if isinstance(where["date"], dt.date) else dt.date.fromisoformat(str(where["date"]))
+        day = where["date"]
         if files < 2 or day >= today:
             continue
         predicate = " AND ".join(f"{c} = '{(day.isoformat() if c == 'date' else str(v)).replace(chr(39), chr(39) * 2)}'"
@@ -141,15 +139,22 @@ def cluster_today(path: Location, today: dt.date) -> bool:
     cols = list(dtable.metadata().partition_columns)
     if "date" not in cols or "topic" not in {f.name for f in dtable.schema().fields}:
         return False
-    adds = dtable.get_add_actions(flatten=True)
-    days = [d if isinstance(d, dt.date) else dt.date.fromisoformat(str(d)) for d in adds.column("partition.date").to_pylist()]
-    files = collections.Counter(zip(days, *(adds.column(f"partition.{c}").to_pylist() for c in cols if c != "date")))
-    if max((n for (day, *_), n in files.items() if day == today), default=0) < 2:
+    date = cols.index("date")
+    if all(n < 2 for part, n in _files_per_partition(dtable, cols).items() if part[date] == today):
         return False
     dtable.optimize.z_order(["topic"], partition_filters=[("date", "=", today.isoformat())],
                             writer_properties=_writer_properties(path.name))
     log.info("clustered %s date=%s by topic", path.name, today)
     return True
+
+
+def _files_per_partition(dtable: Any, cols: list[str]) -> collections.Counter:
+    """How many files each partition of the table's current version has, keyed by its values in
+    `cols` order (`date` as a datetime.date)."""
+    adds = dtable.get_add_actions(flatten=True)
+    columns = [[dt.date.fromisoformat(str(v)) if c == "date" and not isinstance(v, dt.date) else v
+                for v in adds.column(f"partition.{c}").to_pylist()] for c in cols]
+    return collections.Counter(zip(*columns))
 
 
 def _sorted_rows(dataset: Any, predicate: str, order: list[tuple[str, str]]) -> tuple[Any, Any]:
