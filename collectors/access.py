@@ -29,6 +29,11 @@ TLS = observation.TLS_FAILED
 PROTOCOL = observation.PROTOCOL_MISMATCH
 AUTHORIZATION = observation.AUTHORIZATION_FAILED
 UNREACHABLE = observation.UNREACHABLE
+# OpenSSL's names for the alerts a server sends when it refuses the client's certificate or its absence
+PEER_REFUSED_CERTIFICATE = frozenset({"SSLV3_ALERT_BAD_CERTIFICATE", "SSLV3_ALERT_CERTIFICATE_UNKNOWN",
+                                      "TLSV1_ALERT_UNKNOWN_CA", "TLSV13_ALERT_CERTIFICATE_REQUIRED",
+                                      "SSLV3_ALERT_CERTIFICATE_EXPIRED", "SSLV3_ALERT_CERTIFICATE_REVOKED",
+                                      "TLSV1_ALERT_ACCESS_DENIED"})
 ACCESS_REASONS = (AUTHENTICATION, TLS, PROTOCOL, AUTHORIZATION)  # retried slowly: retrying sooner cannot help
 
 # How long after an access failure the next attempt waits (5, 10, 20, 40, then every 60 s): the broker
@@ -54,6 +59,16 @@ def classify(exc: BaseException | None, cluster: str, sec: KafkaSecurity) -> Acc
                 else "no ssl_cafile is configured: the system CAs do not trust it")
         return AccessProblem(TLS, f"TLS handshake failed for cluster {cluster}: the broker's certificate was "
                                   f"not accepted ({exc.verify_message}); {hint}")
+    if isinstance(exc, ssl.SSLError) and (exc.reason or "") in PEER_REFUSED_CERTIFICATE:
+        # the broker's alert: it wants a client certificate (ssl.client.auth=required) and got none,
+        # or one it does not trust
+        if sec.tls.certfile:
+            return AccessProblem(TLS, f"TLS handshake failed for cluster {cluster}: the broker refused the client "
+                                      f"certificate {sec.tls.certfile} ({exc.reason}); is it signed by a CA in the "
+                                      f"brokers' ssl.truststore, and still valid?")
+        return AccessProblem(TLS, f"TLS handshake failed for cluster {cluster}: the broker requires a client "
+                                  f"certificate (mutual TLS) and none is configured: set ssl_certfile and "
+                                  f"ssl_keyfile ({exc.reason})")
     if isinstance(exc, ssl.SSLError):
         return AccessProblem(TLS, f"TLS handshake failed for cluster {cluster} {who}: {exc.reason or exc}")
     if isinstance(exc, Errors.SaslAuthenticationFailedError):
@@ -92,7 +107,10 @@ def probe(cluster: str, bootstrap_servers: str, sec: KafkaSecurity, timeout_s: f
     from kafka.conn import BrokerConnection
 
     deadline = time.monotonic() + timeout_s
-    kwargs = kafka_python_kwargs(sec)
+    try:
+        kwargs = kafka_python_kwargs(sec)
+    except (ssl.SSLError, OSError) as e:  # a client certificate or key that does not load
+        return classify(e, cluster, sec) or AccessProblem(TLS, f"cluster {cluster}: {type(e).__name__}: {e}")
     for host, port in _addresses(bootstrap_servers):
         if time.monotonic() >= deadline:
             break

@@ -43,6 +43,10 @@ class Collector:
         self.last_poll_s: dict[str, float] = {}
         self.last_poll_at: dict[str, float] = {}  # cluster -> time.time() the last poll ended
 
+    def zookeeper_connected(self) -> dict[str, bool]:
+        """cluster -> whether its ZooKeeper session is up (clusters watched through ZooKeeper only)."""
+        return {name: zk.connected for name, zk in self._zk.items()}
+
     def start(self) -> Collector:
         self.publisher.start()
         for src in self.sources:

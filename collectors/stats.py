@@ -32,6 +32,12 @@ class CollectorMetrics:
         yield CounterMetricFamily("krm_collector_polls", "Full polls run.", value=c.polls)
         yield CounterMetricFamily("krm_collector_zookeeper_publishes",
                                   "Topics published at once on a ZooKeeper state change.", value=c.quick_publishes)
+        zk = GaugeMetricFamily("krm_collector_zookeeper_connected",
+                               "1 while the ZooKeeper session of a cluster with `zookeeper` set is up; 0 while krm "
+                               "sees that cluster through the Admin API alone.", labels=["cluster"])
+        for name, up in sorted(c.zookeeper_connected().items()):
+            zk.add_metric([name], 1.0 if up else 0.0)
+        yield zk
         rounds = CounterMetricFamily("krm_collector_canary_rounds",
                                      "Canary rounds by outcome: ok, partition_failed (a write or read-back failed), "
                                      "not_started (no canary topic or no connection: nothing else shows it).",

@@ -25,13 +25,15 @@ from __future__ import annotations
 
 import json
 import logging
+import socket
+import ssl
 import threading
 import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
 from foundation.config import ClusterConfig
-from foundation.security import kazoo_kwargs
+from foundation.security import TlsFiles, kazoo_kwargs
 
 log = logging.getLogger(__name__)
 
@@ -96,7 +98,7 @@ class ZkState:
             self._zk.start(timeout=10)
         except Exception as e:  # noqa: BLE001 - degrade to the Admin API alone
             log.warning("cluster %s: ZooKeeper %s %s; using the Admin API alone", self.cluster.name,
-                        self.cluster.zookeeper, _zk_failure(e, self.cluster.zookeeper_security))
+                        self.cluster.zookeeper, _zk_failure(e, self.cluster.zookeeper_security, self.cluster.zookeeper))
             self._stopping = True  # no background reconnects: the watches were never set up
             self._zk.stop()
             return self
@@ -311,8 +313,9 @@ def _json(data: bytes) -> dict[str, Any]:
         return {}
 
 
-def _zk_failure(e: BaseException, security: object) -> str:
-    """Why a ZooKeeper session did not start, said for an operator."""
+def _zk_failure(e: BaseException, security: Any, hosts: str = "") -> str:
+    """Why a ZooKeeper session did not start, said for an operator. kazoo retries a refused TLS
+    handshake until its start times out, so over TLS one handshake of our own tells why."""
     from kazoo.exceptions import AuthFailedError, SessionClosedRequireSaslError
 
     sasl_user = getattr(security, "username", None)
@@ -320,5 +323,42 @@ def _zk_failure(e: BaseException, security: object) -> str:
         return "requires SASL authentication: set [clusters.zookeeper_security] sasl_username and sasl_password_file"
     if isinstance(e, AuthFailedError):
         return f"refused the login (DIGEST-MD5, user {sasl_user})" if sasl_user else "refused the login"
+    tls = getattr(security, "tls", None)
+    refused = tls_refusal(hosts, tls) if tls is not None and hosts else None
+    if refused:
+        return f"refused the TLS connection: {refused}"
     return f"unreachable ({type(e).__name__}{': ' + str(e) if str(e) else ''})"
+
+
+def tls_refusal(hosts: str, tls: TlsFiles, timeout_s: float = 2.0) -> str | None:
+    """Why the first ZooKeeper server that answers refuses our TLS (its certificate not trusted, or
+    ours refused: with TLS 1.3 the server's alert comes after the handshake, on the first read), or
+    None when the handshake holds or no server answers."""
+    for host, port in _zk_addresses(hosts):
+        try:
+            with socket.create_connection((host, port), timeout=timeout_s) as raw:
+                with tls.context().wrap_socket(raw, server_hostname=host) as conn:
+                    try:
+                        conn.recv(1)  # ZooKeeper waits for our ConnectRequest: silence means accepted
+                    except (TimeoutError, socket.timeout):
+                        return None
+        except ssl.SSLCertVerificationError as err:
+            return f"its certificate was not accepted ({err.verify_message}); is ssl_cafile {tls.cafile} its CA?"
+        except ssl.SSLError as err:
+            if tls.certfile:
+                return f"it refused the client certificate {tls.certfile} ({err.reason})"
+            return f"it requires a client certificate and none is configured: set ssl_certfile ({err.reason})"
+        except OSError:
+            continue
+    return None
+
+
+def _zk_addresses(hosts: str) -> list[tuple[str, int]]:
+    """host:port pairs of a ZooKeeper connect string (the chroot after the last server dropped)."""
+    out = []
+    for part in hosts.split("/", 1)[0].split(","):
+        host, _, port = part.strip().rpartition(":")
+        if host and port.isdigit():
+            out.append((host.strip("[]"), int(port)))
+    return out
 

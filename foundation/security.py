@@ -255,6 +255,7 @@ def kafka_python_kwargs(sec: KafkaSecurity) -> dict[str, Any]:
             kw["ssl_keyfile"] = str(sec.tls.keyfile) if sec.tls.keyfile else None
             if sec.tls.key_password:
                 kw["ssl_password"] = sec.tls.key_password.read()
+            kw["ssl_context"] = client_certificate_context(sec.tls)
     if sec.uses_sasl:
         kw["sasl_mechanism"] = sec.sasl_mechanism
         if sec.sasl_mechanism in _LOGIN_MODULES:
@@ -265,6 +266,18 @@ def kafka_python_kwargs(sec: KafkaSecurity) -> dict[str, Any]:
         elif sec.sasl_mechanism == "GSSAPI":
             kw["sasl_kerberos_service_name"] = sec.username or "kafka"
     return kw
+
+
+def client_certificate_context(tls: TlsFiles) -> ssl.SSLContext:
+    """kafka-python's TLS with a client certificate, at most TLS 1.2. A Java broker sends its TLS 1.3
+    session tickets after it has checked the client's certificate, that is after the client's side
+    of the handshake is done; kafka-python takes any bytes on a connection with no request in flight
+    for a protocol error and closes it ("Socket EVENT_READ without in-flight-requests",
+    kafka/client_async.py), so about half its connections to a mutual-TLS broker failed. TLS 1.2
+    has no post-handshake messages. (Spark's Kafka source is Kafka's Java client: not affected.)"""
+    ctx = tls.context()
+    ctx.maximum_version = ssl.TLSVersion.TLSv1_2
+    return ctx
 
 
 def _token_provider(path: Path) -> Any:

@@ -118,7 +118,7 @@ def _print_status(status: dict[str, Any], as_json: bool) -> None:
     if as_json:
         print(json.dumps(status, indent=2))
         return
-    secured = ", SASL_SSL" if status.get("security") else ""
+    secured = f", {status['security']['security_protocol']}" if status.get("security") else ""
     print(f"cluster {status['name']} (Kafka {status.get('kafka_version', '?')}, {status['mode']}{secured}): "
           f"bootstrap {status['bootstrap_servers']}")
     if status["zookeeper"]:
@@ -760,9 +760,10 @@ def build_parser() -> argparse.ArgumentParser:
                     help="Kafka release (default: the newest 4.x in KRaft mode, 3.9.1 in zk mode; available: "
                          + _kafka_versions() + ")")
     up.add_argument("--controllers", type=int, default=1, help="KRaft: controller quorum voters (node ids 1000, 1001, ...)")
-    up.add_argument("--security", choices=["plaintext", "sasl_ssl"], default="plaintext",
-                    help="sasl_ssl: SCRAM-SHA-512 over TLS (a CA of the cluster's own), ACLs enforced, krm connecting "
-                         "as its least-privilege user 'krm' (password in a file the config names)")
+    up.add_argument("--security", choices=["plaintext", "sasl_ssl", "mtls"], default="plaintext",
+                    help="sasl_ssl: SCRAM-SHA-512 or PLAIN over TLS (a CA of the cluster's own), ACLs enforced, krm "
+                         "connecting as its least-privilege user 'krm' (password in a file the config names); mtls: "
+                         "TLS with client certificates (CN=krm is User:krm), ZooKeeper over TLS too in zk mode")
     up.add_argument("--session-timeout-ms", type=int, default=6000, metavar="MS",
                     help="how long a silent broker stays registered: the ZooKeeper session (zk mode) or the "
                          "controllers' broker.session.timeout.ms (KRaft); default 6000, Kafka's own 18000 / 9000")

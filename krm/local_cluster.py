@@ -53,7 +53,7 @@ KAFKA_RUNTIMES |= {v: (f"kafka-{v}", "kafka-log4j2.properties" if v.startswith("
 KRAFT_SINCE = "3.3"  # KRaft production-ready (KIP-833); earlier releases only as a preview
 ZK_KAFKA_VERSION = "3.9.1"  # ZooKeeper mode was removed in Kafka 4.0
 KRAFT_KAFKA_VERSION = "4.4.0"  # the newest Kafka 4.x on Maven Central
-SECURITY_MODES = ("plaintext", "sasl_ssl")
+SECURITY_MODES = ("plaintext", "sasl_ssl", "mtls")
 
 
 def release_tuple(version: str) -> tuple[int, ...]:
@@ -137,7 +137,9 @@ class LocalCluster:
     heap_mb: int = HEAP_MB  # each broker's (and ZooKeeper's / the controller's) -Xmx
     kafka_version: str = ""  # empty: default_kafka_version(mode)
     controllers: int = 1  # KRaft: voters of the controller quorum
-    security: str = "plaintext"  # or "sasl_ssl": SCRAM-SHA-512 over TLS, ACLs on (krm/local_security.py)
+    # or "sasl_ssl" (SCRAM-SHA-512 and PLAIN over TLS) or "mtls" (client certificates; ZooKeeper over
+    # TLS too), ACLs on either way (krm/local_security.py)
+    security: str = "plaintext"
     # How long a silent broker keeps its registration: zookeeper.session.timeout.ms (ZooKeeper mode) or
     # the controllers' broker.session.timeout.ms (KRaft). Short for tests; Kafka's defaults are 18000 / 9000.
     session_timeout_ms: int = 6000
@@ -266,7 +268,7 @@ class LocalCluster:
             if self.mode == "zk":
                 self._launch(self.nodes["zookeeper"])
                 self._wait_port(self.nodes["zookeeper"], timeout_s)
-                if self.secured:
+                if self.security == "sasl_ssl":
                     self._add_zk_scram_users()
             else:
                 self._format_storage()
@@ -425,7 +427,9 @@ class LocalCluster:
         } | ({"security": self._secrets.client_kwargs()} if self.secured else {})
 
     def wait_for_brokers(self, broker_ids: list[int], timeout_s: float) -> None:
-        """Block until every given broker is in the cluster metadata (registered and unfenced)."""
+        """Block until every given broker is in the cluster metadata (registered and unfenced) and
+        answers a client itself: in ZooKeeper mode a broker registers before its listener processes
+        requests, and a TLS client that connects in between is dropped."""
         from kafka.admin import KafkaAdminClient  # imported late: the CLI's --help stays fast
 
         deadline = time.monotonic() + timeout_s
@@ -448,7 +452,7 @@ class LocalCluster:
                         seen = {b["node_id"] for b in admin.describe_cluster()["brokers"]}
                     finally:
                         admin.close()
-                    if want <= seen:
+                    if want <= seen and all(self._serving(b) for b in broker_ids):
                         return
                 except Exception as e:  # noqa: BLE001 - any client error means "not ready yet"
                     last_err = e
@@ -456,19 +460,35 @@ class LocalCluster:
         raise ClusterError(f"brokers {sorted(want)} not registered after {timeout_s:.0f}s (last error: {last_err}); "
                            f"see logs under {self.root}")
 
-    # ---------------------------------------------------------------- security (--security sasl_ssl)
+    def _serving(self, broker_id: int) -> bool:
+        """Whether the broker completes a connection as a client makes one (TLS, login, ApiVersions)."""
+        import socket
+
+        from kafka.conn import BrokerConnection
+
+        conn = BrokerConnection("127.0.0.1", self.broker(broker_id).port, socket.AF_INET,
+                                client_id="krm-local-cluster", **self.admin_kwargs())
+        try:
+            return bool(conn.connect_blocking(timeout=3))
+        except Exception:  # noqa: BLE001 - not serving yet
+            return False
+        finally:
+            conn.close()
+
+    # ---------------------------------------------------------------- security (--security sasl_ssl|mtls)
 
     @property
     def secured(self) -> bool:
-        return self.security == "sasl_ssl"
+        """TLS, logins and ACLs (sasl_ssl or mtls)."""
+        return self.security != "plaintext"
 
     @property
     def _secrets(self) -> Any:
-        return LocalSecurity(self.root)
+        return LocalSecurity(self.root, self.security)
 
     def admin_kwargs(self) -> dict[str, Any]:
         """kafka-python keyword arguments of the cluster's super user (empty when plaintext)."""
-        return self._secrets.client_kwargs(ADMIN_USER) if self.secured else {}
+        return self._secrets.python_client_kwargs(ADMIN_USER) if self.secured else {}
 
     def admin_client(self) -> Any:
         """A KafkaAdminClient of the cluster's super user (tests and demos change ACLs with it)."""
@@ -515,8 +535,8 @@ class LocalCluster:
                                    f"see {self._node_dir(zk) / f'scram-{user}.log'}")
 
     def _jaas(self, node: Node) -> list[str]:
-        """Secured ZooKeeper mode: ZooKeeper's user list; its clients' (brokers, Kafka tools) login."""
-        if not self.secured or self.mode != "zk" or node.role == "controller":
+        """ZooKeeper mode with sasl_ssl: ZooKeeper's user list; its clients' (brokers, Kafka tools) login."""
+        if self.security != "sasl_ssl" or self.mode != "zk" or node.role == "controller":
             return []
         jaas = self._secrets.zk_server_jaas if node is self.nodes.get("zookeeper") else self._secrets.zk_client_jaas
         return [f"-Djava.security.auth.login.config={jaas}"]
@@ -535,9 +555,10 @@ class LocalCluster:
             return {"listener": "PLAINTEXT", "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT"}
         authorizer = ("kafka.security.authorizer.AclAuthorizer" if self.mode == "zk"
                       else "org.apache.kafka.metadata.authorizer.StandardAuthorizer")
-        return {"listener": "SASL_SSL", "listener.security.protocol.map": "SASL_SSL:SASL_SSL,CONTROLLER:PLAINTEXT",
-                "authorizer.class.name": authorizer, "super.users": "User:admin",
-                **self._secrets.listener_properties("SASL_SSL")}
+        listener = self._secrets.listener
+        return {"listener": listener, "listener.security.protocol.map": f"{listener}:{listener},CONTROLLER:PLAINTEXT",
+                "authorizer.class.name": authorizer, "super.users": self._secrets.super_users,
+                **self._secrets.listener_properties(listener)}
 
     # ---------------------------------------------------------------- internals
 
@@ -568,10 +589,9 @@ class LocalCluster:
         (d / "data").mkdir(parents=True, exist_ok=True)
         (d / "logs").mkdir(parents=True, exist_ok=True)
         if node.role == "zookeeper":
-            lines = [f"dataDir={d / 'data'}", f"clientPort={node.port}", "clientPortAddress=127.0.0.1",
-                     "tickTime=1000", "maxClientCnxns=0", "admin.enableServer=false"]
-            if self.secured:
-                lines += self._secrets.ZOO_CFG
+            lines = [f"dataDir={d / 'data'}", "tickTime=1000", "maxClientCnxns=0", "admin.enableServer=false"]
+            lines += (self._secrets.zoo_cfg(node.port) if self.secured
+                      else [f"clientPort={node.port}", "clientPortAddress=127.0.0.1"])
             (d / "zoo.cfg").write_text("\n".join(lines) + "\n")
             return
         n = self.brokers
@@ -610,7 +630,8 @@ class LocalCluster:
                 sec["listener.security.protocol.map"] = sec["listener.security.protocol.map"].replace(
                     ",CONTROLLER:PLAINTEXT", "")
                 props |= {"broker.id": node.id, "zookeeper.connect": self._zk_connect(),
-                          "zookeeper.session.timeout.ms": self.session_timeout_ms}
+                          "zookeeper.session.timeout.ms": self.session_timeout_ms,
+                          **(self._secrets.broker_zookeeper_properties() if self.secured else {})}
             else:
                 props |= {
                     "process.roles": "broker",
@@ -683,7 +704,7 @@ class LocalCluster:
         procs = []
         for node in nodes if nodes is not None else list(self.nodes.values()):
             props = self._node_dir(node) / "server.properties"
-            scram = self._secrets.scram_format_args() if self.secured else []
+            scram = self._secrets.scram_format_args() if self.security == "sasl_ssl" else []
             cmd = self._java(Node(node.role, node.id, node.port), ["kafka.tools.StorageTool", "format", "-t",
                                                                  self.cluster_id, "-c", str(props), "--ignore-formatted",
                                                                  *scram])

@@ -1,6 +1,12 @@
-"""What `krm local-cluster up --security sasl_ssl` adds to a local cluster: a certificate authority of
-its own, a broker certificate it signed, users and passwords for SCRAM-SHA-512 and PLAIN (one SASL_SSL
-listener takes both), and the ACLs of krm's least-privilege principal.
+"""What `krm local-cluster up --security sasl_ssl|mtls` adds to a local cluster: a certificate
+authority of its own, a broker certificate it signed, and the ACLs of krm's least-privilege principal.
+
+- `sasl_ssl`: users and passwords for SCRAM-SHA-512 and PLAIN (one SASL_SSL listener takes both);
+  ZooKeeper mode: ZooKeeper asks every session for a SASL digest login.
+- `mtls`: an SSL listener that requires a client certificate (`ssl.client.auth=required`); the
+  certificate's CN is the principal (`ssl.principal.mapping.rules`), so CN=krm is User:krm. ZooKeeper
+  mode: ZooKeeper serves TLS only (its secureClientPort, client certificates required), the brokers
+  and krm connect with theirs.
 
 Users: `admin` (the brokers' inter-broker principal and the only super user) and `krm` (what the
 monitor connects as, holding exactly `KRM_ACLS`, the minimum the README documents). Passwords are
@@ -25,6 +31,7 @@ MECHANISM = "SCRAM-SHA-512"
 ADMIN_USER = "admin"
 KRM_USER = "krm"
 JMX_USER = "prometheus"  # the JMX exporters' basic-auth user
+BROKER_CN = "broker"  # the broker certificate's CN: with mtls, the brokers' own principal
 ZK_BROKER_USER = "kafka"  # ZooKeeper mode: the brokers' (and Kafka tools') SASL digest user in ZooKeeper
 
 # krm's minimum ACLs: (resource type, resource name, pattern type, operation). "kafka-cluster" is the
@@ -48,6 +55,11 @@ class LocalSecurity:
     """Paths of one secured local cluster's files (all under `<root>/secrets`, mode 0700)."""
 
     root: Path
+    kind: str = "sasl_ssl"  # or "mtls"
+
+    @property
+    def mtls(self) -> bool:
+        return self.kind == "mtls"
 
     @property
     def dir(self) -> Path:
@@ -60,6 +72,14 @@ class LocalSecurity:
     @property
     def keystore(self) -> Path:
         return self.dir / "broker.p12"
+
+    def certfile(self, user: str) -> Path:
+        """A user's client certificate (mtls: CN=<user> is the principal User:<user>)."""
+        return self.dir / f"{user}.pem"
+
+    def keyfile(self, user: str) -> Path:
+        """Its private key (PKCS#8 PEM, unencrypted, mode 0600)."""
+        return self.dir / f"{user}.key"
 
     @property
     def zk_server_jaas(self) -> Path:
@@ -74,11 +94,38 @@ class LocalSecurity:
     ZOO_CFG = ("authProvider.sasl=org.apache.zookeeper.server.auth.SASLAuthenticationProvider",
                "enforce.auth.enabled=true", "enforce.auth.schemes=sasl")
 
+    def zoo_cfg(self, port: int) -> list[str]:
+        """zoo.cfg lines for ZooKeeper's client port (ZooKeeper's own names, its admin guide)."""
+        if not self.mtls:
+            return [f"clientPort={port}", "clientPortAddress=127.0.0.1", *self.ZOO_CFG]
+        return [f"secureClientPort={port}", "secureClientPortAddress=127.0.0.1",
+                "serverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory",
+                "authProvider.x509=org.apache.zookeeper.server.auth.X509AuthenticationProvider",
+                "ssl.clientAuth=need", f"ssl.keyStore.location={self.keystore}", "ssl.keyStore.type=PKCS12",
+                f"ssl.keyStore.password={self.password('keystore')}",
+                f"ssl.trustStore.location={self.ca_file}", "ssl.trustStore.type=PEM"]
+
+    def broker_zookeeper_properties(self) -> dict[str, str]:
+        """mtls, ZooKeeper mode: the brokers reach ZooKeeper over TLS with the broker certificate
+        (Kafka's zookeeper.ssl.* settings, KIP-515)."""
+        if not self.mtls:
+            return {}
+        return {"zookeeper.ssl.client.enable": "true",
+                "zookeeper.clientCnxnSocket": "org.apache.zookeeper.ClientCnxnSocketNetty",
+                "zookeeper.ssl.keystore.location": str(self.keystore), "zookeeper.ssl.keystore.type": "PKCS12",
+                "zookeeper.ssl.keystore.password": self.password("keystore"),
+                "zookeeper.ssl.truststore.location": str(self.ca_file), "zookeeper.ssl.truststore.type": "PEM"}
+
     def zookeeper_toml(self) -> str:
-        """`[clusters.zookeeper_security]` body: krm's SASL digest user in ZooKeeper."""
+        """`[clusters.zookeeper_security]` body: krm's SASL digest user, or (mtls) its certificate."""
+        if self.mtls:
+            return f"tls = true\n{self._tls_toml(KRM_USER)}"
         return f'sasl_username = "{KRM_USER}"\nsasl_password_file = "{self.password_file(f"zk-{KRM_USER}")}"\n'
 
     def kazoo_kwargs(self, user: str = ZK_BROKER_USER) -> dict[str, Any]:
+        if self.mtls:
+            return {"use_ssl": True, "verify_certs": True, "ca": str(self.ca_file),
+                    "certfile": str(self.certfile(ADMIN_USER)), "keyfile": str(self.keyfile(ADMIN_USER))}
         return {"sasl_options": {"mechanism": "DIGEST-MD5", "username": user, "password": self.password(f"zk-{user}")}}
 
     def password_file(self, user: str) -> Path:
@@ -100,11 +147,17 @@ class LocalSecurity:
         _write_private(self.zk_client_jaas, "Client {\n  org.apache.zookeeper.server.auth.DigestLoginModule required "
                                             f'username="{ZK_BROKER_USER}" password="{broker_pw}";\n}};')
         ca_key, ca_cert = _ca()
-        key, cert = _server_cert(ca_key, ca_cert)
+        key, cert = _signed_cert(ca_key, ca_cert, BROKER_CN, server=True)
         from cryptography.hazmat.primitives import serialization
         from cryptography.hazmat.primitives.serialization import pkcs12
 
         self.ca_file.write_bytes(ca_cert.public_bytes(serialization.Encoding.PEM))
+        for user in (ADMIN_USER, KRM_USER):  # client certificates (used by mtls)
+            user_key, user_cert = _signed_cert(ca_key, ca_cert, user, server=False)
+            self.certfile(user).write_bytes(user_cert.public_bytes(serialization.Encoding.PEM))
+            _write_private(self.keyfile(user), user_key.private_bytes(
+                serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                serialization.NoEncryption()).decode().strip())
         self.keystore.write_bytes(pkcs12.serialize_key_and_certificates(
             b"broker", key, cert, [ca_cert],
             serialization.BestAvailableEncryption(self.password("keystore").encode())))
@@ -135,7 +188,29 @@ class LocalSecurity:
         return (f'username = "{JMX_USER}"\npassword_file = "{self.password_file("jmx")}"\n'
                 f'ssl_cafile = "{self.ca_file}"\n')
 
+    @property
+    def listener(self) -> str:
+        """The brokers' listener (and its security protocol)."""
+        return "SSL" if self.mtls else "SASL_SSL"
+
+    @property
+    def super_users(self) -> str:
+        """admin; with mtls the brokers too (they talk to each other as their certificate's CN)."""
+        return f"User:{ADMIN_USER};User:{BROKER_CN}" if self.mtls else f"User:{ADMIN_USER}"
+
     def listener_properties(self, listener: str) -> dict[str, str]:
+        """Broker settings of the listener named `listener`, by kind."""
+        stores = {"ssl.keystore.type": "PKCS12", "ssl.keystore.location": str(self.keystore),
+                  "ssl.keystore.password": self.password("keystore"),
+                  "ssl.truststore.type": "PEM", "ssl.truststore.location": str(self.ca_file)}
+        if self.mtls:
+            # the principal is the certificate's CN alone (Kafka's SslPrincipalMapper rules), else the
+            # whole distinguished name
+            return {"ssl.client.auth": "required",
+                    "ssl.principal.mapping.rules": "RULE:^CN=([^,]+)$/$1/,DEFAULT", **stores}
+        return self._sasl_listener_properties(listener) | stores
+
+    def _sasl_listener_properties(self, listener: str) -> dict[str, str]:
         """Broker settings for a SASL_SSL listener named `listener`: SCRAM-SHA-512 (also between
         brokers) and PLAIN, the same users and passwords for both (PLAIN's are listed in the broker's
         JAAS entry, `user_<name>`; Kafka's PlainServerCallbackHandler checks them)."""
@@ -149,17 +224,25 @@ class LocalSecurity:
             "sasl.mechanism.inter.broker.protocol": MECHANISM,
             f"listener.name.{listener.lower()}.{MECHANISM.lower()}.sasl.jaas.config": jaas,
             f"listener.name.{listener.lower()}.plain.sasl.jaas.config": plain,
-            "ssl.keystore.type": "PKCS12",
-            "ssl.keystore.location": str(self.keystore),
-            "ssl.keystore.password": self.password("keystore"),
-            "ssl.truststore.type": "PEM",
-            "ssl.truststore.location": str(self.ca_file),
         }
 
     def client_kwargs(self, user: str = KRM_USER) -> dict[str, Any]:
         """kafka-python keyword arguments for a client of this cluster (the `up --json` contract)."""
+        if self.mtls:
+            return {"security_protocol": "SSL", "ssl_cafile": str(self.ca_file),
+                    "ssl_certfile": str(self.certfile(user)), "ssl_keyfile": str(self.keyfile(user))}
         return {"security_protocol": "SASL_SSL", "sasl_mechanism": MECHANISM, "sasl_plain_username": user,
                 "sasl_plain_password": self.password(user), "ssl_cafile": str(self.ca_file)}
+
+    def python_client_kwargs(self, user: str = KRM_USER) -> dict[str, Any]:
+        """client_kwargs for use in this process: with mtls, the TLS context krm's own clients use
+        (foundation/security.py client_certificate_context: at most TLS 1.2, and why)."""
+        kw = self.client_kwargs(user)
+        if self.mtls:
+            from foundation.security import TlsFiles, client_certificate_context
+
+            kw["ssl_context"] = client_certificate_context(TlsFiles(self.ca_file, self.certfile(user), self.keyfile(user)))
+        return kw
 
     def scram_format_args(self) -> list[str]:
         """KRaft: SCRAM credentials written into the metadata log when the storage is formatted (KIP-900)."""
@@ -170,9 +253,16 @@ class LocalSecurity:
 
     def config_toml(self, mechanism: str = MECHANISM) -> str:
         """The `[clusters.security]`-style table body krm.toml gets: paths, never the password
-        (`mechanism` SCRAM-SHA-512 or PLAIN: the listener takes both)."""
+        (`mechanism` SCRAM-SHA-512 or PLAIN: the listener takes both; mtls: the certificate)."""
+        if self.mtls:
+            return f'security_protocol = "SSL"\n{self._tls_toml(KRM_USER)}'
         return (f'security_protocol = "SASL_SSL"\nsasl_mechanism = "{mechanism}"\nsasl_username = "{KRM_USER}"\n'
                 f'sasl_password_file = "{self.password_file(KRM_USER)}"\nssl_cafile = "{self.ca_file}"\n')
+
+
+    def _tls_toml(self, user: str) -> str:
+        return (f'ssl_cafile = "{self.ca_file}"\nssl_certfile = "{self.certfile(user)}"\n'
+                f'ssl_keyfile = "{self.keyfile(user)}"\n')
 
 
 def grant_krm_acls(admin: Any, acls: tuple[tuple[str, str, str, str], ...] = KRM_ACLS, user: str = KRM_USER) -> None:
@@ -237,7 +327,9 @@ def _ca() -> tuple[Any, Any]:
     return key, cert
 
 
-def _server_cert(ca_key: Any, ca_cert: Any) -> tuple[Any, Any]:
+def _signed_cert(ca_key: Any, ca_cert: Any, cn: str, server: bool) -> tuple[Any, Any]:
+    """A key and a certificate for CN=`cn` signed by the CA: a server's (valid for 127.0.0.1 and
+    localhost, usable both ways: brokers are each other's clients) or a client's."""
     from cryptography import x509
     from cryptography.hazmat.primitives import hashes
     from cryptography.hazmat.primitives.asymmetric import ec
@@ -246,13 +338,13 @@ def _server_cert(ca_key: Any, ca_cert: Any) -> tuple[Any, Any]:
     key = ec.generate_private_key(ec.SECP256R1())
     now = dt.datetime.now(dt.timezone.utc)
     cert = (x509.CertificateBuilder()
-            .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "localhost")]))
+            .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, cn)]))
             .issuer_name(ca_cert.subject).public_key(key.public_key()).serial_number(x509.random_serial_number())
-            .not_valid_before(now - dt.timedelta(minutes=5)).not_valid_after(now + dt.timedelta(days=365))
-            .add_extension(x509.SubjectAlternativeName([x509.DNSName("localhost"),
-                                                        x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
-                           critical=False)
-            .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH, ExtendedKeyUsageOID.CLIENT_AUTH]),
-                           critical=False)
-            .sign(ca_key, hashes.SHA256()))
-    return key, cert
+            .not_valid_before(now - dt.timedelta(minutes=5)).not_valid_after(now + dt.timedelta(days=365)))
+    usages = [ExtendedKeyUsageOID.SERVER_AUTH, ExtendedKeyUsageOID.CLIENT_AUTH] if server else [
+        ExtendedKeyUsageOID.CLIENT_AUTH]
+    if server:
+        cert = cert.add_extension(x509.SubjectAlternativeName([x509.DNSName("localhost"),
+                                                               x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+                                  critical=False)
+    return key, cert.add_extension(x509.ExtendedKeyUsage(usages), critical=False).sign(ca_key, hashes.SHA256())

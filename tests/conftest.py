@@ -3,7 +3,8 @@
 The Kafka matrix: `zk_cluster` (3.9.1, ZooKeeper), `kraft_cluster` (3.9.1, KRaft) and `kraft4_cluster`
 (the newest 4.x, KRaft with Eligible Leader Replicas on by default); `zk_secure_cluster` and
 `kraft4_secure_cluster` are the same with SASL_SSL and ACLs, krm connecting as its least-privilege
-user. Each starts on first use only.
+user; `zk_mtls_cluster` takes client certificates instead (ZooKeeper over TLS too). Each starts on
+first use only.
 """
 
 from __future__ import annotations
@@ -74,6 +75,15 @@ def kraft_cluster(tmp_path_factory):
 def zk_secure_cluster(tmp_path_factory):
     """ZooKeeper mode (3.9.1) with SASL_SSL listeners (SCRAM-SHA-512), AclAuthorizer, krm's minimum ACLs."""
     cluster = local_cluster(tmp_path_factory, "zk", security="sasl_ssl")
+    yield cluster
+    cluster.down()
+
+
+@pytest.fixture(scope="session")
+def zk_mtls_cluster(tmp_path_factory):
+    """ZooKeeper mode (3.9.1), mutual TLS: SSL listeners requiring a client certificate (CN=krm is
+    User:krm), ZooKeeper serving TLS only with client certificates, AclAuthorizer, krm's minimum ACLs."""
+    cluster = local_cluster(tmp_path_factory, "zk", security="mtls")
     yield cluster
     cluster.down()
 

@@ -93,7 +93,7 @@ def security_table(section: str, cluster: LocalCluster) -> str:
         return ""
     from krm.local_security import LocalSecurity
 
-    sec = LocalSecurity(cluster.root)
+    sec = LocalSecurity(cluster.root, cluster.security)
     zk = (f"\n[clusters.zookeeper_security]\n{sec.zookeeper_toml()}"
           if section == "clusters" and cluster.mode == "zk" else "")
     return f"\n[{section}.security]\n{sec.config_toml()}{zk}"

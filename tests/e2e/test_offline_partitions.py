@@ -6,7 +6,8 @@ Kafka 4 the fenced broker's RF-1 partitions have an empty ISR, the broker in the
 ELR; its restart after the SIGKILL is an unclean shutdown, so Kafka elects it as the last known leader
 ("using an unclean election", leader recovery): nothing was lost, and no critical incident may stay.
 The `_secure` modes run the same on SASL_SSL clusters with ACLs enforced, krm connecting as its
-least-privilege user (collector, publisher and Spark's Kafka source).
+least-privilege user (collector, publisher and Spark's Kafka source); `zk_mtls` with client
+certificates instead, ZooKeeper over TLS included.
 """
 
 import os
@@ -54,7 +55,7 @@ def _healthy(url, cluster, brokers):
     return len([x for x in up if x.value == 1]) == brokers and off and off[0].value == 0
 
 
-@pytest.mark.parametrize("mode", ["zk", "kraft", "kraft4", "zk_secure", "kraft4_secure"])
+@pytest.mark.parametrize("mode", ["zk", "kraft", "kraft4", "zk_secure", "kraft4_secure", "zk_mtls"])
 def test_killed_broker_takes_exactly_its_rf1_partitions_offline(mode, request, spark, tmp_path):
     cluster = request.getfixturevalue(f"{mode}_cluster")
     topic = f"rf1-{mode}"
@@ -68,6 +69,9 @@ def test_killed_broker_takes_exactly_its_rf1_partitions_offline(mode, request, s
     try:
         url = monitor.metrics_url
         wait_for(lambda: _healthy(url, cluster.name, 3), 90, "a healthy first view")
+        if cluster.mode == "zk":  # the ZooKeeper watch is up (over TLS in zk_mtls)
+            wait_equal(lambda: [s.value for s in series(scrape(url), "krm_collector_zookeeper_connected",
+                                                         cluster=cluster.name)], [1.0], 30, "the ZooKeeper session")
 
         cluster.kill(victim)
         t_kill = time.monotonic()

@@ -22,10 +22,10 @@ pytestmark = pytest.mark.integration
 def _pki(tmp_path):
     from cryptography.hazmat.primitives import serialization
 
-    from krm.local_security import _ca, _server_cert
+    from krm.local_security import _ca, _signed_cert
 
     ca_key, ca_cert = _ca()
-    key, cert = _server_cert(ca_key, ca_cert)
+    key, cert = _signed_cert(ca_key, ca_cert, "localhost", server=True)
     (tmp_path / "ca.pem").write_bytes(ca_cert.public_bytes(serialization.Encoding.PEM))
     (tmp_path / "server.crt").write_bytes(cert.public_bytes(serialization.Encoding.PEM))
     (tmp_path / "server.key").write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,

@@ -145,6 +145,27 @@ def test_untrusted_certificate_is_a_tls_failure():
     assert p.reason == "tls_failed" and "self-signed certificate in certificate chain" in p.message
 
 
+def _alert(reason):
+    e = ssl.SSLError(1, f"[SSL: {reason}] alert (_ssl.c:2580)")
+    e.reason = reason  # what OpenSSL sets: the peer's alert
+    return e
+
+
+def test_broker_refusing_the_client_certificate_names_it(tmp_path):
+    cert, key = _secret(tmp_path, "krm.pem", "cert"), _secret(tmp_path, "krm.key", "key")
+    mtls = KafkaSecurity(security_protocol="SSL", ssl_certfile=cert, ssl_keyfile=key)
+    p = access.classify(_alert("SSLV3_ALERT_CERTIFICATE_UNKNOWN"), "prod-eu-1", mtls)
+    assert p.reason == "tls_failed"
+    assert p.message == (f"TLS handshake failed for cluster prod-eu-1: the broker refused the client certificate "
+                         f"{cert} (SSLV3_ALERT_CERTIFICATE_UNKNOWN); is it signed by a CA in the brokers' "
+                         f"ssl.truststore, and still valid?")
+    p = access.classify(_alert("SSLV3_ALERT_BAD_CERTIFICATE"), "prod-eu-1", KafkaSecurity(security_protocol="SSL"))
+    assert p.reason == "tls_failed" and "requires a client certificate (mutual TLS) and none is configured" in p.message
+    # any other TLS failure keeps OpenSSL's words
+    p = access.classify(_alert("WRONG_VERSION_NUMBER"), "prod-eu-1", mtls)
+    assert p.message.endswith("(TLS client certificate): WRONG_VERSION_NUMBER")
+
+
 def test_plaintext_client_on_tls_listener_is_a_protocol_mismatch():
     from kafka.errors import InvalidReceiveError
 
