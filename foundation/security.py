@@ -16,6 +16,8 @@ from __future__ import annotations
 import os
 import ssl
 import stat
+import threading
+import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,6 +25,7 @@ from typing import Any
 from pydantic import Field, field_validator, model_validator
 
 from foundation.errors import ConfigError
+from foundation.oauth import ClientCredentials
 from foundation.settings import EnvName, File, Table, Text, checked
 
 PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
@@ -169,7 +172,12 @@ class KafkaSecurity(SaslKeys):
 
     security_protocol: str = "PLAINTEXT"  # PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL
     sasl_mechanism: str | None = None  # PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER or GSSAPI
-    sasl_oauth_token_file: File | None = None  # OAUTHBEARER: the token, kept fresh by a sidecar
+    sasl_oauth_token_file: File | None = None  # OAUTHBEARER: the token, kept fresh by a sidecar, or:
+    sasl_oauth_token_endpoint_url: Text | None = None  # OAUTHBEARER: an OAuth 2 token endpoint (client credentials)
+    sasl_oauth_client_id: Text | None = None
+    sasl_oauth_client_secret_file: File | None = None
+    sasl_oauth_client_secret_env: EnvName | None = None
+    sasl_oauth_scope: Text | None = None
 
     @field_validator("security_protocol", "sasl_mechanism")
     @classmethod
@@ -195,21 +203,46 @@ class KafkaSecurity(SaslKeys):
                 raise ValueError(f"sasl_mechanism {mechanism} needs sasl_username and sasl_password_file or "
                                  "sasl_password_env")
             if mechanism == "OAUTHBEARER":
-                if self.sasl_oauth_token_file is None:
-                    raise ValueError("sasl_mechanism OAUTHBEARER needs sasl_oauth_token_file")
-                checked(check_secret_file, self.sasl_oauth_token_file, "sasl_oauth_token_file")
+                self._oauth()
             if mechanism == "GSSAPI":
                 try:
                     import gssapi  # noqa: F401
                 except ImportError:
                     raise ValueError("sasl_mechanism GSSAPI needs the `gssapi` Python package (pip install gssapi, "
                                      "with a Kerberos client library and a ticket cache)") from None
-        elif mechanism or self.sasl_username or password or self.sasl_oauth_token_file:
+        elif mechanism or self.sasl_username or password or self.sasl_oauth_token_file or \
+                self.sasl_oauth_token_endpoint_url:
             raise ValueError(f"has SASL settings but security_protocol is {protocol}; use SASL_SSL or SASL_PLAINTEXT")
         if not protocol.endswith("SSL") and (self.ssl_cafile or self.ssl_certfile):
             raise ValueError(f"has ssl_* files but security_protocol is {protocol}; use SSL or SASL_SSL")
         check_secret(self, "sasl_password")
         return self
+
+    def _oauth(self) -> None:
+        """OAUTHBEARER: a token file, or a token endpoint with the client's id and secret."""
+        if (self.sasl_oauth_token_file is None) == (self.sasl_oauth_token_endpoint_url is None):
+            raise ValueError("sasl_mechanism OAUTHBEARER needs sasl_oauth_token_file or sasl_oauth_token_endpoint_url "
+                             "(with sasl_oauth_client_id and sasl_oauth_client_secret_file or _env), one of them")
+        if self.sasl_oauth_token_file is not None:
+            checked(check_secret_file, self.sasl_oauth_token_file, "sasl_oauth_token_file")
+            return
+        url = urllib.parse.urlsplit(self.sasl_oauth_token_endpoint_url or "")
+        if url.scheme not in ("http", "https") or not url.netloc:
+            raise ValueError(f"sasl_oauth_token_endpoint_url must be an http(s) URL, got "
+                             f"{self.sasl_oauth_token_endpoint_url!r}")
+        if not self.sasl_oauth_client_id or secret_of(self, "sasl_oauth_client_secret") is None:
+            raise ValueError("sasl_oauth_token_endpoint_url needs both sasl_oauth_client_id and "
+                             "sasl_oauth_client_secret_file or sasl_oauth_client_secret_env")
+        check_secret(self, "sasl_oauth_client_secret")
+
+    @property
+    def oauth_client(self) -> ClientCredentials | None:
+        """The token endpoint's client, when OAUTHBEARER tokens come from one."""
+        if not self.sasl_oauth_token_endpoint_url or not self.sasl_oauth_client_id:
+            return None
+        secret = secret_of(self, "sasl_oauth_client_secret")
+        return ClientCredentials(self.sasl_oauth_token_endpoint_url, self.sasl_oauth_client_id,
+                                 secret.read if secret else (lambda: ""), self.sasl_oauth_scope)
 
     @property
     def protocol(self) -> str:
@@ -234,6 +267,8 @@ class KafkaSecurity(SaslKeys):
     def principal(self) -> str:
         """How this client appears in messages: `SCRAM-SHA-512, user krm`, `TLS client certificate`."""
         if self.uses_sasl:
+            if self.sasl_oauth_client_id:
+                return f"{self.sasl_mechanism}, client {self.sasl_oauth_client_id}"
             who = f", user {self.username}" if self.username else ""
             return f"{self.sasl_mechanism}{who}"
         if self.uses_tls:
@@ -262,7 +297,7 @@ def kafka_python_kwargs(sec: KafkaSecurity) -> dict[str, Any]:
             kw["sasl_plain_username"] = sec.username
             kw["sasl_plain_password"] = sec.password.read() if sec.password else None
         elif sec.sasl_mechanism == "OAUTHBEARER":
-            kw["sasl_oauth_token_provider"] = _token_provider(sec.oauth_token_file)  # type: ignore[arg-type]
+            kw["sasl_oauth_token_provider"] = _token_provider(sec)
         elif sec.sasl_mechanism == "GSSAPI":
             kw["sasl_kerberos_service_name"] = sec.username or "kafka"
     return kw
@@ -280,16 +315,32 @@ def client_certificate_context(tls: TlsFiles) -> ssl.SSLContext:
     return ctx
 
 
-def _token_provider(path: Path) -> Any:
-    """OAUTHBEARER for kafka-python: the token is whatever the file holds now (a sidecar refreshes it)."""
+# one client per endpoint, client id and secret in this process: its cached token serves every connection
+_OAUTH_CLIENTS: dict[tuple[str, ...], ClientCredentials] = {}
+_OAUTH_LOCK = threading.Lock()
+
+
+def _token_provider(sec: KafkaSecurity) -> Any:
+    """OAUTHBEARER for kafka-python: a token from the token endpoint (cached until 80% of its
+    lifetime), or whatever the token file holds now (a sidecar refreshes it)."""
     from kafka.sasl.oauth import AbstractTokenProvider
 
-    class FileTokenProvider(AbstractTokenProvider):
-        def token(self) -> str:
-            check_secret_file(path, "OAUTHBEARER token")
-            return path.read_text().strip()
+    client = sec.oauth_client
+    if client is not None:
+        with _OAUTH_LOCK:
+            secret = secret_of(sec, "sasl_oauth_client_secret")
+            key = (client.endpoint, client.client_id, client.scope or "", secret.describe() if secret else "")
+            client = _OAUTH_CLIENTS.setdefault(key, client)
+    path = sec.oauth_token_file
 
-    return FileTokenProvider()
+    class TokenProvider(AbstractTokenProvider):
+        def token(self) -> str:
+            if client is not None:
+                return client.token()
+            check_secret_file(path, "OAUTHBEARER token")  # type: ignore[arg-type]
+            return path.read_text().strip()  # type: ignore[union-attr]
+
+    return TokenProvider()
 
 
 def spark_kafka_options(sec: KafkaSecurity) -> dict[str, str]:
@@ -320,11 +371,21 @@ def spark_kafka_options(sec: KafkaSecurity) -> dict[str, str]:
                                            f'username="{_jaas_quote(sec.username or "")}" '
                                            f'password="{_jaas_quote(sec.password.read() if sec.password else "")}";')
         elif sec.sasl_mechanism == "OAUTHBEARER":
-            # KIP-768: the login callback handler reads the token from a file: URL (must be on every executor)
-            o["kafka.sasl.jaas.config"] = "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required;"
+            # KIP-768: the login callback handler asks the token endpoint with the client's id and
+            # secret, or reads the token from a file: URL (then the file must be on every executor)
             o["kafka.sasl.login.callback.handler.class"] = \
                 "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginCallbackHandler"
-            o["kafka.sasl.oauthbearer.token.endpoint.url"] = f"file://{sec.oauth_token_file}"
+            client = sec.oauth_client
+            if client is not None:
+                scope = f' scope="{_jaas_quote(client.scope)}"' if client.scope else ""
+                o["kafka.sasl.jaas.config"] = (
+                    "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required "
+                    f'clientId="{_jaas_quote(client.client_id)}" clientSecret="{_jaas_quote(client.secret())}"{scope};')
+                o["kafka.sasl.oauthbearer.token.endpoint.url"] = client.endpoint
+            else:
+                o["kafka.sasl.jaas.config"] = \
+                    "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required;"
+                o["kafka.sasl.oauthbearer.token.endpoint.url"] = f"file://{sec.oauth_token_file}"
         elif sec.sasl_mechanism == "GSSAPI":
             o["kafka.sasl.kerberos.service.name"] = sec.username or "kafka"
     return o

@@ -460,6 +460,11 @@ class LocalCluster:
         raise ClusterError(f"brokers {sorted(want)} not registered after {timeout_s:.0f}s (last error: {last_err}); "
                            f"see logs under {self.root}")
 
+    @property
+    def _oauth(self) -> bool:
+        """sasl_ssl listeners take OAUTHBEARER too from Kafka 3.4 (OAuthBearerValidatorCallbackHandler)."""
+        return self.security == "sasl_ssl" and release_tuple(self.kafka_version) >= (3, 4)
+
     def _serving(self, broker_id: int) -> bool:
         """Whether the broker completes a connection as a client makes one (TLS, login, ApiVersions)."""
         import socket
@@ -558,7 +563,7 @@ class LocalCluster:
         listener = self._secrets.listener
         return {"listener": listener, "listener.security.protocol.map": f"{listener}:{listener},CONTROLLER:PLAINTEXT",
                 "authorizer.class.name": authorizer, "super.users": self._secrets.super_users,
-                **self._secrets.listener_properties(listener)}
+                **self._secrets.listener_properties(listener, oauth=self._oauth)}
 
     # ---------------------------------------------------------------- internals
 
@@ -683,7 +688,9 @@ class LocalCluster:
     def _java(self, node: Node, main: list[str]) -> list[str]:
         _, log_conf = KAFKA_RUNTIMES[node.kafka_version or self.kafka_version]
         kafka_cp = str(self._runtime_jars(node.kafka_version or self.kafka_version)[0].parent / "*")
+        oauth = self._secrets.oauth_jvm_properties() if self._oauth and node.role == "broker" else []
         cmd = ["java", *JVM_OPTS, *os.environ.get("KRM_JVM_OPTS", "").split(), f"-Xmx{self.heap_mb}m", *self._jaas(node),
+               *oauth,
                f"-Dlog4j.configuration=file:{CONF_DIR / log_conf}",
                f"-Dlog4j2.configurationFile={CONF_DIR / log_conf}",
                f"-Dkafka.logs.dir={self._node_dir(node) / 'logs'}"]

@@ -31,6 +31,9 @@ MECHANISM = "SCRAM-SHA-512"
 ADMIN_USER = "admin"
 KRM_USER = "krm"
 JMX_USER = "prometheus"  # the JMX exporters' basic-auth user
+OAUTH_ISSUER = "krm-local-idp"  # the local identity provider's tokens (krm/local_oauth.py)
+OAUTH_AUDIENCE = "kafka"
+OAUTH_KEY_ID = "krm-local-1"
 BROKER_CN = "broker"  # the broker certificate's CN: with mtls, the brokers' own principal
 ZK_BROKER_USER = "kafka"  # ZooKeeper mode: the brokers' (and Kafka tools') SASL digest user in ZooKeeper
 
@@ -72,6 +75,16 @@ class LocalSecurity:
     @property
     def keystore(self) -> Path:
         return self.dir / "broker.p12"
+
+    @property
+    def oauth_signing_key(self) -> Path:
+        """The local identity provider's RSA key: tokens for OAUTHBEARER are signed with it."""
+        return self.dir / "oauth-signing.key"
+
+    @property
+    def jwks_file(self) -> Path:
+        """Its public half as a JSON Web Key Set, which the brokers verify tokens against."""
+        return self.dir / "jwks.json"
 
     def certfile(self, user: str) -> Path:
         """A user's client certificate (mtls: CN=<user> is the principal User:<user>)."""
@@ -137,7 +150,8 @@ class LocalSecurity:
     def create(self) -> None:
         """CA, broker key and certificate (valid for 127.0.0.1 and localhost), PKCS12 keystore, passwords."""
         self.dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-        for user in (ADMIN_USER, KRM_USER, "keystore", f"zk-{ZK_BROKER_USER}", f"zk-{KRM_USER}", "jmx"):
+        for user in (ADMIN_USER, KRM_USER, "keystore", f"zk-{ZK_BROKER_USER}", f"zk-{KRM_USER}", "jmx",
+                     f"oauth-{KRM_USER}"):
             _write_private(self.password_file(user), secrets.token_urlsafe(24))
         # ZooKeeper's side (DigestLoginModule: the users and their passwords) and its clients' side
         users = " ".join(f'user_{u}="{self.password(f"zk-{u}")}"' for u in (ZK_BROKER_USER, KRM_USER))
@@ -163,6 +177,25 @@ class LocalSecurity:
             serialization.BestAvailableEncryption(self.password("keystore").encode())))
         os.chmod(self.keystore, 0o600)
         self._write_jmx_exporter_config()
+        self._write_oauth_keys()
+
+    def _write_oauth_keys(self) -> None:
+        import base64
+        import json
+
+        from cryptography.hazmat.primitives import serialization
+        from cryptography.hazmat.primitives.asymmetric import rsa
+
+        key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        _write_private(self.oauth_signing_key, key.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()).decode().strip())
+        numbers = key.public_key().public_numbers()
+
+        def b64(n: int) -> str:
+            return base64.urlsafe_b64encode(n.to_bytes((n.bit_length() + 7) // 8, "big")).rstrip(b"=").decode()
+
+        self.jwks_file.write_text(json.dumps({"keys": [{"kty": "RSA", "kid": OAUTH_KEY_ID, "use": "sig", "alg": "RS256",
+                                                        "n": b64(numbers.n), "e": b64(numbers.e)}]}))
 
     @property
     def jmx_exporter_config(self) -> Path:
@@ -198,8 +231,9 @@ class LocalSecurity:
         """admin; with mtls the brokers too (they talk to each other as their certificate's CN)."""
         return f"User:{ADMIN_USER};User:{BROKER_CN}" if self.mtls else f"User:{ADMIN_USER}"
 
-    def listener_properties(self, listener: str) -> dict[str, str]:
-        """Broker settings of the listener named `listener`, by kind."""
+    def listener_properties(self, listener: str, oauth: bool = False) -> dict[str, str]:
+        """Broker settings of the listener named `listener`, by kind (`oauth`: sasl_ssl also takes
+        OAUTHBEARER tokens of the local identity provider, krm/local_oauth.py; Kafka 3.4+)."""
         stores = {"ssl.keystore.type": "PKCS12", "ssl.keystore.location": str(self.keystore),
                   "ssl.keystore.password": self.password("keystore"),
                   "ssl.truststore.type": "PEM", "ssl.truststore.location": str(self.ca_file)}
@@ -208,7 +242,25 @@ class LocalSecurity:
             # whole distinguished name
             return {"ssl.client.auth": "required",
                     "ssl.principal.mapping.rules": "RULE:^CN=([^,]+)$/$1/,DEFAULT", **stores}
-        return self._sasl_listener_properties(listener) | stores
+        props = self._sasl_listener_properties(listener) | stores
+        if oauth:  # KIP-768: signed JWTs checked against the provider's keys (here a JWKS file)
+            name = listener.lower()
+            props |= {
+                "sasl.enabled.mechanisms": props["sasl.enabled.mechanisms"] + ",OAUTHBEARER",
+                f"listener.name.{name}.oauthbearer.sasl.jaas.config":
+                    "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required ;",
+                f"listener.name.{name}.oauthbearer.sasl.server.callback.handler.class":
+                    "org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler",
+                "sasl.oauthbearer.jwks.endpoint.url": self.jwks_file.as_uri(),
+                "sasl.oauthbearer.expected.audience": OAUTH_AUDIENCE,
+                "sasl.oauthbearer.expected.issuer": OAUTH_ISSUER,
+            }
+        return props
+
+    def oauth_jvm_properties(self) -> list[str]:
+        """Kafka 3.9.1+ and 4.x read OAuth keys only from URLs and files allowed by these."""
+        return [f"-Dorg.apache.kafka.sasl.oauthbearer.allowed.urls={self.jwks_file.as_uri()}",
+                f"-Dorg.apache.kafka.sasl.oauthbearer.allowed.files={self.jwks_file}"]
 
     def _sasl_listener_properties(self, listener: str) -> dict[str, str]:
         """Broker settings for a SASL_SSL listener named `listener`: SCRAM-SHA-512 (also between
@@ -256,9 +308,18 @@ class LocalSecurity:
         (`mechanism` SCRAM-SHA-512 or PLAIN: the listener takes both; mtls: the certificate)."""
         if self.mtls:
             return f'security_protocol = "SSL"\n{self._tls_toml(KRM_USER)}'
+        if mechanism == "OAUTHBEARER":
+            raise ValueError("OAUTHBEARER's krm.toml needs the token endpoint's URL: oauth_config_toml(url)")
         return (f'security_protocol = "SASL_SSL"\nsasl_mechanism = "{mechanism}"\nsasl_username = "{KRM_USER}"\n'
                 f'sasl_password_file = "{self.password_file(KRM_USER)}"\nssl_cafile = "{self.ca_file}"\n')
 
+
+    def oauth_config_toml(self, token_endpoint_url: str, client_id: str = KRM_USER) -> str:
+        """`[clusters.security]` for OAUTHBEARER with tokens from the local identity provider."""
+        return (f'security_protocol = "SASL_SSL"\nsasl_mechanism = "OAUTHBEARER"\n'
+                f'sasl_oauth_token_endpoint_url = "{token_endpoint_url}"\nsasl_oauth_client_id = "{client_id}"\n'
+                f'sasl_oauth_client_secret_file = "{self.password_file(f"oauth-{client_id}")}"\n'
+                f'ssl_cafile = "{self.ca_file}"\n')
 
     def _tls_toml(self, user: str) -> str:
         return (f'ssl_cafile = "{self.ca_file}"\nssl_certfile = "{self.certfile(user)}"\n'

@@ -1,9 +1,12 @@
 """What krm does when a secured cluster refuses it: a wrong password, a CA that did not sign the
-brokers' certificates, an ACL taken away. One monitor watches the same SASL_SSL + ACL cluster five
-times (SCRAM-SHA-512 and PLAIN with the right password, each with a wrong one, and a wrong CA), as
-krm's least-privilege user: each failure is one log line naming the cluster and the cause,
-krm_cluster_reachable{reason} says it, the brokers are not stormed with logins, and the correctly
-configured clusters go on being monitored."""
+brokers' certificates, an ACL taken away. One monitor watches the same SASL_SSL + ACL cluster seven
+times (SCRAM-SHA-512, PLAIN and OAUTHBEARER with the right credentials, each with a wrong one, and a
+wrong CA), as krm's least-privilege user: each failure is one log line naming the cluster and the
+cause, krm_cluster_reachable{reason} says it, the brokers are not stormed with logins, and the
+correctly configured clusters go on being monitored, their canaries writing. OAUTHBEARER's tokens
+come from a token endpoint the test starts (krm/local_oauth.py, RS256 JWTs the brokers verify
+against the cluster's JWKS); the observations topic is written and read (Spark's Kafka source) with
+them."""
 
 import logging
 import os
@@ -13,6 +16,7 @@ import pytest
 
 from foundation.config import load_config
 from krm.local_cluster import free_port
+from krm.local_oauth import TokenEndpoint
 from krm.local_security import KRM_ACLS, LocalSecurity, grant_krm_acls, revoke_acl
 from krm.runner import Monitor
 from krm.scrape import scrape, series
@@ -29,6 +33,7 @@ def _reachable(url):
 # PlainServerCallbackHandler / PlainSaslServer)
 REFUSED = {"SCRAM-SHA-512": "invalid credentials with SASL mechanism SCRAM-SHA-512",
            "PLAIN": "Authentication failed: Invalid username or password"}
+CANARIES = ("plain", "oauth")  # the canary over PLAIN and over OAUTHBEARER (SCRAM's: tests/e2e/test_canary.py)
 
 
 def _refused_logins(cluster, mechanism):
@@ -62,14 +67,19 @@ def test_refused_password_certificate_and_acl(kraft4_secure_cluster, spark, tmp_
     wrong_ca = good.replace(str(sec.ca_file), str(tmp_path / "other-ca.pem"))
     plain = sec.config_toml("PLAIN")
     wrong_plain = plain.replace(str(sec.password_file("krm")), str(bad_pw))
+    idp = TokenEndpoint(sec).start()
+    oauth = sec.oauth_config_toml(idp.url)
+    wrong_oauth = oauth.replace(str(sec.password_file("oauth-krm")), str(bad_pw))
     config_path = tmp_path / "krm.toml"
     config_path.write_text("".join(
-        f'[[clusters]]\nname = "{name}"\nbootstrap_servers = "{cluster.bootstrap_servers}"\n[clusters.security]\n{s}\n'
+        f'[[clusters]]\nname = "{name}"\nbootstrap_servers = "{cluster.bootstrap_servers}"\n'
+        + (f'canary = true\ncanary_topic = "krm.canary.{name}"\n' if name in CANARIES else "")
+        + f"[clusters.security]\n{s}\n"
         for name, s in (("good", good), ("badpw", wrong_password), ("badca", wrong_ca), ("plain", plain),
-                        ("badplain", wrong_plain)))
+                        ("badplain", wrong_plain), ("oauth", oauth), ("badoauth", wrong_oauth)))
         + f'[observations]\nbootstrap_servers = "{cluster.bootstrap_servers}"\ntopic = "krm.obs.access"\n'
-        f"[observations.security]\n{good}\n"
-        f"[collector]\npoll_interval_s = 1.0\nconfig_refresh_s = 2.0\n\n"
+        f"[observations.security]\n{oauth}\n"
+        f"[collector]\npoll_interval_s = 1.0\nconfig_refresh_s = 2.0\ncanary_interval_s = 1.0\n\n"
         f'[pipeline]\ndata_dir = "{tmp_path / "data"}"\nmetrics_port = {free_port()}\n')
     caplog.set_level(logging.WARNING, logger="collectors")
     monitor = Monitor(load_config(config_path), spark=spark).start()
@@ -77,16 +87,29 @@ def test_refused_password_certificate_and_acl(kraft4_secure_cluster, spark, tmp_
         url = monitor.metrics_url
         wait_equal(lambda: _reachable(url), {"good": ("", 1.0), "badpw": ("authentication_failed", 0.0),
                                              "badca": ("tls_failed", 0.0), "plain": ("", 1.0),
-                                             "badplain": ("authentication_failed", 0.0)}, 120, "reachability with reasons")
-        # the right credentials keep working beside the wrong ones, with either mechanism
-        for name in ("good", "plain"):
+                                             "badplain": ("authentication_failed", 0.0), "oauth": ("", 1.0),
+                                             "badoauth": ("authentication_failed", 0.0)}, 120,
+                   "reachability with reasons")
+        # the right credentials keep working beside the wrong ones, with every mechanism
+        for name in ("good", "plain", "oauth"):
             assert {s.labels["broker"]: s.value for s in series(scrape(url), "krm_broker_up", cluster=name)} == {
                 "1": 1.0, "2": 1.0, "3": 1.0}, name
+        # the observations went through OAUTHBEARER both ways (publisher, Spark's Kafka source)
+        wait_equal(lambda: [s.value for s in series(scrape(url), "krm_cluster_offline_partitions", cluster="oauth")],
+                   [0.0], 60, "the oauth cluster judged by the pipeline")
+        for name in CANARIES:
+            wait_equal(lambda name=name: {s.labels["broker"]: s.value
+                                          for s in series(scrape(url), "krm_canary_produce_up", cluster=name)},
+                       {"1": 1.0, "2": 1.0, "3": 1.0}, 60, f"the {name} canary writing on every broker")
+        assert set(idp.issued) == {"krm"} and idp.refused >= 1
+        print(f"\ntokens issued to krm (collector and Spark, reused until 80% of their hour): {len(idp.issued)}")
 
         mechanisms = ("SCRAM-SHA-512", "PLAIN")
         before, t0 = {m: _refused_logins(cluster, m) for m in mechanisms}, time.monotonic()
+        before["token endpoint"] = idp.refused
         time.sleep(20)
         refused = {m: _refused_logins(cluster, m) - before[m] for m in mechanisms}
+        refused["token endpoint"] = idp.refused - before["token endpoint"]  # the wrong client secret
         print(f"\nrefused logins on the brokers in {time.monotonic() - t0:.0f}s of a wrong password: {refused}")
         # polled every second, a wrong password would cost at least 3 logins a second (two Admin
         # client bootstraps and one diagnosis per poll); the back-off (5, 10, 20 s, ...) allows a few
@@ -99,6 +122,9 @@ def test_refused_password_certificate_and_acl(kraft4_secure_cluster, spark, tmp_
         (plain_line,) = [m for m in lines if "badplain" in m]
         assert plain_line.startswith("authentication failed for cluster badplain (PLAIN, user krm): "), plain_line
         assert "Invalid username or password" in plain_line, plain_line
+        assert [m for m in lines if "badoauth" in m] == [
+            f"authentication failed for cluster badoauth (OAUTHBEARER, client krm): the token endpoint {idp.url} "
+            f"answered HTTP 401 (invalid_client: unknown client or wrong secret) for client krm"]
         (tls_line,) = [m for m in lines if "badca" in m]
         assert tls_line.startswith("TLS handshake failed for cluster badca: the broker's certificate was not accepted")
         assert not [r for r in caplog.records if r.exc_info], "no tracebacks"
@@ -118,3 +144,4 @@ def test_refused_password_certificate_and_acl(kraft4_secure_cluster, spark, tmp_
         wait_equal(lambda: _reachable(url)["good"], ("", 1.0), 60, "the ACL granted again")
     finally:
         monitor.stop()
+        idp.stop()

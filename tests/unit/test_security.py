@@ -53,6 +53,22 @@ def test_scram_over_tls_becomes_client_settings(tmp_path):
     assert cfg.observations.security == sec
 
 
+def test_oauthbearer_from_a_token_endpoint(tmp_path, monkeypatch):
+    monkeypatch.setenv("KRM_OAUTH_SECRET", 'se"cret')
+    cfg = _load(tmp_path, _config(tmp_path, 'security_protocol = "SASL_SSL"\nsasl_mechanism = "OAUTHBEARER"\n'
+                                            'sasl_oauth_token_endpoint_url = "https://idp.example.com/oauth2/token"\n'
+                                            'sasl_oauth_client_id = "krm"\nsasl_oauth_client_secret_env = "KRM_OAUTH_SECRET"\n'
+                                            'sasl_oauth_scope = "kafka"\n'))
+    sec = cfg.clusters[0].security
+    assert sec.principal() == "OAUTHBEARER, client krm"
+    assert kafka_python_kwargs(sec)["sasl_oauth_token_provider"] is not None
+    o = spark_kafka_options(sec)
+    assert o["kafka.sasl.oauthbearer.token.endpoint.url"] == "https://idp.example.com/oauth2/token"
+    assert o["kafka.sasl.login.callback.handler.class"].endswith(".OAuthBearerLoginCallbackHandler")
+    assert o["kafka.sasl.jaas.config"] == ('org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required '
+                                           'clientId="krm" clientSecret="se\\"cret" scope="kafka";')
+
+
 def test_password_from_environment(tmp_path, monkeypatch):
     monkeypatch.setenv("KRM_KAFKA_PW", "from-env")
     cfg = _load(tmp_path, _config(tmp_path, 'security_protocol = "SASL_PLAINTEXT"\nsasl_mechanism = "PLAIN"\n'
@@ -73,6 +89,11 @@ def test_password_from_environment(tmp_path, monkeypatch):
     ('security_protocol = "SSL"\nsasl_mechanism = "PLAIN"\n', "has SASL settings but security_protocol is SSL"),
     ('security_protocol = "SSL"\nssl_cafile = "nowhere.pem"\n', "ssl_cafile .*nowhere.pem does not exist"),
     ('security_protocol = "SASL_SSL"\nsasl_mechanism = "OAUTHBEARER"\n', "needs sasl_oauth_token_file"),
+    ('security_protocol = "SASL_SSL"\nsasl_mechanism = "OAUTHBEARER"\nsasl_oauth_token_endpoint_url = "ftp://idp/t"\n',
+     "sasl_oauth_token_endpoint_url must be an http"),
+    ('security_protocol = "SASL_SSL"\nsasl_mechanism = "OAUTHBEARER"\nsasl_oauth_token_endpoint_url = "http://idp/t"\n',
+     "needs both sasl_oauth_client_id and sasl_oauth_client_secret_file"),
+    ('security_protocol = "SSL"\nsasl_oauth_token_endpoint_url = "http://idp/t"\n', "has SASL settings"),
     ('security_protocol = "SSL"\nssl_verify = false\n', "unknown key"),
 ])
 def test_broken_security_settings_name_the_key(tmp_path, security, message):
