@@ -20,7 +20,7 @@ from collectors.departures import Departures
 from collectors.kraft_protocol import DESCRIBE_QUORUM_KEY, DESCRIBE_TOPIC_PARTITIONS_KEY
 from collectors.memory import PartitionMemory
 from collectors.metadata import ask
-from collectors.reachability import Reachability
+from collectors.reachability import Reachability, refusing
 from collectors.records import cluster_record, topic_record
 from collectors.side_channel import Notes, SideChannel
 from collectors.topic_configs import TopicConfigs
@@ -48,7 +48,7 @@ class AdminSource:
     def __init__(self, cluster: ClusterConfig, settings: CollectorConfig, zk: ZkState | None = None) -> None:
         self.cluster = cluster
         self.settings = settings
-        self.zk = zk  # ZooKeeper mode: leader, epoch, ISR and live brokers come from the controller's writes
+        self._zk_state = zk  # ZooKeeper mode: leader, epoch, ISR and live brokers come from the controller's writes
         self._admin: Any = None
         self._poll_id = 0
         self._poll_lock = threading.Lock()
@@ -81,9 +81,19 @@ class AdminSource:
         self._departures = Departures()  # how each down broker went down (controlled shutdown or not)
         self._capabilities: dict[str, bool] = {}  # what the brokers let krm ask (collectors/capabilities.py)
 
+
+    @property
+    def zk(self) -> ZkState | None:
+        """The ZooKeeper mirror while ZooKeeper holds the metadata. None once a KRaft controller does
+        (a migration's dual writes, then for good): KRaft brokers never register in ZooKeeper, so
+        the cluster is read as a KRaft cluster is, through the Admin API."""
+        zk = self._zk_state
+        return zk if zk is not None and not zk.kraft_in_charge else None
     def poll(self) -> list[dict[str, Any]]:
         """One poll: a `cluster` record, then one `topic` record per topic. Never raises for an
         unreachable cluster: the failure is itself the observation (a cluster record with `error`)."""
+        if self._zk_state is not None:
+            self._zk_state.note_phase()
         with gc_pause.paused():
             return self._poll()
 
@@ -282,6 +292,7 @@ class AdminSource:
         zk_live = self.zk.live_brokers() if self.zk is not None else None
         if zk_live is not None:  # registered in ZooKeeper: what the controller acts on
             live = {bid: self._known_brokers.get(bid, {}) for bid in zk_live}
+        live = self._mixed_liveness(live)
         referenced = {r for t in topics for p in t["partitions"] for r in p["replicas"]}
         brokers = [
             {"id": bid, "host": b.get("host") if b else None, "port": b.get("port") if b else None,
@@ -375,6 +386,22 @@ class AdminSource:
 
     def _note_live(self, live: set[int]) -> None:
         self._reach.note_live(live)
+
+    def _mixed_liveness(self, live: dict[int, dict[str, Any]]) -> dict[int, dict[str, Any]]:
+        """A migration's dual writes with brokers still in ZooKeeper mode: the Metadata those brokers
+        answer (the KRaft controller's UpdateMetadata) goes on listing a ZooKeeper-mode broker whose
+        session expired. ZooKeeper is right about its own brokers; a broker out of it (in KRaft mode
+        now, or dead) counts live only while it accepts connections (reachability.refusing)."""
+        zk = self._zk_state
+        if zk is None or not zk.kraft_in_charge:
+            return live
+        registered = zk.live_brokers()
+        if not registered:  # every broker in KRaft mode: their Metadata leaves fenced brokers out
+            return live
+        out = {bid: (m["host"], m["port"]) for bid, m in live.items()
+               if bid not in registered and m.get("host") and m.get("port")}
+        dead = refusing(out) if out else set()
+        return {bid: m for bid, m in live.items() if bid not in dead}
 
     def _unreachable(self, found: offsets.OffsetsRound) -> set[int]:
         """Registered brokers clients cannot use now (collectors/reachability.py)."""

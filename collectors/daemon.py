@@ -43,6 +43,10 @@ class Collector:
         self.last_poll_s: dict[str, float] = {}
         self.last_poll_at: dict[str, float] = {}  # cluster -> time.time() the last poll ended
 
+    def migration_phases(self) -> dict[str, tuple[int, int | None]]:
+        """cluster -> (ZkMigrationState-numbered phase, brokers still registered in ZooKeeper)."""
+        return {name: (zk.migration_phase(), zk.zk_brokers()) for name, zk in self._zk.items() if zk.connected}
+
     def zookeeper_connected(self) -> dict[str, bool]:
         """cluster -> whether its ZooKeeper session is up (clusters watched through ZooKeeper only)."""
         return {name: zk.connected for name, zk in self._zk.items()}
@@ -101,10 +105,12 @@ class Collector:
         interval = src.settings.poll_interval_s  # the cluster's own, else [collector]'s
         wake = self._wake[src.cluster.name]
         zk = self._zk.get(src.cluster.name)
-        check_every = src.settings.broker_check_s if zk is None else 0.0
         next_at = time.monotonic()
         while not self._stop.is_set():
             wake.clear()
+            # KRaft (and a ZooKeeper-mode cluster a KRaft controller took over): no watch on the
+            # brokers' registrations, so a cheap check between polls
+            check_every = src.settings.broker_check_s if src.zk is None else 0.0
             poll_asked = zk.take_poll_request() if zk is not None else False
             scheduled = time.monotonic() >= next_at
             if not poll_asked and not scheduled and check_every > 0:
@@ -157,7 +163,7 @@ class Collector:
             dirty_event.wait(1.0)
             dirty_event.clear()
             dirty = zk.take_dirty()
-            if not dirty:
+            if not dirty or src.zk is None:  # ZooKeeper no longer holds the metadata: no quick records
                 continue
             try:
                 self.publisher.publish(src.quick_records(dirty))

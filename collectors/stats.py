@@ -38,6 +38,19 @@ class CollectorMetrics:
         for name, up in sorted(c.zookeeper_connected().items()):
             zk.add_metric([name], 1.0 if up else 0.0)
         yield zk
+        phase = GaugeMetricFamily("krm_cluster_migration_state",
+                                  "ZooKeeper-mode clusters: the ZooKeeper → KRaft migration phase, numbered as Kafka's "
+                                  "ZkMigrationState: 4 none, 2 metadata being copied, 1 dual writes, 3 finalized.",
+                                  labels=["cluster"])
+        zk_brokers = GaugeMetricFamily("krm_cluster_migration_zk_brokers",
+                                       "Brokers still registered in ZooKeeper (ZooKeeper mode or migration mode); 0 "
+                                       "once every broker runs in KRaft mode.", labels=["cluster"])
+        for name, (state, registered) in sorted(c.migration_phases().items()):
+            phase.add_metric([name], float(state))
+            if registered is not None:
+                zk_brokers.add_metric([name], float(registered))
+        yield phase
+        yield zk_brokers
         rounds = CounterMetricFamily("krm_collector_canary_rounds",
                                      "Canary rounds by outcome: ok, partition_failed (a write or read-back failed), "
                                      "not_started (no canary topic or no connection: nothing else shows it).",

@@ -72,7 +72,12 @@ class ZkState:
         self._controller: int | None = None
         self._controller_previous: int | None = None  # the holder before a deletion, during the grace
         self._controller_gone_at: float | None = None  # monotonic time /controller was found deleted
+        self._previous_kraft_epoch = -1
         self._controller_seen = False
+        self._controller_kraft_epoch = -1  # /controller's kraftControllerEpoch: >= 0 once a KRaft controller holds it
+        self._migration_offset: int | None = None  # /migration's kraft_metadata_offset; None: no migration
+        self._migration_changed_at = time.monotonic()  # when /migration last changed
+        self._phase: int | None = None  # the last migration phase logged
         self._assignments: dict[str, dict[int, tuple[int, ...]]] = {}
         # topic -> partition -> (adding, removing) while a reassignment moves it (the topic znode's
         # adding_replicas / removing_replicas, written by the controller since Kafka 2.4, KIP-455)
@@ -103,8 +108,11 @@ class ZkState:
             self._zk.stop()
             return self
         zk = self._zk
-        zk.ChildrenWatch("/brokers/ids", self._on_ids)
+        # who holds the metadata first (each watch reads at once): a poll between two of these must
+        # not judge a migrated cluster's empty /brokers/ids as every broker gone
+        zk.DataWatch("/migration", self._on_migration)
         zk.DataWatch("/controller", self._on_controller)
+        zk.ChildrenWatch("/brokers/ids", self._on_ids)
         zk.ChildrenWatch("/brokers/topics", self._on_topics)
         zk.DataWatch("/admin/reassign_partitions", self._on_reassign)
         return self
@@ -126,6 +134,67 @@ class ZkState:
     @property
     def connected(self) -> bool:
         return self._zk is not None and self._zk.connected
+
+    # ------------------------------------------------------------------ the ZooKeeper → KRaft migration
+
+    @property
+    def kraft_in_charge(self) -> bool:
+        """Whether a KRaft controller holds the metadata (KIP-866): it claimed /controller with its
+        epoch (a migration's dual writes), or the migration finished and left ZooKeeper for good.
+        ZooKeeper is then a mirror at best: KRaft brokers never register in /brokers/ids."""
+        return self.migration_phase() in (MIGRATION, POST_MIGRATION)
+
+    def migration_phase(self, now: float | None = None) -> int:
+        """The cluster's phase, numbered as Kafka's ZkMigrationState (metadata/.../migration/
+        ZkMigrationState.java) so an operator reads it as the controller's own metric: ZK (4) no
+        migration, PRE_MIGRATION (2) a KRaft controller claimed /controller and is copying
+        ZooKeeper's metadata, MIGRATION (1) dual writes, POST_MIGRATION (3) finalized (the
+        controllers left ZooKeeper: /controller gone for good after the migration)."""
+        with self._lock:
+            offset, epoch = self._migration_offset, self._controller_kraft_epoch
+            changed_at = self._migration_changed_at
+            holder = self._controller
+            if holder is None and self._controller_gone_at is not None:
+                now = time.monotonic() if now is None else now
+                if now - self._controller_gone_at < CONTROLLER_ELECTION_GRACE_S:
+                    holder, epoch = self._controller_previous, self._previous_kraft_epoch
+        if holder is not None and epoch >= 0:
+            if offset is None or offset < 0:
+                return PRE_MIGRATION
+            # the last KRaft controller's claim on /controller stays after finalization; what stops
+            # is the mirroring: in dual writes /migration follows the metadata log, which the
+            # controller extends at least every metadata.max.idle.interval.ms (500 ms, KIP-835)
+            quiet = (time.monotonic() if now is None else now) - changed_at
+            return POST_MIGRATION if quiet > MIGRATION_QUIET_S else MIGRATION
+        if holder is None and offset is not None and offset >= 0:
+            return POST_MIGRATION
+        return ZK
+
+    def zk_brokers(self) -> int | None:
+        """Brokers registered in ZooKeeper (during a migration: those still in ZooKeeper mode)."""
+        with self._lock:
+            return len(self._brokers) if self._brokers is not None and self.connected else None
+
+    def _on_migration(self, data: bytes | None, _stat: Any) -> None:
+        offset = _json(data).get("kraft_metadata_offset") if data else None
+        with self._lock:
+            self._migration_offset = int(offset) if isinstance(offset, int) else None
+            self._migration_changed_at = time.monotonic()
+        self.note_phase()
+
+    def note_phase(self) -> None:
+        """Log the migration phase when it changed (a poll calls this too: finalization shows as the
+        mirroring going quiet, with no watch firing)."""
+        self._log_phase()
+
+    def _log_phase(self) -> None:
+        phase = self.migration_phase()
+        with self._lock:
+            changed = phase != self._phase and (self._phase is not None or phase != ZK)
+            self._phase = phase
+        if changed:
+            log.info("cluster %s: ZooKeeper → KRaft migration: %s", self.cluster.name, PHASE_WORDS[phase])
+            self._burst()
 
     # ------------------------------------------------------------------ what the collector reads
 
@@ -189,15 +258,20 @@ class ZkState:
             self._burst()
 
     def _on_controller(self, data: bytes | None, stat: Any) -> None:
-        cid = _json(data).get("brokerid") if data else None
+        doc = _json(data) if data else {}
+        cid = doc.get("brokerid")
+        kraft_epoch = doc.get("kraftControllerEpoch", -1)  # ControllerZNode: -1 for a ZooKeeper-mode controller
         with self._lock:
             first = not self._controller_seen
             self._controller_seen = True
             if cid is None and self._controller is not None and not first:
                 self._controller_previous, self._controller_gone_at = self._controller, time.monotonic()
+                self._previous_kraft_epoch = self._controller_kraft_epoch
             elif cid is not None:
                 self._controller_previous, self._controller_gone_at = None, None
             self._controller = cid
+            self._controller_kraft_epoch = kraft_epoch if isinstance(kraft_epoch, int) else -1
+        self._log_phase()
         if not first:
             log.info("cluster %s: /controller now %s", self.cluster.name, cid)
             self._burst()
@@ -290,6 +364,18 @@ class ZkState:
                         self.cluster.name)
         elif state == "CONNECTED" and self._zk is not None and self.events:
             threading.Timer(0.0, self._burst).start()  # whatever happened while disconnected: look now
+
+
+MIGRATION_QUIET_S = 60.0  # /migration unchanged this long while a KRaft controller holds /controller: finalized
+# Kafka's ZkMigrationState values (metadata/src/main/java/org/apache/kafka/metadata/migration/ZkMigrationState.java)
+MIGRATION, PRE_MIGRATION, POST_MIGRATION, ZK = 1, 2, 3, 4
+PHASE_WORDS = {
+    ZK: "none (ZooKeeper holds the metadata)",
+    PRE_MIGRATION: "a KRaft controller claimed /controller and copies ZooKeeper's metadata",
+    MIGRATION: "dual writes (a KRaft controller holds the metadata and mirrors it to ZooKeeper); brokers are "
+               "judged from the Admin API, not /brokers/ids",
+    POST_MIGRATION: "finalized (the KRaft controllers left ZooKeeper); brokers are judged from the Admin API",
+}
 
 
 def zk_moves(doc: dict[str, Any]) -> dict[int, tuple[tuple[int, ...], tuple[int, ...]]]:

@@ -101,6 +101,12 @@ def cmd_local_cluster(args: argparse.Namespace) -> int:
     elif args.action == "down":
         c.down()
         print(f"cluster {args.name!r} stopped (data kept in {root} until the next `up`)")
+    elif args.action == "migrate":
+        steps = LocalCluster.MIGRATION_STEPS if args.step == "all" else (args.step,)
+        for step in steps:
+            print(f"migration step {step} ...", file=sys.stderr)
+            c.migrate(step)
+            print(f"migration step {step} done; ZooKeeper's /migration: {c.migration_state()}")
     elif args.action == "start":
         c.start(args.broker_id, kafka_version=args.kafka_version)
         node = c.broker(args.broker_id)
@@ -780,6 +786,13 @@ def build_parser() -> argparse.ArgumentParser:
             a.add_argument("--kafka-version", metavar="V", help="start it on this Kafka release from now on (a rolling "
                                                                  "upgrade step: same data and settings)")
     lcs.add_parser("add-broker", help="expand the cluster by one broker (the next id)")
+    mig = lcs.add_parser("migrate", help="ZooKeeper → KRaft migration, one step at a time (zk mode, plaintext)",
+                         description="Kafka's migration as an operator runs it: `controllers` (KRaft controllers "
+                                     "with zookeeper.metadata.migration.enable), `brokers` (rolling restart into "
+                                     "migration mode; the controller copies ZooKeeper's metadata, then writes both), "
+                                     "`kraft-brokers` (rolling restart into KRaft mode), `finalize` (controllers "
+                                     "restarted without ZooKeeper); `all` runs the four in order.")
+    mig.add_argument("step", choices=["controllers", "brokers", "kraft-brokers", "finalize", "all"])
     st = lcs.add_parser("status", help="processes, ports and states")
     st.add_argument("--json", action="store_true")
     lcs.add_parser("down", help="stop every process of the cluster")

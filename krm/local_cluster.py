@@ -143,6 +143,11 @@ class LocalCluster:
     # How long a silent broker keeps its registration: zookeeper.session.timeout.ms (ZooKeeper mode) or
     # the controllers' broker.session.timeout.ms (KRaft). Short for tests; Kafka's defaults are 18000 / 9000.
     session_timeout_ms: int = 6000
+    # ZooKeeper → KRaft migration (`migrate`): "" none, "controllers" (KRaft controllers waiting for
+    # the brokers), "hybrid" (brokers in migration mode: ZooKeeper's metadata copied, dual writes),
+    # "kraft_brokers" (brokers in KRaft mode, the controllers still writing ZooKeeper); finalizing
+    # makes the cluster's mode "kraft"
+    migration: str = ""
 
     # ---------------------------------------------------------------- construction and state
 
@@ -190,7 +195,8 @@ class LocalCluster:
                 metrics_port=s.get("metrics_port", 0), heap_mb=s.get("heap_mb", HEAP_MB),
                 kafka_version=s.get("kafka_version", ZK_KAFKA_VERSION),
                 controllers=max(1, len([n for n in s["nodes"].values() if n["role"] == "controller"])),
-                security=s.get("security", "plaintext"), session_timeout_ms=s.get("session_timeout_ms", 6000))
+                security=s.get("security", "plaintext"), session_timeout_ms=s.get("session_timeout_ms", 6000),
+                migration=s.get("migration", ""))
         c.nodes = {k: Node(**v) for k, v in s["nodes"].items()}
         return c
 
@@ -199,7 +205,7 @@ class LocalCluster:
             "mode": self.mode, "chroot": self.chroot, "broker_config": self.broker_config,
             "cluster_id": self.cluster_id, "metrics_port": self.metrics_port, "heap_mb": self.heap_mb,
             "kafka_version": self.kafka_version, "security": self.security,
-            "session_timeout_ms": self.session_timeout_ms,
+            "session_timeout_ms": self.session_timeout_ms, "migration": self.migration,
             "nodes": {k: vars(n) for k, n in self.nodes.items()},
         }
         tmp = self.root / "state.json.tmp"
@@ -367,6 +373,125 @@ class LocalCluster:
         self._launch(node)
         self.wait_for_brokers([bid], timeout_s)
         return bid
+
+    # ---------------------------------------------------------------- ZooKeeper → KRaft migration
+
+    MIGRATION_STEPS = ("controllers", "brokers", "kraft-brokers", "finalize")
+
+    def migrate(self, step: str, timeout_s: float = 180.0) -> None:
+        """One step of Kafka's ZooKeeper → KRaft migration, as its operations guide has an operator
+        do it: `controllers` (KRaft controllers formatted with the ZooKeeper cluster's id, started with
+        zookeeper.metadata.migration.enable), `brokers` (a rolling restart into migration mode; when the
+        last broker is in, the controller copies ZooKeeper's metadata and writes both from then on),
+        `kraft-brokers` (a rolling restart into KRaft mode), `finalize` (the controllers restarted
+        without ZooKeeper: no way back). Each rolling restart waits for a full ISR between brokers."""
+        before = {"controllers": ("zk", ""), "brokers": ("zk", "controllers"), "kraft-brokers": ("zk", "hybrid"),
+                  "finalize": ("zk", "kraft_brokers")}
+        if step not in before:
+            raise ClusterError(f"migration step must be one of {', '.join(self.MIGRATION_STEPS)}, got {step!r}")
+        if self.secured:
+            raise ClusterError("the local migration runs on plaintext clusters only")
+        if (self.mode, self.migration) != before[step]:
+            done = self.migration or ("finalized" if self.mode == "kraft" else "not started")
+            raise ClusterError(f"cannot run migration step {step!r} now (migration: {done}); the steps run in "
+                               f"order: {', '.join(self.MIGRATION_STEPS)}")
+        if step == "controllers":
+            self.cluster_id = self._zk_cluster_id()
+            nodes = [Node("controller", KRAFT_CONTROLLER_ID + i, free_port(), jmx_port=free_port())
+                     for i in range(self.controllers)]
+            for node in nodes:
+                self.nodes[node.name] = node
+            self.migration = "controllers"
+            for node in nodes:
+                self._write_node_config(node)
+            self._save()
+            self._format_storage(nodes)
+            for node in nodes:
+                self._launch(node)
+            for node in nodes:
+                self._wait_port(node, timeout_s)
+        elif step == "brokers":
+            self.migration = "hybrid"
+            self._roll(self.broker_ids, timeout_s)
+            self._await_migrated(timeout_s)
+        elif step == "kraft-brokers":
+            self.migration = "kraft_brokers"
+            self._roll(self.broker_ids, timeout_s)
+        else:
+            self.migration, self.mode = "", "kraft"
+            self._roll(self.controller_ids, timeout_s)
+        self._save()
+
+    def migration_state(self) -> dict[str, Any] | None:
+        """ZooKeeper's /migration znode (the KRaft controller's record of the migration), if any."""
+        from kazoo.client import KazooClient
+
+        zk = KazooClient(hosts=self.zookeeper, timeout=5.0)
+        zk.start(timeout=10)
+        try:
+            if not zk.exists("/migration"):
+                return None
+            data, _ = zk.get("/migration")
+            return dict(json.loads(data))
+        finally:
+            zk.stop()
+            zk.close()
+
+    def _zk_cluster_id(self) -> str:
+        from kazoo.client import KazooClient
+
+        zk = KazooClient(hosts=self.zookeeper, timeout=5.0)
+        zk.start(timeout=10)
+        try:
+            data, _ = zk.get("/cluster/id")
+            return str(json.loads(data)["id"])
+        finally:
+            zk.stop()
+            zk.close()
+
+    def _await_migrated(self, timeout_s: float) -> None:
+        """Until the controller has copied ZooKeeper's metadata (KRaftMigrationDriver: /migration gets
+        the metadata log offset of the copy)."""
+        deadline = time.monotonic() + timeout_s
+        state = None
+        while time.monotonic() < deadline:
+            state = self.migration_state()
+            if state and int(state.get("kraft_metadata_offset", -1)) >= 0:
+                return
+            time.sleep(0.5)
+        raise ClusterError(f"the KRaft controller did not migrate ZooKeeper's metadata within {timeout_s:.0f}s "
+                           f"(/migration: {state}); see {self._log_hint(self.broker(self.controller_ids[0]))}")
+
+    def _roll(self, node_ids: list[int], timeout_s: float) -> None:
+        """A rolling restart with the current settings: one node at a time, controlled shutdown,
+        and (brokers) every partition's ISR full again before the next."""
+        for nid in node_ids:
+            node = self.broker(nid)
+            self.stop(nid)
+            self._write_node_config(node)
+            self._save()
+            self.start(nid, timeout_s=timeout_s)
+            if node.role == "broker":
+                self.wait_for_full_isr(timeout_s)
+
+    def wait_for_full_isr(self, timeout_s: float) -> None:
+        """Until every partition has a leader and a full ISR (what an operator checks between two
+        restarts: `kafka-topics --unavailable-partitions` and `--under-replicated-partitions` empty)."""
+        admin = self.admin_client()
+        try:
+            deadline = time.monotonic() + timeout_s
+            while time.monotonic() < deadline:
+                try:
+                    topics = admin.describe_topics()
+                    if all(p["leader"] >= 0 and len(p["isr"]) == len(p["replicas"])
+                           for t in topics for p in t["partitions"]):
+                        return
+                except Exception:  # noqa: BLE001 - a broker restarting: ask again
+                    pass
+                time.sleep(0.5)
+        finally:
+            admin.close()
+        raise ClusterError(f"partitions still without a leader or under-replicated after {timeout_s:.0f}s")
 
     def kill_zookeeper(self) -> None:
         """SIGKILL the ZooKeeper server (ZooKeeper mode): brokers keep serving clients but the
@@ -611,6 +736,13 @@ class LocalCluster:
                 "listeners": f"CONTROLLER://127.0.0.1:{node.port}",
                 "broker.session.timeout.ms": self.session_timeout_ms,
             }
+            if self.mode == "zk":  # a ZooKeeper-mode cluster's migration (KIP-866): the controller
+                # copies ZooKeeper's metadata, then writes both until finalized; it sends the ZooKeeper-mode
+                # brokers their requests on their inter-broker listener
+                props |= {"zookeeper.metadata.migration.enable": "true", "zookeeper.connect": self._zk_connect(),
+                          "zookeeper.session.timeout.ms": self.session_timeout_ms,
+                          "inter.broker.listener.name": "PLAINTEXT",
+                          "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT"}
         else:
             sec = self._security_props("broker")
             listener = sec.pop("listener")
@@ -631,12 +763,18 @@ class LocalCluster:
                 "num.io.threads": 2,
                 "background.threads": 2,
             }
-            if self.mode == "zk":
+            if self.mode == "zk" and self.migration in ("", "controllers"):
                 sec["listener.security.protocol.map"] = sec["listener.security.protocol.map"].replace(
                     ",CONTROLLER:PLAINTEXT", "")
                 props |= {"broker.id": node.id, "zookeeper.connect": self._zk_connect(),
                           "zookeeper.session.timeout.ms": self.session_timeout_ms,
                           **(self._secrets.broker_zookeeper_properties() if self.secured else {})}
+            elif self.mode == "zk" and self.migration == "hybrid":  # a ZooKeeper-mode broker in migration
+                props |= {"broker.id": node.id, "zookeeper.connect": self._zk_connect(),
+                          "zookeeper.session.timeout.ms": self.session_timeout_ms,
+                          "zookeeper.metadata.migration.enable": "true",
+                          "controller.quorum.voters": self._quorum_voters, "controller.listener.names": "CONTROLLER",
+                          "inter.broker.protocol.version": ".".join(self.kafka_version.split(".")[:2])}
             else:
                 props |= {
                     "process.roles": "broker",

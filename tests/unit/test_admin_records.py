@@ -38,6 +38,7 @@ class FakeZk:
 
     reassigning = False
     connected = True
+    kraft_in_charge = False
 
     def __init__(self, live, state, assignments=None, moves=None):
         self._live, self._state, self._assignments = live, state, assignments or {}

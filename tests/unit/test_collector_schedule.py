@@ -17,6 +17,7 @@ class Source:
         self.cluster = SimpleNamespace(name="c1")
         self.settings = SimpleNamespace(poll_interval_s=poll_interval_s, broker_check_s=broker_check_s)
         self.at: list[float] = []
+        self.zk = SimpleNamespace()  # ZooKeeper holds the metadata: its watches wake the loop
 
     def poll(self):
         self.at.append(time.monotonic())
@@ -64,6 +65,7 @@ class KraftSource(Source):
 
     def __init__(self, start):
         super().__init__(poll_interval_s=5.0, broker_check_s=0.05)
+        self.zk = None
         self.change_at = start + 0.7
         self.checks = 0
 

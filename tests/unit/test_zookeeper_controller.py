@@ -38,3 +38,43 @@ def test_a_cluster_that_starts_without_controller_reports_none_at_once():
     zk._on_controller(None, None)
     assert zk.controller() is None
     zk.stop()
+
+
+def test_the_migration_phases_as_zookeeper_shows_them():
+    """KIP-866 seen from ZooKeeper: /controller claimed with a KRaft epoch, /migration's offset once
+    the metadata is copied, /controller gone for good once finalized; phases numbered as Kafka's
+    ZkMigrationState. While a KRaft controller holds the metadata, the mirror is not authoritative."""
+    from collectors.zookeeper import MIGRATION, MIGRATION_QUIET_S, POST_MIGRATION, PRE_MIGRATION, ZK
+
+    zk = _mirror([])
+    zk._on_controller(b'{"version":2,"brokerid":2,"timestamp":"1","kraftControllerEpoch":-1}', None)
+    zk._on_migration(None, None)
+    assert zk.migration_phase() == ZK and not zk.kraft_in_charge
+
+    zk._on_controller(b'{"version":2,"brokerid":1000,"timestamp":"2","kraftControllerEpoch":1}', None)
+    zk._on_migration(b'{"version":0,"kraft_metadata_offset":-1,"kraft_controller_id":1000}', None)
+    assert zk.migration_phase() == PRE_MIGRATION
+
+    zk._on_migration(b'{"version":0,"kraft_metadata_offset":88,"kraft_controller_id":1000}', None)
+    assert zk.migration_phase() == MIGRATION and zk.kraft_in_charge
+    assert zk.controller() == 1000  # a KRaft controller is a controller, not a missing one
+    # finalized: the claim stays on /controller, the mirroring stops (no NoOpRecord reaches /migration)
+    assert zk.migration_phase(time.monotonic() + MIGRATION_QUIET_S + 1) == POST_MIGRATION
+    zk._on_migration(b'{"version":0,"kraft_metadata_offset":90,"kraft_controller_id":1000}', None)
+    assert zk.migration_phase() == MIGRATION
+
+    zk._on_controller(None, None)  # finalized: the controllers closed their ZooKeeper sessions
+    now = time.monotonic()
+    assert zk.migration_phase(now) == MIGRATION  # or a KRaft fail-over: wait the grace
+    assert zk.migration_phase(now + CONTROLLER_ELECTION_GRACE_S + 0.01) == POST_MIGRATION
+    zk.stop()
+
+
+def test_a_rolled_back_migration_is_zookeeper_again():
+    from collectors.zookeeper import ZK
+
+    zk = _mirror([])
+    zk._on_migration(b'{"version":0,"kraft_metadata_offset":88,"kraft_controller_id":1000}', None)
+    zk._on_controller(b'{"version":2,"brokerid":3,"timestamp":"9","kraftControllerEpoch":-1}', None)
+    assert zk.migration_phase() == ZK and not zk.kraft_in_charge
+    zk.stop()
