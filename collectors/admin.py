@@ -81,7 +81,6 @@ class AdminSource:
         self._departures = Departures()  # how each down broker went down (controlled shutdown or not)
         self._capabilities: dict[str, bool] = {}  # what the brokers let krm ask (collectors/capabilities.py)
 
-
     @property
     def zk(self) -> ZkState | None:
         """The ZooKeeper mirror while ZooKeeper holds the metadata. None once a KRaft controller does
@@ -89,6 +88,7 @@ class AdminSource:
         the cluster is read as a KRaft cluster is, through the Admin API."""
         zk = self._zk_state
         return zk if zk is not None and not zk.kraft_in_charge else None
+
     def poll(self) -> list[dict[str, Any]]:
         """One poll: a `cluster` record, then one `topic` record per topic. Never raises for an
         unreachable cluster: the failure is itself the observation (a cluster record with `error`)."""

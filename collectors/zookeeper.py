@@ -77,6 +77,7 @@ class ZkState:
         self._controller_kraft_epoch = -1  # /controller's kraftControllerEpoch: >= 0 once a KRaft controller holds it
         self._migration_offset: int | None = None  # /migration's kraft_metadata_offset; None: no migration
         self._migration_changed_at = time.monotonic()  # when /migration last changed
+        self._migration_data: bytes | None = None
         self._phase: int | None = None  # the last migration phase logged
         self._assignments: dict[str, dict[int, tuple[int, ...]]] = {}
         # topic -> partition -> (adding, removing) while a reassignment moves it (the topic znode's
@@ -178,8 +179,9 @@ class ZkState:
     def _on_migration(self, data: bytes | None, _stat: Any) -> None:
         offset = _json(data).get("kraft_metadata_offset") if data else None
         with self._lock:
+            if data != self._migration_data:  # kazoo reads it again after a reconnect: not a change
+                self._migration_data, self._migration_changed_at = data, time.monotonic()
             self._migration_offset = int(offset) if isinstance(offset, int) else None
-            self._migration_changed_at = time.monotonic()
         self.note_phase()
 
     def note_phase(self) -> None:
