@@ -78,3 +78,11 @@ def test_a_rolled_back_migration_is_zookeeper_again():
     zk._on_controller(b'{"version":2,"brokerid":3,"timestamp":"9","kraftControllerEpoch":-1}', None)
     assert zk.migration_phase() == ZK and not zk.kraft_in_charge
     zk.stop()
+
+
+def test_zookeeper_connect_strings_to_addresses():
+    from collectors.zookeeper import _zk_addresses
+
+    assert _zk_addresses("zk-1:2182,zk-2:2182/kafka_cluster_01") == [("zk-1", 2182), ("zk-2", 2182)]
+    assert _zk_addresses("[::1]:2281") == [("::1", 2281)]
+    assert _zk_addresses("zk-1") == []  # no port: nothing to probe
