@@ -308,7 +308,7 @@ def client_certificate_context(tls: TlsFiles) -> ssl.SSLContext:
     session tickets after it has checked the client's certificate, that is after the client's side
     of the handshake is done; kafka-python takes any bytes on a connection with no request in flight
     for a protocol error and closes it ("Socket EVENT_READ without in-flight-requests",
-    kafka/client_async.py), so about half its connections to a mutual-TLS broker failed. TLS 1.2
+    kafka/client_async.py), so many of its connections to a mutual-TLS broker failed. TLS 1.2
     has no post-handshake messages. (Spark's Kafka source is Kafka's Java client: not affected.)"""
     ctx = tls.context()
     ctx.maximum_version = ssl.TLSVersion.TLSv1_2

@@ -103,7 +103,8 @@ def test_a_full_migration_pages_nobody_and_a_crash_during_dual_writes_still_page
             cluster.migrate("controllers")
             cluster.migrate("brokers")  # rolling restart into migration mode; the metadata copied
             wait_equal(lambda: _gauge(url, "krm_cluster_migration_state", cluster.name), 1.0, 60, "dual writes")
-            assert _gauge(url, "krm_cluster_migration_zk_brokers", cluster.name) == 3.0
+            wait_equal(lambda: _gauge(url, "krm_cluster_migration_zk_brokers", cluster.name), 3.0, 30,
+                       "every broker still registered in ZooKeeper (migration mode)")
 
             # a crash during the dual writes: its RF-1 partitions page, with their cause
             cluster.wait_for_full_isr(120)

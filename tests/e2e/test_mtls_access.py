@@ -82,7 +82,8 @@ def test_client_certificates_for_kafka_and_zookeeper(zk_mtls_cluster, spark, tmp
             "good": ("", 1.0), "impostor": ("tls_failed", 0.0), "nocert": ("tls_failed", 0.0)}, 120,
             "reachability with reasons")
         # ZooKeeper over TLS: the good certificate holds a session, the others none
-        assert _by_cluster(url, "krm_collector_zookeeper_connected") == {"good": 1.0, "impostor": 0.0, "nocert": 0.0}
+        wait_equal(lambda: _by_cluster(url, "krm_collector_zookeeper_connected"),
+                   {"good": 1.0, "impostor": 0.0, "nocert": 0.0}, 30, "ZooKeeper sessions by certificate")
         # the whole path over mutual TLS: the partitions judged from the observations Spark read, the canary
         wait_equal(lambda: [s.value for s in series(scrape(url), "krm_cluster_offline_partitions", cluster="good")],
                    [0.0], 60, "the good cluster judged by the pipeline")
