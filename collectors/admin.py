@@ -15,7 +15,7 @@ import threading
 import time
 from typing import Any, Iterable
 
-from collectors import access, capabilities, gc_pause, kraft, metadata, offsets, reassignments
+from collectors import access, capabilities, gc_pause, kraft, metadata, offsets, reassignments, tiered
 from collectors.departures import Departures
 from collectors.kraft_protocol import DESCRIBE_QUORUM_KEY, DESCRIBE_TOPIC_PARTITIONS_KEY
 from collectors.memory import PartitionMemory
@@ -125,6 +125,8 @@ class AdminSource:
             self._problem = None
             self._access.succeeded()
         self._capabilities = capabilities.of(admin._client.get_api_versions(), kraft=self.zk is None)
+        if self._configs.tiered:  # only said where it matters: a cluster with tiered topics
+            self._capabilities["tiered_offsets"] = tiered.supported(admin._client.get_api_versions())
         if self._configs.may_ask(self.zk is None or self.zk.connected):
             self._configs.refresh_or_back_off(admin._client, self._last_node, [t["topic"] for t in topics],
                                               [b["node_id"] for b in md["brokers"]])
@@ -143,9 +145,10 @@ class AdminSource:
         self._note_live(zk_live if zk_live is not None else live)
         replica_of, leader_of = offsets.plan(
             ((t["topic"], p["partition"], p["leader"], p["replicas"]) for t in topics for p in t["partitions"]), live)
+        tiered_of = self._tiered_plan(topics, live)
         try:
             found = offsets.fetch(admin._client, replica_of, leader_of, self.settings.offsets_timeout_ms / 1000,
-                                  self._offset_requests)
+                                  self._offset_requests, tiered_of)
         except Exception as e:  # noqa: BLE001 - metadata without offsets is still worth publishing
             log.warning("cluster %s: offsets not fetched (%s)", self.cluster.name, e)
             found = offsets.OffsetsRound()
@@ -330,6 +333,8 @@ class AdminSource:
             before = self._assignments.get(name) or nothing
             signature: dict[int, list[int]] = {}
             hw_of, start_of = found.hw.get(name, nothing).get, found.log_start.get(name, nothing).get
+            remote_storage = name in self._configs.tiered
+            local_of, remote_of = found.local_start.get(name, nothing).get, found.remote.get(name, nothing).get
             leo_by_broker = found.leo.get(name, nothing)
             for p in t["partitions"]:
                 pid = p["partition"]
@@ -351,6 +356,8 @@ class AdminSource:
                                  before.get(pid), key)
                 part["high_watermark"] = hw_of(pid)
                 part["log_start_offset"] = start_of(pid)
+                if remote_storage:
+                    part["local_log_start_offset"], part["highest_remote_offset"] = local_of(pid), remote_of(pid)
                 leos = {}
                 for r in replicas:
                     of_r = leo_by_broker.get(r)
@@ -366,6 +373,7 @@ class AdminSource:
                 self.cluster.name, self.source, poll_id, observed_at_ms, topic=t["topic"], live_brokers=live,
                 partitions=parts, min_insync_replicas=min_isr, unclean_leader_election=unclean,
                 replica_lag_time_max_ms=self._configs.replica_lag_time_max_ms, unreachable_brokers=unreachable,
+                remote_storage=remote_storage,
             )
             # assignment history (pipelines/history.py): on every change, and all topics periodically
             rec["topic_state"]["assignment"] = "changed" if changed else ("snapshot" if snapshot else None)
@@ -406,6 +414,18 @@ class AdminSource:
     def _unreachable(self, found: offsets.OffsetsRound) -> set[int]:
         """Registered brokers clients cannot use now (collectors/reachability.py)."""
         return self._reach.unreachable(found, self._known_brokers)
+
+    def _tiered_plan(self, topics: list[dict[str, Any]], live: set[int]) -> dict[int, list[offsets.TopicPartition]]:
+        """Leader -> its partitions of tiered topics, when the brokers can say (collectors/tiered.py)."""
+        if not self._configs.tiered or not self._capabilities.get("tiered_offsets"):
+            return {}
+        out: dict[int, list[offsets.TopicPartition]] = {}
+        for t in topics:
+            if t["topic"] in self._configs.tiered:
+                for p in t["partitions"]:
+                    if p["leader"] in live:
+                        out.setdefault(p["leader"], []).append((t["topic"], p["partition"]))
+        return out
 
     def _kraft_view(self, admin: Any, topics: list[dict[str, Any]]) -> None:
         """ELR per partition (overlaid on `topics`, in place) and the DescribeQuorum question, to the

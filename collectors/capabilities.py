@@ -6,6 +6,8 @@ Each capability is one request a detection needs beyond Metadata and ListOffsets
 - `quorum`: DescribeQuorum (API 55, Kafka 3.3+, KRaft): the controller quorum (CONTROLLER_ANOMALY);
 - `reassignments`: ListPartitionReassignments (API 46, Kafka 2.4+): the moves (PARTITION_REASSIGNING;
   without it a moved partition is judged by its whole replica list).
+- `tiered_offsets` (said only while the cluster has a tiered topic): ListOffsets v9 (Kafka 3.9+): a
+  tiered partition's local log start and highest remote offset (collectors/tiered.py).
 ZooKeeper-mode clusters have no ELR and no quorum to ask: only `reassignments` applies to them.
 """
 

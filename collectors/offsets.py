@@ -12,6 +12,8 @@ Three ListOffsets requests per broker per poll, never one per partition, all bro
 - replica id -1, EARLIEST, to each leader: its log start offset (`UnifiedLog.fetchOffsetByTimestamp`,
   EARLIEST_TIMESTAMP -> `logStartOffset`, storage/.../UnifiedLog). A separate request because Kafka
   refuses a partition twice in one ListOffsets.
+For tiered topics (KIP-405) each leader is also asked its local log start offset and the highest
+offset in remote storage (collectors/tiered.py), in the same round.
 Order matters: to each broker the log-start and HW requests go before the LEO request, and a broker
 answers one connection's requests in order, so a leader's log start <= HW <= LEO holds in a record
 even while producers write (asked the other way round, a busy partition's HW overtook the LEO read
@@ -30,7 +32,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from collectors import wire
+from collectors import tiered, wire
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +53,8 @@ class OffsetsRound:
     leo: dict[str, dict[int, dict[int, int]]] = field(default_factory=dict)  # topic -> broker -> partition -> LEO
     hw: dict[str, dict[int, int]] = field(default_factory=dict)  # topic -> partition -> leader's HW
     log_start: dict[str, dict[int, int]] = field(default_factory=dict)  # topic -> partition -> leader's log start
+    local_start: dict[str, dict[int, int]] = field(default_factory=dict)  # tiered topics: leader's local log start
+    remote: dict[str, dict[int, int]] = field(default_factory=dict)  # tiered: highest offset in remote storage
     answered: set[int] = field(default_factory=set)  # brokers that answered every request sent to them
     asked: set[int] = field(default_factory=set)
     requests: int = 0
@@ -109,6 +113,10 @@ class Requests:
         last = self._last.get(key)
         if last is not None and last[0] == tps:
             return last[1]
+        if kind in tiered.KINDS:
+            request = tiered.request(kind, tps)
+            self._last[key] = (tps, request)
+            return request
         replica_id = DEBUGGING_REPLICA_ID if kind == "leo" else CONSUMER_REPLICA_ID
         request = _request(version, replica_id, tps, EARLIEST_TIMESTAMP if kind == "log_start" else LATEST_TIMESTAMP)
         self._last[key] = (tps, request)
@@ -121,12 +129,14 @@ class Requests:
 
 
 def fetch(client: Any, replica_of: dict[int, list[TopicPartition]], leader_of: dict[int, list[TopicPartition]],
-          timeout_s: float, requests: Requests | None = None) -> OffsetsRound:
+          timeout_s: float, requests: Requests | None = None,
+          tiered_of: dict[int, list[TopicPartition]] | None = None) -> OffsetsRound:
     """Send both kinds of request to every broker concurrently; collect answers until `timeout_s`.
 
     `client` is kafka-python's KafkaClient (the admin client's). Requests still unanswered at the
     deadline are abandoned: the client fails them after the same timeout and drops the connection.
     `requests`: the caller's memory of the previous poll's requests, reused when unchanged.
+    `tiered_of`: leader -> its partitions of tiered topics (asked their local start and remote offset).
     """
     from kafka.protocol.list_offsets import ListOffsetsRequest
 
@@ -137,6 +147,9 @@ def fetch(client: Any, replica_of: dict[int, list[TopicPartition]], leader_of: d
     for b, tps in leader_of.items():
         todo.append((b, "log_start", made.get(b, "log_start", version, tps)))
         todo.append((b, "hw", made.get(b, "hw", version, tps)))
+    for b, tps in (tiered_of or {}).items():
+        for kind in tiered.KINDS:
+            todo.append((b, kind, made.get(b, kind, tiered.VERSION, tps)))
     for b, tps in replica_of.items():
         todo.append((b, "leo", made.get(b, "leo", version, tps)))
     made.forget_others(set(leader_of) | set(replica_of))
@@ -162,13 +175,16 @@ def fetch(client: Any, replica_of: dict[int, list[TopicPartition]], leader_of: d
     failed = {b for b, _, _ in todo} | refused
     for b, kind, f in sent:
         if not f.is_done or f.failed():
-            failed.add(b)
+            if kind not in tiered.KINDS:  # reachability is judged on the core questions alone
+                failed.add(b)
             continue
         # an error or a negative offset: not (or no longer) a replica / the leader: skip, never guess
-        into = result.hw if kind == "hw" else result.log_start if kind == "log_start" else None
+        into = {"hw": result.hw, "log_start": result.log_start, "local_start": result.local_start,
+                "remote": result.remote}.get(kind)
         for topic, parts in f.value.topics:
             # (partition, error_code, timestamp, offset, leader_epoch)
-            found = {p[0]: p[3] for p in parts if p[1] == 0 and p[3] >= 0}
+            # (the highest remote offset is -1 while no segment is copied: kept, it says so)
+            found = {p[0]: p[3] for p in parts if p[1] == 0 and (p[3] >= 0 or kind == "remote")}
             if into is None:
                 result.leo.setdefault(topic, {})[b] = found
             elif topic in into:

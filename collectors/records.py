@@ -43,7 +43,8 @@ def topic_record(cluster: str, source: str, poll_id: int, observed_at_ms: int, *
                  live_brokers: Iterable[int], partitions: Iterable[dict[str, Any]],
                  min_insync_replicas: int | None, unclean_leader_election: bool | None,
                  replica_lag_time_max_ms: int | None = None, has_offsets: bool = True,
-                 unreachable_brokers: Iterable[int] = (), resolves: bool = True) -> dict[str, Any]:
+                 unreachable_brokers: Iterable[int] = (), resolves: bool = True,
+                 remote_storage: bool = False) -> dict[str, Any]:
     rec = envelope("topic", cluster, source, poll_id, observed_at_ms)
     rec["topic_state"] = {
         "has_offsets": has_offsets,
@@ -56,6 +57,8 @@ def topic_record(cluster: str, source: str, poll_id: int, observed_at_ms: int, *
         rec["topic_state"]["unreachable_brokers"] = sorted(unreachable_brokers)
     if not resolves:
         rec["topic_state"]["resolves"] = False
+    if remote_storage:
+        rec["topic_state"]["remote_storage"] = True
     return rec
 
 

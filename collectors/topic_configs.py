@@ -1,5 +1,5 @@
 """Topic and broker configs the detectors need (min.insync.replicas, unclean.leader.election.enable,
-replica.lag.time.max.ms, leader.imbalance.per.broker.percentage), asked by DescribeConfigs on a slower
+remote.storage.enable, replica.lag.time.max.ms, leader.imbalance.per.broker.percentage), asked by DescribeConfigs on a slower
 cadence than the poll, and never in a way that could hurt a broker.
 """
 
@@ -15,7 +15,7 @@ from foundation.backoff import Backoff, Retry
 
 log = logging.getLogger(__name__)
 
-TOPIC_CONFIGS = ("min.insync.replicas", "unclean.leader.election.enable")
+TOPIC_CONFIGS = ("min.insync.replicas", "unclean.leader.election.enable", "remote.storage.enable")
 BROKER_CONFIGS = ("replica.lag.time.max.ms", "leader.imbalance.per.broker.percentage")
 
 
@@ -32,6 +32,7 @@ class TopicConfigs:
     def __init__(self, cluster: str, refresh_s: float, timeout_ms: int) -> None:
         self.cluster, self.refresh_s, self.timeout_ms = cluster, refresh_s, timeout_ms
         self._configs: dict[str, tuple[int | None, bool | None]] = {}
+        self.tiered: set[str] = set()  # topics with remote.storage.enable=true (KIP-405)
         self._at = 0.0
         self._retry = Retry(config_backoff(refresh_s))  # DescribeConfigs that failed in a row
         self.denied: set[str] = set()  # ACLs DescribeConfigs found missing (kept until the next refresh)
@@ -79,6 +80,7 @@ class TopicConfigs:
         request = (DescribeConfigsRequest[version](resources=resources) if version == 0 else
                    DescribeConfigsRequest[version](resources=resources, include_synonyms=False))
         fresh: dict[str, tuple[int | None, bool | None]] = {}
+        tiered: dict[str, bool] = {}
         denied: set[str] = set()
         response = ask(client, node, request, self.timeout_ms)
         for res in response.to_object()["resources"]:
@@ -96,14 +98,18 @@ class TopicConfigs:
                 continue
             min_isr = entries.get("min.insync.replicas")
             unclean = entries.get("unclean.leader.election.enable")
+            tiered[res["resource_name"]] = (entries.get("remote.storage.enable") or "").lower() == "true"
             fresh[res["resource_name"]] = (
                 int(min_isr) if min_isr is not None else None,
                 unclean.lower() == "true" if unclean is not None else None,
             )
+        on = {t for t, yes in tiered.items() if yes}
         if due:
             self._configs = fresh
+            self.tiered = on
             self._at = time.monotonic()
             self.denied = denied
         else:
             self._configs.update(fresh)
+            self.tiered = (self.tiered - set(tiered)) | on
             self.denied |= denied

@@ -89,7 +89,8 @@ def cmd_local_cluster(args: argparse.Namespace) -> int:
         c = LocalCluster(root=root, mode=args.mode, brokers=args.brokers, chroot=args.chroot,
                          broker_config=dict(kv.split("=", 1) for kv in args.broker_config),
                          kafka_version=args.kafka_version or "", controllers=args.controllers,
-                         security=args.security, session_timeout_ms=args.session_timeout_ms).up()
+                         security=args.security, session_timeout_ms=args.session_timeout_ms,
+                         tiered_storage=args.tiered_storage).up()
         _print_status(c.status(), args.json)
         return 0
     c = LocalCluster.load(root)
@@ -773,6 +774,9 @@ def build_parser() -> argparse.ArgumentParser:
     up.add_argument("--session-timeout-ms", type=int, default=6000, metavar="MS",
                     help="how long a silent broker stays registered: the ZooKeeper session (zk mode) or the "
                          "controllers' broker.session.timeout.ms (KRaft); default 6000, Kafka's own 18000 / 9000")
+    up.add_argument("--tiered-storage", action="store_true",
+                    help="KIP-405 remote storage on the brokers (Kafka 3.9+, plaintext): a folder "
+                         "of the cluster as the remote tier; topics opt in with remote.storage.enable=true")
     up.add_argument("--broker-config", action="append", default=[], metavar="KEY=VALUE",
                     help="extra broker setting, repeatable (e.g. replica.lag.time.max.ms=5000)")
     up.add_argument("--json", action="store_true")

@@ -18,6 +18,7 @@ replica.lag.time.max.ms 10 s (default 30 s). Override any broker setting with `b
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 import logging
 import os
@@ -32,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from foundation.errors import ClusterError
-from foundation.paths import CONF_DIR, IN_CHECKOUT, jar_group, jars_dir, krm_home
+from foundation.paths import CONF_DIR, IN_CHECKOUT, JVM_DIR, jar_group, jars_dir, krm_home
 from krm.local_security import ADMIN_USER, KRM_USER, MECHANISM, LocalSecurity, grant_krm_acls
 
 log = logging.getLogger(__name__)
@@ -54,6 +55,8 @@ KRAFT_SINCE = "3.3"  # KRaft production-ready (KIP-833); earlier releases only a
 ZK_KAFKA_VERSION = "3.9.1"  # ZooKeeper mode was removed in Kafka 4.0
 KRAFT_KAFKA_VERSION = "4.4.0"  # the newest Kafka 4.x on Maven Central
 SECURITY_MODES = ("plaintext", "sasl_ssl", "mtls")
+TIERED_SINCE = (3, 9)  # tiered storage (KIP-405) production-ready
+REMOTE_STORAGE_MANAGER = "io.krm.tiered.FolderRemoteStorageManager"  # jvm/tiered/, compiled on first use
 
 
 def release_tuple(version: str) -> tuple[int, ...]:
@@ -148,6 +151,9 @@ class LocalCluster:
     # "kraft_brokers" (brokers in KRaft mode, the controllers still writing ZooKeeper); finalizing
     # makes the cluster's mode "kraft"
     migration: str = ""
+    # KIP-405 tiered storage on the brokers (Kafka >= 3.9): a folder of this cluster as the remote tier
+    # through krm's FolderRemoteStorageManager (jvm/tiered/); a topic uses it with remote.storage.enable=true
+    tiered_storage: bool = False
 
     # ---------------------------------------------------------------- construction and state
 
@@ -176,6 +182,12 @@ class LocalCluster:
             raise ClusterError(f"--controllers applies to KRaft mode and must be at least 1, got {self.controllers}")
         if self.security not in SECURITY_MODES:
             raise ClusterError(f"--security must be one of {', '.join(SECURITY_MODES)}, got {self.security!r}")
+        if self.tiered_storage and release_tuple(self.kafka_version) < TIERED_SINCE:
+            raise ClusterError(f"--tiered-storage needs Kafka 3.9 or later (tiered storage is production-ready "
+                               f"from 3.9, KIP-405), got {self.kafka_version}")
+        if self.tiered_storage and self.security != "plaintext":
+            raise ClusterError("--tiered-storage is plaintext only here (the remote log metadata manager's own "
+                               "clients are not given the cluster's credentials)")
         if self.session_timeout_ms < 1000:
             raise ClusterError(f"--session-timeout-ms must be at least 1000, got {self.session_timeout_ms}")
         self.root = Path(self.root)
@@ -196,7 +208,7 @@ class LocalCluster:
                 kafka_version=s.get("kafka_version", ZK_KAFKA_VERSION),
                 controllers=max(1, len([n for n in s["nodes"].values() if n["role"] == "controller"])),
                 security=s.get("security", "plaintext"), session_timeout_ms=s.get("session_timeout_ms", 6000),
-                migration=s.get("migration", ""))
+                migration=s.get("migration", ""), tiered_storage=s.get("tiered_storage", False))
         c.nodes = {k: Node(**v) for k, v in s["nodes"].items()}
         return c
 
@@ -206,7 +218,7 @@ class LocalCluster:
             "cluster_id": self.cluster_id, "metrics_port": self.metrics_port, "heap_mb": self.heap_mb,
             "kafka_version": self.kafka_version, "security": self.security,
             "session_timeout_ms": self.session_timeout_ms, "migration": self.migration,
-            "nodes": {k: vars(n) for k, n in self.nodes.items()},
+            "tiered_storage": self.tiered_storage, "nodes": {k: vars(n) for k, n in self.nodes.items()},
         }
         tmp = self.root / "state.json.tmp"
         tmp.write_text(json.dumps(state, indent=2))
@@ -250,6 +262,8 @@ class LocalCluster:
         ):
             raise ClusterError(f"cluster {self.name} is already running at {self.root}; `krm local-cluster down` first")
         self._runtime_jars(self.kafka_version)  # fail early with the setup hint
+        if self.tiered_storage:
+            self._remote_storage_classes()  # compiled once per Kafka release; fails early without a JDK
         if self.root.exists():  # `up` always makes a new cluster: stale ZooKeeper/KRaft data would clash
             shutil.rmtree(self.root)
         self.root.mkdir(parents=True)
@@ -736,6 +750,8 @@ class LocalCluster:
                 "listeners": f"CONTROLLER://127.0.0.1:{node.port}",
                 "broker.session.timeout.ms": self.session_timeout_ms,
             }
+            if self.tiered_storage:  # the controller validates a topic's remote.storage.enable against it
+                props["remote.log.storage.system.enable"] = "true"
             if self.mode == "zk":  # a ZooKeeper-mode cluster's migration (KIP-866): the controller
                 # copies ZooKeeper's metadata, then writes both until finalized; it sends the ZooKeeper-mode
                 # brokers their requests on their inter-broker listener
@@ -784,8 +800,33 @@ class LocalCluster:
                     "broker.heartbeat.interval.ms": 1000,
                 }
             props |= sec
+            if self.tiered_storage:
+                props |= self._tiered_props(listener)
             props |= self.broker_config
         (d / "server.properties").write_text("".join(f"{k}={v}\n" for k, v in props.items()))
+
+    @property
+    def remote_storage_dir(self) -> Path:
+        return self.root / "remote-storage"
+
+    def _tiered_props(self, listener: str) -> dict[str, Any]:
+        """KIP-405 broker settings: the remote tier (a shared folder, FolderRemoteStorageManager), the
+        metadata of remote segments in Kafka's own topic (TopicBasedRemoteLogMetadataManager, the
+        default, reached on the brokers' listener), and copy and local-retention tasks that run every
+        second rather than every 30 s and 5 min, so a test sees segments move."""
+        rlmm = "rlmm.config."
+        return {
+            "remote.log.storage.system.enable": "true",
+            "remote.log.storage.manager.class.name": REMOTE_STORAGE_MANAGER,
+            "remote.log.storage.manager.impl.prefix": "rsm.config.",
+            "rsm.config.dir": self.remote_storage_dir,
+            "remote.log.metadata.manager.listener.name": listener,
+            "remote.log.metadata.manager.impl.prefix": rlmm,
+            f"{rlmm}remote.log.metadata.topic.replication.factor": min(3, self.brokers),
+            f"{rlmm}remote.log.metadata.topic.num.partitions": 5,
+            "remote.log.manager.task.interval.ms": 1000,
+            "log.retention.check.interval.ms": 1000,
+        }
 
     def _zk_connect(self) -> str:
         return f"127.0.0.1:{self.nodes['zookeeper'].port}{self.chroot or ''}"
@@ -823,9 +864,36 @@ class LocalCluster:
                                f"compatibility line from Maven Central, once)")
         return jar_group(KAFKA_RUNTIMES[version][0])
 
+    def _remote_storage_classes(self, version: str | None = None) -> Path:
+        """jvm/tiered/*.java compiled against this Kafka release's jars, once (keyed by the sources'
+        digest): a small Java class beats a jar per release, and Kafka publishes no remote storage
+        manager outside its test jars."""
+        version = version or self.kafka_version
+        sources = sorted((JVM_DIR / "tiered").glob("*.java"))
+        digest = hashlib.sha256(b"".join(p.read_bytes() for p in sources)).hexdigest()[:12]
+        out = jars_dir() / "tiered" / f"{version}-{digest}"
+        if (out / "io").is_dir():
+            return out
+        javac = shutil.which("javac")
+        if javac is None:
+            raise ClusterError("--tiered-storage compiles krm's remote storage manager (jvm/tiered/) and needs a JDK's "
+                               "javac on PATH")
+        tmp = out.with_name(out.name + ".tmp")
+        shutil.rmtree(tmp, ignore_errors=True)
+        kafka_cp = str(self._runtime_jars(version)[0].parent / "*")
+        done = subprocess.run([javac, "-nowarn", "-cp", kafka_cp, "-d", str(tmp), *map(str, sources)],
+                              capture_output=True, text=True)
+        if done.returncode != 0:
+            raise ClusterError(f"compiling {JVM_DIR / 'tiered'} against Kafka {version} failed:\n{done.stderr[-2000:]}")
+        shutil.rmtree(out, ignore_errors=True)
+        tmp.replace(out)
+        return out
+
     def _java(self, node: Node, main: list[str]) -> list[str]:
         _, log_conf = KAFKA_RUNTIMES[node.kafka_version or self.kafka_version]
         kafka_cp = str(self._runtime_jars(node.kafka_version or self.kafka_version)[0].parent / "*")
+        if self.tiered_storage and node.role == "broker":
+            kafka_cp += os.pathsep + str(self._remote_storage_classes(node.kafka_version or self.kafka_version))
         oauth = self._secrets.oauth_jvm_properties() if self._oauth and node.role == "broker" else []
         cmd = ["java", *JVM_OPTS, *os.environ.get("KRM_JVM_OPTS", "").split(), f"-Xmx{self.heap_mb}m", *self._jaas(node),
                *oauth,

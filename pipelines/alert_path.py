@@ -15,6 +15,7 @@ from typing import Any
 
 from foundation.config import Config
 from pipelines import findings as F_
+from pipelines import tiered_view
 from pipelines.assignment_history import broker_join_ms, topic_layouts
 from pipelines.balance import BalanceCheck
 from pipelines.detectors import canary, quorum
@@ -84,7 +85,7 @@ class AlertPath:
         t0 = time.perf_counter()
         rows = batch.collect()  # the Spark job: Kafka fetch, parse, detect
         t_collect = time.perf_counter() - t0
-        polls, found, clusters, counts, jmx = split_rows(rows, canaries := [])
+        polls, found, clusters, counts, jmx = split_rows(rows, canaries := [], tiered := [])
         changed = self.book.apply(polls, found)
         self.counts.update(counts)
         for name, view in clusters.items():  # deleted topics leave the per-broker totals
@@ -98,25 +99,30 @@ class AlertPath:
         for name, view in clusters.items():
             if name not in views or view.newest_observed_ms >= views[name].newest_observed_ms:
                 views[name] = view
+        stale = {name: view.newest_observed_ms - self.deleted_after_ms for name, view in views.items()
+                  if view.error is None}
+        tiered_topics = tiered_view.newest(snap.tiered, tiered, stale) if tiered or snap.tiered else snap.tiered
         latest = snap.canary
         if canaries:  # the newest round of each canary partition
             latest = dict(latest) | {(c.cluster, c.partition): c for c in canaries}
         self.state.update(clusters=views, open_incidents=tuple(self.book.open_incidents()), batches=snap.batches + 1,
                           last_batch_at=time.time(), canary=latest,
                           broker_load=self.counts.totals(), last_batch_s=time.perf_counter() - t0,
-                          jmx=self.jmx.snapshot())
+                          jmx=self.jmx.snapshot(), tiered=tiered_topics)
         t_metrics = time.perf_counter() - t0
         self.store.upsert(changed)  # after /metrics: the alert is already visible
         log.debug("alert batch %d: %d rows, collect %.3fs, %.3fs to /metrics, %.3fs total", batch_id, len(rows),
                   t_collect, t_metrics, time.perf_counter() - t0)
 
 
-def split_rows(rows: list[Any], canaries: list[Any] | None = None) -> tuple[
+def split_rows(rows: list[Any], canaries: list[Any] | None = None, tiered: list[Any] | None = None) -> tuple[
         list[ScopePoll], list[Finding], dict[str, ClusterView], list[TopicLoad], list[JmxSample]]:
     """The collected alert rows sorted by kind. Fields are read by position: a pyspark Row's
     attribute access searches its field names each time, and a broker death at 200k partitions
-    brings 40k findings here in one batch. Canary samples are appended to `canaries`."""
+    brings 40k findings here in one batch. Canary samples are appended to `canaries`, tiered topics'
+    offsets to `tiered`."""
     canaries = [] if canaries is None else canaries
+    tiered = [] if tiered is None else tiered
     polls: list[ScopePoll] = []
     found: list[Finding] = []
     clusters: dict[str, ClusterView] = {}
@@ -142,6 +148,8 @@ def split_rows(rows: list[Any], canaries: list[Any] | None = None) -> tuple[
                 counts.append(TopicLoad(r[cluster], r[topic], r[at],
                                         {b: (lead, rep, pref, npref) for b, lead, rep, pref, npref in d["brokers"]},
                                         d["partitions"]))
+        elif kind == "tiered":
+            tiered.append(tiered_view.parse(r[cluster], r[topic], r[at], loads(r[details])))
         elif kind == "jmx":
             d = loads(r[details])
             jmx.append(JmxSample(r[cluster], r[broker], r[poll_id], r[at], d.get("error"),

@@ -67,7 +67,21 @@ def topic_rows(obs: Any, observed_at_ms: Any, settings: DetectorSettings) -> Any
                   scope=F.concat(F.lit("topic:"), topic), topic=topic, details=broker_counts(ts["partitions"]))
     offsets_marker = _row(row_type=F.lit("poll"), scope=F.concat(F.lit("offsets:"), topic), topic=topic)
     markers = F.when(has_offsets, F.array(marker, offsets_marker)).otherwise(F.array(marker))
-    return F.concat(markers, F.flatten(F.transform(unhealthy, partition_findings)))
+    tiered = F.when(F.coalesce(ts["remote_storage"], F.lit(False)) & has_offsets,
+                    F.array(_row(row_type=F.lit("tiered"), scope=F.lit("tiered"), topic=topic,
+                                 details=tiered_offsets(ts["partitions"])))).otherwise(F.array())
+    return F.concat(markers, tiered, F.flatten(F.transform(unhealthy, partition_findings)))
+
+
+def tiered_offsets(partitions: Any) -> Any:
+    """A tiered topic's [partition, high watermark, log start, local log start, highest remote offset]
+    per partition as JSON (pipelines/tiered_view.py). Only topics with remote.storage.enable=true
+    pay for it: their offsets are the series, healthy or not."""
+    from pyspark.sql import functions as F
+
+    return F.to_json(F.transform(partitions, lambda p: F.array(
+        p["partition"].cast("long"), p["high_watermark"], p["log_start_offset"], p["local_log_start_offset"],
+        p["highest_remote_offset"])))
 
 
 def broker_counts(partitions: Any) -> Any:

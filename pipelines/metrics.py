@@ -84,6 +84,7 @@ class Snapshot:
     query_restarts: dict[str, int] = field(default_factory=dict)  # streaming query -> restarts after a failure
     jmx: dict[tuple[str, int], Any] = field(default_factory=dict)  # (cluster, broker) -> jmx_view.JmxSample
     quality: QualityStats | None = None  # None until the first data-quality run
+    tiered: dict[tuple[str, str], Any] = field(default_factory=dict)  # (cluster, topic) -> tiered_view.TieredTopic
 
 
 class PipelineState:
@@ -177,6 +178,7 @@ class KrmCollector:
         yield from _incident_info_series(snap.open_incidents, self.state.console_url)
         yield _unavailable_series(snap.open_incidents)
         yield from _offset_series(snap.open_incidents, now)
+        yield from _tiered_series(snap.tiered)
 
         counts = {t: GaugeMetricFamily(name, doc, labels=["cluster"]) for t, (name, doc) in CLUSTER_COUNTS.items()}
         age = GaugeMetricFamily("krm_observation_age_seconds",
@@ -394,6 +396,33 @@ def _kraft_series(clusters: dict[str, ClusterView]) -> Iterator[Any]:
                 fetch_age.add_metric([name, str(v.id)], v.fetch_age_ms / 1000)
             caught_up.add_metric([name, str(v.id)], 1 if v.state in (quorum.LEADER, quorum.CAUGHT_UP) else 0)
     yield from (leader, epoch, voters, healthy, behind, fetch_age, caught_up)
+
+
+def _tiered_series(tiered: dict[tuple[str, str], Any]) -> Iterator[Any]:
+    """Per partition of a tiered topic (pipelines/tiered_view.py), healthy or not: an operator opted
+    these topics in, and a copy falling behind is seen before the disk fills."""
+    from prometheus_client.core import GaugeMetricFamily
+
+    labels = ["cluster", "topic", "partition"]
+    local = GaugeMetricFamily("krm_partition_local_log_start_offset",
+                              "Tiered topics: the leader's local log start offset (older offsets are read from "
+                              "remote storage).", labels=labels)
+    remote = GaugeMetricFamily("krm_partition_highest_remote_offset",
+                               "Tiered topics: the highest offset copied to remote storage (-1: none yet).",
+                               labels=labels)
+    lag = GaugeMetricFamily("krm_partition_remote_copy_lag_messages",
+                            "Tiered topics: committed messages not yet copied to remote storage (the active "
+                            "segment is copied only once rolled).", labels=labels)
+    for (cluster, topic), t in sorted(tiered.items()):
+        for p in t.partitions:
+            key = [cluster, topic, str(p.partition)]
+            if p.local_log_start_offset is not None:
+                local.add_metric(key, p.local_log_start_offset)
+            if p.highest_remote_offset is not None:
+                remote.add_metric(key, p.highest_remote_offset)
+            if (behind := p.remote_copy_lag) is not None:
+                lag.add_metric(key, behind)
+    yield from (local, remote, lag)
 
 
 def _offset_series(incidents: tuple[Incident, ...], now: float) -> Iterator[Any]:

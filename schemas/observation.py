@@ -26,7 +26,9 @@ DescribeQuorum), the topic's `unreachable_brokers` (client-visible availability)
 `capabilities` / `unsupported` (requests its brokers announce). A v1 record is read as "no ELR and no quorum known",
 which is what a v1 collector knew. 3 adds a partition's `lagging`, `changed` / `keyframe` (true or absent):
 absent in a v3 record means "as before", so the history path writes the partition only on those;
-it writes every partition of a v1 or v2 record, whose collector did not say. The pipeline accepts
+it writes every partition of a v1 or v2 record, whose collector did not say. Also optional in v3, added
+later: a topic's `remote_storage` and a partition's `local_log_start_offset` / `highest_remote_offset`
+(tiered storage); a record without them is read as "not tiered". The pipeline accepts
 every version in SUPPORTED_VERSIONS and quarantines others.
 """
 
@@ -122,6 +124,11 @@ PARTITION = Struct((
     ("lagging", Array(INT), False),
     ("changed", BOOL, False),
     ("keyframe", BOOL, False),
+    # tiered topics only (KIP-405, collectors/tiered.py): the leader's local log start offset (the first
+    # offset still on its disk) and the highest offset copied to remote storage (-1: none yet); null
+    # when the leader did not answer or cannot say (Kafka < 3.9)
+    ("local_log_start_offset", LONG, False),
+    ("highest_remote_offset", LONG, False),
 ))
 
 VOTER = Struct((  # one KRaft controller quorum voter, as the quorum leader reports it
@@ -178,6 +185,7 @@ TOPIC_STATE = Struct((
     # v2: false when no broker answered the poll (ZooKeeper's view alone): its findings open incidents
     # and resolve none, so a restarting cluster's partitions stay in their outage's incident; absent: true
     ("resolves", BOOL, False),
+    ("remote_storage", BOOL, False),  # true: the topic has remote.storage.enable=true (tiered storage)
     ("partitions", Array(PARTITION), True),
 ))
 

@@ -242,3 +242,23 @@ def test_a_reassignment_that_stopped_copying_is_stalled(spark, progress_ms, leo,
     rows = alert_rows(valid(parse(_batch(spark, [json.dumps(topic)]))), DetectorSettings(reassignment_stall_ms=300_000))
     (f,) = [r for r in rows.collect() if r.row_type == "finding"]
     assert (f.type, (f.cause, f.severity)) == ("PARTITION_REASSIGNING", expected)
+
+
+def test_a_tiered_topic_brings_its_offsets_to_the_driver(spark):
+    """Only a topic with remote.storage.enable=true (the record's `remote_storage`) gets a "tiered" row:
+    every partition's HW, log start, local log start and highest remote offset (pipelines/tiered_view.py)."""
+    from pipelines.alert_path import split_rows
+
+    parts = [_p(0, high_watermark=4000, log_start_offset=0, local_log_start_offset=2048, highest_remote_offset=3071),
+             _p(1, high_watermark=10, log_start_offset=0, local_log_start_offset=0, highest_remote_offset=-1)]
+    tiered = topic_record("c1", "admin", 7, 1_000, topic="tiered", live_brokers=[1, 2], partitions=parts,
+                          min_insync_replicas=1, unclean_leader_election=False, remote_storage=True)
+    plain = topic_record("c1", "admin", 7, 1_000, topic="plain", live_brokers=[1, 2], partitions=[_p(0)],
+                         min_insync_replicas=1, unclean_leader_election=False)
+    rows = alert_rows(valid(parse(_batch(spark, [json.dumps(tiered), json.dumps(plain)])))).collect()
+    assert sorted(r.topic for r in rows if r.row_type == "tiered") == ["tiered"]
+    found = []
+    split_rows(rows, [], found)
+    ((t,),) = [found]
+    assert (t.cluster, t.topic, t.observed_at_ms) == ("c1", "tiered", 1_000)
+    assert [(p.partition, p.remote_copy_lag) for p in t.partitions] == [(0, 928), (1, 10)]
