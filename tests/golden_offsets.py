@@ -52,6 +52,24 @@ CHANGE = [
      "a follower back from a rolling restart cuts 358 -> 357 below the HW 444, which the leader covers: it fetches again"),
 ]
 
+# A follower that restarted empty (its disk wiped or replaced) rebuilds from the leader: (number, leader, hw,
+#   previous max hw, leader's log start, leader's local log start (tiered topics; None otherwise), leos,
+#   previous leos, expected truncations [(broker, cause)], reason)
+EMPTIED = [
+    (1, 2, 5500, 4000, 0, 4096, {1: 0, 2: 5500, 3: 5500}, {1: 4000, 2: 4000, 3: 4000}, [],
+     "tests/e2e/test_tiered_storage.py: wiped follower 1 of a tiered topic, first seen with an empty log"),
+    (2, 2, 5500, 4000, 0, 4096, {1: 4096, 2: 5500, 3: 5500}, {1: 4500, 2: 4000, 3: 4500}, [],
+     "the same, seen after the rebuild began at the leader's local log start (truncateFullyAndStartAt)"),
+    (3, 2, 5500, 4000, 0, 4096, {1: 4200, 2: 5500, 3: 5500}, {1: 4500, 2: 4000, 3: 4500}, [(1, "uncommitted_suffix")],
+     "above the local log start: an ordinary truncation, judged as always"),
+    (4, 2, 900, 900, 0, None, {1: 0, 2: 900}, {1: 900, 2: 900}, [],
+     "no tiered storage: a wiped follower back at the leader's log start 0"),
+    (5, 2, 900, 900, 100, None, {1: 50, 2: 900}, {1: 900, 2: 900}, [],
+     "below the leader's log start (retention deleted the rest): it holds nothing the leader has"),
+    (6, 2, 800, 900, 0, None, {1: 0, 2: 800}, {1: 900, 2: 800}, [(1, "below_high_watermark")],
+     "the leader's HW is lower than the partition's: data loss, whatever the log start"),
+]
+
 # Elections with Kafka 4's ELR: (number, leader, previous leader, previous isr, previous elr, previous last known
 #   elr, hw, previous hw, expected (cause, severity) or None, reason). elr None: not reported (Kafka 3.x).
 ELECTION = [

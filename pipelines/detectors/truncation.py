@@ -11,7 +11,12 @@
   unclean election does not hide what was committed before it. A follower that cuts below that HW
   while the leader's HW still covers it loses nothing the partition had: it fetches the messages
   again (a follower restarted during a rolling restart truncates to its leader-epoch boundary; seen
-  in tests/e2e/test_maintenance.py): cause `follower_refetch`, warning.
+  in tests/e2e/test_maintenance.py): cause `follower_refetch`, warning. A follower whose LEO fell to or
+  below the first offset the leader keeps on disk (its log start, or on a tiered topic its local log
+  start) holds none of its old log: it restarted empty (a wiped or replaced disk) and rebuilds from the
+  leader, from that offset on a tiered topic (KIP-405: `TierStateMachine` builds the remote log's
+  auxiliary state, then `truncateFullyAndStartAt` the leader's local log start). Nothing was cut:
+  no LOG_TRUNCATION; its catch-up is REPLICA_LAG and UNDER_REPLICATED.
 Offsets compared are the last known ones (collectors/memory.py), so a broker that was down shows its
 truncation on the first poll after it returns. Both are events (held open for `event_hold_s`).
 """
@@ -44,14 +49,17 @@ def hw_regressed(hw: int | None, previous_hw: int | None) -> bool:
 
 
 def truncations(leos: dict[int, int], previous_leos: dict[int, int], previous_hw: int | None,
-                hw: int | None = None, leader: int | None = None) -> list[Truncated]:
-    """`previous_hw`: the highest HW the partition had (previous.max_high_watermark); `hw`, `leader`: now."""
+                hw: int | None = None, leader: int | None = None, on_disk_from: int | None = None) -> list[Truncated]:
+    """`previous_hw`: the highest HW the partition had (previous.max_high_watermark); `hw`, `leader`: now;
+    `on_disk_from`: the first offset the leader keeps on disk now (max of its log start and local log start)."""
     out = []
     for b, after in sorted(leos.items()):
         before = previous_leos.get(b)
         if before is not None and after < before:
             below = previous_hw is not None and after < previous_hw
             covered = hw is not None and previous_hw is not None and hw >= previous_hw and b != leader
+            if covered and on_disk_from is not None and after <= on_disk_from:
+                continue  # restarted empty: rebuilding from the leader, nothing cut
             out.append(Truncated(b, before, after, (REFETCH if covered else BELOW_HW) if below else UNCOMMITTED))
     return out
 
@@ -71,6 +79,8 @@ def truncation_column(p: Any) -> Any:
     before_offsets = F.coalesce(prev["replica_offsets"], F.array())
     cur = F.coalesce(p["replica_offsets"], F.array())
     peak = F.coalesce(prev["max_high_watermark"], prev["high_watermark"])
+    covered = F.coalesce(p["high_watermark"] >= peak, F.lit(False))
+    on_disk_from = F.greatest(p["log_start_offset"], p["local_log_start_offset"])  # nulls skipped; both null: null
     rows = F.transform(cur, lambda o: F.struct(
         o["broker"].alias("broker"), leo_of(before_offsets, o["broker"]).alias("before"),
         o["log_end_offset"].alias("after"),
@@ -79,7 +89,12 @@ def truncation_column(p: Any) -> Any:
                       F.lit(REFETCH)).otherwise(F.lit(BELOW_HW)))
         .otherwise(F.lit(UNCOMMITTED))
         .alias("cause")))
-    return F.when(prev.isNotNull(), F.filter(rows, lambda x: x["before"].isNotNull() & (x["after"] < x["before"]))) \
+
+    def restarted_empty(x: Any) -> Any:
+        return covered & (x["broker"] != p["leader"]) & F.coalesce(x["after"] <= on_disk_from, F.lit(False))
+
+    return F.when(prev.isNotNull(), F.filter(rows, lambda x: x["before"].isNotNull() & (x["after"] < x["before"])
+                                             & ~restarted_empty(x))) \
         .otherwise(F.array().cast("array<struct<broker:int,before:bigint,after:bigint,cause:string>>"))
 
 
@@ -112,4 +127,6 @@ TRUNCATION_RULE = Rule(TRUNCATION, {UNCOMMITTED: "warning", REFETCH: "warning", 
             routine=(
             "A restarted old leader truncating its uncommitted suffix is normal (warning), and so is a restarted "
             "follower cutting below the HW the leader still covers (`follower_refetch`, warning: it fetches "
-            "again); below the highest HW with the leader's HW lower too is data loss (critical)."))
+            "again); a follower whose disk was wiped or replaced restarts empty and rebuilds from the leader (on a tiered "
+            "topic from its local log start): no truncation at all, its catch-up is REPLICA_LAG; below the highest HW "
+            "with the leader's HW lower too is data loss (critical)."))

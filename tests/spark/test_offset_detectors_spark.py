@@ -9,7 +9,7 @@ import pytest
 from collectors.records import topic_record
 from pipelines.findings import DetectorSettings, alert_rows
 from pipelines.ingest import parse, valid
-from tests.golden_offsets import CHANGE, ELECTION, EVIDENCE, LAG, STALL
+from tests.golden_offsets import CHANGE, ELECTION, EMPTIED, EVIDENCE, LAG, STALL
 
 pytestmark = pytest.mark.spark
 
@@ -78,6 +78,20 @@ def test_changes_between_polls_plan_matches_golden_cases(spark):
         types = {f.type for f in fs}
         assert ("UNCLEAN_LEADER_ELECTION" in types) is unclean, reason
         assert ("OFFSET_REGRESSION" in types) is regression, reason
+        assert sorted((f.broker, f.cause) for f in fs if f.type == "LOG_TRUNCATION") == truncs, reason
+
+
+def test_restarted_empty_plan_matches_golden_cases(spark):
+    records = []
+    for n, leader, hw, peak, log_start, local_start, leos, pleos, *_ in EMPTIED:
+        previous = {"leader": leader, "leader_epoch": 5, "isr": sorted(leos), "high_watermark": peak,
+                    "max_high_watermark": peak, "replica_offsets": _offsets(pleos)}
+        extra = {} if local_start is None else {"local_log_start_offset": local_start}
+        records.append(_record(f"emptied-{n}", 1_000, leader, [leader], sorted(leos), high_watermark=hw,
+                               log_start_offset=log_start, replica_offsets=_offsets(leos), previous=previous, **extra))
+    found = _findings(spark, records, DetectorSettings())
+    for n, *_rest, truncs, reason in EMPTIED:
+        fs = found.get(f"emptied-{n}", [])
         assert sorted((f.broker, f.cause) for f in fs if f.type == "LOG_TRUNCATION") == truncs, reason
 
 

@@ -6,7 +6,7 @@ from pipelines.detectors.hw_stall import classify_stall
 from pipelines.detectors.lag import follower_lags
 from pipelines.detectors.truncation import hw_regressed, truncations
 from pipelines.detectors.unclean import classify_election, is_unclean
-from tests.golden_offsets import CHANGE, ELECTION, EVIDENCE, LAG, STALL
+from tests.golden_offsets import CHANGE, ELECTION, EMPTIED, EVIDENCE, LAG, STALL
 
 pytestmark = pytest.mark.unit
 
@@ -31,6 +31,13 @@ def test_changes_between_polls(case):
     assert is_unclean(leader, pleader, pisr, hw, phw) is unclean, reason
     assert hw_regressed(hw, phw) is regression, reason
     assert [(t.broker, t.cause) for t in truncations(leos, pleos, phw, hw, leader)] == truncs, reason
+
+
+@pytest.mark.parametrize("case", EMPTIED, ids=[f"emptied-{c[0]}" for c in EMPTIED])
+def test_a_follower_that_restarted_empty_cut_nothing(case):
+    _n, leader, hw, peak, log_start, local_start, leos, pleos, truncs, reason = case
+    on_disk_from = max(s for s in (log_start, local_start) if s is not None)
+    assert [(t.broker, t.cause) for t in truncations(leos, pleos, peak, hw, leader, on_disk_from)] == truncs, reason
 
 
 @pytest.mark.parametrize("case", ELECTION, ids=[f"election-{c[0]}" for c in ELECTION])
