@@ -315,6 +315,8 @@ class AdminSource:
             leader_imbalance_per_broker_percentage=self._configs.leader_imbalance_pct,
             reassignment_in_progress=self.zk.reassigning if zk_live is not None else None,  # type: ignore[union-attr]
             quorum=quorum, denied=self._denied(), capabilities=self._capabilities,
+            migration=(self._zk_state.migration_phase(), self._zk_state.migration_phase_since_ms())
+            if self._zk_state is not None else None,
         )]
         self._last_cluster_state = records[0]["cluster_state"]
         present = set()

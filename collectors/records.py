@@ -18,7 +18,8 @@ def cluster_record(cluster: str, source: str, poll_id: int, observed_at_ms: int,
                    leader_imbalance_per_broker_percentage: int | None = None,
                    reassignment_in_progress: bool | None = None,
                    quorum: dict[str, Any] | None = None, error_reason: str | None = None,
-                   denied: Iterable[str] = (), capabilities: dict[str, bool] | None = None) -> dict[str, Any]:
+                   denied: Iterable[str] = (), capabilities: dict[str, bool] | None = None,
+                   migration: tuple[int, int | None] | None = None) -> dict[str, Any]:
     rec = envelope("cluster", cluster, source, poll_id, observed_at_ms)
     rec["cluster_state"] = {
         "controller_id": controller_id, "brokers": sorted(brokers, key=lambda b: b["id"]),
@@ -33,6 +34,8 @@ def cluster_record(cluster: str, source: str, poll_id: int, observed_at_ms: int,
         rec["cluster_state"]["error_reason"] = error_reason
     if denied:
         rec["cluster_state"]["denied"] = sorted(set(denied))
+    if migration is not None:  # ZooKeeper mode: (ZkMigrationState, since when krm sees it)
+        rec["cluster_state"]["migration_phase"], rec["cluster_state"]["migration_phase_since_ms"] = migration
     if capabilities:
         rec["cluster_state"]["capabilities"] = sorted(k for k, ok in capabilities.items() if ok)
         rec["cluster_state"]["unsupported"] = sorted(k for k, ok in capabilities.items() if not ok)

@@ -79,6 +79,7 @@ class ZkState:
         self._migration_changed_at = time.monotonic()  # when /migration last changed
         self._migration_data: bytes | None = None
         self._phase: int | None = None  # the last migration phase logged
+        self._phase_since_ms: int | None = None  # epoch ms when krm first saw that phase
         self._assignments: dict[str, dict[int, tuple[int, ...]]] = {}
         # topic -> partition -> (adding, removing) while a reassignment moves it (the topic znode's
         # adding_replicas / removing_replicas, written by the controller since Kafka 2.4, KIP-455)
@@ -171,6 +172,11 @@ class ZkState:
             return POST_MIGRATION
         return ZK
 
+    def migration_phase_since_ms(self) -> int | None:
+        """When krm first saw the current phase (epoch ms; a phase older than krm's start counts from it)."""
+        with self._lock:
+            return self._phase_since_ms
+
     def zk_brokers(self) -> int | None:
         """Brokers registered in ZooKeeper (during a migration: those still in ZooKeeper mode)."""
         with self._lock:
@@ -193,6 +199,8 @@ class ZkState:
         phase = self.migration_phase()
         with self._lock:
             changed = phase != self._phase and (self._phase is not None or phase != ZK)
+            if phase != self._phase:
+                self._phase_since_ms = int(time.time() * 1000)
             self._phase = phase
         if changed:
             log.info("cluster %s: ZooKeeper → KRaft migration: %s", self.cluster.name, PHASE_WORDS[phase])

@@ -154,6 +154,10 @@ class PipelineConfig(Table):
     planned_stop_max_s: float = Field(600.0, ge=0.0)
     # PARTITION_REASSIGNING turns `stalled` (warning) when its adding replicas copied nothing this long
     reassignment_stall_s: float = Field(300.0, ge=0.0)
+    # CONTROLLER_ANOMALY (warning) for a ZooKeeper → KRaft migration left half-way: a KRaft controller that
+    # claimed /controller but copied nothing this long, and dual writes (not finalized) this long
+    migration_copy_stuck_s: float = Field(900.0, ge=0.0)
+    migration_dual_write_max_s: float = Field(86400.0, ge=0.0)
     leader_skew_tolerance: float = Field(0.5, ge=0.0)  # LEADER_SKEW beyond this share of the mean leaders per broker
     # REPLICA_IMBALANCE (cluster) below this share under the mean
     replica_imbalance_tolerance: float = Field(0.2, ge=0.0, le=1.0)

@@ -30,6 +30,8 @@ class DetectorSettings:
     lag_seconds: float = default_of(PipelineConfig, "replica_lag_seconds")
     planned_stop_max_ms: int = int(default_of(PipelineConfig, "planned_stop_max_s") * 1000)
     reassignment_stall_ms: int = int(default_of(PipelineConfig, "reassignment_stall_s") * 1000)
+    migration_copy_stuck_ms: int = int(default_of(PipelineConfig, "migration_copy_stuck_s") * 1000)
+    migration_dual_write_max_ms: int = int(default_of(PipelineConfig, "migration_dual_write_max_s") * 1000)
 
 
 def topic_rows(obs: Any, observed_at_ms: Any, settings: DetectorSettings) -> Any:

@@ -28,7 +28,8 @@ which is what a v1 collector knew. 3 adds a partition's `lagging`, `changed` / `
 absent in a v3 record means "as before", so the history path writes the partition only on those;
 it writes every partition of a v1 or v2 record, whose collector did not say. Also optional in v3, added
 later: a topic's `remote_storage` and a partition's `local_log_start_offset` / `highest_remote_offset`
-(tiered storage); a record without them is read as "not tiered". The pipeline accepts
+(tiered storage), and a cluster's `migration_phase` / `migration_phase_since_ms` (ZooKeeper → KRaft);
+a record without them is read as "not tiered", "no migration known". The pipeline accepts
 every version in SUPPORTED_VERSIONS and quarantines others.
 """
 
@@ -169,6 +170,10 @@ CLUSTER_STATE = Struct((
     ("denied", Array(STRING), False),  # v2: ACLs the poll found missing ("DESCRIBE_CONFIGS on TOPIC t")
     ("capabilities", Array(STRING), False),  # v2: what krm could ask the brokers (collectors/capabilities.py)
     ("unsupported", Array(STRING), False),  # v2: what it could not: the brokers lack the request
+    # ZooKeeper-mode clusters (added in v3, optional): the ZooKeeper → KRaft migration's phase as Kafka's
+    # ZkMigrationState numbers (4 none, 2 copying, 1 dual writes, 3 finalized) and when krm first saw it
+    ("migration_phase", INT, False),
+    ("migration_phase_since_ms", LONG, False),
 ))
 
 TOPIC_STATE = Struct((

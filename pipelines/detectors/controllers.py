@@ -7,6 +7,13 @@
 - `no_quorum_leader`, `voter_lagging`, `quorum_at_risk`: the KRaft metadata quorum
   (pipelines/detectors/quorum.py, on the driver).
 - `multiple_active_controllers` (critical), from the brokers' own JMX, below.
+- `migration_copy_stuck`, `migration_dual_write_stuck` (warnings): a ZooKeeper → KRaft migration
+  (KIP-866) left half-way: a KRaft controller claimed /controller but has not copied ZooKeeper's
+  metadata for `[pipeline] migration_copy_stuck_s` (it waits for every broker to register with it in
+  migration mode: one is missing or misconfigured), or the cluster has been in dual writes for
+  `migration_dual_write_max_s` (brokers still in ZooKeeper mode, or finalization never done; rolling
+  back is possible only until then). The phase comes from the collector (collectors/zookeeper.py,
+  Kafka's ZkMigrationState numbers); judged in the alert projection.
 
 Split brain from JMX: more than one broker says it is the active controller.
 
@@ -30,6 +37,10 @@ MULTIPLE = "multiple_active_controllers"
 NO_QUORUM_LEADER = "no_quorum_leader"
 VOTER_LAGGING = "voter_lagging"
 QUORUM_AT_RISK = "quorum_at_risk"
+MIGRATION_COPY_STUCK = "migration_copy_stuck"
+MIGRATION_DUAL_WRITE_STUCK = "migration_dual_write_stuck"
+# Kafka's ZkMigrationState numbers (metadata/src/main/java/org/apache/kafka/metadata/migration/ZkMigrationState.java)
+DUAL_WRITE, COPYING = 1, 2
 
 
 def active_controllers(counts: dict[int, float]) -> list[int]:
@@ -46,17 +57,41 @@ def controller_missing(controller_id: int | None) -> bool:
     return controller_id is None or controller_id < 0
 
 
+def migration_stuck(phase: int | None, since_ms: int | None, now_ms: int, copy_max_ms: int,
+                    dual_write_max_ms: int) -> str | None:
+    """The cause when a migration stayed in one phase too long, else None."""
+    if phase is None or since_ms is None:
+        return None
+    if phase == COPYING and now_ms - since_ms >= copy_max_ms:
+        return MIGRATION_COPY_STUCK
+    if phase == DUAL_WRITE and now_ms - since_ms >= dual_write_max_ms:
+        return MIGRATION_DUAL_WRITE_STUCK
+    return None
+
+
 def _plan(view: ClusterView) -> Any:
     from pyspark.sql import functions as F
 
     cid = view.cs["controller_id"]
-    return F.array(F.when(cid.isNull() | (cid < 0), view.finding(RULE, NO_CONTROLLER, F.lit("{}"))))
+    phase, since = view.cs["migration_phase"], view.cs["migration_phase_since_ms"]
+    age = view.observed_at_ms - since
+    details = F.to_json(F.struct(phase.alias("migration_phase"), since.alias("migration_phase_since_ms")))
+    settings = view.settings
+    return F.array(
+        F.when(cid.isNull() | (cid < 0), view.finding(RULE, NO_CONTROLLER, F.lit("{}"))),
+        F.when((phase == COPYING) & (age >= settings.migration_copy_stuck_ms),
+               view.finding(RULE, MIGRATION_COPY_STUCK, details)),
+        F.when((phase == DUAL_WRITE) & (age >= settings.migration_dual_write_max_ms),
+               view.finding(RULE, MIGRATION_DUAL_WRITE_STUCK, details)))
 
 
 RULE = Rule(TYPE, {NO_CONTROLLER: "critical", MULTIPLE: "critical", NO_QUORUM_LEADER: "critical",
-                   VOTER_LAGGING: "warning", QUORUM_AT_RISK: "warning"}, "cluster",
-            "no active controller, more than one, or a KRaft quorum losing its majority", plan=_plan,
+                   VOTER_LAGGING: "warning", QUORUM_AT_RISK: "warning", MIGRATION_COPY_STUCK: "warning",
+                   MIGRATION_DUAL_WRITE_STUCK: "warning"}, "cluster",
+            "no active controller, more than one, a KRaft quorum losing its majority, or a ZooKeeper → KRaft "
+            "migration left half-way", plan=_plan,
             routine=(
             "A controller fail-over (ZooKeeper mode) lasts under its 5 s grace; restarting one KRaft voter of "
             "three is `voter_lagging` / `quorum_at_risk` (warnings). No active controller or no quorum stops "
-            "every election: critical."))
+            "every election: critical. A ZooKeeper → KRaft migration pages nobody; one left in a phase past "
+            "`migration_copy_stuck_s` / `migration_dual_write_max_s` is a warning."))

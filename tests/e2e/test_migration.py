@@ -9,7 +9,9 @@ hurt (an RF-1 partition is offline while its broker restarts, in any rolling res
 /brokers/ids when they turn KRaft, /controller names a KRaft controller and stays after
 finalization: read naively, every broker is down and every partition offline); a broker SIGKILLed
 during the dual writes pages as anywhere else, with its cause; krm_cluster_migration_state moves
-from 4 (ZooKeeper) through 1 (dual writes) to 3 (finalized), Kafka's ZkMigrationState numbers."""
+from 4 (ZooKeeper) through 1 (dual writes) to 3 (finalized), Kafka's ZkMigrationState numbers; dual
+writes longer than `migration_dual_write_max_s` are a warning incident (CONTROLLER_ANOMALY
+`migration_dual_write_stuck`) that the finalization resolves."""
 
 import datetime as dt
 import threading
@@ -92,7 +94,9 @@ def test_a_full_migration_pages_nobody_and_a_crash_during_dual_writes_still_page
     assignment = create_topic(cluster, "mig-rf1", partitions=6, rf=1)
     expected = {p for p, replicas in assignment.items() if replicas == [victim]}
     assert expected, "nothing on the victim: the crash would prove nothing"
-    config_path = write_config(cluster, tmp_path, observations_on=zk_cluster)
+    # dual writes "too long" after 20 s here (a day by default): the warning incident opens and resolves
+    config_path = write_config(cluster, tmp_path, observations_on=zk_cluster,
+                               pipeline_extra="migration_dual_write_max_s = 20\n")
     monitor = Monitor(load_config(config_path), spark=spark).start()
     try:
         url = monitor.metrics_url
@@ -154,5 +158,11 @@ def test_a_full_migration_pages_nobody_and_a_crash_during_dual_writes_still_page
         assert {(kind, cause) for kind, _, _, cause, _ in critical} <= {("OFFLINE_PARTITION", CAUSE)} | gap, critical
         still_open = [i for i in stored_incidents("--open", "--config", str(config_path)) if i["severity"] == "critical"]
         assert still_open == [], still_open
+
+        # the dual writes outlasted migration_dual_write_max_s: a warning, resolved by the finalization
+        def stuck():
+            return [(i["severity"], i["status"]) for i in stored_incidents("--config", str(config_path))
+                    if i["type"] == "CONTROLLER_ANOMALY" and i["cause"] == "migration_dual_write_stuck"]
+        wait_equal(stuck, [("warning", "resolved")], 60, "migration_dual_write_stuck opened, then resolved")
     finally:
         monitor.stop()

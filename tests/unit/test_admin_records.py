@@ -62,6 +62,12 @@ class FakeZk:
     def topics(self):
         return sorted(self._assignments)
 
+    def migration_phase(self):
+        return 4  # Kafka's ZkMigrationState ZK: no migration
+
+    def migration_phase_since_ms(self):
+        return None
+
 
 def test_zookeeper_state_wins_when_its_epoch_is_newer():
     zk = FakeZk({2}, {("t", 0): ZkPartition(leader=-1, leader_epoch=1, isr=(1,), controller_epoch=3,
