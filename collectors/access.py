@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable
 
 from foundation.backoff import Backoff
+from foundation.kerberos import KerberosLoginError
 from foundation.oauth import OAuthTokenError
 from foundation.security import KafkaSecurity, kafka_python_kwargs
 from schemas import observation
@@ -72,7 +73,7 @@ def classify(exc: BaseException | None, cluster: str, sec: KafkaSecurity) -> Acc
                                   f"ssl_keyfile ({exc.reason})")
     if isinstance(exc, ssl.SSLError):
         return AccessProblem(TLS, f"TLS handshake failed for cluster {cluster} {who}: {exc.reason or exc}")
-    if isinstance(exc, OAuthTokenError):  # no token, so no login attempted
+    if isinstance(exc, (OAuthTokenError, KerberosLoginError)):  # no token or ticket, so no login attempted
         return AccessProblem(AUTHENTICATION, f"authentication failed for cluster {cluster} {who}: {exc}")
     if isinstance(exc, Errors.SaslAuthenticationFailedError):
         return AccessProblem(AUTHENTICATION, f"authentication failed for cluster {cluster} {who}: "

@@ -178,6 +178,12 @@ class KafkaSecurity(SaslKeys):
     sasl_oauth_client_secret_file: File | None = None
     sasl_oauth_client_secret_env: EnvName | None = None
     sasl_oauth_scope: Text | None = None
+    # GSSAPI (Kerberos): the brokers' sasl.kerberos.service.name, and krm's own login from a keytab
+    # (foundation/kerberos.py); without a keytab, the process's default ticket cache (kinit)
+    sasl_kerberos_service_name: Text | None = None
+    sasl_kerberos_principal: Text | None = None
+    sasl_kerberos_keytab: File | None = None
+    krb5_config: File | None = None  # the krb5.conf naming the realm's KDCs (default: /etc/krb5.conf)
 
     @field_validator("security_protocol", "sasl_mechanism")
     @classmethod
@@ -205,18 +211,43 @@ class KafkaSecurity(SaslKeys):
             if mechanism == "OAUTHBEARER":
                 self._oauth()
             if mechanism == "GSSAPI":
-                try:
-                    import gssapi  # noqa: F401
-                except ImportError:
-                    raise ValueError("sasl_mechanism GSSAPI needs the `gssapi` Python package (pip install gssapi, "
-                                     "with a Kerberos client library and a ticket cache)") from None
-        elif mechanism or self.sasl_username or password or self.sasl_oauth_token_file or \
-                self.sasl_oauth_token_endpoint_url:
+                self._kerberos()
+        if mechanism != "GSSAPI" and (self.sasl_kerberos_principal or self.sasl_kerberos_keytab or self.krb5_config
+                                      or self.sasl_kerberos_service_name):
+            raise ValueError(f"has sasl_kerberos_* / krb5_config settings but sasl_mechanism is {mechanism}; "
+                             f"use GSSAPI")
+        if not protocol.startswith("SASL_") and (mechanism or self.sasl_username or password or
+                                                 self.sasl_oauth_token_file or self.sasl_oauth_token_endpoint_url):
             raise ValueError(f"has SASL settings but security_protocol is {protocol}; use SASL_SSL or SASL_PLAINTEXT")
         if not protocol.endswith("SSL") and (self.ssl_cafile or self.ssl_certfile):
             raise ValueError(f"has ssl_* files but security_protocol is {protocol}; use SSL or SASL_SSL")
         check_secret(self, "sasl_password")
         return self
+
+    def _kerberos(self) -> None:
+        """GSSAPI: the gssapi package; a keytab with the principal it holds (Kafka's Java clients need both)."""
+        try:
+            import gssapi  # noqa: F401
+        except ImportError:
+            raise ValueError("sasl_mechanism GSSAPI needs the `gssapi` Python package (pip install gssapi, "
+                             "which builds against the system's Kerberos library: libkrb5-dev)") from None
+        if (self.sasl_kerberos_keytab is None) != (self.sasl_kerberos_principal is None):
+            raise ValueError("sasl_kerberos_keytab and sasl_kerberos_principal go together (the keytab's principal, "
+                             "e.g. krm@EXAMPLE.COM); neither: the default ticket cache (kinit)")
+        if self.sasl_kerberos_keytab is not None:
+            checked(check_secret_file, self.sasl_kerberos_keytab, "sasl_kerberos_keytab")
+        if self.krb5_config is not None and not self.krb5_config.is_file():
+            raise ValueError(f"krb5_config {self.krb5_config} is not a file")
+
+    @property
+    def kerberos(self) -> Any:
+        """GSSAPI's login (foundation/kerberos.py KerberosLogin); None for other mechanisms."""
+        if self.sasl_mechanism != "GSSAPI":
+            return None
+        from foundation.kerberos import KerberosLogin
+
+        return KerberosLogin(self.sasl_kerberos_service_name or self.sasl_username or "kafka",
+                             self.sasl_kerberos_principal, self.sasl_kerberos_keytab, self.krb5_config)
 
     def _oauth(self) -> None:
         """OAUTHBEARER: a token file, or a token endpoint with the client's id and secret."""
@@ -269,6 +300,8 @@ class KafkaSecurity(SaslKeys):
         if self.uses_sasl:
             if self.sasl_oauth_client_id:
                 return f"{self.sasl_mechanism}, client {self.sasl_oauth_client_id}"
+            if self.sasl_mechanism == "GSSAPI":
+                return f"GSSAPI, {self.kerberos.describe()}"
             who = f", user {self.username}" if self.username else ""
             return f"{self.sasl_mechanism}{who}"
         if self.uses_tls:
@@ -299,7 +332,12 @@ def kafka_python_kwargs(sec: KafkaSecurity) -> dict[str, Any]:
         elif sec.sasl_mechanism == "OAUTHBEARER":
             kw["sasl_oauth_token_provider"] = _token_provider(sec)
         elif sec.sasl_mechanism == "GSSAPI":
-            kw["sasl_kerberos_service_name"] = sec.username or "kafka"
+            from foundation import kerberos
+
+            kerberos.register()
+            login = sec.kerberos
+            kw["sasl_kerberos_service_name"] = login.service_name
+            kw["sasl_kerberos_name"] = login  # taken by kerberos.GssapiWithLogin
     return kw
 
 
@@ -387,7 +425,16 @@ def spark_kafka_options(sec: KafkaSecurity) -> dict[str, str]:
                     "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required;"
                 o["kafka.sasl.oauthbearer.token.endpoint.url"] = f"file://{sec.oauth_token_file}"
         elif sec.sasl_mechanism == "GSSAPI":
-            o["kafka.sasl.kerberos.service.name"] = sec.username or "kafka"
+            # Kafka's Java client logs in with JAAS: from the keytab, or from the ticket cache (kinit);
+            # the JVM finds the KDCs in -Djava.security.krb5.conf (krm/runner.py sets it from krb5_config)
+            login = sec.kerberos
+            o["kafka.sasl.kerberos.service.name"] = login.service_name
+            if login.keytab is not None:
+                o["kafka.sasl.jaas.config"] = (
+                    "com.sun.security.auth.module.Krb5LoginModule required useKeyTab=true storeKey=true "
+                    f'keyTab="{_jaas_quote(str(login.keytab))}" principal="{_jaas_quote(login.principal or "")}";')
+            else:
+                o["kafka.sasl.jaas.config"] = "com.sun.security.auth.module.Krb5LoginModule required useTicketCache=true;"
     return o
 
 

@@ -90,7 +90,7 @@ def cmd_local_cluster(args: argparse.Namespace) -> int:
                          broker_config=dict(kv.split("=", 1) for kv in args.broker_config),
                          kafka_version=args.kafka_version or "", controllers=args.controllers,
                          security=args.security, session_timeout_ms=args.session_timeout_ms,
-                         tiered_storage=args.tiered_storage).up()
+                         tiered_storage=args.tiered_storage, kerberos=args.kerberos).up()
         _print_status(c.status(), args.json)
         return 0
     c = LocalCluster.load(root)
@@ -774,6 +774,9 @@ def build_parser() -> argparse.ArgumentParser:
     up.add_argument("--session-timeout-ms", type=int, default=6000, metavar="MS",
                     help="how long a silent broker stays registered: the ZooKeeper session (zk mode) or the "
                          "controllers' broker.session.timeout.ms (KRaft); default 6000, Kafka's own 18000 / 9000")
+    up.add_argument("--kerberos", action="store_true",
+                    help="with --security sasl_ssl: a Kerberos KDC of the cluster's own (MIT krb5kdc, realm KRM.LOCAL) "
+                         "and GSSAPI on the listener; keytabs and krb5.conf in the cluster's secrets folder")
     up.add_argument("--tiered-storage", action="store_true",
                     help="KIP-405 remote storage on the brokers (Kafka 3.9+, plaintext): a folder "
                          "of the cluster as the remote tier; topics opt in with remote.storage.enable=true")

@@ -34,6 +34,7 @@ from typing import Any
 
 from foundation.errors import ClusterError
 from foundation.paths import CONF_DIR, IN_CHECKOUT, JVM_DIR, jar_group, jars_dir, krm_home
+from krm.local_kdc import LocalKdc
 from krm.local_security import ADMIN_USER, KRM_USER, MECHANISM, LocalSecurity, grant_krm_acls
 
 log = logging.getLogger(__name__)
@@ -154,6 +155,10 @@ class LocalCluster:
     # KIP-405 tiered storage on the brokers (Kafka >= 3.9): a folder of this cluster as the remote tier
     # through krm's FolderRemoteStorageManager (jvm/tiered/); a topic uses it with remote.storage.enable=true
     tiered_storage: bool = False
+    # sasl_ssl only: a Kerberos KDC of the cluster's own (krm/local_kdc.py) and GSSAPI on the listener;
+    # the KDC is not a Kafka node: its process is kept apart from `nodes`
+    kerberos: bool = False
+    kdc_node: Node | None = None
 
     # ---------------------------------------------------------------- construction and state
 
@@ -188,6 +193,8 @@ class LocalCluster:
         if self.tiered_storage and self.security != "plaintext":
             raise ClusterError("--tiered-storage is plaintext only here (the remote log metadata manager's own "
                                "clients are not given the cluster's credentials)")
+        if self.kerberos and self.security != "sasl_ssl":
+            raise ClusterError("--kerberos adds GSSAPI to a SASL_SSL listener: use it with --security sasl_ssl")
         if self.session_timeout_ms < 1000:
             raise ClusterError(f"--session-timeout-ms must be at least 1000, got {self.session_timeout_ms}")
         self.root = Path(self.root)
@@ -208,7 +215,9 @@ class LocalCluster:
                 kafka_version=s.get("kafka_version", ZK_KAFKA_VERSION),
                 controllers=max(1, len([n for n in s["nodes"].values() if n["role"] == "controller"])),
                 security=s.get("security", "plaintext"), session_timeout_ms=s.get("session_timeout_ms", 6000),
-                migration=s.get("migration", ""), tiered_storage=s.get("tiered_storage", False))
+                migration=s.get("migration", ""), tiered_storage=s.get("tiered_storage", False),
+                kerberos=s.get("kerberos", False))
+        c.kdc_node = Node(**s["kdc_node"]) if s.get("kdc_node") else None
         c.nodes = {k: Node(**v) for k, v in s["nodes"].items()}
         return c
 
@@ -218,7 +227,8 @@ class LocalCluster:
             "cluster_id": self.cluster_id, "metrics_port": self.metrics_port, "heap_mb": self.heap_mb,
             "kafka_version": self.kafka_version, "security": self.security,
             "session_timeout_ms": self.session_timeout_ms, "migration": self.migration,
-            "tiered_storage": self.tiered_storage, "nodes": {k: vars(n) for k, n in self.nodes.items()},
+            "tiered_storage": self.tiered_storage, "kerberos": self.kerberos,
+            "kdc_node": vars(self.kdc_node) if self.kdc_node else None, "nodes": {k: vars(n) for k, n in self.nodes.items()},
         }
         tmp = self.root / "state.json.tmp"
         tmp.write_text(json.dumps(state, indent=2))
@@ -258,7 +268,7 @@ class LocalCluster:
     def up(self, timeout_s: float = 120.0) -> LocalCluster:
         """Lay out folders, start every process and wait until all brokers are registered."""
         if (self.root / "state.json").exists() and any(
-            _pid_state(n.pid) != "dead" for n in LocalCluster.load(self.root).nodes.values()
+            _pid_state(n.pid) != "dead" for n in LocalCluster.load(self.root).processes
         ):
             raise ClusterError(f"cluster {self.name} is already running at {self.root}; `krm local-cluster down` first")
         self._runtime_jars(self.kafka_version)  # fail early with the setup hint
@@ -283,8 +293,14 @@ class LocalCluster:
         for node in self.nodes.values():
             self._write_node_config(node)
         self._write_krm_config()
+        if self.kerberos:
+            self.kdc_node = Node("kdc", 0, free_port())
+            self.kdc.create(self.kdc_node.port)
         self._save()
         try:
+            if self.kdc_node is not None:
+                self._launch(self.kdc_node)
+                self._wait_port(self.kdc_node, timeout_s)
             if self.mode == "zk":
                 self._launch(self.nodes["zookeeper"])
                 self._wait_port(self.nodes["zookeeper"], timeout_s)
@@ -304,15 +320,21 @@ class LocalCluster:
             raise
         return self
 
+    @property
+    def processes(self) -> list[Node]:
+        """Every process of the cluster: its Kafka nodes and, with --kerberos, its KDC."""
+        return [*self.nodes.values(), *([self.kdc_node] if self.kdc_node else [])]
+
     def down(self) -> None:
         """Stop every process (SIGKILL: the data is throwaway) and wait until they are gone."""
-        for node in self.nodes.values():
+        every = self.processes
+        for node in every:
             if node.pid and _pid_state(node.pid) != "dead":
                 try:
                     os.kill(node.pid, signal.SIGKILL)
                 except ProcessLookupError:
                     pass
-        for node in self.nodes.values():
+        for node in every:
             self._reap(node)
             node.pid = None
         if (self.root / "state.json").exists():
@@ -702,7 +724,8 @@ class LocalCluster:
         listener = self._secrets.listener
         return {"listener": listener, "listener.security.protocol.map": f"{listener}:{listener},CONTROLLER:PLAINTEXT",
                 "authorizer.class.name": authorizer, "super.users": self._secrets.super_users,
-                **self._secrets.listener_properties(listener, oauth=self._oauth)}
+                **self._secrets.listener_properties(listener, oauth=self._oauth,
+                                                    kdc=self.kdc if self.kerberos else None)}
 
     # ---------------------------------------------------------------- internals
 
@@ -723,6 +746,11 @@ class LocalCluster:
 
     def _node_dir(self, node: Node) -> Path:
         return self.root / node.name
+
+    @property
+    def kdc(self) -> LocalKdc:
+        """The cluster's own KDC (--kerberos): realm, keytabs and krb5.conf."""
+        return LocalKdc(self._secrets.dir / "kdc")
 
     def _log_hint(self, node: Node) -> str:
         d = self._node_dir(node)
@@ -895,6 +923,8 @@ class LocalCluster:
         if self.tiered_storage and node.role == "broker":
             kafka_cp += os.pathsep + str(self._remote_storage_classes(node.kafka_version or self.kafka_version))
         oauth = self._secrets.oauth_jvm_properties() if self._oauth and node.role == "broker" else []
+        if self.kerberos and node.role == "broker":
+            oauth.append(f"-Djava.security.krb5.conf={self.kdc.krb5_conf}")
         cmd = ["java", *JVM_OPTS, *os.environ.get("KRM_JVM_OPTS", "").split(), f"-Xmx{self.heap_mb}m", *self._jaas(node),
                *oauth,
                f"-Dlog4j.configuration=file:{CONF_DIR / log_conf}",
@@ -931,9 +961,11 @@ class LocalCluster:
 
     def _launch(self, node: Node) -> None:
         d = self._node_dir(node)
+        d.mkdir(parents=True, exist_ok=True)
+        cmd, env = self.kdc.command() if node.role == "kdc" else (self._command(node), None)
         with open(d / "stdout.log", "ab") as out:
-            p = subprocess.Popen(self._command(node), stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                 start_new_session=True, cwd=d)
+            p = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                 start_new_session=True, cwd=d, env=env)
         node.pid = p.pid
         self._save()
 

@@ -231,9 +231,10 @@ class LocalSecurity:
         """admin; with mtls the brokers too (they talk to each other as their certificate's CN)."""
         return f"User:{ADMIN_USER};User:{BROKER_CN}" if self.mtls else f"User:{ADMIN_USER}"
 
-    def listener_properties(self, listener: str, oauth: bool = False) -> dict[str, str]:
+    def listener_properties(self, listener: str, oauth: bool = False, kdc: Any = None) -> dict[str, str]:
         """Broker settings of the listener named `listener`, by kind (`oauth`: sasl_ssl also takes
-        OAUTHBEARER tokens of the local identity provider, krm/local_oauth.py; Kafka 3.4+)."""
+        OAUTHBEARER tokens of the local identity provider, krm/local_oauth.py; Kafka 3.4+; `kdc`:
+        GSSAPI with the cluster's own KDC, krm/local_kdc.py)."""
         stores = {"ssl.keystore.type": "PKCS12", "ssl.keystore.location": str(self.keystore),
                   "ssl.keystore.password": self.password("keystore"),
                   "ssl.truststore.type": "PEM", "ssl.truststore.location": str(self.ca_file)}
@@ -254,6 +255,15 @@ class LocalSecurity:
                 "sasl.oauthbearer.jwks.endpoint.url": self.jwks_file.as_uri(),
                 "sasl.oauthbearer.expected.audience": OAUTH_AUDIENCE,
                 "sasl.oauthbearer.expected.issuer": OAUTH_ISSUER,
+            }
+        if kdc is not None:  # the service principal's key from its keytab; clients' principals map to
+            # their first component (krm@KRM.LOCAL -> User:krm: the DEFAULT rule, KRM.LOCAL the default realm)
+            props |= {
+                "sasl.enabled.mechanisms": props["sasl.enabled.mechanisms"] + ",GSSAPI",
+                "sasl.kerberos.service.name": "kafka",
+                f"listener.name.{listener.lower()}.gssapi.sasl.jaas.config":
+                    "com.sun.security.auth.module.Krb5LoginModule required useKeyTab=true storeKey=true "
+                    f'keyTab="{kdc.keytab("kafka")}" principal="{kdc.service_principal}";',
             }
         return props
 

@@ -87,7 +87,7 @@ class Monitor:
                     # a Spark master can take a minute to accept (or refuse) the application: say so meanwhile
                     state.update(pipeline_error=f"starting the Spark session on {p.spark_master}")
                     self._spark = build_session(p.spark_master, log_dir=Tables(p.data_dir).logs,
-                                                extra=self.spark_settings())
+                                                extra=self.spark_settings(), driver_java_options=self._krb5_option())
                     state.update(pipeline_error=None)
                 if self.collector is None:
                     self._ensure_observations_topic()
@@ -105,7 +105,16 @@ class Monitor:
         if p.data_dir.uri.startswith(("s3a://", "abfss://", "gs://")):
             objectstore_jars(required=True)  # `make jars` / `krm setup` fetch them; say so before Spark starts
             out |= p.storage.spark_conf(p.data_dir.uri)
+        if self._krb5_option():  # the executors' JVMs find the KDCs as the driver's does
+            out["spark.executor.extraJavaOptions"] = self._krb5_option()
         return out | dict(p.spark_conf)
+
+    def _krb5_option(self) -> str:
+        """Kafka's Java client (Spark's Kafka source) over GSSAPI: the JVM reads the realm's KDCs from
+        java.security.krb5.conf (it ignores KRB5_CONFIG); the observations login's krb5_config, if any."""
+        sec = self.config.observations.security
+        path = sec.krb5_config if sec.sasl_mechanism == "GSSAPI" else None
+        return f"-Djava.security.krb5.conf={path}" if path else ""
 
     def _ensure_observations_topic(self) -> None:
         """`krm pipeline` started before any collector: create the topic (as the collector would), so

@@ -81,13 +81,15 @@ def await_master(master: str, patience_s: float = MASTER_PATIENCE_S) -> None:
 
 
 def build_session(master: str = "local[2,4]", app_name: str = "krm-pipeline", log_dir: Path | None = None,
-                  extra: dict[str, str] | None = None) -> Any:
+                  extra: dict[str, str] | None = None, driver_java_options: str = "") -> Any:
     from pyspark.sql import SparkSession
 
     log_dir = Path(log_dir or Path.cwd() / "krm-logs")
     log_dir.mkdir(parents=True, exist_ok=True)
     os.environ.setdefault("PYSPARK_PYTHON", os.path.realpath(os.sys.executable))
     java_opts = f"-Dlog4j2.configurationFile=file:{CONF_DIR / 'spark-log4j2.properties'} -Dkrm.log.dir={log_dir}"
+    if driver_java_options:  # e.g. -Djava.security.krb5.conf for GSSAPI (krm/runner.py)
+        java_opts += f" {driver_java_options}"
     conf = {
         "spark.jars": ",".join(str(j) for j in pipeline_jars()),
         "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",

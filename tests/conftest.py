@@ -90,8 +90,10 @@ def zk_mtls_cluster(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def kraft4_secure_cluster(tmp_path_factory):
-    """The newest Kafka 4.x, KRaft, SASL_SSL listeners (SCRAM-SHA-512), StandardAuthorizer, krm's minimum ACLs."""
-    cluster = local_cluster(tmp_path_factory, "kraft", kafka_version=KRAFT_KAFKA_VERSION, security="sasl_ssl")
+    """The newest Kafka 4.x, KRaft, SASL_SSL listeners (SCRAM-SHA-512, PLAIN, OAUTHBEARER, and GSSAPI with a
+    KDC of its own), StandardAuthorizer, krm's minimum ACLs."""
+    cluster = local_cluster(tmp_path_factory, "kraft", kafka_version=KRAFT_KAFKA_VERSION, security="sasl_ssl",
+                            kerberos=True)
     yield cluster
     cluster.down()
 

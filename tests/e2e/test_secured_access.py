@@ -1,12 +1,13 @@
 """What krm does when a secured cluster refuses it: a wrong password, a CA that did not sign the
-brokers' certificates, an ACL taken away. One monitor watches the same SASL_SSL + ACL cluster seven
-times (SCRAM-SHA-512, PLAIN and OAUTHBEARER with the right credentials, each with a wrong one, and a
-wrong CA), as krm's least-privilege user: each failure is one log line naming the cluster and the
+brokers' certificates, an ACL taken away. One monitor watches the same SASL_SSL + ACL cluster nine
+times (SCRAM-SHA-512, PLAIN, OAUTHBEARER and GSSAPI with the right credentials, each with a wrong one,
+and a wrong CA), as krm's least-privilege user: each failure is one log line naming the cluster and the
 cause, krm_cluster_reachable{reason} says it, the brokers are not stormed with logins, and the
 correctly configured clusters go on being monitored, their canaries writing. OAUTHBEARER's tokens
 come from a token endpoint the test starts (krm/local_oauth.py, RS256 JWTs the brokers verify
 against the cluster's JWKS); the observations topic is written and read (Spark's Kafka source) with
-them."""
+them. GSSAPI's tickets come from the cluster's own MIT KDC (krm/local_kdc.py): krm logs in from a
+keytab; the wrong credential is a keytab whose principal the KDC no longer knows."""
 
 import logging
 import os
@@ -33,7 +34,7 @@ def _reachable(url):
 # PlainServerCallbackHandler / PlainSaslServer)
 REFUSED = {"SCRAM-SHA-512": "invalid credentials with SASL mechanism SCRAM-SHA-512",
            "PLAIN": "Authentication failed: Invalid username or password"}
-CANARIES = ("plain", "oauth")  # the canary over PLAIN and over OAUTHBEARER (SCRAM's: tests/e2e/test_canary.py)
+CANARIES = ("plain", "oauth", "kerberos")  # the canary over PLAIN, OAUTHBEARER and GSSAPI (SCRAM's: test_canary.py)
 
 
 def _refused_logins(cluster, mechanism):
@@ -43,6 +44,12 @@ def _refused_logins(cluster, mechanism):
         log = cluster.root / f"broker-{b}" / "logs" / "server.log"
         n += log.read_text(errors="replace").count(REFUSED[mechanism])
     return n
+
+
+def _kdc_refusals(cluster):
+    """The KDC's own count of ticket requests for the retired principal (its log)."""
+    log = cluster.kdc.dir / "kdc.log"
+    return log.read_text(errors="replace").count("CLIENT_NOT_FOUND: retired@KRM.LOCAL") if log.exists() else 0
 
 
 def _other_ca(path):
@@ -70,13 +77,15 @@ def test_refused_password_certificate_and_acl(kraft4_secure_cluster, spark, tmp_
     idp = TokenEndpoint(sec).start()
     oauth = sec.oauth_config_toml(idp.url)
     wrong_oauth = oauth.replace(str(sec.password_file("oauth-krm")), str(bad_pw))
+    kerberos, wrong_kerberos = (cluster.kdc.config_toml(who, sec.ca_file) for who in ("krm", "retired"))
     config_path = tmp_path / "krm.toml"
     config_path.write_text("".join(
         f'[[clusters]]\nname = "{name}"\nbootstrap_servers = "{cluster.bootstrap_servers}"\n'
         + (f'canary = true\ncanary_topic = "krm.canary.{name}"\n' if name in CANARIES else "")
         + f"[clusters.security]\n{s}\n"
         for name, s in (("good", good), ("badpw", wrong_password), ("badca", wrong_ca), ("plain", plain),
-                        ("badplain", wrong_plain), ("oauth", oauth), ("badoauth", wrong_oauth)))
+                        ("badplain", wrong_plain), ("oauth", oauth), ("badoauth", wrong_oauth),
+                        ("kerberos", kerberos), ("badkerberos", wrong_kerberos)))
         + f'[observations]\nbootstrap_servers = "{cluster.bootstrap_servers}"\ntopic = "krm.obs.access"\n'
         f"[observations.security]\n{oauth}\n"
         f"[collector]\npoll_interval_s = 1.0\nconfig_refresh_s = 2.0\ncanary_interval_s = 1.0\n\n"
@@ -88,10 +97,11 @@ def test_refused_password_certificate_and_acl(kraft4_secure_cluster, spark, tmp_
         wait_equal(lambda: _reachable(url), {"good": ("", 1.0), "badpw": ("authentication_failed", 0.0),
                                              "badca": ("tls_failed", 0.0), "plain": ("", 1.0),
                                              "badplain": ("authentication_failed", 0.0), "oauth": ("", 1.0),
-                                             "badoauth": ("authentication_failed", 0.0)}, 120,
+                                             "badoauth": ("authentication_failed", 0.0), "kerberos": ("", 1.0),
+                                             "badkerberos": ("authentication_failed", 0.0)}, 120,
                    "reachability with reasons")
         # the right credentials keep working beside the wrong ones, with every mechanism
-        for name in ("good", "plain", "oauth"):
+        for name in ("good", "plain", "oauth", "kerberos"):
             assert {s.labels["broker"]: s.value for s in series(scrape(url), "krm_broker_up", cluster=name)} == {
                 "1": 1.0, "2": 1.0, "3": 1.0}, name
         # the observations went through OAUTHBEARER both ways (publisher, Spark's Kafka source)
@@ -107,9 +117,11 @@ def test_refused_password_certificate_and_acl(kraft4_secure_cluster, spark, tmp_
         mechanisms = ("SCRAM-SHA-512", "PLAIN")
         before, t0 = {m: _refused_logins(cluster, m) for m in mechanisms}, time.monotonic()
         before["token endpoint"] = idp.refused
+        before["KDC"] = _kdc_refusals(cluster)
         time.sleep(20)
         refused = {m: _refused_logins(cluster, m) - before[m] for m in mechanisms}
         refused["token endpoint"] = idp.refused - before["token endpoint"]  # the wrong client secret
+        refused["KDC"] = _kdc_refusals(cluster) - before["KDC"]  # the retired principal
         print(f"\nrefused logins on the brokers in {time.monotonic() - t0:.0f}s of a wrong password: {refused}")
         # polled every second, a wrong password would cost at least 3 logins a second (two Admin
         # client bootstraps and one diagnosis per poll); the back-off (5, 10, 20 s, ...) allows a few
@@ -125,6 +137,11 @@ def test_refused_password_certificate_and_acl(kraft4_secure_cluster, spark, tmp_
         assert [m for m in lines if "badoauth" in m] == [
             f"authentication failed for cluster badoauth (OAUTHBEARER, client krm): the token endpoint {idp.url} "
             f"answered HTTP 401 (invalid_client: unknown client or wrong secret) for client krm"]
+        (kerberos_line,) = [m for m in lines if "badkerberos" in m]
+        assert kerberos_line.startswith(
+            f"authentication failed for cluster badkerberos (GSSAPI, principal retired@KRM.LOCAL, keytab "
+            f"{cluster.kdc.keytab('retired')}): the KDC gave no ticket to retired@KRM.LOCAL: Client "
+            f"'retired@KRM.LOCAL' not found in Kerberos database"), kerberos_line
         (tls_line,) = [m for m in lines if "badca" in m]
         assert tls_line.startswith("TLS handshake failed for cluster badca: the broker's certificate was not accepted")
         assert not [r for r in caplog.records if r.exc_info], "no tracebacks"

@@ -73,7 +73,7 @@ def test_spark_conf_reaches_the_session_over_krms_defaults(monkeypatch, tmp_path
 
     seen = {}
 
-    def fake_session(master, app_name="krm-pipeline", log_dir=None, extra=None):
+    def fake_session(master, app_name="krm-pipeline", log_dir=None, extra=None, driver_java_options=""):
         seen.update(master=master, extra=extra)
         return object()
 

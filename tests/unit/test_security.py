@@ -95,10 +95,49 @@ def test_password_from_environment(tmp_path, monkeypatch):
      "needs both sasl_oauth_client_id and sasl_oauth_client_secret_file"),
     ('security_protocol = "SSL"\nsasl_oauth_token_endpoint_url = "http://idp/t"\n', "has SASL settings"),
     ('security_protocol = "SSL"\nssl_verify = false\n', "unknown key"),
+    ('security_protocol = "SASL_SSL"\nsasl_mechanism = "GSSAPI"\nsasl_kerberos_principal = "krm@R"\n',
+     "sasl_kerberos_keytab and sasl_kerberos_principal go together"),
+    ('security_protocol = "SASL_SSL"\nsasl_mechanism = "PLAIN"\nsasl_username = "krm"\nsasl_password_env = "X"\n'
+     'sasl_kerberos_principal = "krm@R"\n', "has sasl_kerberos_.* settings but sasl_mechanism is PLAIN"),
 ])
 def test_broken_security_settings_name_the_key(tmp_path, security, message):
     with pytest.raises(ConfigError, match=message):
         _load(tmp_path, _config(tmp_path, security))
+
+
+def test_gssapi_from_a_keytab_becomes_client_settings(tmp_path):
+    from foundation.kerberos import KerberosLogin
+
+    keytab = _secret(tmp_path, "krm.keytab", "binary-ish")
+    krb5 = tmp_path / "krb5.conf"
+    krb5.write_text("[libdefaults]\n  default_realm = EXAMPLE.COM\n")
+    cfg = _load(tmp_path, _config(tmp_path, 'security_protocol = "SASL_SSL"\nsasl_mechanism = "GSSAPI"\n'
+                                            'sasl_kerberos_principal = "krm@EXAMPLE.COM"\n'
+                                            f'sasl_kerberos_keytab = "{keytab}"\nkrb5_config = "{krb5}"\n'))
+    sec = cfg.clusters[0].security
+    kw = kafka_python_kwargs(sec)
+    assert kw["sasl_kerberos_service_name"] == "kafka"
+    assert kw["sasl_kerberos_name"] == KerberosLogin("kafka", "krm@EXAMPLE.COM", keytab, krb5)
+    assert sec.principal() == f"GSSAPI, principal krm@EXAMPLE.COM, keytab {keytab}"
+    o = spark_kafka_options(sec)
+    assert o["kafka.sasl.kerberos.service.name"] == "kafka"
+    assert o["kafka.sasl.jaas.config"] == ("com.sun.security.auth.module.Krb5LoginModule required useKeyTab=true "
+                                           f'storeKey=true keyTab="{keytab}" principal="krm@EXAMPLE.COM";')
+    # without a keytab: the ticket cache (kinit), for both
+    cache = KafkaSecurity(security_protocol="SASL_SSL", sasl_mechanism="GSSAPI", sasl_kerberos_service_name="kfk")
+    assert kafka_python_kwargs(cache)["sasl_kerberos_name"] == KerberosLogin("kfk")
+    assert "useTicketCache=true" in spark_kafka_options(cache)["kafka.sasl.jaas.config"]
+
+
+def test_a_refused_kerberos_login_is_an_authentication_failure():
+    from foundation.kerberos import KerberosLoginError
+
+    sec = KafkaSecurity(security_protocol="SASL_SSL", sasl_mechanism="GSSAPI")
+    found = access.classify(KerberosLoginError("the KDC gave no ticket to krm@R: Client 'krm@R' not found in "
+                                               "Kerberos database"), "prod-eu-1", sec)
+    assert found == access.AccessProblem(
+        access.AUTHENTICATION, "authentication failed for cluster prod-eu-1 (GSSAPI, the default ticket cache): "
+                               "the KDC gave no ticket to krm@R: Client 'krm@R' not found in Kerberos database")
 
 
 def test_world_readable_secret_is_refused(tmp_path):
