@@ -3,7 +3,9 @@ runs against real tickets: `krm local-cluster up --security sasl_ssl --kerberos`
 
 Realm KRM.LOCAL on a free loopback port (TCP only), its database, keytabs and krb5.conf in the
 cluster's secrets folder; nothing under /etc is touched. Principals: the brokers' service principal
-`kafka/127.0.0.1` (clients name the host they connect to, and the brokers advertise 127.0.0.1), krm's
+`kafka/<127.0.0.1's name>`, usually `kafka/localhost` (a client names the broker's host as its resolver canonicalizes the address it
+connects to: Kafka's Java client by reverse lookup, `getInetAddress().getHostName()`, MIT's library with
+its default dns_canonicalize_hostname and rdns; the brokers advertise 127.0.0.1), krm's
 `krm` (Kafka maps krm@KRM.LOCAL to User:krm: sasl.kerberos.principal.to.local.rules DEFAULT, the
 realm being the default one), and `retired`, whose keytab outlives it (deleted from the KDC: the
 wrong credential of the tests).
@@ -11,8 +13,10 @@ wrong credential of the tests).
 
 from __future__ import annotations
 
+import functools
 import os
 import secrets
+import socket
 import shutil
 import subprocess
 from pathlib import Path
@@ -21,7 +25,16 @@ from foundation.errors import ClusterError
 
 REALM = "KRM.LOCAL"
 SERVICE = "kafka"
-HOST = "127.0.0.1"
+KDC_ADDRESS = "127.0.0.1"
+
+
+@functools.cache
+def broker_host() -> str:
+    """127.0.0.1 as the clients' resolvers name it (reverse lookup: "localhost" with a usual /etc/hosts)."""
+    try:
+        return socket.gethostbyaddr("127.0.0.1")[0].lower()
+    except OSError:
+        return "localhost"
 CLIENTS = ("krm", "retired")
 TOOLS = ("krb5kdc", "kdb5_util", "kadmin.local")
 
@@ -48,7 +61,7 @@ class LocalKdc:
 
     @property
     def service_principal(self) -> str:
-        return f"{SERVICE}/{HOST}@{REALM}"
+        return f"{SERVICE}/{broker_host()}@{REALM}"
 
     def keytab(self, who: str) -> Path:
         """`who`: "kafka" (the brokers') or one of CLIENTS."""
@@ -72,12 +85,11 @@ class LocalKdc:
             "[libdefaults]\n"
             f"  default_realm = {REALM}\n"
             "  dns_lookup_kdc = false\n  dns_lookup_realm = false\n"
-            "  dns_canonicalize_hostname = false\n  rdns = false\n"
             "  udp_preference_limit = 1\n"  # TCP: the KDC listens on TCP only
             "  ticket_lifetime = 10h\n  forwardable = true\n"
-            f"[realms]\n  {REALM} = {{\n    kdc = {HOST}:{port}\n  }}\n")
+            f"[realms]\n  {REALM} = {{\n    kdc = {KDC_ADDRESS}:{port}\n  }}\n")
         self.kdc_conf.write_text(
-            f"[kdcdefaults]\n  kdc_listen = {HOST}:{port}\n  kdc_tcp_listen = {HOST}:{port}\n"
+            f"[kdcdefaults]\n  kdc_listen = {KDC_ADDRESS}:{port}\n  kdc_tcp_listen = {KDC_ADDRESS}:{port}\n"
             f"[realms]\n  {REALM} = {{\n"
             f"    database_name = {self.dir / 'principal'}\n"
             f"    key_stash_file = {self.dir / 'stash'}\n"

@@ -7,7 +7,8 @@ correctly configured clusters go on being monitored, their canaries writing. OAU
 come from a token endpoint the test starts (krm/local_oauth.py, RS256 JWTs the brokers verify
 against the cluster's JWKS); the observations topic is written and read (Spark's Kafka source) with
 them. GSSAPI's tickets come from the cluster's own MIT KDC (krm/local_kdc.py): krm logs in from a
-keytab; the wrong credential is a keytab whose principal the KDC no longer knows."""
+keytab, Spark's Kafka source too; the wrong credential is a keytab whose principal the KDC no longer
+knows."""
 
 import logging
 import os
@@ -16,6 +17,7 @@ import time
 import pytest
 
 from foundation.config import load_config
+from foundation.security import spark_kafka_options
 from krm.local_cluster import free_port
 from krm.local_oauth import TokenEndpoint
 from krm.local_security import KRM_ACLS, LocalSecurity, grant_krm_acls, revoke_acl
@@ -112,6 +114,14 @@ def test_refused_password_certificate_and_acl(kraft4_secure_cluster, spark, tmp_
                                           for s in series(scrape(url), "krm_canary_produce_up", cluster=name)},
                        {"1": 1.0, "2": 1.0, "3": 1.0}, 60, f"the {name} canary writing on every broker")
         assert set(idp.issued) == {"krm"} and idp.refused >= 1
+        # Spark's Kafka source (Kafka's Java client) over GSSAPI: its Krb5LoginModule entry from the keytab;
+        # the JVM's krb5.conf as krm/runner.py gives it to a pipeline's own session
+        spark._jvm.java.lang.System.setProperty("java.security.krb5.conf", str(cluster.kdc.krb5_conf))
+        gssapi_options = spark_kafka_options(next(c for c in load_config(config_path).clusters
+                                                  if c.name == "kerberos").security)
+        read = (spark.read.format("kafka").option("kafka.bootstrap.servers", cluster.bootstrap_servers)
+                .option("subscribe", "krm.obs.access").options(**gssapi_options).load().count())
+        assert read > 0, "the observations topic read over GSSAPI"
         print(f"\ntokens issued to krm (collector and Spark, reused until 80% of their hour): {len(idp.issued)}")
 
         mechanisms = ("SCRAM-SHA-512", "PLAIN")
