@@ -3,12 +3,12 @@ runs against real tickets: `krm local-cluster up --security sasl_ssl --kerberos`
 
 Realm KRM.LOCAL on a free loopback port (TCP only), its database, keytabs and krb5.conf in the
 cluster's secrets folder; nothing under /etc is touched. Principals: the brokers' service principal
-`kafka/<127.0.0.1's name>`, usually `kafka/localhost` (a client names the broker's host as its resolver canonicalizes the address it
-connects to: Kafka's Java client by reverse lookup, `getInetAddress().getHostName()`, MIT's library with
-its default dns_canonicalize_hostname and rdns; the brokers advertise 127.0.0.1), krm's
-`krm` (Kafka maps krm@KRM.LOCAL to User:krm: sasl.kerberos.principal.to.local.rules DEFAULT, the
-realm being the default one), and `retired`, whose keytab outlives it (deleted from the KDC: the
-wrong credential of the tests).
+`kafka/<127.0.0.1's name>`, usually `kafka/localhost`: a client names the broker's host as its
+resolver canonicalizes the address it connects to (Kafka's Java client by reverse lookup,
+`getInetAddress().getHostName()`; MIT's library with its default dns_canonicalize_hostname and rdns),
+and the brokers advertise 127.0.0.1. krm's `krm` (Kafka maps krm@KRM.LOCAL to User:krm:
+sasl.kerberos.principal.to.local.rules DEFAULT, the realm being the default one), and `retired`,
+whose keytab outlives it (deleted from the KDC: the wrong credential of the tests).
 """
 
 from __future__ import annotations
