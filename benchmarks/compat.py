@@ -16,10 +16,18 @@ each mode it has (ZooKeeper mode up to 3.9, KRaft from 3.3), a real 3-broker loc
    follower resumed. Whatever this release's controller does is the oracle: if `kafka-topics`
    shows the stale follower elected, krm must have opened UNCLEAN_LEADER_ELECTION (critical, the new
    leader named); if the release did not elect it within the wait, krm must not have.
-4. `shutdown_check`: before broker 2 is killed in (1), `krm check shutdown --broker 2` must name as
+4. `follower_lag`: a 1-partition RF-2 topic; replication throttled to 100 kB/s (Kafka's own
+   `kafka-configs`: leader/follower.replication.throttled.rate on each broker, both .replicas = * on
+   the topic; a throttle holds back only a replica out of the ISR), its follower stopped, 6 MB
+   written, the follower started: it catches up slowly. The oracle is the follower's own fetcher lag
+   (`kafka.server:type=FetcherLagMetrics,name=ConsumerLag` on that broker, through its JMX exporter:
+   the leader's HW minus its next fetch offset): krm's REPLICA_LAG (`krm_replica_lag_messages` for
+   that broker) must be open while Kafka's lag is above `replica_lag_messages` (1000 here), and
+   gone once the throttle is lifted and Kafka's lag is back under it.
+5. `shutdown_check`: before broker 2 is killed in (1), `krm check shutdown --broker 2` must name as
    `becomes_leaderless` exactly the RF-1 partitions that the release's own tool then lists as
    unavailable.
-5. `capabilities`: what krm could ask this version (`krm_collector_capability`: DescribeTopicPartitions
+6. `capabilities`: what krm could ask this version (`krm_collector_capability`: DescribeTopicPartitions
    for ELR from 3.8, DescribeQuorum from 3.3 in KRaft mode, ListPartitionReassignments), so a gap is
    said, never silent.
 
@@ -61,7 +69,10 @@ TOPIC_COMMANDS = ("org.apache.kafka.tools.TopicCommand", "kafka.admin.TopicComma
 # 4.4.0's runtime folder holds kafka-tools 4.3.1's jar alone (jvm/kafka4-pom.xml), which misses classes
 # of its own release: the 4.3.1 release's complete tools speak the same Admin API to a 4.4.0 cluster.
 TOOLS_FROM = {"4.4.0": "4.3.1"}
-SCENARIOS = ("rf1_killed_broker", "isr_shrink_and_return", "unclean_election", "shutdown_check")
+SCENARIOS = ("rf1_killed_broker", "isr_shrink_and_return", "unclean_election", "follower_lag", "shutdown_check")
+CONFIG_COMMANDS = ("org.apache.kafka.tools.ConfigCommand", "kafka.admin.ConfigCommand")  # 4.0+, before
+LAG_MESSAGES = 1000  # [pipeline] replica_lag_messages of the compat runs
+THROTTLE_BYTES_S = 100_000
 
 
 def combos(versions: list[str], modes: list[str]) -> list[tuple[str, str]]:
@@ -76,10 +87,11 @@ def combos(versions: list[str], modes: list[str]) -> list[tuple[str, str]]:
     return out
 
 
-def topic_command(version: str, bootstrap: str, *args: str) -> str:
-    """The version's own kafka-topics (TopicCommand moved to the tools module in 3.7)."""
+def topic_command(version: str, bootstrap: str, *args: str, mains: tuple[str, ...] = TOPIC_COMMANDS) -> str:
+    """The version's own kafka-topics (TopicCommand moved to the tools module in 3.7), or with `mains`
+    another of its tools."""
     cp = str(jars_dir() / KAFKA_RUNTIMES[TOOLS_FROM.get(version, version)][0] / "*")
-    for main in TOPIC_COMMANDS:
+    for main in mains:
         out = subprocess.run(["java", *JVM_OPTS, "-XX:TieredStopAtLevel=1", "-cp", cp, main,
                               "--bootstrap-server", bootstrap, *args], capture_output=True, text=True, timeout=120)
         if "Could not find or load main class" in out.stderr:
@@ -87,7 +99,7 @@ def topic_command(version: str, bootstrap: str, *args: str) -> str:
         if out.returncode != 0:
             raise RuntimeError(f"{main} {' '.join(args)}: {out.stderr.strip()[-500:]}")
         return out.stdout
-    raise RuntimeError(f"no TopicCommand in Kafka {version}'s jars")
+    raise RuntimeError(f"none of {', '.join(mains)} in Kafka {version}'s jars")
 
 
 def kafka_flags(version: str, bootstrap: str, topic: str, flag: str, tolerant: bool = False) -> set[int] | None:
@@ -191,6 +203,67 @@ def unclean_election(version: str, cluster: LocalCluster, url: str, config: Path
             cluster.start(leader, timeout_s=120)
 
 
+def throttle(version: str, cluster: LocalCluster, topic: str, on: bool) -> None:
+    """Replication throttled (or not) with the release's own kafka-configs: the rates on each broker by
+    its id (a ZooKeeper-mode broker before 3.x applies throttle rates set on the default entity to
+    nothing: its BrokerConfigHandler updates the quota managers for its own id only), every replica
+    of the topic throttled."""
+    rates = f"leader.replication.throttled.rate={THROTTLE_BYTES_S},follower.replication.throttled.rate={THROTTLE_BYTES_S}"
+    replicas = "leader.replication.throttled.replicas=*,follower.replication.throttled.replicas=*"
+    for entity, settings in ([(["--entity-type", "brokers", "--entity-name", str(b)], rates) for b in cluster.broker_ids]
+                             + [(["--entity-type", "topics", "--entity-name", topic], replicas)]):
+        change = ["--add-config", settings] if on else ["--delete-config", ",".join(s.split("=")[0]
+                                                                                     for s in settings.split(","))]
+        topic_command(version, cluster.bootstrap_servers, "--alter", *entity, *change, mains=CONFIG_COMMANDS)
+
+
+def fetcher_lag(cluster: LocalCluster, broker: int, topic: str) -> float | None:
+    """Kafka's own lag of `broker`'s replica of topic-0 (its replica fetcher's ConsumerLag gauge)."""
+    url = dict(u.split("=", 1) for u in cluster.jmx_exporter_urls)[str(broker)]
+    try:
+        found = series(scrape(url), "kafka_server_fetcherlagmetrics_consumerlag", topic=topic, partition="0")
+    except OSError:
+        return None
+    return max((s.value for s in found), default=None)
+
+
+def follower_lag(version: str, cluster: LocalCluster, url: str) -> dict[str, Any]:
+    from kafka import KafkaProducer
+
+    topic = "compat-lag"
+    (replicas,) = create_topic(cluster, topic, partitions=1, rf=2, configs={"min.insync.replicas": "1"}).values()
+    leader, follower = replicas
+    try:
+        # throttled first: a broker's own config is set through that broker (it must be up), and the
+        # throttle holds back only a replica out of the ISR, so nothing slows until the follower returns
+        throttle(version, cluster, topic, on=True)
+        cluster.stop(follower)
+        p = KafkaProducer(bootstrap_servers=cluster.bootstrap_servers, acks=1, linger_ms=20)
+        for _ in range(6000):
+            p.send(topic, b"x" * 1000, partition=0)
+        p.flush(timeout=120)
+        p.close(timeout=10)
+        cluster.start(follower, timeout_s=120)
+
+        lags: list[float | None] = []
+
+        def both() -> tuple[bool, bool]:
+            lags.append(fetcher_lag(cluster, follower, topic))
+            krm = any(s.labels["topic"] == topic and s.labels["broker"] == str(follower)
+                      for s in series(scrape(url), "krm_replica_lag_messages", cluster=cluster.name))
+            return krm, lags[-1] is not None and lags[-1] > LAG_MESSAGES
+        lagging = settled(both, lambda v: v[0] and v[1], 90)
+        lag_then = lags[-1]
+        throttle(version, cluster, topic, on=False)
+        caught_up = settled(both, lambda v: not v[0] and not v[1], 120)
+        return {"follower": follower, "lagging": {"krm": lagging[0], "kafka_lag": lag_then},
+                "caught_up": {"krm": caught_up[0], "kafka_lag": lags[-1]},
+                "ok": lagging == (True, True) and caught_up == (False, False)}
+    finally:
+        if cluster.status()["brokers"][str(follower)]["state"] != "running":
+            cluster.start(follower, timeout_s=120)
+
+
 def settled(read: Callable[[], Any], want: Callable[[Any], bool], timeout_s: float) -> Any:
     """The value once `want` holds at two reads in a row (or the last value at the timeout)."""
     deadline, last, held = time.monotonic() + timeout_s, None, 0
@@ -223,7 +296,8 @@ def run_combo(mode: str, version: str, spark: Any, work: Path) -> dict[str, Any]
         cluster.up(timeout_s=180)
         rf1 = create_topic(cluster, "compat-rf1", partitions=6, rf=1)
         create_topic(cluster, "compat-rf3", partitions=3, rf=3, configs={"min.insync.replicas": "2"})
-        config = load_config(write_config(cluster, work, poll_interval_s=1.0))
+        config = load_config(write_config(cluster, work, poll_interval_s=1.0,
+                                          pipeline_extra=f"replica_lag_messages = {LAG_MESSAGES}\n"))
         assert config.source is not None
         source = config.source
         monitor = Monitor(config, spark=spark).start()
@@ -262,6 +336,10 @@ def run_combo(mode: str, version: str, spark: Any, work: Path) -> dict[str, Any]
             out["unclean_election"] = unclean_election(version, cluster, url, source)
         except Exception as e:  # noqa: BLE001 - the scenario fails, the others still run
             out["unclean_election"] = {"ok": False, "error": f"{type(e).__name__}: {str(e)[:300]}"}
+        try:
+            out["follower_lag"] = follower_lag(version, cluster, url)
+        except Exception as e:  # noqa: BLE001 - the scenario fails, the others still run
+            out["follower_lag"] = {"ok": False, "error": f"{type(e).__name__}: {str(e)[:300]}"}
         out["capabilities"] = {s.labels["capability"]: int(s.value)
                                for s in series(scrape(url), "krm_collector_capability", cluster=cluster.name)}
     except Exception as e:  # noqa: BLE001 - one line per failed combination, the run goes on
@@ -286,9 +364,10 @@ def table(results: list[dict[str, Any]]) -> str:
             "date of its last run; \"—\": that scenario was not part of the row's run (added since).", "",
             "| Kafka | mode | RF-1 partitions of a killed broker (= `kafka-topics --unavailable-partitions`) "
             "| ISR shrink and return (= `--under-replicated-partitions`) "
-            "| unclean election (page iff the release elected) | shutdown check (= what went unavailable) "
-            "| what krm cannot ask it | run |",
-            "|---|---|---|---|---|---|---|---|"]
+            "| unclean election (page iff the release elected) "
+            "| a follower's lag (REPLICA_LAG iff its own fetcher lag is over the threshold) "
+            "| shutdown check (= what went unavailable) | what krm cannot ask it | run |",
+            "|---|---|---|---|---|---|---|---|---|"]
 
     def mark(r: dict[str, Any], key: str) -> str:
         if key not in r:
@@ -296,6 +375,9 @@ def table(results: list[dict[str, Any]]) -> str:
         ok = "yes" if r[key].get("ok") else "no"
         if key == "unclean_election" and r[key].get("ok"):
             ok += " (elected)" if r[key].get("kafka_elected") else " (not elected)"
+        lagging = r[key].get("lagging") or {}
+        if key == "follower_lag" and not r[key].get("ok") and lagging.get("kafka_lag") == 0 and not lagging.get("krm"):
+            ok = "— (no lag made: the throttle did not hold)"  # krm agreed with Kafka; nothing was exercised
         return ok
 
     for r in results:

@@ -196,3 +196,11 @@ def quorum_leader(cluster: LocalCluster) -> int:
         return int(answer["topics"][0]["partitions"][0]["leader_id"])
     finally:
         admin.close()
+
+
+def observations_batch(spark: Any, records: list[dict[str, Any]]) -> Any:
+    """Observation records as the Kafka source's rows (value, topic, partition, offset, timestamp): a
+    static micro-batch for the Spark tests of the alert plan."""
+    rows = [(json.dumps(r).encode(), "krm.observations", 0, i) for i, r in enumerate(records)]
+    return spark.createDataFrame(rows, "value binary, topic string, partition int, offset long").selectExpr(
+        "*", "current_timestamp() as timestamp")

@@ -9,6 +9,7 @@ from collectors.records import topic_record
 from pipelines.findings import alert_rows
 from pipelines.ingest import parse, valid
 from tests.golden_availability import CASES
+from tests.helpers import observations_batch
 
 pytestmark = pytest.mark.spark
 
@@ -20,9 +21,7 @@ def test_unreachable_leaders_plan_matches_golden_cases(spark):
         records.append(topic_record("c1", "admin", 1, 1000, topic=f"case-{n}", live_brokers=live, partitions=[part],
                                     min_insync_replicas=1, unclean_leader_election=False,
                                     unreachable_brokers=unreachable or ()))
-    rows = [(json.dumps(r).encode(), "krm.observations", 0, i) for i, r in enumerate(records)]
-    batch = spark.createDataFrame(rows, "value binary, topic string, partition int, offset long").selectExpr(
-        "*", "current_timestamp() as timestamp")
+    batch = observations_batch(spark, records)
     found = [r for r in alert_rows(valid(parse(batch))).collect()
              if r.row_type == "finding" and r.type == "PARTITION_UNAVAILABLE"]
     assert sorted(r.topic for r in found) == sorted(f"case-{n}" for n, *_x, expected, _r in CASES if expected)

@@ -9,6 +9,7 @@ from collectors.records import cluster_record
 from pipelines.findings import alert_rows
 from pipelines.ingest import parse, valid
 from tests.golden_cluster_reachability import CASES
+from tests.helpers import observations_batch
 
 pytestmark = pytest.mark.spark
 
@@ -17,10 +18,7 @@ def test_cluster_reachability_plan_matches_golden_cases(spark):
     records = [cluster_record(f"case-{n}", "admin", 1, 1000, controller_id=None if error else 1, brokers=brokers,
                               topic_count=0, partition_count=0, error=error, error_reason=reason)
                for n, error, reason, brokers, *_ in CASES]
-    rows = [(json.dumps(r).encode(), "krm.observations", 0, i) for i, r in enumerate(records)]
-    batch = spark.createDataFrame(rows, "value binary, topic string, partition int, offset long").selectExpr(
-        "*", "current_timestamp() as timestamp")
-    out = alert_rows(valid(parse(batch))).collect()
+    out = alert_rows(valid(parse(observations_batch(spark, records)))).collect()
     found = {r.cluster: r for r in out if r.row_type == "finding" and r.type == "CLUSTER_UNREACHABLE"}
     assert {c: r.cause for c, r in found.items()} == {f"case-{n}": expected for n, *_x, expected, _w in CASES if expected}
     for n, error, *_ in CASES:

@@ -9,6 +9,7 @@ from collectors.records import cluster_record
 from pipelines.findings import alert_rows
 from pipelines.ingest import parse, valid
 from tests.golden_migration import CASES
+from tests.helpers import observations_batch
 
 pytestmark = pytest.mark.spark
 
@@ -20,10 +21,7 @@ def test_migration_plan_matches_golden_cases(spark):
                               topic_count=0, partition_count=0,
                               migration=None if phase is None else (phase, NOW - seconds * 1000))
                for n, phase, seconds, *_ in CASES]
-    rows = [(json.dumps(r).encode(), "krm.observations", 0, i) for i, r in enumerate(records)]
-    batch = spark.createDataFrame(rows, "value binary, topic string, partition int, offset long").selectExpr(
-        "*", "current_timestamp() as timestamp")
-    out = alert_rows(valid(parse(batch))).collect()
+    out = alert_rows(valid(parse(observations_batch(spark, records)))).collect()
     found = {r.cluster: r for r in out if r.row_type == "finding" and r.type == "CONTROLLER_ANOMALY"}
     assert {c: r.cause for c, r in found.items()} == {f"case-{n}": want for n, *_x, want, _r in CASES if want}
     for n, phase, seconds, want, _ in CASES:
