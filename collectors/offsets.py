@@ -100,6 +100,11 @@ def _request(version: int, replica_id: int, tps: list[TopicPartition], timestamp
     return ListOffsetsRequest[version](replica_id=replica_id, topics=topics)
 
 
+def _versions_of(client: Any, broker: int) -> dict[int, Any] | None:
+    """The API versions `broker` announced on its connection (kafka-python keeps them per connection)."""
+    return getattr(getattr(client, "_conns", {}).get(broker), "_api_versions", None)
+
+
 class Requests:
     """The last poll's requests, per broker and kind, with the partitions each asked for. A cluster's
     assignment rarely changes between polls, so most polls send the same bytes again: comparing
@@ -163,8 +168,10 @@ def fetch(client: Any, replica_of: dict[int, list[TopicPartition]], leader_of: d
         for item in list(todo):
             b = item[0]
             if client.ready(b, metadata_priority=False):
-                sent.append((b, item[1], client.send(b, item[2], wakeup=False, request_timeout_ms=timeout_ms)))
                 todo.remove(item)
+                if item[1] in tiered.KINDS and not tiered.supported(_versions_of(client, b)):
+                    continue  # a broker of an older release (a rolling upgrade): it would close the connection
+                sent.append((b, item[1], client.send(b, item[2], wakeup=False, request_timeout_ms=timeout_ms)))
             elif client.connection_failed(b):
                 refused.add(b)  # connection refused: a dead broker answers nothing, stop waiting for it
                 todo.remove(item)

@@ -106,3 +106,50 @@ def test_the_tiered_alert_row_reaches_the_driver_and_the_series():
     assert reg.get_sample_value("krm_partition_remote_copy_lag_messages", p0) == 928
     p1 = {**p0, "partition": "1"}  # its leader did not say: no made-up value
     assert reg.get_sample_value("krm_partition_remote_copy_lag_messages", p1) is None
+
+
+class _Answer:
+    is_done = True
+
+    def __init__(self, topics):
+        self.value = type("V", (), {"topics": topics})()
+
+    def failed(self):
+        return False
+
+
+class _Client:
+    """kafka-python's client as offsets.fetch drives it: broker 1 announces ListOffsets v11, broker 2
+    (an older release, mid rolling upgrade) v5."""
+
+    def __init__(self):
+        self._conns = {1: type("C", (), {"_api_versions": {2: (0, 11)}})(),
+                       2: type("C", (), {"_api_versions": {2: (0, 5)}})()}
+        self.sent = []
+
+    def api_version(self, _request, max_version):
+        return max_version
+
+    def ready(self, _broker, metadata_priority=False):
+        return True
+
+    def connection_failed(self, _broker):
+        return False
+
+    def send(self, broker, request, wakeup=False, request_timeout_ms=0):
+        tiered_question = isinstance(request, tiered.ListOffsetsRequestV9)
+        self.sent.append((broker, "tiered" if tiered_question else "core"))
+        return _Answer([("t", [(0, 0, -1, 7 if tiered_question else 100, 0)])])
+
+    def poll(self, timeout_ms=0):
+        pass
+
+
+def test_a_broker_that_cannot_answer_v9_is_not_asked_and_stays_reachable():
+    from collectors import offsets
+
+    client = _Client()
+    found = offsets.fetch(client, {}, {1: [("t", 0)], 2: [("t", 0)]}, 1.0, tiered_of={1: [("t", 0)], 2: [("t", 0)]})
+    assert sorted(set(client.sent)) == [(1, "core"), (1, "tiered"), (2, "core")]
+    assert found.answered == {1, 2}
+    assert found.remote == {"t": {0: 7}} and found.local_start == {"t": {0: 7}}
