@@ -104,9 +104,11 @@ def test_a_full_migration_pages_nobody_and_a_crash_during_dual_writes_still_page
         with PhaseRecorder(url, cluster.name) as phases:
             wait_equal(lambda: _gauge(url, "krm_cluster_migration_state", cluster.name), 4.0, 30, "no migration yet")
             t0 = time.monotonic()
+            handover_from = time.time()
             cluster.migrate("controllers")
             cluster.migrate("brokers")  # rolling restart into migration mode; the metadata copied
             wait_equal(lambda: _gauge(url, "krm_cluster_migration_state", cluster.name), 1.0, 60, "dual writes")
+            handover_to = time.time()
             wait_equal(lambda: _gauge(url, "krm_cluster_migration_zk_brokers", cluster.name), 3.0, 30,
                        "every broker still registered in ZooKeeper (migration mode)")
 
@@ -151,10 +153,16 @@ def test_a_full_migration_pages_nobody_and_a_crash_during_dual_writes_still_page
         assert {("mig-rf1", p) for p in expected} <= {(t, p) for _, t, p, _, _ in critical}, critical
         # elsewhere only the crash: a partition the SIGKILLed broker led is unavailable until the
         # controller elects another leader (krm names it first: leader_unreachable; then, for a
-        # moment, live_isr_but_no_leader, whose alert waits 30 s for the election, as after any crash)
+        # moment, live_isr_but_no_leader, whose alert waits 30 s for the election, as after any crash).
+        # And the controller handover: the ZooKeeper controller resigns when the KRaft controller
+        # claims /controller, which acts for the ZooKeeper-mode brokers only once it has copied the
+        # metadata (KRaftMigrationDriver); a broker that restarts in between takes its leaderships down
+        # with it, no controller moving them (a clean-clone CI run saw it once, with the copy phase,
+        # state 2, on the series): clients are hurt, the page is earned.
         gap = {("PARTITION_UNAVAILABLE", "leader_unreachable"), ("OFFLINE_PARTITION", "live_isr_but_no_leader")}
+        windows = ((crash_from, crash_to), (handover_from, handover_to))
         assert [c for c in critical if c[1] != "mig-rf1" and not (
-            (c[0], c[3]) in gap and crash_from <= c[4] <= crash_to)] == [], (crash_from, crash_to)
+            (c[0], c[3]) in gap and any(a <= c[4] <= b for a, b in windows))] == [], windows
         assert {(kind, cause) for kind, _, _, cause, _ in critical} <= {("OFFLINE_PARTITION", CAUSE)} | gap, critical
         still_open = [i for i in stored_incidents("--open", "--config", str(config_path)) if i["severity"] == "critical"]
         assert still_open == [], still_open
