@@ -21,6 +21,8 @@ from typing import Any, Iterable
 from kafka.protocol.api import Request, Response
 from kafka.protocol.types import CompactArray, CompactString, Int8, Int16, Int32, Int64, Schema, TaggedFields
 
+from collectors.wire import OffsetsAnswer
+
 LIST_OFFSETS_KEY = 2
 VERSION = 9
 EARLIEST_LOCAL_TIMESTAMP = -4
@@ -51,8 +53,6 @@ class ListOffsetsResponseV9(Response):
     def decode(cls, data: Any) -> Any:  # type: ignore[override]
         """As the v4/v5 answers read (collectors/wire.py OffsetsAnswer): topics as (name, [(partition,
         error_code, timestamp, offset, leader_epoch)]), tagged fields dropped."""
-        from collectors.wire import OffsetsAnswer
-
         decoded = super().decode(data)
         return OffsetsAnswer([(name, [p[:5] for p in parts]) for name, parts, _ in decoded.topics])
 

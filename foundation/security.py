@@ -24,6 +24,7 @@ from typing import Any
 
 from pydantic import Field, field_validator, model_validator
 
+from foundation import kerberos
 from foundation.errors import ConfigError
 from foundation.oauth import ClientCredentials
 from foundation.settings import EnvName, File, Table, Text, checked
@@ -244,9 +245,7 @@ class KafkaSecurity(SaslKeys):
         """GSSAPI's login (foundation/kerberos.py KerberosLogin); None for other mechanisms."""
         if self.sasl_mechanism != "GSSAPI":
             return None
-        from foundation.kerberos import KerberosLogin
-
-        return KerberosLogin(self.sasl_kerberos_service_name or self.sasl_username or "kafka",
+        return kerberos.KerberosLogin(self.sasl_kerberos_service_name or self.sasl_username or "kafka",
                              self.sasl_kerberos_principal, self.sasl_kerberos_keytab, self.krb5_config)
 
     def _oauth(self) -> None:
@@ -332,8 +331,6 @@ def kafka_python_kwargs(sec: KafkaSecurity) -> dict[str, Any]:
         elif sec.sasl_mechanism == "OAUTHBEARER":
             kw["sasl_oauth_token_provider"] = _token_provider(sec)
         elif sec.sasl_mechanism == "GSSAPI":
-            from foundation import kerberos
-
             kerberos.register()
             login = sec.kerberos
             kw["sasl_kerberos_service_name"] = login.service_name

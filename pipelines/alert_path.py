@@ -101,9 +101,11 @@ class AlertPath:
         for name, view in clusters.items():
             if name not in views or view.newest_observed_ms >= views[name].newest_observed_ms:
                 views[name] = view
-        stale = {name: view.newest_observed_ms - self.deleted_after_ms for name, view in views.items()
-                  if view.error is None}
-        tiered_topics = tiered_view.newest(snap.tiered, tiered, stale) if tiered or snap.tiered else snap.tiered
+        tiered_topics = snap.tiered
+        if tiered or snap.tiered:  # a cluster without tiered topics pays nothing here
+            stale = {name: view.newest_observed_ms - self.deleted_after_ms for name, view in views.items()
+                     if view.error is None}
+            tiered_topics = tiered_view.newest(snap.tiered, tiered, stale)
         latest = snap.canary
         if canaries:  # the newest round of each canary partition
             latest = dict(latest) | {(c.cluster, c.partition): c for c in canaries}

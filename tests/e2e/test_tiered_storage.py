@@ -84,8 +84,8 @@ def test_a_wiped_follower_of_a_tiered_topic_rebuilds_without_a_data_loss_inciden
         "remote.storage.enable": "true", "segment.bytes": str(SEGMENT), "local.retention.bytes": str(SEGMENT),
         "retention.ms": "-1", "min.insync.replicas": "2"})
     _produce(cluster, 8000)  # ~8 segments per partition: most go remote, then leave the local disks
-    # polls every 0.5 s: the wiped follower shows its empty log (LEO 0) for about a second before it
-    # rebuilds; the golden cases (tests/golden_offsets.py EMPTIED) pin the rule whatever a poll catches
+    # frequent polls: the wiped follower shows its empty log (LEO 0) only briefly before it rebuilds;
+    # the golden cases (tests/golden_offsets.py EMPTIED) pin the rule whatever a poll catches
     config_path = write_config(cluster, tmp_path, poll_interval_s=0.5, observations_on=zk_cluster)
     monitor = Monitor(load_config(config_path), spark=spark).start()
     try:
