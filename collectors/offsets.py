@@ -100,9 +100,46 @@ def _request(version: int, replica_id: int, tps: list[TopicPartition], timestamp
     return ListOffsetsRequest[version](replica_id=replica_id, topics=topics)
 
 
-def _versions_of(client: Any, broker: int) -> dict[int, Any] | None:
-    """The API versions `broker` announced on its connection (kafka-python keeps them per connection)."""
-    return getattr(getattr(client, "_conns", {}).get(broker), "_api_versions", None)
+class Announced:
+    """Whether each broker's current connection can answer ListOffsets v9, as the broker itself said.
+
+    kafka-python asks ApiVersions on its first connection only and gives every later connection its
+    own table for the release it inferred (kafka/client_async.py, `api_version`), so the versions a
+    connection carries are not the broker's. During a rolling upgrade the brokers run different
+    releases, and one before 3.9 closes the connection on a v9 request, failing the core offsets
+    requests it shares. So krm asks each broker ApiVersions itself, once per socket: a reconnect (a
+    restart, perhaps into another release) asks again."""
+
+    def __init__(self) -> None:
+        self._known: dict[int, tuple[Any, bool]] = {}  # broker -> (socket, announces v9)
+        self._asking: dict[int, tuple[Any, Any]] = {}  # broker -> (socket, the ApiVersions future)
+
+    def v9(self, client: Any, broker: int, timeout_ms: int) -> bool | None:
+        """True/False once the broker said on this socket; None while its answer is awaited (asked here)."""
+        from kafka.protocol.api_versions import ApiVersionsRequest
+
+        sock = getattr(client._conns.get(broker), "_sock", None)
+        known = self._known.get(broker)
+        if known is not None and known[0] is sock:
+            return known[1]
+        asking = self._asking.get(broker)
+        if asking is None or asking[0] is not sock:
+            future = client.send(broker, ApiVersionsRequest[0](), wakeup=False, request_timeout_ms=timeout_ms)
+            self._asking[broker] = asking = (sock, future)
+        future = asking[1]
+        if not future.is_done:
+            return None
+        del self._asking[broker]
+        if future.failed() or future.value.error_code != 0:
+            return False  # not this round; asked again next poll
+        said = {k: (lo, hi) for k, lo, hi in future.value.api_versions}
+        self._known[broker] = (sock, tiered.supported(said))
+        return self._known[broker][1]
+
+    def forget_others(self, brokers: set[int]) -> None:
+        for gone in (set(self._known) | set(self._asking)) - brokers:
+            self._known.pop(gone, None)
+            self._asking.pop(gone, None)
 
 
 class Requests:
@@ -112,6 +149,7 @@ class Requests:
 
     def __init__(self) -> None:
         self._last: dict[tuple[int, str, int], tuple[list[TopicPartition], Any]] = {}
+        self.announced = Announced()  # which brokers may be asked the tiered questions
 
     def get(self, broker: int, kind: str, version: int, tps: list[TopicPartition]) -> Any:
         key = (broker, kind, version)
@@ -131,6 +169,7 @@ class Requests:
         """Drop what was asked of brokers no longer asked anything (a broker removed for good)."""
         for key in [k for k in self._last if k[0] not in brokers]:
             del self._last[key]
+        self.announced.forget_others(brokers)
 
 
 def fetch(client: Any, replica_of: dict[int, list[TopicPartition]], leader_of: dict[int, list[TopicPartition]],
@@ -168,9 +207,14 @@ def fetch(client: Any, replica_of: dict[int, list[TopicPartition]], leader_of: d
         for item in list(todo):
             b = item[0]
             if client.ready(b, metadata_priority=False):
+                if item[1] in tiered.KINDS:
+                    v9 = made.announced.v9(client, b, timeout_ms)
+                    if v9 is None:
+                        continue  # its ApiVersions answer is on the way
+                    if not v9:  # an older release (a rolling upgrade): it would close the connection
+                        todo.remove(item)
+                        continue
                 todo.remove(item)
-                if item[1] in tiered.KINDS and not tiered.supported(_versions_of(client, b)):
-                    continue  # a broker of an older release (a rolling upgrade): it would close the connection
                 sent.append((b, item[1], client.send(b, item[2], wakeup=False, request_timeout_ms=timeout_ms)))
             elif client.connection_failed(b):
                 refused.add(b)  # connection refused: a dead broker answers nothing, stop waiting for it
@@ -179,7 +223,7 @@ def fetch(client: Any, replica_of: dict[int, list[TopicPartition]], leader_of: d
         if (not todo and all(f.is_done for _, _, f in sent)) or remaining <= 0:
             break
         client.poll(timeout_ms=max(1, min(50, int(remaining * 1000))))
-    failed = {b for b, _, _ in todo} | refused
+    failed = {b for b, kind, _ in todo if kind not in tiered.KINDS} | refused  # reachability: core questions only
     for b, kind, f in sent:
         if not f.is_done or f.failed():
             if kind not in tiered.KINDS:  # reachability is judged on the core questions alone

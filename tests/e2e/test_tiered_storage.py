@@ -59,11 +59,23 @@ def _kafka_offsets(cluster, time):
     return {int(line.split(":")[1]): int(line.split(":")[2]) for line in out.splitlines() if line.startswith(TOPIC)}
 
 
-def _agrees_with_kafka(url, cluster):
+def _agrees_with_kafka(url, cluster, last=None):
+    """(agree, krm's, Kafka's); `last` keeps the latest pair so a timeout can say what differed."""
     ours = _krm_offsets(url, cluster.name)
     local, remote, end = (_kafka_offsets(cluster, t) for t in (-4, -5, -1))
     theirs = {p: (local[p], remote[p], end[p] - remote[p] - 1) for p in end}
+    if last is not None:
+        last[:] = [ours, theirs]
     return ours == theirs and all(r >= 0 and lls > 0 for lls, r, _ in ours.values()), ours, theirs
+
+
+def _wait_agreement(url, cluster, timeout_s, what):
+    last: list = []
+    try:
+        wait_for(lambda: _agrees_with_kafka(url, cluster, last)[0], timeout_s, what)
+    except AssertionError as e:
+        raise AssertionError(f"{e}; last seen (local log start, highest remote, copy lag) krm {last[:1]} "
+                             f"Kafka {last[1:]}") from None
 
 
 def _in_sync(cluster):
@@ -91,7 +103,7 @@ def test_a_wiped_follower_of_a_tiered_topic_rebuilds_without_a_data_loss_inciden
     try:
         url = monitor.metrics_url
         # settled: krm's series equal Kafka's own answers once the copies and local deletions are done
-        wait_for(lambda: _agrees_with_kafka(url, cluster)[0], 120, "krm's tiered offsets to equal GetOffsetShell's")
+        _wait_agreement(url, cluster, 120, "krm's tiered offsets to equal GetOffsetShell's")
         _, ours, _ = _agrees_with_kafka(url, cluster)
         print(f"\ntiered offsets (local log start, highest remote, remote copy lag) per partition: {ours}")
 
@@ -119,7 +131,7 @@ def test_a_wiped_follower_of_a_tiered_topic_rebuilds_without_a_data_loss_inciden
         assert not [i for i in mine if i["type"] in DATA_LOSS], mine
         assert not [i for i in mine if i["severity"] == "critical"], mine
         assert {i["type"] for i in mine} >= {"UNDER_REPLICATED"}, "krm saw the follower away"
-        wait_for(lambda: _agrees_with_kafka(url, cluster)[0], 120, "the series to agree with Kafka again")
+        _wait_agreement(url, cluster, 120, "the series to agree with Kafka again")
     finally:
         monitor.stop()
 

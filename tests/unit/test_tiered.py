@@ -111,20 +111,22 @@ def test_the_tiered_alert_row_reaches_the_driver_and_the_series():
 class _Answer:
     is_done = True
 
-    def __init__(self, topics):
-        self.value = type("V", (), {"topics": topics})()
+    def __init__(self, **value):
+        self.value = type("V", (), value)()
 
     def failed(self):
         return False
 
 
 class _Client:
-    """kafka-python's client as offsets.fetch drives it: broker 1 announces ListOffsets v11, broker 2
-    (an older release, mid rolling upgrade) v5."""
+    """kafka-python's client as offsets.fetch drives it. Every connection carries the versions
+    kafka-python inferred at bootstrap (v5 here), whatever the broker runs; asked ApiVersions
+    itself, broker 1 announces ListOffsets v11 and broker 2 (an older release, mid rolling
+    upgrade) v5."""
 
     def __init__(self):
-        self._conns = {1: type("C", (), {"_api_versions": {2: (0, 11)}})(),
-                       2: type("C", (), {"_api_versions": {2: (0, 5)}})()}
+        self.releases = {1: 11, 2: 5}
+        self._conns = {b: type("C", (), {"_sock": object(), "_api_versions": {2: (0, 5)}})() for b in (1, 2)}
         self.sent = []
 
     def api_version(self, _request, max_version):
@@ -137,9 +139,14 @@ class _Client:
         return False
 
     def send(self, broker, request, wakeup=False, request_timeout_ms=0):
+        from kafka.protocol.api_versions import ApiVersionsRequest
+
+        if isinstance(request, ApiVersionsRequest[0]):
+            self.sent.append((broker, "versions"))
+            return _Answer(error_code=0, api_versions=[(2, 0, self.releases[broker]), (3, 0, 12)])
         tiered_question = isinstance(request, tiered.ListOffsetsRequestV9)
         self.sent.append((broker, "tiered" if tiered_question else "core"))
-        return _Answer([("t", [(0, 0, -1, 7 if tiered_question else 100, 0)])])
+        return _Answer(topics=[("t", [(0, 0, -1, 7 if tiered_question else 100, 0)])])
 
     def poll(self, timeout_ms=0):
         pass
@@ -148,8 +155,18 @@ class _Client:
 def test_a_broker_that_cannot_answer_v9_is_not_asked_and_stays_reachable():
     from collectors import offsets
 
-    client = _Client()
-    found = offsets.fetch(client, {}, {1: [("t", 0)], 2: [("t", 0)]}, 1.0, tiered_of={1: [("t", 0)], 2: [("t", 0)]})
-    assert sorted(set(client.sent)) == [(1, "core"), (1, "tiered"), (2, "core")]
+    client, made = _Client(), offsets.Requests()
+    both = {1: [("t", 0)], 2: [("t", 0)]}
+    found = offsets.fetch(client, {}, both, 1.0, made, tiered_of=both)
+    assert sorted(set(client.sent)) == [(1, "core"), (1, "tiered"), (1, "versions"), (2, "core"), (2, "versions")]
     assert found.answered == {1, 2}
     assert found.remote == {"t": {0: 7}} and found.local_start == {"t": {0: 7}}
+
+    # the next poll on the same connections asks no versions again; broker 2 restarted into the new
+    # release (a new socket) is asked again, and then the tiered questions too
+    client.sent.clear()
+    client.releases[2] = 11
+    client._conns[2]._sock = object()
+    offsets.fetch(client, {}, both, 1.0, made, tiered_of=both)
+    assert (1, "versions") not in client.sent and (2, "versions") in client.sent
+    assert sorted(b for b, kind in client.sent if kind == "tiered") == [1, 1, 2, 2]
