@@ -3,16 +3,15 @@
 A query's checkpoint holds Spark's offset log (`offsets/N`: the Kafka offsets batch N covers, written
 before the batch runs) and commit log (`commits/N`: written once it has run). krm keeps no Spark
 state, and both of its queries are idempotent per batch (the incident book replays a batch to the
-same incidents; the history appends carry Delta transaction ids), so:
+same incidents; each history append carries its batch's mark, pipelines/history_path.py), so:
 
 - a newest offsets or commits entry that cannot be read (a truncated or empty file: a disk that
   filled up, a crash of the machine) is moved aside to `<checkpoint>/damaged/`, and Spark re-plans
   that batch from the previous one, instead of failing the query on every restart (`repair`);
 - a checkpoint folder deleted by hand starts over from `[pipeline] starting_offsets`, with new batch
-  ids from 0. The Delta transaction id of the history appends is therefore tied to the checkpoint
-  (`writer_id`, a token kept inside the checkpoint folder): with a fixed id, Delta would take the
-  restarted batch ids for batches it already has and silently skip every append until the ids
-  caught up (delta-io's `txnAppId` / `txnVersion` idempotent writes).
+  ids from 0. The writer id in the history appends' marks is therefore tied to the checkpoint
+  (`writer_id`, a token kept inside the checkpoint folder): with a fixed id, a restarted batch id
+  would read as a batch already written, and appends would be skipped until the ids caught up.
 """
 
 from __future__ import annotations
@@ -75,7 +74,7 @@ def repair(checkpoint: Location) -> list[str]:
 
 
 def writer_id(spark: Any, checkpoint: Location, legacy: str) -> str:
-    """The Delta transaction app id for a query's appends, tied to its checkpoint (see above). A
+    """The writer id in a query's append marks, tied to its checkpoint (see above). A
     checkpoint from before this token existed keeps the fixed id it was written with (`legacy`).
     Read and written through Spark's Hadoop file system, so the same on a local disk, an object
     store or HDFS."""

@@ -1,5 +1,14 @@
 """The history path: a streaming query on its own trigger that appends every observation, the rows
 derived from it (pipelines/history.py) and every refused record to Delta, beside the alert path.
+
+A replayed batch (Spark plans the batch a stop interrupted again at the next start, and a stop can
+fall after some of its appends committed) must not be written twice. Delta's own idempotent writes
+(the `txnAppId` / `txnVersion` options) were used first, but delta-spark 4.0 answers "is this
+version already written?" from the table's full state (`OptimisticTransactionImpl.txnVersion` ->
+`Snapshot.transactions` -> `computedState`): a Spark job over the log on every append, most of a
+history batch's CPU. Each append now carries its batch's mark in the commit's `userMetadata`, and
+only a batch that may be a replay (the first after a start, or after a failed batch) looks for the
+mark among the table's last commits, through delta-rs.
 """
 
 from __future__ import annotations
@@ -18,6 +27,36 @@ from pipelines.tables import Tables
 
 log = logging.getLogger(__name__)
 
+# Commits searched for a replayed batch's mark: its own appends, and whatever `krm maintain` (retention,
+# compaction, vacuum) committed since on the same table.
+REPLAY_LOOKBACK = 100
+
+
+def batch_mark(app_id: str, table: str, batch_id: int) -> str:
+    """The `userMetadata` of batch `batch_id`'s append to `table` (app_id: pipelines/checkpoints.writer_id)."""
+    return f"{app_id}-{table}:{batch_id}"
+
+
+def committed(path: Location, app_id: str, table: str, batch_id: int) -> bool:
+    """Whether batch `batch_id`'s append to `table` is already in it: its mark among the last commits,
+    or (appends of releases that used Delta's transaction ids) a transaction version at least as new."""
+    if not path.is_table():
+        return False
+    delta = path.table()
+    mark = batch_mark(app_id, table, batch_id)
+    if any(c.get("userMetadata") == mark for c in delta.history(REPLAY_LOOKBACK)):
+        return True
+    legacy = delta.transaction_version(f"{app_id}-{table}")
+    return legacy is not None and legacy >= batch_id
+
+
+def append(frame: Any, path: Location, mark: str, partition_by: tuple[str, ...] = ()) -> None:
+    """One blind Delta append carrying `mark` (new columns of a newer release merged into the schema)."""
+    writer = frame.write.format("delta").mode("append").option("mergeSchema", "true").option("userMetadata", mark)
+    if partition_by:
+        writer = writer.partitionBy(*partition_by)
+    writer.save(str(path))
+
 
 def history_tasks(configured: int, master: str) -> int | None:
     """How many tasks a history batch may run at once. Spark does not preempt: an alert batch waits
@@ -34,8 +73,8 @@ def history_tasks(configured: int, master: str) -> int | None:
 
 
 class HistoryPath:
-    """foreachBatch handler of the history query (input: `ingest.parse` of the stream): idempotent
-    Delta appends (txnAppId/txnVersion), so a replayed batch is not written twice."""
+    """foreachBatch handler of the history query (input: `ingest.parse` of the stream): Delta appends
+    marked with their batch, so a replayed batch is not written twice (see the module docstring)."""
 
     def __init__(self, state: PipelineState, tables: Tables, app_id: str, tasks: int | None = None) -> None:
         self.state = state
@@ -43,6 +82,8 @@ class HistoryPath:
         self.app_id = app_id
         self.tasks = tasks  # at most this many tasks at once (None: one per Kafka partition)
         self._layouts: dict[str, tuple[str, ...]] = {}
+        self._maybe_replay = True  # the next batch may have been (partly) written: the first, or after a failure
+        self._last_done = -1  # the newest batch this handler wrote whole (Spark may replay it after a restart)
 
     def _layout(self, path: Location) -> tuple[str, ...]:
         """Partition columns: (date, cluster) — retention drops whole days, and a query for one
@@ -60,6 +101,15 @@ class HistoryPath:
 
         parsed = (batch.coalesce(self.tasks) if self.tasks else batch).persist()
         took: list[str] = []
+        replay = self._maybe_replay or batch_id <= self._last_done
+        self._maybe_replay = True  # until this batch is whole
+
+        def written(name: str, path: Location) -> bool:
+            if replay and committed(path, self.app_id, name, batch_id):
+                log.info("history batch %d: already appended to %s (a replay), skipped", batch_id, name)
+                return True
+            return False
+
         try:
             good = valid(parsed).withColumn("date", F.to_date(F.timestamp_millis("observed_at_ms")))
             polls = history.partition_polls(good)
@@ -69,22 +119,18 @@ class HistoryPath:
                                       ("assignments", history.assignments(good), self.tables.assignments)):
                 t0 = time.perf_counter()
                 # Most batches change no assignment: an empty Delta commit is not free.
-                if name == "assignments" and frame.isEmpty():
+                if (name == "assignments" and frame.isEmpty()) or written(name, path):
                     continue
-                (frame.write.format("delta").mode("append").partitionBy(*self._layout(path))
-                 .option("mergeSchema", "true")
-                 .option("txnAppId", f"{self.app_id}-{name}").option("txnVersion", batch_id)
-                 .save(str(path)))
+                append(frame, path, batch_mark(self.app_id, name, batch_id), self._layout(path))
                 took.append(f"{name} {time.perf_counter() - t0:.2f}s")
             bad = rejected(parsed).persist()
             n_bad = bad.count()
-            if n_bad:
-                (bad.write.format("delta").mode("append")
-                 .option("txnAppId", f"{self.app_id}-quarantine").option("txnVersion", batch_id)
-                 .save(str(self.tables.quarantine)))
+            if n_bad and not written("quarantine", self.tables.quarantine):
+                append(bad, self.tables.quarantine, batch_mark(self.app_id, "quarantine", batch_id))
                 log.warning("quarantined %d observation records (see the quarantine table)", n_bad)
                 self.state.add_quarantined(n_bad)
             bad.unpersist()
+            self._maybe_replay, self._last_done = False, max(self._last_done, batch_id)
             log.debug("history batch %d: %s", batch_id, ", ".join(took))
         finally:
             parsed.unpersist()

@@ -36,17 +36,20 @@ def free_port_pair() -> int:
 
 
 def wait_for(check: Callable[[], Any], timeout_s: float, what: str, interval_s: float = 0.2) -> Any:
-    """Poll until check() returns something truthy; fail naming what never happened."""
+    """Poll until check() returns something truthy; fail naming what never happened. A check that
+    is itself costly (one of Kafka's tools: a JVM each time) rests as long as it ran: on two cores a
+    check asked back to back takes a core from the cluster and the pipeline it waits for."""
     deadline = time.monotonic() + timeout_s
     last_exc: Exception | None = None
     while time.monotonic() < deadline:
+        started = time.monotonic()
         try:
             result = check()
             if result:
                 return result
         except Exception as e:  # noqa: BLE001 - e.g. /metrics not listening yet
             last_exc = e
-        time.sleep(interval_s)
+        time.sleep(max(interval_s, time.monotonic() - started))
     raise AssertionError(f"timed out after {timeout_s}s waiting for {what} (last error: {last_exc})")
 
 
@@ -81,7 +84,7 @@ def write_config(cluster: LocalCluster, tmp: Path, poll_interval_s: float = 1.0,
         f'[observations]\nbootstrap_servers = "{obs}"\ntopic = "krm.obs.{tag}"\n'
         f"{security_table('observations', obs_cluster)}\n"
         f"[collector]\npoll_interval_s = {poll_interval_s}\n{collector_extra}\n"
-        f'[pipeline]\ndata_dir = "{tmp / ("data-" + tag)}"\nmetrics_port = {free_port()}\nhistory_trigger_s = 5.0\n'
+        f'[pipeline]\ndata_dir = "{tmp / ("data-" + tag)}"\nmetrics_port = {free_port()}\nhistory_trigger_s = 10.0\n'
         f"{pipeline_extra}"
     )
     return path

@@ -27,16 +27,17 @@ pytestmark = pytest.mark.e2e
 
 
 def _written_batch(table_path, suffix):
-    """The newest micro-batch id whose append Delta recorded (its `txn` action, the idempotent-write mark).
+    """The newest micro-batch id whose append is in the table (the mark in its commit's userMetadata,
+    pipelines/history_path.py batch_mark).
 
     Not the checkpoint's last commit: a stop may land between a batch's Delta commit and Spark's commit
     log entry — the rows are in, and the batch, replayed at the next start, is skipped by that mark."""
     versions = []
     for entry in sorted((table_path / "_delta_log").glob("*.json")):
         for line in entry.read_text().splitlines():
-            txn = json.loads(line).get("txn")
-            if txn and txn["appId"].endswith(suffix):
-                versions.append(txn["version"])
+            mark = (json.loads(line).get("commitInfo") or {}).get("userMetadata") or ""
+            if f"{suffix}:" in mark:
+                versions.append(int(mark.rsplit(":", 1)[1]))
     return max(versions)
 
 
@@ -50,7 +51,8 @@ def _planned_offsets(checkpoint, batch_id):
 def test_maintenance_beside_the_pipeline_loses_nothing(zk_cluster, spark, tmp_path, caplog):
     caplog.set_level(logging.ERROR, logger="pipelines")
     config_path = write_config(zk_cluster, tmp_path, poll_interval_s=0.5)
-    text = config_path.read_text().replace("history_trigger_s = 5.0", "history_trigger_s = 1.0")
+    text = config_path.read_text().replace("history_trigger_s = 10.0", "history_trigger_s = 1.0")
+    assert "history_trigger_s = 1.0" in text, "write_config's history trigger changed: a batch every second here"
     config_path.write_text(text + 'starting_offsets = "earliest"\n')
     config = load_config(config_path)
     tables = Tables(config.pipeline.data_dir)

@@ -11,13 +11,16 @@ import pytest
 
 from foundation.storage import Location
 from pipelines.checkpoints import WRITER_ID_FILE, writer_id
+from pipelines.history_path import append, batch_mark, committed
 
 pytestmark = pytest.mark.spark
 
 
-def _append(spark, path, app_id, version, n):
-    (spark.range(n).write.format("delta").mode("append").option("txnAppId", app_id)
-     .option("txnVersion", version).save(str(path)))
+def _append(spark, path, app_id, batch_id, n):
+    """As the history path appends a batch to its observations table (pipelines/history_path.py)."""
+    table = Location(str(path))
+    if not committed(table, app_id, "observations", batch_id):
+        append(spark.range(n), table, batch_mark(app_id, "observations", batch_id))
 
 
 def test_a_new_checkpoint_gets_a_new_writer_id(spark, tmp_path):
@@ -28,14 +31,14 @@ def test_a_new_checkpoint_gets_a_new_writer_id(spark, tmp_path):
 
     table = tmp_path / "observations"
     for batch in range(3):
-        _append(spark, table, f"{first}-observations", batch, 10)
-    _append(spark, table, f"{first}-observations", 0, 10)  # a replayed batch: Delta skips it (idempotence)
+        _append(spark, table, first, batch, 10)
+    _append(spark, table, first, 0, 10)  # a replayed batch: its mark is found, skipped
     assert spark.read.format("delta").load(str(table)).count() == 30
 
     shutil.rmtree(tmp_path / "checkpoints" / "history")  # the operator deletes the checkpoint
     second = writer_id(spark, checkpoint, legacy="krm-history")
     assert second != first
-    _append(spark, table, f"{second}-observations", 0, 10)  # batch ids restart at 0: written, not skipped
+    _append(spark, table, second, 0, 10)  # batch ids restart at 0: written, not skipped
     assert spark.read.format("delta").load(str(table)).count() == 40
 
 

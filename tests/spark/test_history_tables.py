@@ -47,6 +47,48 @@ def test_partition_state_and_replica_lag(spark, tmp_path):
 
 
 
+def test_a_batch_replayed_after_a_stop_appends_only_what_it_had_not(spark, tmp_path, monkeypatch):
+    """A stop between two of a batch's appends: Spark plans the batch again at the next start, and
+    only the tables it had not reached get its rows. Tables written by a release that used Delta's
+    transaction ids are recognized too."""
+    from pipelines import history_path
+
+    now_ms = int(dt.datetime.now(dt.timezone.utc).timestamp() * 1000)
+    part = {"partition": 0, "leader": 1, "leader_epoch": 2, "replicas": [1, 2], "isr": [1, 2], "high_watermark": 5,
+            "changed": True, "replica_offsets": [{"broker": 1, "log_end_offset": 5}, {"broker": 2, "log_end_offset": 5}]}
+    batch = parse(_batch(spark, [topic_record("c1", "admin", 1, now_ms, topic="orders", live_brokers=[1, 2],
+                                              partitions=[part], min_insync_replicas=1,
+                                              unclean_leader_election=False)]))
+    tables = Tables(tmp_path)
+    HistoryPath(PipelineState(), tables, app_id="t")(batch, 0)
+    lag_rows = spark.read.format("delta").load(str(tables.replica_lag)).count()
+
+    real = history_path.append
+
+    def stopped_after_observations(frame, path, mark, partition_by=()):
+        if ":1" in mark and "-observations:" not in mark:
+            raise RuntimeError("the driver stopped here")
+        real(frame, path, mark, partition_by)
+
+    monkeypatch.setattr(history_path, "append", stopped_after_observations)
+    with pytest.raises(RuntimeError):
+        HistoryPath(PipelineState(), tables, app_id="t")(batch, 1)
+    monkeypatch.undo()
+
+    def rows(path):
+        return spark.read.format("delta").load(str(path)).count()
+
+    assert (rows(tables.observations), rows(tables.partition_state)) == (2, 1)
+    HistoryPath(PipelineState(), tables, app_id="t")(batch, 1)  # the next start replays batch 1
+    assert (rows(tables.observations), rows(tables.partition_state), rows(tables.replica_lag)) == (2, 2, 2 * lag_rows)
+
+    # batch 2 appended by an earlier release, with Delta's transaction id: not appended again
+    (batch.write.format("delta").mode("append").option("mergeSchema", "true")
+     .option("txnAppId", "t-quarantine").option("txnVersion", 2).save(str(tables.quarantine)))
+    assert history_path.committed(tables.quarantine, "t", "quarantine", 2)
+    assert not history_path.committed(tables.quarantine, "t", "quarantine", 3)
+
+
 def _poll(memory, t0, i, isr, follower_leo):
     """Poll i (every 2 s) as the collector publishes it: annotated by its memory of the polls before."""
     part = {"partition": 0, "leader": 1, "leader_epoch": 2, "replicas": [1, 2, 3], "isr": isr,

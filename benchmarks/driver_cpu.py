@@ -1,0 +1,91 @@
+"""CPU the pipeline's Spark driver spends watching a small, quiet cluster: the cost of krm per
+monitored cluster at rest, and most of what the e2e suite's two cores are busy with.
+
+A 3-broker KRaft cluster with a few topics, krm polling it, observations on the same cluster; after a
+warm-up, the driver JVM's CPU seconds (utime + stime of the process, /proc) are read over a window,
+with the collector in this process counted apart. Each `--case` is POLL_S:HISTORY_TRIGGER_S.
+
+Usage: .venv/bin/python benchmarks/driver_cpu.py --cases 1:5,1:10,2:10 --window 60
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from foundation.config import load_config  # noqa: E402
+from krm.local_cluster import LocalCluster  # noqa: E402
+from krm.runner import Monitor  # noqa: E402
+from krm.scrape import scrape, series  # noqa: E402
+from pipelines.session import build_session  # noqa: E402
+from tests.helpers import create_topic, wait_for, write_config  # noqa: E402
+
+HZ = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_s(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / HZ
+
+
+def driver_pid(spark) -> int:
+    return int(spark.sparkContext._jvm.ProcessHandle.current().pid())
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--cases", default="1:5,1:10,2:10", help="POLL_S:HISTORY_TRIGGER_S, comma separated")
+    ap.add_argument("--window", type=float, default=60.0, help="seconds measured per case, after the warm-up")
+    ap.add_argument("--warmup", type=float, default=30.0)
+    ap.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="a Spark setting to try")
+    ap.add_argument("--debug", action="store_true", help="log each alert and history batch's timings")
+    args = ap.parse_args()
+    if args.debug:
+        import logging
+
+        logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(message)s")
+        for name in ("pipelines.alert_path", "pipelines.history_path"):
+            logging.getLogger(name).setLevel(logging.DEBUG)
+    work = Path(tempfile.mkdtemp(prefix="krm-driver-cpu-"))
+    cluster = LocalCluster(root=work / "kraft", mode="kraft").up()
+    extra = dict(kv.split("=", 1) for kv in args.conf)
+    spark = build_session(master="local[2,4]", app_name="krm-driver-cpu", log_dir=work / "spark-logs", extra=extra)
+    pid = driver_pid(spark)
+    try:
+        for i in range(4):
+            create_topic(cluster, f"t{i}", partitions=6, rf=3)
+        print(f"{'poll s':>7} {'history s':>10} {'driver CPU %':>13} {'collector CPU %':>16} {'alert batches/s':>16}")
+        for case in args.cases.split(","):
+            poll, history = (float(x) for x in case.split(":"))
+            path = write_config(cluster, work, poll_interval_s=poll,
+                                pipeline_extra="")
+            text = path.read_text().replace("history_trigger_s = 10.0", f"history_trigger_s = {history}")
+            path.write_text(text)
+            monitor = Monitor(load_config(path), spark=spark).start()
+            try:
+                url = monitor.metrics_url
+                wait_for(lambda u=url: series(scrape(u), "krm_broker_up", cluster=cluster.name), 120, "krm up")
+                time.sleep(args.warmup)
+                d0, c0, b0, t0 = cpu_s(pid), time.process_time(), monitor.pipeline.state.snapshot.batches, time.time()
+                time.sleep(args.window)
+                dt = time.time() - t0
+                driver = (cpu_s(pid) - d0) / dt
+                collector = (time.process_time() - c0) / dt
+                batches = (monitor.pipeline.state.snapshot.batches - b0) / dt
+                print(f"{poll:7.1f} {history:10.1f} {100 * driver:13.0f} {100 * collector:16.0f} {batches:16.2f}",
+                      flush=True)
+            finally:
+                monitor.stop()
+    finally:
+        spark.stop()
+        cluster.down()
+
+
+if __name__ == "__main__":
+    main()
