@@ -948,9 +948,13 @@ class LocalCluster:
         for node in nodes if nodes is not None else list(self.nodes.values()):
             props = self._node_dir(node) / "server.properties"
             scram = self._secrets.scram_format_args() if self.security == "sasl_ssl" else []
-            cmd = self._java(Node(node.role, node.id, node.port), ["kafka.tools.StorageTool", "format", "-t",
-                                                                 self.cluster_id, "-c", str(props), "--ignore-formatted",
-                                                                 *scram])
+            # `--cluster-id=ID`, one argument: a ZooKeeper-mode cluster's id, which a migration keeps, may
+            # start with '-' (core/src/main/scala/kafka/utils/CoreUtils.scala generateUuidAsBase64 does
+            # not avoid it), and the parser takes "-t -abc" for two options ("argument --cluster-id/-t:
+            # expected one argument": one migration in 64 failed so)
+            cmd = self._java(Node(node.role, node.id, node.port), ["kafka.tools.StorageTool", "format",
+                                                                 f"--cluster-id={self.cluster_id}", "-c", str(props),
+                                                                 "--ignore-formatted", *scram])
             out = open(self._node_dir(node) / "format.log", "w")
             procs.append((node, subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL), out))
         for node, p, out in procs:
