@@ -70,12 +70,14 @@ def _agrees_with_kafka(url, cluster, last=None):
 
 
 def _wait_agreement(url, cluster, timeout_s, what):
+    """krm's offsets once they equal Kafka's; on a timeout, what each side last said."""
     last: list = []
     try:
         wait_for(lambda: _agrees_with_kafka(url, cluster, last)[0], timeout_s, what)
     except AssertionError as e:
         raise AssertionError(f"{e}; last seen (local log start, highest remote, copy lag) krm {last[:1]} "
                              f"Kafka {last[1:]}") from None
+    return last[0]
 
 
 def _in_sync(cluster):
@@ -103,8 +105,7 @@ def test_a_wiped_follower_of_a_tiered_topic_rebuilds_without_a_data_loss_inciden
     try:
         url = monitor.metrics_url
         # settled: krm's series equal Kafka's own answers once the copies and local deletions are done
-        _wait_agreement(url, cluster, 120, "krm's tiered offsets to equal GetOffsetShell's")
-        _, ours, _ = _agrees_with_kafka(url, cluster)
+        ours = _wait_agreement(url, cluster, 120, "krm's tiered offsets to equal GetOffsetShell's")
         print(f"\ntiered offsets (local log start, highest remote, remote copy lag) per partition: {ours}")
 
         # a broker that leads neither partition follows both: stopped, wiped, and more written meanwhile
