@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import statistics
 import sys
 import tempfile
 import time
@@ -38,12 +39,21 @@ def driver_pid(spark) -> int:
     return int(spark.sparkContext._jvm.ProcessHandle.current().pid())
 
 
+def phases(progress: list) -> str:
+    """Median duration of each phase Spark reports (StreamingQueryProgress.durationMs) over the
+    query's recent batches that read rows."""
+    with_rows = [p.durationMs for p in progress if p.numInputRows]
+    keys = sorted({k for d in with_rows for k in d})
+    return ", ".join(f"{k} {statistics.median(d.get(k, 0) for d in with_rows):.0f}" for k in keys)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--cases", default="1:5,1:10,2:10", help="POLL_S:HISTORY_TRIGGER_S, comma separated")
     ap.add_argument("--window", type=float, default=60.0, help="seconds measured per case, after the warm-up")
     ap.add_argument("--warmup", type=float, default=30.0)
     ap.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="a Spark setting to try")
+    ap.add_argument("--java-opts", default="", help="extra driver JVM options, e.g. for a profiler")
     ap.add_argument("--debug", action="store_true", help="log each alert and history batch's timings")
     args = ap.parse_args()
     if args.debug:
@@ -55,7 +65,8 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="krm-driver-cpu-"))
     cluster = LocalCluster(root=work / "kraft", mode="kraft").up()
     extra = dict(kv.split("=", 1) for kv in args.conf)
-    spark = build_session(master="local[2,4]", app_name="krm-driver-cpu", log_dir=work / "spark-logs", extra=extra)
+    spark = build_session(master="local[2,4]", app_name="krm-driver-cpu", log_dir=work / "spark-logs", extra=extra,
+                          driver_java_options=args.java_opts)
     pid = driver_pid(spark)
     try:
         for i in range(4):
@@ -79,6 +90,8 @@ def main() -> None:
                 batches = (monitor.pipeline.state.snapshot.batches - b0) / dt
                 print(f"{poll:7.1f} {history:10.1f} {100 * driver:13.0f} {100 * collector:16.0f} {batches:16.2f}",
                       flush=True)
+                for q in monitor.pipeline.queries:
+                    print(f"        {q.name}: median ms per batch {phases(q.recentProgress)}", flush=True)
             finally:
                 monitor.stop()
     finally:

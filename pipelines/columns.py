@@ -2,7 +2,29 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable
+import threading
+from typing import Any, Callable, Hashable, TypeVar
+
+T = TypeVar("T")
+_built: dict[Hashable, tuple[Any, Any]] = {}
+_building = threading.Lock()
+
+
+def built_once(key: Hashable, build: Callable[[], T]) -> T:
+    """What `build()` returns (Columns), built once per Spark JVM and reused. A Column is an
+    expression, bound to no DataFrame or session, so a plan's columns can serve every query that
+    uses them; building the alert plan's from Python costs tens of thousands of py4j calls, which
+    each pipeline start (and restarted query) paid again. A new JVM (gateway) builds afresh."""
+    from pyspark import SparkContext
+
+    gateway = SparkContext._gateway
+    with _building:
+        hit = _built.get(key)
+        if hit is not None and hit[0] is gateway:
+            return hit[1]
+        value = build()
+        _built[key] = (gateway, value)
+        return value
 
 
 def let(value: Any, body: Callable[[Any], Any]) -> Any:

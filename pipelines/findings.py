@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from foundation.config import PipelineConfig, default_of
-from pipelines.columns import let
+from pipelines.columns import built_once, let
 from pipelines.detectors import registry
 from pipelines.detectors.rule import ROW_FIELDS, ClusterView, PartitionView
 from pipelines.detectors.rule import row as _row
@@ -158,12 +158,19 @@ def canary_rows(obs: Any) -> Any:
 
 def alert_rows(observations: Any, settings: DetectorSettings | None = None) -> Any:
     """Everything the driver needs from one micro-batch: cluster, poll_id, observed_at_ms + ROW_FIELDS."""
+    settings = settings or DetectorSettings()
+    rows = built_once(("findings.alert_rows", settings), lambda: _rows_column(settings))
+    return observations.select("cluster", "poll_id", "observed_at_ms", rows).select(
+        "cluster", "poll_id", "observed_at_ms", "r.*")
+
+
+def _rows_column(settings: DetectorSettings) -> Any:
+    """Each record exploded into its rows (`r`): the projection every alert batch runs."""
     from pyspark.sql import functions as F
 
     o = F.struct(*[F.col(c) for c in ("cluster_state", "topic_state", "broker_metrics_state", "canary_state")])
-    rows = (F.when(F.col("kind") == "topic", topic_rows(o, F.col("observed_at_ms"), settings or DetectorSettings()))
-            .when(F.col("kind") == "cluster", cluster_rows(o, F.col("observed_at_ms"), settings or DetectorSettings()))
+    rows = (F.when(F.col("kind") == "topic", topic_rows(o, F.col("observed_at_ms"), settings))
+            .when(F.col("kind") == "cluster", cluster_rows(o, F.col("observed_at_ms"), settings))
             .when(F.col("kind") == "canary", canary_rows(o))
             .otherwise(jmx_rows(o)))
-    return observations.select("cluster", "poll_id", "observed_at_ms", F.explode(rows).alias("r")).select(
-        "cluster", "poll_id", "observed_at_ms", "r.*")
+    return F.explode(rows).alias("r")

@@ -6,6 +6,7 @@ from typing import Any
 
 from foundation.config import Config
 from foundation.security import spark_kafka_options
+from pipelines.columns import built_once
 from schemas.observation import KINDS, OBSERVATION, SUPPORTED_VERSIONS, Array, Scalar, Struct, spark_schema
 
 
@@ -129,6 +130,12 @@ def _any_null(names: list[str]) -> Any:
 def parse(raw: Any) -> Any:
     """Columns: the observation's fields, plus kafka_* provenance, `raw` text and `reject_reason`
     (null for a good record). Nothing is dropped here: callers split on `reject_reason`."""
+    fields, reason = built_once("ingest.parse", _parse_columns)
+    return raw.select(*fields).select("*", reason.alias("reject_reason"))
+
+
+def _parse_columns() -> tuple[list[Any], Any]:
+    """parse's two projections: the parsed record with its provenance, then the reject reason."""
     from pyspark.sql import functions as F
 
     text = F.col("value").cast("string")
@@ -138,11 +145,9 @@ def parse(raw: Any) -> Any:
     # every record parsed ~100 times (several times slower: benchmarks/BENCHMARKS.md). Non-deterministic
     # barriers are refused in streaming queries.
     obs = F.explode(F.array(F.from_json(text, spark_schema(), {"mode": "PERMISSIVE"})))
-    df = raw.select(
-        text.alias("raw"), obs.alias("o"), F.col("topic").alias("kafka_topic"),
-        F.col("partition").alias("kafka_partition"), F.col("offset").alias("kafka_offset"),
-        F.col("timestamp").alias("kafka_timestamp"),
-    )
+    fields = [text.alias("raw"), obs.alias("o"), F.col("topic").alias("kafka_topic"),
+              F.col("partition").alias("kafka_partition"), F.col("offset").alias("kafka_offset"),
+              F.col("timestamp").alias("kafka_timestamp")]
     o = F.col("o")
     reason = F.when(F.col("raw").isNull(), F.lit("empty record value"))
     reason = reason.when(o.isNull() | o["v"].isNull(),
@@ -156,7 +161,7 @@ def parse(raw: Any) -> Any:
                              F.lit(f"{kind}_state is required for kind '{kind}'"))
     for cond, why in contract(o):
         reason = reason.when(cond, why)
-    return df.select("*", reason.alias("reject_reason"))
+    return fields, reason
 
 
 # Kafka's rule for topic names (clients/src/main/java/org/apache/kafka/common/internals/Topic.java,
