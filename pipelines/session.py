@@ -98,6 +98,10 @@ def build_session(master: str = "local[2,4]", app_name: str = "krm-pipeline", lo
         "spark.default.parallelism": "2",
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
+        # PySpark's DataFrame-context for error messages: with it on, every pyspark.sql function call
+        # asks the JVM for the active session, sets and clears a call-site origin (py4j round trips
+        # each) and walks the Python stack; the alert plan's Columns are thousands of such calls.
+        "spark.python.sql.dataFrameDebugging.enabled": "false",
         # Spark's status store keeps finished jobs, stages and SQL executions for the UI even with the UI
         # off (AppStatusListener, SQLAppStatusListener, always on the listener bus); the pipeline runs
         # several per micro-batch, for months, and the defaults (1000 each, 100 progress updates) keep
