@@ -80,7 +80,8 @@ def main() -> int:
         if args.separate_observations:
             obs_cluster = LocalCluster(root=tmp / "observations", mode="kraft", brokers=1).up()
         assignment = create_topic(cluster, "bench-rf1", partitions=6, rf=1)
-        config = load_config(write_config(cluster, tmp, poll_interval_s=args.poll, observations_on=obs_cluster))
+        config = load_config(write_config(cluster, tmp, poll_interval_s=args.poll, observations_on=obs_cluster,
+                                                history_trigger_s=10.0))
         monitor = Monitor(config).start()
         url = monitor.metrics_url
         wait_for(lambda: series(scrape(url), "krm_cluster_offline_partitions", cluster=cluster.name), 120, "/metrics")

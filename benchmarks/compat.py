@@ -296,7 +296,7 @@ def run_combo(mode: str, version: str, spark: Any, work: Path) -> dict[str, Any]
         cluster.up(timeout_s=180)
         rf1 = create_topic(cluster, "compat-rf1", partitions=6, rf=1)
         create_topic(cluster, "compat-rf3", partitions=3, rf=3, configs={"min.insync.replicas": "2"})
-        config = load_config(write_config(cluster, work, poll_interval_s=1.0,
+        config = load_config(write_config(cluster, work, poll_interval_s=1.0, history_trigger_s=10.0,
                                           pipeline_extra=f"replica_lag_messages = {LAG_MESSAGES}\n"))
         assert config.source is not None
         source = config.source

@@ -74,9 +74,7 @@ def main() -> None:
         print(f"{'poll s':>7} {'history s':>10} {'driver CPU %':>13} {'collector CPU %':>16} {'alert batches/s':>16}")
         for case in args.cases.split(","):
             poll, history = (float(x) for x in case.split(":"))
-            path = write_config(cluster, work, poll_interval_s=poll)
-            text = path.read_text().replace("history_trigger_s = 10.0", f"history_trigger_s = {history}")
-            path.write_text(text)
+            path = write_config(cluster, work, poll_interval_s=poll, history_trigger_s=history)
             monitor = Monitor(load_config(path), spark=spark).start()
             try:
                 url = monitor.metrics_url

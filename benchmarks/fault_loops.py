@@ -257,7 +257,7 @@ def main() -> int:
         expected = {p for p, r in assignment.items() if r == [VICTIM]}
         # flap_window_s = 0: every outage is its own incident, so the audit can count them exactly (with
         # the default window, outages a minute apart reopen one incident, as designed)
-        config = write_config(monitored, work, poll_interval_s=1.0, observations_on=obs,
+        config = write_config(monitored, work, poll_interval_s=1.0, observations_on=obs, history_trigger_s=10.0,
                               pipeline_extra="flap_window_s = 0.0\n")
         if args.fault == "disk-full":  # the data_dir on a filesystem of its own, to fill
             tmpfs.mkdir()

@@ -27,6 +27,7 @@ from pipelines.history_path import HistoryPath, history_tasks
 from pipelines.incident_store import IncidentStore
 from pipelines.incidents import IncidentBook
 from pipelines.ingest import parse, read_observations, valid
+from pipelines.session import alert_session
 from pipelines.metrics import PipelineState
 from pipelines.quality import QualityRunner
 from pipelines.tables import Tables
@@ -95,6 +96,7 @@ class Pipeline:
             log.info("resuming with %d open incidents from %s", len(book.open_incidents()), self.tables.incidents)
 
         raw = read_observations(self.spark, self.config)
+        alert_raw = read_observations(alert_session(self.spark), self.config)
         p = self.config.pipeline
         balance = BalanceCheck(BalanceSettings(p.leader_skew_tolerance, p.replica_imbalance_tolerance),
                                restored_history(self.tables, store))
@@ -108,7 +110,7 @@ class Pipeline:
 
         def start_alerts() -> Any:
             return self._in_pool("alerts", lambda: (
-                F_.alert_rows(valid(parse(raw)), detector_settings(self.config))
+                F_.alert_rows(valid(parse(alert_raw)), detector_settings(self.config))
                 .writeStream.queryName("krm-alerts").foreachBatch(alert_path)
                 .option("checkpointLocation", str(self.tables.checkpoints / "alerts")).start()))
 

@@ -80,6 +80,35 @@ def await_master(master: str, patience_s: float = MASTER_PATIENCE_S) -> None:
         time.sleep(1.0)
 
 
+_OPTIMIZER = "org.apache.spark.sql.catalyst.optimizer."
+# The alert query's session (alert_session). Spark plans every micro-batch afresh, and the alert plan
+# is one large projection: on a small batch, planning it costs more than running it. These optimizer
+# rules only tidy expressions (fold constants, simplify conditionals and null checks, drop aliases),
+# which saves the alert plan little at run time and cost the largest share of each batch's
+# optimization (JFR); they are semantics-preserving, so leaving them out changes no result. And the
+# parsed observation is wider than codegen.maxFields (100): the stage around it fell back to
+# expression code generated anew in every task (Predicate.create), now it joins whole-stage codegen.
+# Measured in benchmarks/BENCHMARKS.md ("The alert micro-batch's fixed cost").
+ALERT_PLAN_CONF = {
+    "spark.sql.optimizer.excludedRules": ",".join([
+        *(_OPTIMIZER + r for r in (
+            "SimplifyConditionals", "RemoveRedundantAliases", "ConstantFolding", "BooleanSimplification",
+            "NullPropagation", "SimplifyExtractValueOps", "PushFoldableIntoBranches", "ReorderAssociativeOperator",
+            "SimplifyBinaryComparison", "NullDownPropagation", "ReplaceNullWithFalseInPredicate")),
+        "org.apache.spark.sql.delta.optimizer.RangePartitionIdRewrite"]),
+    "spark.sql.codegen.maxFields": "10000",
+}
+
+
+def alert_session(spark: Any) -> Any:
+    """A session of the same SparkContext for the alert query, with ALERT_PLAN_CONF: its SQL settings
+    are its own, so the history writes and Delta's own queries keep Spark's full optimizer."""
+    session = spark.newSession()
+    for key, value in ALERT_PLAN_CONF.items():
+        session.conf.set(key, value)
+    return session
+
+
 def build_session(master: str = "local[2,4]", app_name: str = "krm-pipeline", log_dir: Path | None = None,
                   extra: dict[str, str] | None = None, driver_java_options: str = "") -> Any:
     from pyspark.sql import SparkSession

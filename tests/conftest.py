@@ -48,9 +48,12 @@ def pytest_collection_modifyitems(items):
 
 @pytest.fixture(scope="session")
 def spark(tmp_path_factory):
-    from pipelines.session import build_session
+    from pipelines.session import ALERT_PLAN_CONF, build_session
 
-    session = build_session(master="local[2,4]", app_name="krm-tests", log_dir=tmp_path_factory.mktemp("spark-logs"))
+    # with the alert query's settings (pipelines/session.alert_session), so the golden tables check the
+    # alert plan as the pipeline plans it
+    session = build_session(master="local[2,4]", app_name="krm-tests", log_dir=tmp_path_factory.mktemp("spark-logs"),
+                            extra=ALERT_PLAN_CONF)
     yield session
     session.stop()
 

@@ -157,7 +157,8 @@ def test_throttled_follower_lags_and_krm_lag_shows_its_history(zk_cluster, kraft
         "leader.replication.throttled.replicas": f"0:{leader}", "follower.replication.throttled.replicas": f"0:{follower}"})])
     admin.alter_configs([ConfigResource(ConfigResourceType.BROKER, "", configs=throttles)])  # every broker's default
     config_path = write_config(cluster, tmp_path, observations_on=kraft_cluster,
-                               pipeline_extra="replica_lag_messages = 1000\nquality_interval_s = 5\n")
+                               pipeline_extra="replica_lag_messages = 1000\nquality_interval_s = 5\n",
+                               history_trigger_s=10.0)
     monitor = Monitor(load_config(config_path), spark=spark).start()
     url = monitor.metrics_url
     try:
