@@ -86,7 +86,8 @@ def write_config(cluster: LocalCluster, tmp: Path, poll_interval_s: float = 1.0,
         f'[observations]\nbootstrap_servers = "{obs}"\ntopic = "krm.obs.{tag}"\n'
         f"{security_table('observations', obs_cluster)}\n"
         f"[collector]\npoll_interval_s = {poll_interval_s}\n{collector_extra}\n"
-        f'[pipeline]\ndata_dir = "{tmp / ("data-" + tag)}"\nmetrics_port = {free_port()}\nhistory_trigger_s = {history_trigger_s}\n'
+        f'[pipeline]\ndata_dir = "{tmp / ("data-" + tag)}"\nmetrics_port = {free_port()}\n'
+        f"history_trigger_s = {history_trigger_s}\n"
         f"{pipeline_extra}"
     )
     return path
