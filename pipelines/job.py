@@ -27,9 +27,9 @@ from pipelines.history_path import HistoryPath, history_tasks
 from pipelines.incident_store import IncidentStore
 from pipelines.incidents import IncidentBook
 from pipelines.ingest import parse, read_observations, valid
-from pipelines.session import alert_session
 from pipelines.metrics import PipelineState
 from pipelines.quality import QualityRunner
+from pipelines.session import alert_session
 from pipelines.tables import Tables
 
 log = logging.getLogger(__name__)
