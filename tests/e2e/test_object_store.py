@@ -88,7 +88,8 @@ def test_rf1_outage_with_the_data_dir_on_a_remote_store(zk_cluster, store, tmp_p
     assignment = create_topic(cluster, topic, partitions=6, rf=1)
     expected = {p for p, r in assignment.items() if r == [victim]}
     assert expected
-    config_path = write_config(cluster, tmp_path, pipeline_extra=storage, history_trigger_s=10.0)
+    config_path = write_config(cluster, tmp_path, poll_interval_s=2.0, pipeline_extra=storage,
+                               history_trigger_s=10.0)  # krm's default poll: no timing is checked
     text = config_path.read_text()
     local_dir = next(line for line in text.splitlines() if line.startswith("data_dir"))
     config_path.write_text(text.replace(local_dir, f'data_dir = "{data_dir}"'))

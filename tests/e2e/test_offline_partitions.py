@@ -125,7 +125,7 @@ def test_pipeline_killed_mid_incident_neither_loses_nor_duplicates(zk_cluster, t
     victim = 3
     assignment = create_topic(cluster, topic, partitions=6, rf=1)
     expected = {p for p, replicas in assignment.items() if replicas == [victim]}
-    config_path = write_config(cluster, tmp_path)
+    config_path = write_config(cluster, tmp_path, poll_interval_s=2.0)  # krm's default poll: no timing is checked
     url = load_config(config_path).pipeline
     url = f"http://{url.metrics_host}:{url.metrics_port}/metrics"
     env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"}

@@ -78,7 +78,7 @@ def test_rf1_outage_on_a_spark_standalone_cluster(zk_cluster, standalone, tmp_pa
     assignment = create_topic(cluster, topic, partitions=6, rf=1)
     expected = {p for p, r in assignment.items() if r == [victim]}
     assert expected
-    config_path = write_config(cluster, tmp_path, pipeline_extra=(
+    config_path = write_config(cluster, tmp_path, poll_interval_s=2.0, pipeline_extra=(  # krm's default poll
         f'spark_master = "{master}"\n\n[pipeline.spark_conf]\n"spark.cores.max" = "1"\n'
         f'"spark.executor.memory" = "1g"\n'))
     url = f"http://127.0.0.1:{load_config(config_path).pipeline.metrics_port}/metrics"

@@ -46,7 +46,8 @@ def test_rf1_outage_under_spark_submit(zk_cluster, tmp_path):
     assignment = create_topic(cluster, topic, partitions=6, rf=1)
     expected = {p for p, r in assignment.items() if r == [victim]}
     assert expected
-    config_path = write_config(cluster, tmp_path, pipeline_extra='spark_master = "spark://127.0.0.1:9"\n')
+    config_path = write_config(cluster, tmp_path, poll_interval_s=2.0,  # krm's default poll
+                               pipeline_extra='spark_master = "spark://127.0.0.1:9"\n')
     url = f"http://127.0.0.1:{load_config(config_path).pipeline.metrics_port}/metrics"
     submit_args = subprocess.run([KRM, "setup", "--spark-submit-args"], capture_output=True, text=True,
                                  check=True).stdout.split()
