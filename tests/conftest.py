@@ -25,8 +25,8 @@ os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 os.environ.setdefault("KRM_JVM_OPTS", "-XX:TieredStopAtLevel=1")
 
 TIERS = ("unit", "spark", "integration", "e2e")  # one folder each under tests/
-# unit first (seconds), then spark, then e2e while few of the session's Kafka clusters run yet (their
-# timing checks against a 6 s broker session need the CPU), then integration (the secured clusters)
+# unit first (seconds), then spark, then e2e (their timing checks against a 6 s broker session need
+# the CPU), then integration; then the tests of the pooled clusters, one cluster at a time (run_order)
 RUN_ORDER = ("unit", "spark", "e2e", "integration")
 
 
