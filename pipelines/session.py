@@ -147,7 +147,7 @@ def build_session(master: str = "local[2,4]", app_name: str = "krm-pipeline", lo
         "spark.sql.adaptive.enabled": "false",  # tiny micro-batches: planning overhead, no benefit
         # The generated classes of one alert batch, the history batch and Delta's own queries outnumber
         # Spark's default cache of 100 compiled classes: at 100 each batch compiled much of its code anew
-        # with Janino (benchmarks/BENCHMARKS.md). A class is a few kB of metaspace.
+        # with Janino (benchmarks/BENCHMARKS.md).
         "spark.sql.codegen.cache.maxEntries": "1000",
         # Each micro-batch persists its batch. Caching a plan clones the session when either of these
         # would need turning off for it (CacheManager.getOrCloneSessionWithConfigsOff), and Spark 4.0.0
