@@ -5,13 +5,14 @@ A 3-broker KRaft cluster with a few topics, krm polling it, observations on the 
 warm-up, the driver JVM's CPU seconds (utime + stime of the process, /proc) are read over a window,
 with the collector in this process counted apart. Each `--case` is POLL_S:HISTORY_TRIGGER_S.
 
-Usage: .venv/bin/python benchmarks/driver_cpu.py --cases 1:5,1:10,2:10 --window 60
+Usage: .venv/bin/python benchmarks/driver_cpu.py --cases 1:5,1:10,2:10 --window 60 [--threads]
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import re
 import statistics
 import sys
 import tempfile
@@ -35,6 +36,30 @@ def cpu_s(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / HZ
 
 
+def thread_cpu_s(pid: int) -> dict[str, float]:
+    """CPU seconds of each of a process's threads, keyed by thread id and name."""
+    out = {}
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            stat = Path(f"/proc/{pid}/task/{tid}/stat").read_text()
+        except OSError:  # the thread ended
+            continue
+        name = stat[stat.index("(") + 1:stat.rindex(")")]
+        fields = stat.rsplit(")", 1)[1].split()
+        out[f"{tid} {name}"] = (int(fields[11]) + int(fields[12])) / HZ
+    return out
+
+
+def by_thread_kind(before: dict[str, float], after: dict[str, float]) -> list[tuple[str, float]]:
+    """CPU seconds between two `thread_cpu_s` readings, summed over threads of one kind (the JVM's
+    JIT compiler threads, its stream execution threads, its executor task threads, ...)."""
+    kinds: dict[str, float] = {}
+    for key, cpu in after.items():
+        kind = re.sub(r"\d+", "N", key.split(" ", 1)[1])
+        kinds[kind] = kinds.get(kind, 0.0) + cpu - before.get(key, 0.0)
+    return sorted(kinds.items(), key=lambda kv: -kv[1])
+
+
 def driver_pid(spark) -> int:
     return int(spark.sparkContext._jvm.ProcessHandle.current().pid())
 
@@ -55,6 +80,8 @@ def main() -> None:
     ap.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="a Spark setting to try")
     ap.add_argument("--java-opts", default="", help="extra driver JVM options, e.g. for a profiler")
     ap.add_argument("--debug", action="store_true", help="log each alert and history batch's timings")
+    ap.add_argument("--threads", action="store_true",
+                    help="also print the driver's CPU by kind of thread (JIT compilers, stream execution, tasks)")
     args = ap.parse_args()
     if args.debug:
         import logging
@@ -81,7 +108,9 @@ def main() -> None:
                 wait_for(lambda u=url: series(scrape(u), "krm_broker_up", cluster=cluster.name), 120, "krm up")
                 time.sleep(args.warmup)
                 d0, c0, b0, t0 = cpu_s(pid), time.process_time(), monitor.pipeline.state.snapshot.batches, time.time()
+                threads0 = thread_cpu_s(pid) if args.threads else {}
                 time.sleep(args.window)
+                threads1 = thread_cpu_s(pid) if args.threads else {}
                 dt = time.time() - t0
                 driver = (cpu_s(pid) - d0) / dt
                 collector = (time.process_time() - c0) / dt
@@ -90,6 +119,10 @@ def main() -> None:
                       flush=True)
                 for q in monitor.pipeline.queries:
                     print(f"        {q.name}: median ms per batch {phases(q.recentProgress)}", flush=True)
+                if args.threads:
+                    kinds = by_thread_kind(threads0, threads1)
+                    print("        driver threads, % of a core: " + ", ".join(
+                        f"{kind} {100 * cpu / dt:.0f}" for kind, cpu in kinds[:6] if cpu / dt >= 0.005), flush=True)
             finally:
                 monitor.stop()
     finally:

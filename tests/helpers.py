@@ -132,6 +132,19 @@ def create_topic(cluster: LocalCluster, name: str, partitions: int, rf: int,
         admin.close()
 
 
+def partition_states(cluster: LocalCluster, topic: str) -> dict[int, tuple[int, list[int], list[int]]]:
+    """Kafka's own view of a topic (DescribeTopics): partition -> (leader, replicas, ISR)."""
+    from kafka.admin import KafkaAdminClient
+
+    admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap_servers, client_id="krm-tests",
+                             **cluster.admin_kwargs())
+    try:
+        (t,) = admin.describe_topics([topic])
+        return {p["partition"]: (p["leader"], list(p["replicas"]), list(p["isr"])) for p in t["partitions"]}
+    finally:
+        admin.close()
+
+
 def local_cluster(tmp_path_factory: Any, mode: str, chroot: str | None = None, brokers: int = 3,
                   kafka_version: str = "", controllers: int = 1, security: str = "plaintext",
                   tiered_storage: bool = False, kerberos: bool = False) -> LocalCluster:
