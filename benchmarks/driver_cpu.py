@@ -31,9 +31,14 @@ from tests.helpers import create_topic, wait_for, write_config  # noqa: E402
 HZ = os.sysconf("SC_CLK_TCK")
 
 
-def cpu_s(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+def stat_cpu_s(stat: str) -> float:
+    """utime + stime, in seconds, of a /proc/.../stat line."""
+    fields = stat.rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / HZ
+
+
+def cpu_s(pid: int) -> float:
+    return stat_cpu_s(Path(f"/proc/{pid}/stat").read_text())
 
 
 def thread_cpu_s(pid: int) -> dict[str, float]:
@@ -44,9 +49,7 @@ def thread_cpu_s(pid: int) -> dict[str, float]:
             stat = Path(f"/proc/{pid}/task/{tid}/stat").read_text()
         except OSError:  # the thread ended
             continue
-        name = stat[stat.index("(") + 1:stat.rindex(")")]
-        fields = stat.rsplit(")", 1)[1].split()
-        out[f"{tid} {name}"] = (int(fields[11]) + int(fields[12])) / HZ
+        out[f"{tid} {stat[stat.index('(') + 1:stat.rindex(')')]}"] = stat_cpu_s(stat)
     return out
 
 

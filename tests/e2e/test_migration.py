@@ -113,8 +113,8 @@ def test_a_full_migration_pages_nobody_and_a_crash_during_dual_writes_still_page
             cluster.wait_for_full_isr(120)
             wait_equal(lambda: _offline(url, cluster.name, "mig-rf1"), set(), 60, "nothing offline before the crash")
             # the handover ends when the cluster is settled again, not at the first sight of the dual
-            # writes: a clean-clone CI run saw a page from the last broker's restart opened after
-            # that first sight, 66 ms (the poll that saw it had probed the broker before)
+            # writes: a clean-clone CI run saw a page from the last broker's restart opened just after
+            # that first sight (the poll that saw it had probed the broker before)
             handover_to = time.time()
 
             # a crash during the dual writes: its RF-1 partitions page, with their cause
