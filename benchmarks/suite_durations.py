@@ -18,7 +18,7 @@ from collections import defaultdict
 from pathlib import Path
 
 LINE = re.compile(r"^([0-9.]+)s (?:call|setup|teardown) +(\S+)$", re.M)
-TOTAL = re.compile(r"^=*\s*(\d+) passed.* in ([0-9.]+)s", re.M)
+TOTAL = re.compile(r"(\d+) passed\b.* in ([0-9.]+)s", re.M)  # also "1 failed, 667 passed in ..."
 
 
 def per_test(text: str) -> dict[str, float]:
