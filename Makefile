@@ -7,7 +7,8 @@
 # pinned in jvm/*.xml: Kafka 3.9.1 for ZooKeeper mode, Kafka 4.4.0 for KRaft, Spark, the JMX agent,
 # the object-store connectors, HDFS for its test), Debian packages only if their command is missing
 # (a JDK, Maven, Prometheus and Alertmanager for the alerting tests, chromium for the console's, MIT Kerberos'
-# KDC and headers for the GSSAPI test, whose Python binding is built; services are not started: policy-rc.d blocks them).
+# KDC and headers for the GSSAPI test, whose Python binding is built, nftables for the gray-failure tests' packet
+# filter; services are not started: policy-rc.d blocks them).
 # A second run needs no network: every step is guarded by a stamp file or a `command -v` check.
 
 SHELL := /bin/bash
@@ -49,6 +50,7 @@ system-packages:
 	[ -x /usr/sbin/krb5kdc ] || missing+=(krb5-kdc krb5-admin-server); \
 	command -v krb5-config >/dev/null || missing+=(libkrb5-dev); \
 	command -v gcc >/dev/null || missing+=(gcc libc6-dev); \
+	[ -x /usr/sbin/nft ] || missing+=(nftables); \
 	$(PYTHON) -c 'import venv, ensurepip' 2>/dev/null || missing+=(python3-venv); \
 	if [ $${#missing[@]} -gt 0 ]; then \
 	  echo "installing Debian packages: $${missing[*]}"; \

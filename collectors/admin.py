@@ -236,9 +236,9 @@ class AdminSource:
         the mirror's leaders and ISRs, the freshest view of the controller's writes; a broker that
         just deregistered is judged here first, not left with the last full poll's verdict."""
         for b in brokers:
-            b.pop("controlled_shutdown", None)
-            b.pop("down_since_ms", None)
-        self._departures.annotate(brokers, self._mirror_partitions, at_ms)
+            for key in ("departure", "controlled_shutdown", "down_since_ms"):
+                b.pop(key, None)
+        self._departures.annotate(brokers, self._mirror_partitions, at_ms, full=False)
         return brokers
 
     def _mirror_partitions(self) -> Iterable[dict[str, Any]]:
@@ -321,6 +321,7 @@ class AdminSource:
         self._last_cluster_state = records[0]["cluster_state"]
         present = set()
         published: list[dict[str, Any]] = []  # every partition as this poll publishes it
+        held: set[int] = set()  # departures.holders(published), gathered on the way
         snapshot = time.monotonic() - self._snapshot_at >= self.settings.assignment_snapshot_s
         if snapshot:
             self._snapshot_at = time.monotonic()
@@ -368,6 +369,10 @@ class AdminSource:
                 part["replica_offsets"] = [{"broker": r, "log_end_offset": o} for r, o in leos.items()]
                 parts.append(annotate(name, part, observed_at_ms, leos))
                 signature[pid] = part["replicas"]
+                if len(part["replicas"]) > 1:
+                    if part["leader"] >= 0:
+                        held.add(part["leader"])
+                    held.update(part["isr"])
             published.extend(parts)
             changed = self._assignments.get(name) != signature
             self._assignments[name] = signature
@@ -383,7 +388,7 @@ class AdminSource:
         # How each down broker went: judged on the partitions as published (ZooKeeper mode: leader and
         # ISR as the controller wrote them, which the brokers' metadata caches trail; its brokers' live
         # flags come from ZooKeeper too), so one consistent view. The cluster record holds these dicts.
-        self._departures.annotate(brokers, lambda: published, observed_at_ms)
+        self._departures.annotate(brokers, lambda: published, observed_at_ms, held=held)
         polled = {t["topic"] for t in topics}
         for gone in [name for name in self._assignments if name not in polled]:
             del self._assignments[gone]

@@ -1,4 +1,4 @@
-"""How each down broker went down: a controlled shutdown, or a crash/hang. Pure.
+"""How each down broker went down: a controlled shutdown, a crash/hang, or not known. Pure.
 
 A broker stopped cleanly (SIGTERM, `kafka-server-stop`) first asks the controller to move its
 leaderships and take it out of the ISRs (ZooKeeper mode: ControlledShutdownRequest,
@@ -7,38 +7,52 @@ ReplicationControlManager's controlled-shutdown handling), and only then closes 
 deregisters. A broker that crashes or hangs goes silent still holding them, and keeps them until the
 controller notices (ZooKeeper session expiry, KRaft broker session timeout).
 
-So the evidence is what the broker held when krm first saw it down (not registered, or registered
-but unreachable): a broker that then led no partition with another replica and sat in no ISR of
-one had handed everything over — a controlled shutdown. One that still held any went down without
-handing over. Single-replica partitions do not count: nothing can take them over, so a controlled
-shutdown leaves them led by the broker (they go offline either way and OFFLINE_PARTITION pages).
+So the evidence is what the broker held just before and when krm first saw it down (not registered,
+or registered but unreachable):
+- it held a leadership or ISR place of a partition with another replica at a look shortly before
+  (`DRAIN_WINDOW_MS`), and holds none now: it handed everything over — a controlled shutdown;
+- it holds some at every look for SETTLE_MS after krm first saw it down: it went down without handing
+  over — a crash or a hang;
+- it held none before either (only single-replica partitions, or none; or krm never saw it up): no
+  evidence either way — `unknown`, never guessed a clean stop. Single-replica partitions do not count:
+  nothing can take them over, so a controlled shutdown leaves them led by the broker (they go
+  offline either way and OFFLINE_PARTITION pages).
 
-The view is the suspect for a moment, though: the brokers' metadata caches and krm's ZooKeeper
-mirror trail the controller's writes, by more on a loaded machine (CI saw clean rolling restarts
-judged crashes: a broker first seen registered but refusing connections, its ports closed before
-ZooKeeper dropped its session, or already deregistered, while the mirror still showed the
+The view is the suspect for a moment: the brokers' metadata caches and krm's ZooKeeper mirror trail
+the controller's writes, by more on a loaded machine (CI saw clean rolling restarts first seen
+registered but refusing connections, or already deregistered, while the mirror still showed the
 leaderships the controller had just moved). So a broker first seen down while the view shows it
 holding is judged again at every look (every poll, and in ZooKeeper mode every ZooKeeper-triggered
-record) for SETTLE_MS: seen holding nothing at any of them, it handed over (controlled); seen
-holding at every one of them, it did not (a crash or hang), final at the first look after
-SETTLE_MS. Meanwhile its verdict follows its registration: still registered reads as unreachable
-(a warning), deregistered as stopped (a warning), so nothing pages on a view that may be behind. SETTLE_MS is shorter than
-any broker session (ZooKeeper enforces at least two ticks, 4 s by default; KRaft's
-broker.session.timeout.ms defaults to 9 s), and before its session expires nothing moves a crashed
-broker's leaderships away, so a crash still holds them at the final look.
+record) for SETTLE_MS; meanwhile its verdict is `unknown`. SETTLE_MS is shorter than any broker
+session (ZooKeeper enforces at least two ticks, 4 s by default; KRaft's broker.session.timeout.ms
+defaults to 9 s), and before its session expires nothing moves a crashed broker's leaderships away,
+so a crash still holds them at the final look.
 
-Limits: a broker that held nothing replicated when it went down (only single-replica partitions,
-or none) gives no evidence either way and reads as a controlled stop: a warning, as its going hurts
-no client beyond those partitions, which page on their own (OFFLINE_PARTITION). A crash first seen
-after the controller already acted (a poll interval longer than the
-broker session timeout) looks like a controlled shutdown; the pipeline still turns the incident
-critical after `[pipeline] planned_stop_max_s`.
+A verdict, once final, holds for the whole departure: until a full poll sees the broker registered
+and answering again. The controller's reaction (a crash's leaderships moved at session expiry) and a
+restart (registered again before its ports open; a ZooKeeper-triggered record that carries no
+reachability) never re-judge it: a crash stays a crash from the first page to the resolution.
+
+Limits: a crash first seen after the controller already acted (a poll interval longer than the
+broker session timeout) holds nothing at first sight: `controlled` if krm saw it holding within
+DRAIN_WINDOW_MS, else `unknown`; the pipeline turns both critical after `[pipeline] planned_stop_max_s`.
 """
 
 from __future__ import annotations
 
 import threading
+from dataclasses import dataclass
 from typing import Any, Callable, Iterable
+
+CONTROLLED = "controlled"
+CRASH = "crash"
+UNKNOWN = "unknown"
+
+SETTLE_MS = 3000
+# A controlled shutdown moves a broker's leaderships within seconds (a large broker's in a minute or
+# two); a broker seen holding nothing for longer than this before it went was drained earlier (or
+# held nothing), and its going proves nothing about how it went.
+DRAIN_WINDOW_MS = 300_000
 
 
 def holders(partitions: Iterable[dict[str, Any]]) -> set[int]:
@@ -52,41 +66,63 @@ def holders(partitions: Iterable[dict[str, Any]]) -> set[int]:
     return out
 
 
-SETTLE_MS = 3000
+@dataclass(frozen=True)
+class _Departure:
+    since_ms: int  # when krm first saw it down
+    verdict: str  # CONTROLLED, CRASH or UNKNOWN
+    final: bool  # not final: judged again at the next look
 
 
 class Departures:
     """Thread-safe: in ZooKeeper mode the ZooKeeper-triggered records look too, from their own thread."""
 
-    def __init__(self, settle_ms: int = SETTLE_MS) -> None:
-        # broker -> (first seen down at ms, controlled, final); not final: judged again at each look
-        self._down: dict[int, tuple[int, bool, bool]] = {}
+    def __init__(self, settle_ms: int = SETTLE_MS, drain_window_ms: int = DRAIN_WINDOW_MS) -> None:
+        self._down: dict[int, _Departure] = {}
+        self._held_at: dict[int, int] = {}  # broker -> last look (ms) that saw it up and holding
         self.settle_ms = settle_ms
+        self.drain_window_ms = drain_window_ms
         self._lock = threading.Lock()
 
     def annotate(self, brokers: list[dict[str, Any]], partitions: Callable[[], Iterable[dict[str, Any]]],
-                 at_ms: int) -> None:
-        """Add `controlled_shutdown` and `down_since_ms` to each down broker (in place);
-        `partitions` is a callable returning the partitions as this look sees them, called only when
-        a broker is newly down or its judgement is not final yet."""
+                 at_ms: int, full: bool = True, held: set[int] | None = None) -> None:
+        """Add `departure`, `controlled_shutdown` and `down_since_ms` to each down broker (in place).
+
+        `partitions` returns the partitions as this look sees them; called only when needed (a broker
+        newly down or not judged yet, or `full` without `held`). `full`: a full poll, whose
+        reachability is this look's own; only a full poll that sees a broker registered and answering
+        (or not asked: it holds no replica) ends its departure. `held`: this look's holders() when the
+        caller has them already."""
         down = {b["id"]: b for b in brokers if not b["live"] or b.get("reachable") is False}
         with self._lock:
-            for bid in [bid for bid in self._down if bid not in down]:
-                del self._down[bid]  # back up: its next stop is judged afresh
-            held: set[int] | None = None
+            if full:
+                for bid in [bid for bid in self._down if bid not in down]:
+                    del self._down[bid]  # back and serving: its next stop is judged afresh
+                if held is None and len(down) < len(brokers):
+                    held = holders(partitions())
+                for bid in held or ():
+                    if bid not in down:
+                        self._held_at[bid] = at_ms
             for bid, b in down.items():
                 known = self._down.get(bid)
-                if known is None or not known[2]:
+                if known is None or not known.final:
                     if held is None:
                         held = holders(partitions())
-                    since = known[0] if known is not None else at_ms
-                    if at_ms - since >= self.settle_ms:
-                        # held at every look so far, and the view has had time to catch up; what it
-                        # shows now proves nothing more (the controller may have moved a crash's load)
-                        self._down[bid] = (since, False, True)
-                    elif bid not in held:
-                        self._down[bid] = (since, True, True)  # handed everything over
-                    else:  # the view may trail: meanwhile a warning either way (see the module docstring)
-                        self._down[bid] = (since, not b["live"], False)
-                since, controlled, _ = self._down[bid]
-                b["down_since_ms"], b["controlled_shutdown"] = since, controlled
+                    self._down[bid] = self._judge(bid, known, bid in held, at_ms)
+                d = self._down[bid]
+                b["departure"], b["down_since_ms"] = d.verdict, d.since_ms
+                b["controlled_shutdown"] = {CONTROLLED: True, CRASH: False}.get(d.verdict)
+
+    def _judge(self, bid: int, known: _Departure | None, holding: bool, at_ms: int) -> _Departure:
+        since = known.since_ms if known is not None else at_ms
+        if known is not None and at_ms - since >= self.settle_ms:
+            # held at every look so far, and the view has had time to catch up: what it shows now
+            # proves nothing more (the controller may have moved a crash's load)
+            return _Departure(since, CRASH, True)
+        if holding:
+            return _Departure(since, UNKNOWN, False)  # the view may trail (see the module docstring)
+        if known is not None:
+            return _Departure(since, CONTROLLED, True)  # seen holding at first sight, handed over since
+        last_held = self._held_at.get(bid)
+        if last_held is not None and since - last_held <= self.drain_window_ms:
+            return _Departure(since, CONTROLLED, True)  # held shortly before, handed everything over
+        return _Departure(since, UNKNOWN, True)  # held nothing to hand over: no evidence either way

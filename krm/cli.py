@@ -112,6 +112,10 @@ def cmd_local_cluster(args: argparse.Namespace) -> int:
         c.start(args.broker_id, kafka_version=args.kafka_version)
         node = c.broker(args.broker_id)
         print(f"{node.role} {args.broker_id}: started on Kafka {node.kafka_version or c.kafka_version}")
+    elif args.action in ("cut", "heal"):
+        getattr(c, args.action)(args.broker_id)
+        print(f"broker {args.broker_id}: listener port {c.broker(args.broker_id).port} "
+              + ("cut off (packets dropped)" if args.action == "cut" else "reachable again"))
     else:
         getattr(c, args.action)(args.broker_id)
         node = c.broker(args.broker_id)
@@ -786,7 +790,10 @@ def build_parser() -> argparse.ArgumentParser:
     for action, helptext in (("kill", "SIGKILL one broker (or KRaft controller, by node id)"),
                              ("stop", "SIGTERM one broker: controlled shutdown, waits for the exit"),
                              ("start", "start a stopped broker"),
-                             ("pause", "SIGSTOP one broker"), ("resume", "SIGCONT a paused broker")):
+                             ("pause", "SIGSTOP one broker"), ("resume", "SIGCONT a paused broker"),
+                             ("cut", "gray failure: drop every packet to the broker's listener (nftables, root); "
+                                     "its process, session and heartbeats live on"),
+                             ("heal", "let packets reach a cut broker's listener again")):
         a = lcs.add_parser(action, help=helptext)
         a.add_argument("broker_id", type=int, metavar="BROKER_ID")
         if action == "start":

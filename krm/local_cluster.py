@@ -34,6 +34,7 @@ from typing import Any
 
 from foundation.errors import ClusterError
 from foundation.paths import CONF_DIR, IN_CHECKOUT, JVM_DIR, jar_group, jars_dir, krm_home
+from krm import packet_filter
 from krm.local_kdc import LocalKdc
 from krm.local_security import ADMIN_USER, KRM_USER, MECHANISM, LocalSecurity, grant_krm_acls
 
@@ -326,8 +327,9 @@ class LocalCluster:
         return [*self.nodes.values(), *([self.kdc_node] if self.kdc_node else [])]
 
     def down(self) -> None:
-        """Stop every process (SIGKILL: the data is throwaway) and wait until they are gone."""
+        """Stop every process (SIGKILL: the data is throwaway) and wait until they are gone; undo any cut."""
         every = self.processes
+        packet_filter.heal_all([n.port for n in every if n.port])
         for node in every:
             if node.pid and _pid_state(node.pid) != "dead":
                 try:
@@ -552,6 +554,16 @@ class LocalCluster:
         node = self._live_broker(broker_id)
         os.kill(node.pid, signal.SIGSTOP)  # type: ignore[arg-type]
         self._await_state(node, "paused")
+
+    def cut(self, broker_id: int) -> None:
+        """A gray failure (krm/packet_filter.py): the broker's listener drops every packet; Kafka
+        still counts it alive (its session and heartbeats are its own outgoing connections)."""
+        packet_filter.cut(self._live_broker(broker_id).port)
+
+    def heal(self, broker_id: int) -> None:
+        """Undo `cut`."""
+        if not packet_filter.heal(self.broker(broker_id).port):
+            raise ClusterError(f"broker {broker_id} is not cut off")
 
     def resume(self, broker_id: int) -> None:
         node = self.broker(broker_id)

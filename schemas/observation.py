@@ -29,7 +29,8 @@ absent in a v3 record means "as before", so the history path writes the partitio
 it writes every partition of a v1 or v2 record, whose collector did not say. Also optional in v3, added
 later: a topic's `remote_storage` and a partition's `local_log_start_offset` / `highest_remote_offset`
 (tiered storage), and a cluster's `migration_phase` / `migration_phase_since_ms` (ZooKeeper → KRaft);
-a record without them is read as "not tiered", "no migration known". The pipeline accepts
+a record without them is read as "not tiered", "no migration known"; and a down broker's
+`departure` (`controlled`, `crash`, `unknown`), read from `controlled_shutdown` when absent. The pipeline accepts
 every version in SUPPORTED_VERSIONS and quarantines others.
 """
 
@@ -75,6 +76,10 @@ BROKER = Struct((
     # take (a controlled shutdown: true) or went down holding them (a crash or a hang: false)
     ("controlled_shutdown", BOOL, False),
     ("down_since_ms", LONG, False),  # v2: when krm first saw it down (epoch ms)
+    # v3, added later, while the broker is down: how it went (collectors/departures.py): `controlled`
+    # (controlled_shutdown true), `crash` (false) or `unknown` (null: no evidence, or not judged yet).
+    # Absent (an older collector): read from controlled_shutdown, null as a crash.
+    ("departure", STRING, False),
 ))
 
 REPLICA_OFFSET = Struct((

@@ -11,14 +11,18 @@ by broker as they return; a failed poll resolves nothing).
   controller has not noticed yet (it waits for the ZooKeeper session, 18 s by default, or the KRaft
   broker session). The incident is the same one when it then turns `not_registered`.
 - BROKER_DOWN, cause `stopped` (warning): down after a controlled shutdown (its ports closed, then
-  not registered: the same cause throughout) — when krm first
-  saw it down it had handed over every leadership and ISR place another replica could take
-  (collectors/departures.py says how that is told apart from a crash). A rolling restart, an
+  not registered: the same cause throughout) — krm saw it holding a leadership or ISR place another
+  replica could take shortly before, and none when it first saw it down: it handed everything
+  over (collectors/departures.py says how that is told apart from a crash, and why a crash, once
+  judged, stays one until the broker serves again). A rolling restart, an
   upgrade or an operator's stop is routine: Kafka moved the load away first, and clients of
   multi-replica partitions never noticed. It turns critical once the broker has been down longer
   than `[pipeline] planned_stop_max_s` (default 10 min: longer than any restart). Partitions it does
   hurt page on their own incidents (OFFLINE_PARTITION, UNDER_MIN_ISR, PARTITION_UNAVAILABLE), which
   name it (`must_return`, `out_of_sync`).
+- BROKER_DOWN, cause `unknown` (warning, critical past `planned_stop_max_s` as `stopped`): not
+  registered, and nothing says how it went — it held nothing another replica could take over
+  (only single-replica partitions, or none), or krm has not judged it yet. Never read as a clean stop.
 - CONTROLLER_ANOMALY, cause `no_active_controller`: the Metadata response names no controller
   (ZooKeeper mode: no broker holds /controller). KRaft answers clients with a random live broker
   as "controller" (KIP-590), so this cause only fires in ZooKeeper mode; more than one active
@@ -34,23 +38,34 @@ from pipelines.detectors.rule import ClusterView, Rule
 BROKER_DOWN = "BROKER_DOWN"
 NOT_REGISTERED = "not_registered"
 STOPPED = "stopped"
+UNKNOWN = "unknown"
 UNREACHABLE = "unreachable"
+
+
+def _departure(b: dict[str, Any]) -> str:
+    """`controlled`, `crash` or `unknown` (collectors/departures.py); a record of an older collector
+    carries only `controlled_shutdown`, whose null there meant a crash."""
+    said = b.get("departure")
+    if said is not None:
+        return str(said)
+    return "controlled" if b.get("controlled_shutdown") else "crash"
 
 
 def down_brokers(brokers: Iterable[dict[str, Any]]) -> list[tuple[int, str]]:
     """(broker, cause) for every broker that is down or not answering."""
     out = []
     for b in brokers:
+        how = _departure(b)
         if not b["live"]:
-            out.append((b["id"], STOPPED if b.get("controlled_shutdown") else NOT_REGISTERED))
+            out.append((b["id"], {"controlled": STOPPED, "unknown": UNKNOWN}.get(how, NOT_REGISTERED)))
         elif b.get("reachable") is False:
-            out.append((b["id"], STOPPED if b.get("controlled_shutdown") else UNREACHABLE))
+            out.append((b["id"], STOPPED if how == "controlled" else UNREACHABLE))
     return sorted(out)
 
 
 def severity(cause: str, down_for_ms: int | None, planned_stop_max_ms: int) -> str:
-    """A controlled stop is a warning until it lasts longer than planned_stop_max_ms."""
-    if cause == STOPPED and down_for_ms is not None and down_for_ms > planned_stop_max_ms:
+    """A controlled stop (or one nothing explains) is a warning until it lasts longer than planned_stop_max_ms."""
+    if cause in (STOPPED, UNKNOWN) and down_for_ms is not None and down_for_ms > planned_stop_max_ms:
         return "critical"
     return RULE.severity_of(cause)
 
@@ -74,28 +89,34 @@ def _plan(view: ClusterView) -> Any:
     def details(br: Any) -> Any:
         return F.to_json(F.struct(br["host"].alias("host"), br["port"].alias("port"), br["rack"].alias("rack"),
                                   br["controlled_shutdown"].alias("controlled_shutdown"),
-                                  br["down_since_ms"].alias("down_since_ms")))
+                                  how(br).alias("departure"), br["down_since_ms"].alias("down_since_ms")))
+
+    def how(br: Any) -> Any:  # _departure's Spark form
+        return F.coalesce(br["departure"], F.when(F.coalesce(br["controlled_shutdown"], F.lit(False)),
+                                                  F.lit("controlled")).otherwise(F.lit("crash")))
 
     def down(br: Any) -> Any:
-        stopped = F.coalesce(br["controlled_shutdown"], F.lit(False))
-        cause = F.when(stopped, F.lit(STOPPED)).otherwise(F.lit(NOT_REGISTERED))
+        said = how(br)
+        cause = (F.when(said == "controlled", F.lit(STOPPED)).when(said == "unknown", F.lit(UNKNOWN))
+                 .otherwise(F.lit(NOT_REGISTERED)))
         level = RULE.severity_column(cause)
         if limit_ms is not None and view.observed_at_ms is not None:
             too_long = F.coalesce(view.observed_at_ms - br["down_since_ms"] > F.lit(limit_ms), F.lit(False))
-            level = F.when(stopped & too_long, F.lit("critical")).otherwise(level)
+            level = F.when(cause.isin(STOPPED, UNKNOWN) & too_long, F.lit("critical")).otherwise(level)
         return view.finding(RULE, cause, details(br), broker=br["id"], severity=level)
 
     def silent(br: Any) -> Any:
-        stopped = F.coalesce(br["controlled_shutdown"], F.lit(False))
-        cause = F.when(stopped, F.lit(STOPPED)).otherwise(F.lit(UNREACHABLE))
+        cause = F.when(how(br) == "controlled", F.lit(STOPPED)).otherwise(F.lit(UNREACHABLE))
         return view.finding(RULE, cause, details(br), broker=br["id"], severity=RULE.severity_column(cause))
 
     return F.concat(F.transform(b["down"], down), F.transform(b["unreachable"], silent))
 
 
-RULE = Rule(BROKER_DOWN, {NOT_REGISTERED: "critical", STOPPED: "warning", UNREACHABLE: "warning"}, "cluster",
-            "a broker not registered after a crash (critical) or a controlled shutdown (warning, critical when "
-            "it lasts), or not answering while still registered (warning)", plan=_plan, failed_polls=True,
+RULE = Rule(BROKER_DOWN, {NOT_REGISTERED: "critical", STOPPED: "warning", UNKNOWN: "warning", UNREACHABLE: "warning"},
+            "cluster",
+            "a broker not registered after a crash (critical), a controlled shutdown or a departure nothing "
+            "explains (warning, critical when it lasts), or not answering while still registered (warning)",
+            plan=_plan, failed_polls=True,
             routine=(
             "A rolling restart, upgrade or operator's stop is a controlled shutdown: `stopped`, a warning, "
             "critical only past `planned_stop_max_s`; a crash or hang (`not_registered`) pages at once."))

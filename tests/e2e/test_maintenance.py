@@ -21,6 +21,7 @@ import shutil
 import subprocess
 import threading
 import time
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -222,6 +223,20 @@ def test_rolling_restart_pages_nobody_and_a_crash_still_pages(stack):
     finally:
         cluster.start(victim)
         assert stack.krm("check", "ready", "--broker", str(victim), "--wait", "180").returncode == 0
+    # ... and reads as one from open to close: the controller moving its load at session expiry,
+    # then its restart, never turn it into a planned stop (collectors/departures.py)
+    def crash_resolved() -> dict | None:
+        found = [i for i in stored_incidents("--config", str(stack.config_path), "--type", "BROKER_DOWN")
+                 if i["cluster"] == cluster.name and i["broker"] == victim and opened_s(i) >= killed - 1]
+        return found[0] if len(found) == 1 and found[0]["status"] == "resolved" else None
+
+    def opened_s(incident: dict) -> float:  # the rolling restart's stops opened before the kill
+        return datetime.fromisoformat(incident["opened_at"].replace("Z", "+00:00")).timestamp()
+    crash = wait_for(crash_resolved, 120, "the crash's BROKER_DOWN resolved")
+    history = crash["details"]["cause_history"]
+    print(f"\n[{cluster.mode}] SIGKILLed broker's incident: causes {history}, departure {crash['details'].get('departure')}")
+    assert "stopped" not in history and "unknown" not in history, crash
+    assert (crash["details"]["controlled_shutdown"], crash["details"]["departure"]) == (False, "crash"), crash
 
 
 def test_reassignment_as_kafka_sees_it(stack, tmp_path):

@@ -195,21 +195,26 @@ def test_registered_but_unanswering_broker_is_down_unreachable(spark):
     assert (f.type, f.broker, f.cause, f.severity) == ("BROKER_DOWN", 2, "unreachable", "warning")
 
 
-@pytest.mark.parametrize("controlled, down_since, expected", [
-    (True, 900_000, ("stopped", "warning")),  # down 100 s after a controlled shutdown: routine
-    (True, 100_000, ("stopped", "critical")),  # down 900 s, past planned_stop_max_s (600 s)
-    (False, 900_000, ("not_registered", "critical")),  # went down holding leaderships: a crash
-    (None, None, ("not_registered", "critical")),  # an older collector: as before
+@pytest.mark.parametrize("controlled, departure, down_since, expected", [
+    (True, None, 900_000, ("stopped", "warning")),  # down 100 s after a controlled shutdown: routine
+    (True, None, 100_000, ("stopped", "critical")),  # down 900 s, past planned_stop_max_s (600 s)
+    (False, None, 900_000, ("not_registered", "critical")),  # went down holding leaderships: a crash
+    (None, None, None, ("not_registered", "critical")),  # an older collector: as before
+    (True, "controlled", 900_000, ("stopped", "warning")),
+    (False, "crash", 900_000, ("not_registered", "critical")),
+    (None, "unknown", 900_000, ("unknown", "warning")),  # nothing to hand over: no evidence, never "stopped"
+    (None, "unknown", 100_000, ("unknown", "critical")),  # and past planned_stop_max_s, as a stop
 ])
-def test_broker_down_after_a_controlled_shutdown(spark, controlled, down_since, expected):
+def test_broker_down_after_a_controlled_shutdown(spark, controlled, departure, down_since, expected):
     broker = {"id": 2, "live": False, "reachable": None}
-    if controlled is not None:
-        broker |= {"controlled_shutdown": controlled, "down_since_ms": down_since}
+    if controlled is not None or departure is not None:
+        broker |= {"controlled_shutdown": controlled, "down_since_ms": down_since, "departure": departure}
     rec = cluster_record("c1", "admin", 7, 1_000_000, controller_id=1, topic_count=0, partition_count=0,
                          brokers=[{"id": 1, "live": True, "reachable": True}, broker])
     rows = alert_rows(valid(parse(_batch(spark, [json.dumps(rec)]))), DetectorSettings(planned_stop_max_ms=600_000)).collect()
     (f,) = [r for r in rows if r.row_type == "finding"]
     assert (f.type, f.broker, (f.cause, f.severity)) == ("BROKER_DOWN", 2, expected)
+    assert json.loads(f.details)["departure"] == (departure or {True: "controlled"}.get(controlled, "crash"))
 
 
 def test_a_reassigning_partition_is_info_not_under_replicated_nor_lagging(spark):

@@ -313,7 +313,10 @@ def test_a_controlled_shutdown_is_judged_on_the_controllers_writes_not_the_broke
     zk = FakeZk({1}, {("t", 0): ZkPartition(leader=1, leader_epoch=3, isr=(1,), controller_epoch=3,
                                              mtime_ms=990, version=4)}, {"t": {0: (2, 1)}})
     src = AdminSource(ClusterConfig(name="c", bootstrap_servers="h:1", zookeeper="zk:2181"), CollectorConfig(), zk)
+    # the poll before: 2 led t/0 (what it held is the evidence that it handed over)
+    src._departures.annotate([{"id": b, "live": True, "reachable": True} for b in (1, 2)],
+                             lambda: [{"leader": 2, "isr": [2, 1], "replicas": [2, 1]}], 500)
     m, t = md(replicas=(2, 1), leader=2, epoch=2)  # the caches: 2 leads, ISR [2, 1]
     cluster = next(r for r in src._records(m, t, 1000, OffsetsRound(), 1) if r["kind"] == "cluster")["cluster_state"]
     (b2,) = [b for b in cluster["brokers"] if b["id"] == 2]
-    assert (b2["live"], b2["controlled_shutdown"], b2["down_since_ms"]) == (False, True, 1000)
+    assert (b2["live"], b2["departure"], b2["controlled_shutdown"], b2["down_since_ms"]) == (False, "controlled", True, 1000)

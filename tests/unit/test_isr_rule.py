@@ -30,6 +30,9 @@ def test_out_of_sync_in_assignment_order():
     ([{"id": 3, "live": False, "controlled_shutdown": False}], [(3, "not_registered")]),
     ([{"id": 3, "live": True, "reachable": False, "controlled_shutdown": True}], [(3, "stopped")]),
     ([{"id": 3, "live": True, "reachable": False, "controlled_shutdown": False}], [(3, "unreachable")]),
+    ([{"id": 3, "live": False, "departure": "unknown"}], [(3, "unknown")]),
+    ([{"id": 3, "live": False, "departure": "crash", "controlled_shutdown": False}], [(3, "not_registered")]),
+    ([{"id": 3, "live": True, "reachable": False, "departure": "unknown"}], [(3, "unreachable")]),
 ])
 def test_down_brokers(brokers, down):
     assert down_brokers(brokers) == down
