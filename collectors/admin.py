@@ -567,7 +567,12 @@ class AdminSource:
 
     def _metadata(self, admin: Any) -> dict[str, Any]:
         silent = self.last_offsets.unanswered if self.last_offsets is not None else set()
-        self._last_node, md = metadata.metadata(admin._client, self._last_node, silent, self.settings.request_timeout_ms)
+        timed_out: dict[int, float] = {}
+        try:
+            self._last_node, md = metadata.metadata(admin._client, self._last_node, silent,
+                                                    self.settings.request_timeout_ms, timed_out)
+        finally:
+            self._reach.note_silent(timed_out)
         return md
 
     def _client(self, avoid: Any = None) -> Any:

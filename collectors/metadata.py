@@ -60,11 +60,15 @@ def admin_client(cluster: ClusterConfig, settings: CollectorConfig, first: list[
     )
 
 
-def metadata(client: Any, last_node: Any, silent: set[int], timeout_ms: int) -> tuple[int, dict[str, Any]]:
+def metadata(client: Any, last_node: Any, silent: set[int], timeout_ms: int,
+             timed_out: dict[int, float] | None = None) -> tuple[int, dict[str, Any]]:
     """(the broker that answered, its answer) to one MetadataRequest for all topics: the broker that
     answered last first, those `silent` in the last offsets round last; on a failure or after
     `timeout_ms`, the next broker the client knows. A dead or paused broker costs one poll at most
-    that timeout once, not a failed poll."""
+    that timeout once, not a failed poll. `timed_out` (filled in): broker -> time.monotonic() the
+    request went out, for each broker asked that did not answer in time (not one that refused):
+    silence krm saw, the earliest sign of a broker nobody can reach."""
+    from kafka.errors import KafkaConnectionError
     from kafka.protocol.metadata import MetadataRequest
 
     version = client.api_version(MetadataRequest, max_version=8)
@@ -78,10 +82,13 @@ def metadata(client: Any, last_node: Any, silent: set[int], timeout_ms: int) -> 
     order = sorted(known, key=lambda n: (n in silent, n != last_node, n))
     last_error: Exception | None = None
     for node in order:
+        asked_at = time.monotonic()
         try:
             response = ask(client, node, request, timeout_ms)
         except Exception as e:  # noqa: BLE001 - try the next broker
             last_error = e
+            if timed_out is not None and not isinstance(e, KafkaConnectionError):
+                timed_out[node] = asked_at
             continue
         try:
             client.cluster.update_metadata(response)  # so the offsets round can reach new brokers

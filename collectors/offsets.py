@@ -58,6 +58,7 @@ class OffsetsRound:
     answered: set[int] = field(default_factory=set)  # brokers that answered every request sent to them
     asked: set[int] = field(default_factory=set)
     requests: int = 0
+    sent_at: float | None = None  # time.monotonic() when the round's requests went out
 
     @property
     def unanswered(self) -> set[int]:
@@ -200,7 +201,8 @@ def fetch(client: Any, replica_of: dict[int, list[TopicPartition]], leader_of: d
     result.asked = {b for b, _, _ in todo}
     result.requests = len(todo)
     timeout_ms = max(1, int(timeout_s * 1000))
-    deadline = time.monotonic() + timeout_s
+    result.sent_at = time.monotonic()
+    deadline = result.sent_at + timeout_s
     sent: list[tuple[int, str, Any]] = []
     refused: set[int] = set()
     while True:
@@ -245,4 +247,20 @@ def fetch(client: Any, replica_of: dict[int, list[TopicPartition]], leader_of: d
     result.answered = result.asked - failed
     if failed:
         log.debug("offsets: no answer within %.1fs from brokers %s", timeout_s, sorted(failed))
+        for b in failed:
+            redial(client, b)
     return result
+
+
+def redial(client: Any, broker: int) -> None:
+    """Drop the connection to a broker that left this round unanswered and forget its reconnect
+    back-off, so the next poll dials it afresh. A connection whose packets are being dropped only
+    recovers at TCP's next retransmission (seconds to a minute once backed off), and a connection
+    attempt pending on a dropped SYN at the client's back-off: either would keep a broker that is
+    reachable again looking silent long after the path came back (a gray failure's page that
+    outlived it by a minute). A new connection answers within a round trip once it is."""
+    try:
+        if broker in client._conns:
+            client.close(broker)  # kafka-python drops the BrokerConnection: the next one starts without back-off
+    except Exception as e:  # noqa: BLE001 - the client's own back-off applies then
+        log.debug("offsets: could not reset the connection to broker %s: %s", broker, e)

@@ -57,7 +57,8 @@ class Reachability:
 
     def __init__(self, unreachable_after_s: float) -> None:
         self.after_s = unreachable_after_s
-        self._silent_since: dict[int, float] = {}  # broker -> first poll it did not answer (timeouts)
+        self._silent_since: dict[int, float] = {}  # broker -> first request it left unanswered (timeouts)
+        self._noted: set[int] = set()  # silent at this poll's Metadata request (note_silent)
         self._live_since: dict[int, float] | None = None  # broker -> when krm saw it become live
 
     def note_live(self, live: set[int]) -> None:
@@ -72,6 +73,13 @@ class Reachability:
         for b in live:
             self._live_since.setdefault(b, now)
 
+    def note_silent(self, since: dict[int, float]) -> None:
+        """Brokers that left a request unanswered (the poll's Metadata request) since these times
+        (time.monotonic()): their silence counts from then, if the offsets round confirms it."""
+        for b, t in since.items():
+            self._silent_since.setdefault(b, t)
+        self._noted = set(since)
+
     def unreachable(self, found: OffsetsRound, known: dict[int, dict[str, Any]]) -> set[int]:
         """Registered brokers clients cannot use now, among those that did not answer this poll's
         offsets requests (`known`: each broker's host and port, as Metadata last named them)."""
@@ -80,12 +88,14 @@ class Reachability:
         addresses = {b: (m["host"], m["port"]) for b in silent
                      if (m := known.get(b) or {}).get("host") and m.get("port")}
         refused = refusing(addresses) if addresses else set()
+        asked_at = found.sent_at if found.sent_at is not None else now
         for b in silent:
             if b in refused:
                 self._silent_since.pop(b, None)
-            else:
-                self._silent_since.setdefault(b, now)
-        for b in [b for b in self._silent_since if b not in found.asked or b in found.answered]:
+            else:  # silent since the first request it left unanswered went out, not since the wait ended
+                self._silent_since.setdefault(b, asked_at)
+        noted, self._noted = self._noted, set()
+        for b in [b for b in self._silent_since if b in found.answered or (b not in found.asked and b not in noted)]:
             del self._silent_since[b]
         since = self._live_since or {}
         started = {b for b in refused if now - since.get(b, float("-inf")) >= self.after_s}

@@ -1,0 +1,179 @@
+"""A gray failure: a leader nobody can reach while Kafka still counts it alive.
+
+The broker's listener drops every packet (nftables, krm/packet_filter.py); its process, its ZooKeeper
+session and its KRaft heartbeats live on, so Kafka's own view keeps it registered and leading — no
+offline partition, ever — while clients of the partitions it leads fail. An acks=all producer per
+partition is the judge: krm names exactly the partitions whose writes fail, while Kafka's view stays
+green, and clears them once the path is back. The detection and clearing times are printed (their
+goals, `unreachable_after_s` + one poll and two polls, are figures for RELIABILITY.md, not
+assertions: the suite runs on a loaded machine).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from foundation.config import load_config
+from krm.runner import Monitor
+from krm.scrape import scrape, series
+from tests.helpers import create_topic, stored_incidents, wait_for, write_config
+
+pytestmark = pytest.mark.e2e
+
+POLL_S = 1.0
+SLOW_S = 2.0  # an acknowledgement later than this is harm, as a failure is
+
+
+class Writes:
+    """acks=all writes to each of `partitions` every 200 ms; per partition the times writes failed
+    (or took longer than SLOW_S) and succeeded."""
+
+    def __init__(self, cluster, topic: str, partitions: set[int]) -> None:
+        from kafka import KafkaProducer
+
+        self.failed: dict[int, list[float]] = {p: [] for p in partitions}
+        self.ok: dict[int, list[float]] = {p: [] for p in partitions}
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._producer = KafkaProducer(bootstrap_servers=cluster.bootstrap_servers, acks="all", retries=0,
+                                       request_timeout_ms=int(SLOW_S * 1000), max_block_ms=int(SLOW_S * 1000),
+                                       reconnect_backoff_max_ms=500, linger_ms=0, **cluster.admin_kwargs())
+        self._topic = topic
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _note(self, p: int, sent: float, ok: bool) -> None:
+        done = time.monotonic()
+        with self._lock:
+            (self.ok if ok and done - sent <= SLOW_S else self.failed)[p].append(sent)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            for p in self.failed:
+                sent = time.monotonic()
+                try:
+                    f = self._producer.send(self._topic, b"x", partition=p)
+                    f.add_callback(lambda _m, p=p, s=sent: self._note(p, s, True))
+                    f.add_errback(lambda _e, p=p, s=sent: self._note(p, s, False))
+                except Exception:  # noqa: BLE001 - metadata or buffer timeout: a failed write
+                    self._note(p, sent, False)
+            self._stop.wait(0.2)
+
+    def hurt_between(self, start: float, end: float) -> set[int]:
+        with self._lock:
+            return {p for p, ts in self.failed.items() if any(start <= t <= end for t in ts)}
+
+    def all_ok_since(self, t: float) -> bool:
+        """Every partition has had a quick acknowledgement of a write sent after `t`, and no failure after it."""
+        with self._lock:
+            return all(any(s >= t for s in self.ok[p]) and not any(s >= t for s in self.failed[p]) for p in self.ok)
+
+    def stop(self) -> None:
+        from kafka.errors import KafkaTimeoutError
+
+        self._stop.set()
+        self._thread.join(timeout=10)
+        try:
+            self._producer.close(timeout=5)
+        except KafkaTimeoutError:  # batches sent into the cut never complete: nothing left to wait for
+            pass
+
+
+def _unavailable(url: str, cluster: str, topic: str) -> dict[int, str]:
+    return {int(s.labels["partition"]): s.labels["cause"]
+            for s in series(scrape(url), "krm_partition_unavailable", cluster=cluster) if s.labels["topic"] == topic}
+
+
+def _kafka_view(cluster, topic: str, avoid: int) -> dict[int, tuple[int, list[int]]]:
+    """Kafka's own view (DescribeTopics), asked of the brokers that are not cut: partition -> (leader, ISR)."""
+    from kafka.admin import KafkaAdminClient
+
+    others = ",".join(f"127.0.0.1:{cluster.broker(b).port}" for b in cluster.broker_ids if b != avoid)
+    admin = KafkaAdminClient(bootstrap_servers=others, client_id="krm-tests", request_timeout_ms=5000,
+                             **cluster.admin_kwargs())
+    try:
+        (t,) = admin.describe_topics([topic])
+        return {p["partition"]: (p["leader"], list(p["isr"])) for p in t["partitions"]}
+    finally:
+        admin.close()
+
+
+def _settled(cluster, topic: str) -> dict[int, int] | None:
+    """partition -> leader once every partition has a leader and a whole ISR, unchanged over two polls."""
+    def leaders():
+        view = _kafka_view(cluster, topic, avoid=-1)
+        whole = all(leader >= 0 and len(isr) == len(cluster.broker_ids) for leader, isr in view.values())
+        return {p: leader for p, (leader, _) in view.items()} if whole else None
+    first = leaders()
+    if first is None:
+        return None
+    time.sleep(2 * POLL_S)
+    return first if leaders() == first else None
+
+
+@pytest.mark.parametrize("mode", ["zk", "kraft4"])
+def test_a_leader_nobody_can_reach_is_named_and_cleared(mode, request, zk_cluster, kraft_cluster, spark, tmp_path):
+    cluster = zk_cluster if mode == "zk" else request.getfixturevalue("kraft4_cluster")
+    observations = kraft_cluster if mode == "zk" else zk_cluster  # not on the watched cluster (see README)
+    topic = f"gray-{mode}"
+    create_topic(cluster, topic, partitions=6, rf=3, configs={"min.insync.replicas": "2"})
+    config_path = write_config(cluster, tmp_path, poll_interval_s=POLL_S, observations_on=observations)
+    config = load_config(config_path)
+    after_s = config.collector.unreachable_after_s
+    monitor = Monitor(config, spark=spark).start()
+    url = monitor.metrics_url
+    writes = None
+    victim = None
+    try:
+        wait_for(lambda: series(scrape(url), "krm_cluster_offline_partitions", cluster=cluster.name), 90, "/metrics")
+        leaders = wait_for(lambda: _settled(cluster, topic), 90, f"{topic}: every ISR whole, leaders still")
+        victim = leaders[0]
+        led = {p for p, leader in leaders.items() if leader == victim}
+        writes = Writes(cluster, topic, set(leaders))
+        wait_for(lambda: writes.all_ok_since(time.monotonic() - 1.0), 30, "the producer's writes acknowledged")
+        assert _unavailable(url, cluster.name, topic) == {}
+
+        cluster.cut(victim)
+        t_cut = time.monotonic()
+        named = wait_for(lambda: (lambda u: u if set(u) >= led else None)(_unavailable(url, cluster.name, topic)),
+                         60, f"partitions {sorted(led)} unavailable")
+        detected_s = time.monotonic() - t_cut
+        assert named == {p: "leader_unreachable" for p in led}
+        # Kafka's own view stays green: the broker is registered and still leads them
+        up = {s.labels["broker"]: s.value for s in series(scrape(url), "krm_broker_up", cluster=cluster.name)}
+        assert up[str(victim)] == 1.0, "Kafka still counts it alive"
+        view = _kafka_view(cluster, topic, avoid=victim)
+        assert {p for p, (leader, _) in view.items() if leader == victim} == led, view
+        assert not series(scrape(url), "krm_partition_offline", cluster=cluster.name), "offline stays Kafka's verdict"
+        time.sleep(max(0.0, 12.0 - detected_s))  # a cut of ~12 s in all
+
+        cluster.heal(victim)
+        t_heal = time.monotonic()
+        wait_for(lambda: _unavailable(url, cluster.name, topic) == {}, 120, "the partitions available again")
+        cleared_s = time.monotonic() - t_heal
+        wait_for(lambda: writes.all_ok_since(t_heal + cleared_s), 60, "the producer's writes acknowledged again")
+        hurt = writes.hurt_between(t_cut + 1.0, t_heal - 1.0)
+        first_failure = min((t for p in led for t in writes.failed[p] if t >= t_cut), default=t_cut) - t_cut
+        last_failure = max((t for p in led for t in writes.failed[p] if t >= t_cut), default=t_heal) - t_heal
+        print(f"\n[gray {mode}] cut -> krm_partition_unavailable {detected_s:.1f}s (goal: unreachable_after_s "
+              f"{after_s:.0f} + one poll {POLL_S:.0f}); heal -> cleared {cleared_s:.1f}s (goal: two polls); "
+              f"producer: first failed write {first_failure:+.1f}s after the cut, last {last_failure:+.1f}s "
+              f"after the heal")
+        assert hurt == led, f"krm named {sorted(led)}, the producer failed on {sorted(hurt)}"
+        stored = [i for i in stored_incidents("--config", str(config_path))
+                  if i["type"] == "PARTITION_UNAVAILABLE" and i["topic"] == topic]
+        assert {i["partition"] for i in stored} == led and all(i["status"] == "resolved" for i in stored), stored
+    finally:
+        if victim is not None:
+            try:
+                cluster.heal(victim)
+            except Exception:  # noqa: BLE001 - healed above
+                pass
+        if writes is not None:
+            writes.stop()
+        monitor.stop()
+        # the pooled cluster whole again for the next tests: the cut followers rejoin every ISR
+        wait_for(lambda: _settled(cluster, topic), 120, f"{topic}: every ISR whole after the heal")
