@@ -80,6 +80,9 @@ class AdminSource:
         self._applied: reassignments.Moves = {}  # the moves the last records carried (reassignments.annotate)
         self._departures = Departures()  # how each down broker went down (controlled shutdown or not)
         self._capabilities: dict[str, bool] = {}  # what the brokers let krm ask (collectors/capabilities.py)
+        # broker -> (reachable, partitions it leads) as the last poll saw it: the collector's own /metrics
+        # (collectors/stats.py) says it even while the observations path is down
+        self.broker_view: dict[int, tuple[bool, int]] = {}
 
     @property
     def zk(self) -> ZkState | None:
@@ -202,6 +205,7 @@ class AdminSource:
         that moment (the fault loops' cluster-down). Its outage's incident now stays open until a
         poll reaches a broker again (quick records meanwhile resolve nothing either)."""
         live = self.zk.live_brokers() if self.zk is not None else None
+        self.broker_view = {b: (False, n) for b, (_, n) in self.broker_view.items()}  # none answered this poll
         # Without ZooKeeper nobody said who is live: the next poll that reaches a broker sees every
         # broker come back (the whole cluster may have restarted meanwhile).
         self._note_live(live if live is not None else set())
@@ -322,6 +326,7 @@ class AdminSource:
         present = set()
         published: list[dict[str, Any]] = []  # every partition as this poll publishes it
         held: set[int] = set()  # departures.holders(published), gathered on the way
+        leads: dict[int, int] = {}  # broker -> partitions it leads, for broker_view
         snapshot = time.monotonic() - self._snapshot_at >= self.settings.assignment_snapshot_s
         if snapshot:
             self._snapshot_at = time.monotonic()
@@ -369,9 +374,11 @@ class AdminSource:
                 part["replica_offsets"] = [{"broker": r, "log_end_offset": o} for r, o in leos.items()]
                 parts.append(annotate(name, part, observed_at_ms, leos))
                 signature[pid] = part["replicas"]
+                leader = part["leader"]
+                leads[leader] = leads.get(leader, 0) + 1
                 if len(part["replicas"]) > 1:
-                    if part["leader"] >= 0:
-                        held.add(part["leader"])
+                    if leader >= 0:
+                        held.add(leader)
                     held.update(part["isr"])
             published.extend(parts)
             changed = self._assignments.get(name) != signature
@@ -389,6 +396,7 @@ class AdminSource:
         # ISR as the controller wrote them, which the brokers' metadata caches trail; its brokers' live
         # flags come from ZooKeeper too), so one consistent view. The cluster record holds these dicts.
         self._departures.annotate(brokers, lambda: published, observed_at_ms, held=held)
+        self.broker_view = {b["id"]: (b["live"] and b["id"] not in unreachable, leads.get(b["id"], 0)) for b in brokers}
         polled = {t["topic"] for t in topics}
         for gone in [name for name in self._assignments if name not in polled]:
             del self._assignments[gone]

@@ -59,6 +59,19 @@ class CollectorMetrics:
             for result, n in canary.rounds.items():
                 rounds.add_metric([canary.cluster.name, result], n)
         yield rounds
+        reachable = GaugeMetricFamily("krm_collector_broker_reachable",
+                                      "1 if the collector's last poll reached the broker (registered and answering "
+                                      "within unreachable_after_s), 0 if not: served by the collector, so known even "
+                                      "while the observations path is down.", labels=["cluster", "broker"])
+        leads = GaugeMetricFamily("krm_collector_broker_leaderships",
+                                  "Partitions the broker led at the collector's last poll that reached the cluster.",
+                                  labels=["cluster", "broker"])
+        for src in getattr(c, "sources", []):
+            for broker, (ok, n) in sorted(src.broker_view.items()):
+                reachable.add_metric([src.cluster.name, str(broker)], 1 if ok else 0)
+                leads.add_metric([src.cluster.name, str(broker)], n)
+        yield reachable
+        yield leads
         last = GaugeMetricFamily("krm_collector_last_poll_seconds", "Duration of the last full poll.",
                                  labels=["cluster"])
         for name, seconds in sorted(c.last_poll_s.items()):

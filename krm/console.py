@@ -31,8 +31,12 @@ body{font:14px/1.4 system-ui,sans-serif;margin:1.5em;color:#222}
 table{border-collapse:collapse;margin:.5em 0}td,th{border-bottom:1px solid #ddd;padding:3px 8px;text-align:left;vertical-align:top}
 th{background:#f4f4f4}.critical{color:#b00020;font-weight:bold}.warning{color:#a05a00}.info{color:#555}
 a{color:#0645ad}nav a{margin-right:1em}code{background:#f4f4f4;padding:0 3px}.muted{color:#777}
+.stale{background:#b00020;color:#fff;padding:.5em .8em;margin:.5em 0;font-weight:bold}
 </style></head><body><nav><a href="/">clusters</a><a href="/incidents">open incidents</a>
 <a href="/incidents?status=all">all incidents</a><a href="/metrics">/metrics</a></nav>
+{% for name, age in stale %}<div class="stale" id="stale-{{ name }}">STALE: krm's view of {{ name }} is {{ "%.0f"|format(age) }}s old
+(older than three polls): nothing new has arrived from it, so what these pages say about it may no longer be true.
+Check the collector and the observations topic (KrmViewStale).</div>{% endfor %}
 <h1>{{ title }}</h1>{% block body %}{% endblock %}</body></html>"""
 
 _TEMPLATES = {
@@ -43,7 +47,8 @@ _TEMPLATES = {
 {% for c in clusters %}<tr><td>{{ c.name }}</td><td>{{ "yes" if c.reachable else "no: " ~ c.reason }}</td>
 <td>{{ c.up }} / {{ c.brokers|length }}{% for b, live in c.brokers %}
  <a href="/brokers/{{ c.name|urlencode }}/{{ b }}" class="{{ '' if live else 'critical' }}">{{ b }}</a>{% endfor %}</td>
-<td>{{ c.controller if c.controller is not none else "none" }}</td><td>{{ c.age }}</td>
+<td>{{ c.controller if c.controller is not none else "none" }}</td>
+<td class="{{ 'critical' if c.stale else '' }}">{{ c.age }}{{ " STALE" if c.stale }}</td>
 <td>{% for sev, n in c.open %}<a class="{{ sev }}" href="/incidents?cluster={{ c.name|urlencode }}&severity={{ sev }}">{{ n }} {{ sev }}</a> {% else %}none{% endfor %}</td></tr>
 {% else %}<tr><td colspan="6" class="muted">no cluster observed yet</td></tr>{% endfor %}</table>
 {% endblock %}""",
@@ -206,7 +211,8 @@ class Console:
         return [body.encode()]
 
     def _page(self, title: str, template: str, **values: Any) -> str:
-        return self.env.get_template(template).render(title=title, **values)
+        """Every page starts with a banner for each cluster whose view is stale (PipelineState.stale)."""
+        return self.env.get_template(template).render(title=title, stale=sorted(self.state.stale().items()), **values)
 
     def _open(self) -> list[Any]:
         return list(self.state.snapshot.open_incidents)
@@ -216,6 +222,7 @@ class Console:
         from collections import Counter
 
         snap = self.state.snapshot
+        stale = self.state.stale()
         rows = []
         for name, view in sorted(snap.clusters.items()):
             sev = Counter(i.severity for i in snap.open_incidents if i.cluster == name)
@@ -223,6 +230,7 @@ class Console:
             rows.append({"name": name, "reachable": reason is None, "reason": reason, "brokers": view.brokers,
                          "up": sum(1 for _, live in view.brokers if live), "controller": view.controller_id,
                          "age": f"{max(0.0, time.time() - view.newest_observed_ms / 1000):.0f}s",
+                         "stale": name in stale,
                          "open": [(s, sev[s]) for s in ("critical", "warning", "info") if sev[s]]})
         return self._page("clusters", "overview.html", clusters=rows)
 

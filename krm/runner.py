@@ -17,12 +17,13 @@ from collectors.daemon import Collector
 from collectors.publisher import ensure_topic
 from collectors.stats import CollectorMetrics
 from foundation.config import Config
+from foundation.fate import WARNING, FateMetrics, sharing_fate
 from foundation.web_config import load_web_config
 from krm.console import Console
 from krm.snapshot import from_cluster
 from pipelines.job import Pipeline
 from pipelines.tables import Tables
-from pipelines.metrics import PipelineState, serve
+from pipelines.metrics import STALE_DEFAULT_S, PipelineState, serve
 from pipelines.session import build_session, objectstore_jars
 
 log = logging.getLogger(__name__)
@@ -66,6 +67,10 @@ class Monitor:
 
     def start(self) -> Monitor:
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+        shared = sharing_fate(self.config)
+        for name in shared:
+            log.warning(WARNING, self.config.observations.topic, name)
+        fate = FateMetrics(shared)
         try:
             if self.with_collector:
                 self.collector = Collector(self.config).start()
@@ -73,12 +78,13 @@ class Monitor:
 
                     p = self.config.pipeline
                     port = self.config.collector.serve_port(p.metrics_port)  # not the pipeline's: both may share a host
-                    self._server = serve(None, p.metrics_host, port, (CollectorMetrics(self.collector),),
+                    self._server = serve(None, p.metrics_host, port, (CollectorMetrics(self.collector), fate),
                                          p.web_config_file, readiness=self._collector_readiness)
             if self.with_pipeline:
-                state = PipelineState(ready_window_s=self.ready_window_s, console_url=self.console_url)
+                state = PipelineState(ready_window_s=self.ready_window_s, console_url=self.console_url,
+                                      stale_after_s=self.stale_after_s)
                 p = self.config.pipeline
-                extra = (CollectorMetrics(self.collector),) if self.collector is not None else ()
+                extra = ((CollectorMetrics(self.collector),) if self.collector is not None else ()) + (fate,)
 
                 self._server = serve(state, p.metrics_host, p.metrics_port, extra, p.web_config_file,
                                      pages=Console(state, Tables(p.data_dir), look=lambda name: from_cluster(self.config, name),
@@ -124,6 +130,13 @@ class Monitor:
         except Exception as e:  # noqa: BLE001 - the collector creates it later; the queries retry meanwhile
             log.warning("observations topic %s not created by the pipeline (%s: %s); waiting for the collector",
                         self.config.observations.topic, type(e).__name__, e)
+
+    @property
+    def stale_after_s(self) -> dict[str, float]:
+        """cluster -> how old its view may be before the console and krm_cluster_view_stale call it
+        stale: three of its polls, and at least STALE_DEFAULT_S (one slow micro-batch is not blindness)."""
+        return {c.name: max(STALE_DEFAULT_S, 3 * self.config.collector.for_cluster(c).poll_interval_s)
+                for c in self.config.clusters}
 
     @property
     def ready_window_s(self) -> float:

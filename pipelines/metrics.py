@@ -87,14 +87,28 @@ class Snapshot:
     tiered: dict[tuple[str, str], Any] = field(default_factory=dict)  # (cluster, topic) -> tiered_view.TieredTopic
 
 
+STALE_DEFAULT_S = 6.0  # a view older than this is stale when the config gives no poll interval
+
+
 class PipelineState:
     """The one mutable thing shared by the alert path (writer) and the scrape thread (reader)."""
 
-    def __init__(self, ready_window_s: float = 30.0, console_url: str = "") -> None:
+    def __init__(self, ready_window_s: float = 30.0, console_url: str = "",
+                 stale_after_s: dict[str, float] | None = None) -> None:
         self._lock = threading.Lock()
         self._snapshot = Snapshot()
         self.ready_window_s = ready_window_s  # a batch at least this recent makes the pipeline "up"
         self.console_url = console_url.rstrip("/")  # where the console's pages are (alerts link to them)
+        self.stale_after_s = stale_after_s or {}  # cluster -> its view is stale past this age (krm/runner.py)
+
+    def stale(self, now: float | None = None) -> dict[str, float]:
+        """cluster -> the age of its view (seconds since the newest observation processed was taken),
+        for each cluster whose view is older than its `stale_after_s` (default STALE_DEFAULT_S): krm
+        is blind to it now, whatever its pages and series still say."""
+        now = time.time() if now is None else now
+        ages = {name: max(0.0, now - view.newest_observed_ms / 1000) for name, view in self._snapshot.clusters.items()}
+        return {name: age for name, age in sorted(ages.items())
+                if age > self.stale_after_s.get(name, STALE_DEFAULT_S)}
 
     def readiness(self, now: float | None = None) -> tuple[bool, str]:
         """(ready, why): a micro-batch finished within ready_window_s and nothing stops the pipeline."""
@@ -212,7 +226,13 @@ class KrmCollector:
                 lead, rep, _, _ = load.get(bid, (0, 0, 0, 0))
                 leaders.add_metric([name, str(bid)], lead)
                 replicas.add_metric([name, str(bid)], rep)
-        yield from (*counts.values(), age, reachable, broker_up, leaders, replicas, capability)
+        stale = GaugeMetricFamily("krm_cluster_view_stale",
+                                  "1 while krm's view of the cluster is older than three of its polls (at least 6 s): "
+                                  "the observations stopped arriving, and krm is blind to it.", labels=["cluster"])
+        stale_now = self.state.stale(now)
+        for name in sorted(snap.clusters):
+            stale.add_metric([name], 1 if name in stale_now else 0)
+        yield from (*counts.values(), age, reachable, broker_up, leaders, replicas, capability, stale)
         yield from _kraft_series(snap.clusters)
         yield from _canary_series(snap.canary)
 

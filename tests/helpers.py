@@ -145,6 +145,21 @@ def partition_states(cluster: LocalCluster, topic: str) -> dict[int, tuple[int, 
         admin.close()
 
 
+def partition_leaders(cluster: LocalCluster, topic: str, avoid: int = -1) -> dict[int, tuple[int, list[int]]]:
+    """Kafka's own view (DescribeTopics) asked of the brokers other than `avoid` (one cut off would
+    hold the client up): partition -> (leader, ISR)."""
+    from kafka.admin import KafkaAdminClient
+
+    others = ",".join(f"127.0.0.1:{cluster.broker(b).port}" for b in cluster.broker_ids if b != avoid)
+    admin = KafkaAdminClient(bootstrap_servers=others, client_id="krm-tests", request_timeout_ms=5000,
+                             **cluster.admin_kwargs())
+    try:
+        (t,) = admin.describe_topics([topic])
+        return {p["partition"]: (p["leader"], list(p["isr"])) for p in t["partitions"]}
+    finally:
+        admin.close()
+
+
 def local_cluster(tmp_path_factory: Any, mode: str, chroot: str | None = None, brokers: int = 3,
                   kafka_version: str = "", controllers: int = 1, security: str = "plaintext",
                   tiered_storage: bool = False, kerberos: bool = False) -> LocalCluster:

@@ -19,7 +19,7 @@ import pytest
 from foundation.config import load_config
 from krm.runner import Monitor
 from krm.scrape import scrape, series
-from tests.helpers import create_topic, stored_incidents, wait_for, write_config
+from tests.helpers import create_topic, partition_leaders, stored_incidents, wait_for, write_config
 
 pytestmark = pytest.mark.e2e
 
@@ -87,24 +87,10 @@ def _unavailable(url: str, cluster: str, topic: str) -> dict[int, str]:
             for s in series(scrape(url), "krm_partition_unavailable", cluster=cluster) if s.labels["topic"] == topic}
 
 
-def _kafka_view(cluster, topic: str, avoid: int) -> dict[int, tuple[int, list[int]]]:
-    """Kafka's own view (DescribeTopics), asked of the brokers that are not cut: partition -> (leader, ISR)."""
-    from kafka.admin import KafkaAdminClient
-
-    others = ",".join(f"127.0.0.1:{cluster.broker(b).port}" for b in cluster.broker_ids if b != avoid)
-    admin = KafkaAdminClient(bootstrap_servers=others, client_id="krm-tests", request_timeout_ms=5000,
-                             **cluster.admin_kwargs())
-    try:
-        (t,) = admin.describe_topics([topic])
-        return {p["partition"]: (p["leader"], list(p["isr"])) for p in t["partitions"]}
-    finally:
-        admin.close()
-
-
 def _settled(cluster, topic: str) -> dict[int, int] | None:
     """partition -> leader once every partition has a leader and a whole ISR, unchanged over two polls."""
     def leaders():
-        view = _kafka_view(cluster, topic, avoid=-1)
+        view = partition_leaders(cluster, topic, avoid=-1)
         whole = all(leader >= 0 and len(isr) == len(cluster.broker_ids) for leader, isr in view.values())
         return {p: leader for p, (leader, _) in view.items()} if whole else None
     first = leaders()
@@ -145,7 +131,7 @@ def test_a_leader_nobody_can_reach_is_named_and_cleared(mode, request, zk_cluste
         # Kafka's own view stays green: the broker is registered and still leads them
         up = {s.labels["broker"]: s.value for s in series(scrape(url), "krm_broker_up", cluster=cluster.name)}
         assert up[str(victim)] == 1.0, "Kafka still counts it alive"
-        view = _kafka_view(cluster, topic, avoid=victim)
+        view = partition_leaders(cluster, topic, avoid=victim)
         assert {p for p, (leader, _) in view.items() if leader == victim} == led, view
         assert not series(scrape(url), "krm_partition_offline", cluster=cluster.name), "offline stays Kafka's verdict"
         time.sleep(max(0.0, 12.0 - detected_s))  # a cut of ~12 s in all

@@ -320,3 +320,49 @@ def test_a_controlled_shutdown_is_judged_on_the_controllers_writes_not_the_broke
     cluster = next(r for r in src._records(m, t, 1000, OffsetsRound(), 1) if r["kind"] == "cluster")["cluster_state"]
     (b2,) = [b for b in cluster["brokers"] if b["id"] == 2]
     assert (b2["live"], b2["departure"], b2["controlled_shutdown"], b2["down_since_ms"]) == (False, "controlled", True, 1000)
+
+
+def test_silence_counts_from_the_first_unanswered_request(monkeypatch):
+    """A gray failure: the broker's silence started when the request it left unanswered went out (the
+    poll's Metadata request, or the offsets round's), not when the round stopped waiting for it."""
+    import collectors.reachability as reachability
+
+    clock = [100.0]
+    monkeypatch.setattr(reachability.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(reachability, "refusing", lambda addresses: set())
+    src = AdminSource(ClusterConfig(name="c", bootstrap_servers="h:1"), CollectorConfig(unreachable_after_s=4.0))
+    src._known_brokers = {b: {"host": "h", "port": 9092 + b} for b in (1, 2)}
+
+    def poll(sent_at, answered):
+        clock[0] = sent_at + 1.0  # the round waited its 1 s deadline
+        return src._unreachable(OffsetsRound(answered=set(answered), asked={1, 2}, sent_at=sent_at))
+
+    assert poll(100.0, {1}) == set()
+    assert poll(102.0, {1}) == set(), "silent for 3 s"
+    assert poll(103.0, {1}) == {2}, "silent for 4 s: since 100.0, when its first unanswered request went out"
+    # its Metadata request timed out first: the silence counts from then
+    src2 = AdminSource(ClusterConfig(name="c", bootstrap_servers="h:1"), CollectorConfig(unreachable_after_s=4.0))
+    src2._known_brokers = src._known_brokers
+    src2._reach.note_silent({2: 98.0})
+    clock[0] = 102.0
+    assert src2._unreachable(OffsetsRound(answered={1}, asked={1, 2}, sent_at=101.0)) == {2}
+
+
+def test_a_broker_left_unanswered_is_dialled_afresh():
+    """The offsets round drops a silent broker's connection (kafka-python then starts the next one
+    without back-off), so a path that comes back is seen at the next poll."""
+    from collectors.offsets import redial
+
+    class Client:
+        def __init__(self):
+            self._conns = {2: object()}
+            self.closed = []
+
+        def close(self, node):
+            self.closed.append(node)
+            self._conns.pop(node)
+
+    c = Client()
+    redial(c, 2)
+    redial(c, 2)  # no connection left: nothing to close
+    assert c.closed == [2] and 2 not in c._conns
