@@ -29,7 +29,8 @@ defaults to 9 s), and before its session expires nothing moves a crashed broker'
 so a crash still holds them at the final look.
 
 A verdict, once final, holds for the whole departure: until a full poll sees the broker registered
-and answering again. The controller's reaction (a crash's leaderships moved at session expiry) and a
+and answering again (a broker that holds no replica is never asked, so its departure ends only
+then; it held nothing either way). The controller's reaction (a crash's leaderships moved at session expiry) and a
 restart (registered again before its ports open; a ZooKeeper-triggered record that carries no
 reachability) never re-judge it: a crash stays a crash from the first page to the resolution.
 
@@ -90,12 +91,15 @@ class Departures:
         `partitions` returns the partitions as this look sees them; called only when needed (a broker
         newly down or not judged yet, or `full` without `held`). `full`: a full poll, whose
         reachability is this look's own; only a full poll that sees a broker registered and answering
-        (or not asked: it holds no replica) ends its departure. `held`: this look's holders() when the
-        caller has them already."""
+        ends its departure: not one whose views disagree for a moment (`make demo`: the brokers'
+        caches dropped the dead broker, so it was not asked, while krm's ZooKeeper mirror still had
+        it registered: live, reachability unknown). `held`: this look's holders() when the caller has
+        them already."""
         down = {b["id"]: b for b in brokers if not b["live"] or b.get("reachable") is False}
         with self._lock:
             if full:
-                for bid in [bid for bid in self._down if bid not in down]:
+                serving = {b["id"] for b in brokers if b["live"] and b.get("reachable") is True}
+                for bid in [bid for bid in self._down if bid in serving]:
                     del self._down[bid]  # back and serving: its next stop is judged afresh
                 if held is None and len(down) < len(brokers):
                     held = holders(partitions())

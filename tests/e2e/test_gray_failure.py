@@ -11,12 +11,12 @@ assertions: the suite runs on a loaded machine).
 
 from __future__ import annotations
 
-import threading
 import time
 
 import pytest
 
 from foundation.config import load_config
+from krm.client_judge import ClientJudge
 from krm.runner import Monitor
 from krm.scrape import scrape, series
 from tests.helpers import create_topic, partition_leaders, stored_incidents, wait_for, write_config
@@ -25,61 +25,6 @@ pytestmark = pytest.mark.e2e
 
 POLL_S = 1.0
 SLOW_S = 2.0  # an acknowledgement later than this is harm, as a failure is
-
-
-class Writes:
-    """acks=all writes to each of `partitions` every 200 ms; per partition the times writes failed
-    (or took longer than SLOW_S) and succeeded."""
-
-    def __init__(self, cluster, topic: str, partitions: set[int]) -> None:
-        from kafka import KafkaProducer
-
-        self.failed: dict[int, list[float]] = {p: [] for p in partitions}
-        self.ok: dict[int, list[float]] = {p: [] for p in partitions}
-        self._lock = threading.Lock()
-        self._stop = threading.Event()
-        self._producer = KafkaProducer(bootstrap_servers=cluster.bootstrap_servers, acks="all", retries=0,
-                                       request_timeout_ms=int(SLOW_S * 1000), max_block_ms=int(SLOW_S * 1000),
-                                       reconnect_backoff_max_ms=500, linger_ms=0, **cluster.admin_kwargs())
-        self._topic = topic
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        self._thread.start()
-
-    def _note(self, p: int, sent: float, ok: bool) -> None:
-        done = time.monotonic()
-        with self._lock:
-            (self.ok if ok and done - sent <= SLOW_S else self.failed)[p].append(sent)
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            for p in self.failed:
-                sent = time.monotonic()
-                try:
-                    f = self._producer.send(self._topic, b"x", partition=p)
-                    f.add_callback(lambda _m, p=p, s=sent: self._note(p, s, True))
-                    f.add_errback(lambda _e, p=p, s=sent: self._note(p, s, False))
-                except Exception:  # noqa: BLE001 - metadata or buffer timeout: a failed write
-                    self._note(p, sent, False)
-            self._stop.wait(0.2)
-
-    def hurt_between(self, start: float, end: float) -> set[int]:
-        with self._lock:
-            return {p for p, ts in self.failed.items() if any(start <= t <= end for t in ts)}
-
-    def all_ok_since(self, t: float) -> bool:
-        """Every partition has had a quick acknowledgement of a write sent after `t`, and no failure after it."""
-        with self._lock:
-            return all(any(s >= t for s in self.ok[p]) and not any(s >= t for s in self.failed[p]) for p in self.ok)
-
-    def stop(self) -> None:
-        from kafka.errors import KafkaTimeoutError
-
-        self._stop.set()
-        self._thread.join(timeout=10)
-        try:
-            self._producer.close(timeout=5)
-        except KafkaTimeoutError:  # batches sent into the cut never complete: nothing left to wait for
-            pass
 
 
 def _unavailable(url: str, cluster: str, topic: str) -> dict[int, str]:
@@ -118,7 +63,7 @@ def test_a_leader_nobody_can_reach_is_named_and_cleared(mode, request, zk_cluste
         leaders = wait_for(lambda: _settled(cluster, topic), 90, f"{topic}: every ISR whole, leaders still")
         victim = leaders[0]
         led = {p for p, leader in leaders.items() if leader == victim}
-        writes = Writes(cluster, topic, set(leaders))
+        writes = ClientJudge(cluster.bootstrap_servers, topic, set(leaders), slow_s=SLOW_S, **cluster.admin_kwargs())
         wait_for(lambda: writes.all_ok_since(time.monotonic() - 1.0), 30, "the producer's writes acknowledged")
         assert _unavailable(url, cluster.name, topic) == {}
 

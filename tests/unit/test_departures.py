@@ -153,6 +153,8 @@ def test_a_crash_stays_a_crash_through_the_controllers_reaction_and_the_restart(
     registered = [{"id": 3, "live": True, "reachable": None}]  # the ZooKeeper watch: registered again
     d.annotate(registered, lambda: HANDED_OVER, 40_000, full=False)
     assert "departure" not in registered[0]
+    # a full poll whose views disagree: not asked (the caches dropped it), registered (the mirror)
+    d.annotate([{"id": 3, "live": True, "reachable": None}], lambda: HANDED_OVER, 40_500)
     starting = [{"id": 3, "live": True, "reachable": False}]  # the next poll: its ports not open yet
     d.annotate(starting, lambda: HANDED_OVER, 41_000)
     assert verdict(starting[0]) == ("crash", False, 10_000)

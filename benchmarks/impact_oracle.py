@@ -1,0 +1,248 @@
+"""Pages against client harm over random faults: does krm page exactly when clients are hurt?
+
+A real 4-broker cluster at Kafka's default sessions (ZooKeeper 18 s, KRaft broker session 9 s), a
+topic of 8 partitions (RF 3, min.insync.replicas 2), krm run in-process (the default 2 s poll) with
+its observations on a 1-broker cluster of their own, and a real Prometheus evaluating the shipped
+rules every second. The judge is one acks=all producer writing to every partition every 200 ms
+(krm/client_judge.py): a partition is hurt in a step when its writes fail or take longer than 2 s
+for 3 s or more in a row.
+
+Each step picks, at random (seeded): SIGKILL a broker then restart it, SIGSTOP then SIGCONT (2-15 s),
+a controlled stop then start, a gray cut of its listener (nftables, 15 s), or nothing (quiet). Then
+it waits until the clients are fine again and Kafka's view is settled (every ISR whole), and until
+no critical alert fires. Per step: hurt & paged, hurt & silent, paged & nobody hurt, quiet (neither);
+per hurt partition, whether a critical page named it (its topic and partition, or its leader or an ISR
+member as the broker); and the time from the clients' recovery to the last page resolving.
+
+Usage: .venv/bin/python benchmarks/impact_oracle.py --mode zk|kraft --steps N --seed S [--json]
+(the last stdout line with --json: one JSON object; needs root and nftables for the gray cut).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import requests  # noqa: E402
+
+from foundation.config import load_config  # noqa: E402
+from krm.client_judge import ClientJudge  # noqa: E402
+from krm.local_cluster import LocalCluster, free_port  # noqa: E402
+from krm.runner import Monitor  # noqa: E402
+
+TOPIC = "oracle"
+PARTITIONS = 8
+ACTIONS = ("kill", "pause", "stop", "cut", "quiet")
+RULES = Path(__file__).resolve().parents[1] / "dashboards" / "prometheus" / "krm-alerts.yml"
+HURT_RUN_S = 3.0
+
+
+@dataclass
+class Step:
+    n: int
+    action: str
+    broker: int | None
+    hurt: list[int] = field(default_factory=list)
+    named: list[int] = field(default_factory=list)
+    pages: list[str] = field(default_factory=list)
+    verdict: str = ""
+    page_resolved_after_recovery_s: float | None = None
+
+
+def kafka_view(cluster: LocalCluster, avoid: int | None = None) -> dict[int, tuple[int, list[int]]]:
+    from kafka.admin import KafkaAdminClient
+
+    others = ",".join(f"127.0.0.1:{cluster.broker(b).port}" for b in cluster.broker_ids if b != avoid)
+    admin = KafkaAdminClient(bootstrap_servers=others, client_id="krm-oracle", request_timeout_ms=5000)
+    try:
+        (t,) = admin.describe_topics([TOPIC])
+        return {p["partition"]: (p["leader"], list(p["isr"])) for p in t["partitions"]}
+    finally:
+        admin.close()
+
+
+def settled(cluster: LocalCluster) -> bool:
+    try:
+        view = kafka_view(cluster)
+    except Exception:  # noqa: BLE001 - a broker still starting
+        return False
+    return len(view) == PARTITIONS and all(leader >= 0 and len(isr) == 3 for leader, isr in view.values())
+
+
+def critical_firing(prometheus: str) -> list[dict[str, str]]:
+    alerts = requests.get(f"{prometheus}/api/v1/alerts", timeout=5).json()["data"]["alerts"]
+    return [a["labels"] for a in alerts if a["state"] == "firing" and a["labels"].get("severity") == "critical"]
+
+
+def wait(check: Any, timeout_s: float, every_s: float = 0.5) -> bool:
+    end = time.monotonic() + timeout_s
+    while time.monotonic() < end:
+        if check():
+            return True
+        time.sleep(every_s)
+    return False
+
+
+def names(labels: dict[str, str], partition: int, before: dict[int, tuple[int, list[int]]]) -> bool:
+    """A page names a partition: by topic and partition, or by a broker that led it or sat in its ISR."""
+    if labels.get("topic") == TOPIC and labels.get("partition") == str(partition):
+        return True
+    broker = labels.get("broker")
+    leader, isr = before.get(partition, (-1, []))
+    return broker is not None and broker.isdigit() and (int(broker) == leader or int(broker) in isr)
+
+
+def run_step(n: int, rng: random.Random, cluster: LocalCluster, judge: ClientJudge, prometheus: str) -> Step:
+    action = rng.choice(ACTIONS)
+    broker = rng.choice(cluster.broker_ids) if action != "quiet" else None
+    step = Step(n, action, broker)
+    before = kafka_view(cluster)
+    pages: list[tuple[float, dict[str, str]]] = []
+
+    def watch(seconds: float) -> None:
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            now = time.monotonic()
+            pages.extend((now, labels) for labels in critical_firing(prometheus))
+            time.sleep(0.5)
+
+    t0 = time.monotonic()
+    if action == "kill":
+        cluster.kill(broker)  # type: ignore[arg-type]
+        watch(20)
+        cluster.start(broker, wait=False)  # type: ignore[arg-type]
+    elif action == "pause":
+        cluster.pause(broker)  # type: ignore[arg-type]
+        watch(rng.uniform(2, 15))
+        cluster.resume(broker)  # type: ignore[arg-type]
+    elif action == "stop":
+        cluster.stop(broker)  # type: ignore[arg-type]
+        watch(10)
+        cluster.start(broker, wait=False)  # type: ignore[arg-type]
+    elif action == "cut":
+        cluster.cut(broker)  # type: ignore[arg-type]
+        watch(15)
+        cluster.heal(broker)  # type: ignore[arg-type]
+    else:
+        watch(20)
+    fault_end = time.monotonic()
+    # recovered: clients fine, Kafka settled, no critical page; watched meanwhile
+    deadline = time.monotonic() + 180
+    recovered_at = None
+    while time.monotonic() < deadline:
+        watch(1.0)
+        if recovered_at is None and judge.all_ok_since(time.monotonic() - 2.0) and settled(cluster):
+            recovered_at = judge.last_hurt(t0) or fault_end
+        if recovered_at is not None and not critical_firing(prometheus):
+            break
+    last_page = max((t for t, _ in pages), default=None)
+    hurt = judge.hurt_between(t0, time.monotonic(), min_run_s=HURT_RUN_S)
+    step.hurt = sorted(hurt)
+    step.named = sorted(p for p in hurt if any(names(labels, p, before) for _, labels in pages))
+    step.pages = sorted({labels["alertname"] + "".join(f" {k}={labels[k]}" for k in ("broker", "topic", "partition",
+                                                                                     "cause") if k in labels)
+                         for _, labels in pages})
+    step.verdict = ("hurt_and_paged" if hurt and pages else "hurt_silent" if hurt else
+                    "paged_unhurt" if pages else "quiet")
+    if pages and recovered_at is not None and last_page is not None:
+        step.page_resolved_after_recovery_s = round(max(0.0, last_page - recovered_at), 1)
+    return step
+
+
+def start_prometheus(folder: Path, target: str) -> tuple[subprocess.Popen, str]:
+    prometheus = shutil.which("prometheus")
+    if prometheus is None:
+        raise SystemExit("prometheus is missing: `make setup` installs Debian's prometheus")
+    port = free_port()
+    (folder / "prom.yml").write_text(
+        "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
+        f"rule_files:\n  - {RULES}\n"
+        f"scrape_configs:\n  - job_name: krm\n    static_configs:\n        - targets: ['{target}']\n")
+    proc = subprocess.Popen([prometheus, f"--config.file={folder / 'prom.yml'}", f"--storage.tsdb.path={folder / 'tsdb'}",
+                             f"--web.listen-address=127.0.0.1:{port}"], stdout=open(folder / "prom.log", "w"),
+                            stderr=subprocess.STDOUT)
+    return proc, f"http://127.0.0.1:{port}"
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--mode", choices=["zk", "kraft"], default="zk")
+    ap.add_argument("--steps", type=int, default=20)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args()
+    rng = random.Random(args.seed)
+    root = Path(tempfile.mkdtemp(prefix="krm-oracle-"))
+    session_ms = 18000 if args.mode == "zk" else 9000  # Kafka's own defaults
+    cluster = LocalCluster(root=root / "watched", mode=args.mode, brokers=4, session_timeout_ms=session_ms)
+    obs = LocalCluster(root=root / "obs", mode="kraft", brokers=1)
+    monitor = judge = prom = None
+    steps: list[Step] = []
+    try:
+        print(f"starting a 4-broker {args.mode} cluster (sessions {session_ms} ms) and the observations' cluster ...",
+              file=sys.stderr)
+        cluster.up()
+        obs.up()
+        from kafka.admin import KafkaAdminClient, NewTopic
+
+        admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap_servers, client_id="krm-oracle")
+        admin.create_topics([NewTopic(TOPIC, PARTITIONS, 3, topic_configs={"min.insync.replicas": "2"})])
+        admin.close()
+        config_path = root / "krm.toml"
+        zk = f'zookeeper = "{cluster.zookeeper}"\n' if cluster.zookeeper else ""
+        config_path.write_text(
+            f'[[clusters]]\nname = "oracle"\nbootstrap_servers = "{cluster.bootstrap_servers}"\n{zk}\n'
+            f'[observations]\nbootstrap_servers = "{obs.bootstrap_servers}"\ntopic = "krm.obs"\nreplication_factor = 1\n\n'
+            f'[pipeline]\ndata_dir = "{root / "data"}"\nmetrics_port = {free_port()}\n')
+        monitor = Monitor(load_config(config_path)).start()
+        prom, prometheus = start_prometheus(root, monitor.metrics_url.split("//")[1].split("/")[0])
+        if not wait(lambda: settled(cluster), 120):
+            raise SystemExit("the cluster did not settle")
+        judge = ClientJudge(cluster.bootstrap_servers, TOPIC, set(range(PARTITIONS)))
+        if not wait(lambda: judge.all_ok_since(time.monotonic() - 2.0) and not critical_firing(prometheus), 180):
+            raise SystemExit("no healthy start: clients failing or a critical page firing")
+        for n in range(1, args.steps + 1):
+            step = run_step(n, rng, cluster, judge, prometheus)
+            steps.append(step)
+            print(f"step {n:2d} {step.action:5s} broker {step.broker}: {step.verdict:14s} hurt {step.hurt} "
+                  f"named {step.named} pages {step.pages} resolved +{step.page_resolved_after_recovery_s}s",
+                  file=sys.stderr, flush=True)
+    finally:
+        if judge is not None:
+            judge.stop()
+        if monitor is not None:
+            monitor.stop()
+        if prom is not None:
+            prom.terminate()
+        cluster.down()
+        obs.down()
+    count = {v: sum(1 for s in steps if s.verdict == v) for v in ("hurt_and_paged", "hurt_silent", "paged_unhurt",
+                                                                   "quiet")}
+    resolved = [s.page_resolved_after_recovery_s for s in steps if s.page_resolved_after_recovery_s is not None]
+    result = {"mode": args.mode, "kafka_version": cluster.kafka_version, "steps": len(steps), "seed": args.seed,
+              **count, "hurt_partitions": sum(len(s.hurt) for s in steps),
+              "hurt_partitions_named": sum(len(s.named) for s in steps),
+              "page_resolved_after_recovery_p50_s": statistics.median(resolved) if resolved else None,
+              "page_resolved_after_recovery_max_s": max(resolved) if resolved else None,
+              "per_step": [asdict(s) for s in steps]}
+    if args.json:
+        print(json.dumps(result))
+    else:
+        print(json.dumps({k: v for k, v in result.items() if k != "per_step"}, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

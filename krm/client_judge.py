@@ -1,0 +1,93 @@
+"""The ground truth of client harm: acks=all writes to every partition of a topic, timed.
+
+A partition is hurt while its writes fail or take longer than `slow_s`; the lab's fault tests and
+benchmarks/impact_oracle.py hold krm's pages against it. Writes go out every `every_s` to each
+partition, each judged on its own acknowledgement (a callback), so one stuck write never delays the
+others.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+
+class ClientJudge:
+    def __init__(self, bootstrap_servers: str, topic: str, partitions: set[int], slow_s: float = 2.0,
+                 every_s: float = 0.2, **client_kwargs: Any) -> None:
+        from kafka import KafkaProducer
+
+        self.slow_s = slow_s
+        self.every_s = every_s
+        self.failed: dict[int, list[float]] = {p: [] for p in partitions}  # send times of hurt writes
+        self.ok: dict[int, list[float]] = {p: [] for p in partitions}  # send times of quick acknowledgements
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._producer = KafkaProducer(bootstrap_servers=bootstrap_servers, acks="all", retries=0,
+                                       request_timeout_ms=int(slow_s * 1000), max_block_ms=int(slow_s * 1000),
+                                       reconnect_backoff_max_ms=500, linger_ms=0, **client_kwargs)
+        self._topic = topic
+        self._thread = threading.Thread(target=self._run, daemon=True, name="krm-client-judge")
+        self._thread.start()
+
+    def _note(self, p: int, sent: float, ok: bool) -> None:
+        done = time.monotonic()
+        with self._lock:
+            (self.ok if ok and done - sent <= self.slow_s else self.failed)[p].append(sent)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            for p in self.failed:
+                sent = time.monotonic()
+                try:
+                    f = self._producer.send(self._topic, b"x", partition=p)
+                    f.add_callback(lambda _m, p=p, s=sent: self._note(p, s, True))
+                    f.add_errback(lambda _e, p=p, s=sent: self._note(p, s, False))
+                except Exception:  # noqa: BLE001 - metadata or buffer timeout: a failed write
+                    self._note(p, sent, False)
+            self._stop.wait(self.every_s)
+
+    def hurt_between(self, start: float, end: float, min_run_s: float = 0.0) -> set[int]:
+        """Partitions with hurt writes sent within [start, end]; with `min_run_s`, only those whose
+        writes were hurt without a quick one between for at least that long."""
+        with self._lock:
+            out = set()
+            for p, bad in self.failed.items():
+                bad = sorted(t for t in bad if start <= t <= end)
+                if not bad:
+                    continue
+                if min_run_s <= 0:
+                    out.add(p)
+                    continue
+                good = sorted(t for t in self.ok[p] if start <= t <= end)
+                run_start, g = bad[0], 0
+                for t in bad:
+                    while g < len(good) and good[g] < t:
+                        if good[g] > run_start:
+                            run_start = t
+                        g += 1
+                    if t - run_start >= min_run_s:
+                        out.add(p)
+                        break
+            return out
+
+    def last_hurt(self, start: float) -> float | None:
+        """When the last hurt write after `start` was sent."""
+        with self._lock:
+            return max((t for ts in self.failed.values() for t in ts if t >= start), default=None)
+
+    def all_ok_since(self, t: float) -> bool:
+        """Every partition has had a quick acknowledgement of a write sent after `t`, and no hurt one."""
+        with self._lock:
+            return all(any(s >= t for s in self.ok[p]) and not any(s >= t for s in self.failed[p]) for p in self.ok)
+
+    def stop(self) -> None:
+        from kafka.errors import KafkaTimeoutError
+
+        self._stop.set()
+        self._thread.join(timeout=10)
+        try:
+            self._producer.close(timeout=5)
+        except KafkaTimeoutError:  # batches sent into a cut never complete: nothing left to wait for
+            pass
