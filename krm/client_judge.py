@@ -1,9 +1,9 @@
 """The ground truth of client harm: acks=all writes to every partition of a topic, timed.
 
 A partition is hurt while its writes fail or take longer than `slow_s`; the lab's fault tests and
-benchmarks/impact_oracle.py hold krm's pages against it. Writes go out every `every_s` to each
-partition, each judged on its own acknowledgement (a callback), so one stuck write never delays the
-others.
+benchmarks/impact_oracle.py hold krm's pages against it. One producer per partition, so a stuck
+metadata refresh or a dead connection of one partition's client never counts against another
+partition; writes go out every `every_s`, each judged on its own acknowledgement (a callback).
 """
 
 from __future__ import annotations
@@ -24,28 +24,31 @@ class ClientJudge:
         self.ok: dict[int, list[float]] = {p: [] for p in partitions}  # send times of quick acknowledgements
         self._lock = threading.Lock()
         self._stop = threading.Event()
-        self._producer = KafkaProducer(bootstrap_servers=bootstrap_servers, acks="all", retries=0,
-                                       request_timeout_ms=int(slow_s * 1000), max_block_ms=int(slow_s * 1000),
-                                       reconnect_backoff_max_ms=500, linger_ms=0, **client_kwargs)
+        self._producers = {p: KafkaProducer(bootstrap_servers=bootstrap_servers, acks="all", retries=0,
+                                            request_timeout_ms=int(slow_s * 1000), max_block_ms=int(slow_s * 1000),
+                                            reconnect_backoff_max_ms=500, linger_ms=0, **client_kwargs)
+                           for p in sorted(partitions)}
         self._topic = topic
-        self._thread = threading.Thread(target=self._run, daemon=True, name="krm-client-judge")
-        self._thread.start()
+        self._threads = [threading.Thread(target=self._run, args=(p,), daemon=True, name=f"krm-client-judge-{p}")
+                         for p in self._producers]
+        for t in self._threads:
+            t.start()
 
     def _note(self, p: int, sent: float, ok: bool) -> None:
         done = time.monotonic()
         with self._lock:
             (self.ok if ok and done - sent <= self.slow_s else self.failed)[p].append(sent)
 
-    def _run(self) -> None:
+    def _run(self, p: int) -> None:
+        producer = self._producers[p]
         while not self._stop.is_set():
-            for p in self.failed:
-                sent = time.monotonic()
-                try:
-                    f = self._producer.send(self._topic, b"x", partition=p)
-                    f.add_callback(lambda _m, p=p, s=sent: self._note(p, s, True))
-                    f.add_errback(lambda _e, p=p, s=sent: self._note(p, s, False))
-                except Exception:  # noqa: BLE001 - metadata or buffer timeout: a failed write
-                    self._note(p, sent, False)
+            sent = time.monotonic()
+            try:
+                f = producer.send(self._topic, b"x", partition=p)
+                f.add_callback(lambda _m, s=sent: self._note(p, s, True))
+                f.add_errback(lambda _e, s=sent: self._note(p, s, False))
+            except Exception:  # noqa: BLE001 - metadata or buffer timeout: a failed write
+                self._note(p, sent, False)
             self._stop.wait(self.every_s)
 
     def hurt_between(self, start: float, end: float, min_run_s: float = 0.0) -> set[int]:
@@ -86,8 +89,10 @@ class ClientJudge:
         from kafka.errors import KafkaTimeoutError
 
         self._stop.set()
-        self._thread.join(timeout=10)
-        try:
-            self._producer.close(timeout=5)
-        except KafkaTimeoutError:  # batches sent into a cut never complete: nothing left to wait for
-            pass
+        for t in self._threads:
+            t.join(timeout=10)
+        for producer in self._producers.values():
+            try:
+                producer.close(timeout=2)
+            except KafkaTimeoutError:  # batches sent into a cut never complete: nothing left to wait for
+                pass
