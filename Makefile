@@ -2,6 +2,7 @@
 #
 #   make demo   install what is missing, then replay docs/cases/rf1-outage-zk-chroot.md on a real local cluster
 #   make test   install what is missing, then run the whole test suite
+#   make check  the quick tier: lint, unit tests, the Spark golden tables (run it before every commit)
 #
 # Installs are idempotent and cached: the venv in .venv, jars in .cache/jars (from Maven Central,
 # pinned in jvm/*.xml: Kafka 3.9.1 for ZooKeeper mode, Kafka 4.4.0 for KRaft, Spark, the JMX agent,
@@ -21,7 +22,7 @@ SPARK_EXCLUDES := -DexcludeGroupIds=org.apache.hadoop,org.scala-lang,org.scala-l
 OBJECTSTORE_EXCLUDES := -DexcludeGroupIds=io.netty,org.slf4j,commons-codec,commons-logging,org.apache.httpcomponents
 PYTEST_ARGS ?=
 
-.PHONY: demo test lint setup system-packages jars compat-jars compat venv unit clean
+.PHONY: demo test check lint setup system-packages jars compat-jars compat venv unit clean
 
 demo: setup
 	$(VENV)/bin/krm demo
@@ -36,6 +37,11 @@ lint: venv
 
 unit: venv
 	$(VENV)/bin/python -m pytest -m unit $(PYTEST_ARGS)
+
+# The inner loop, before every commit: lint, the unit tests and the Spark golden tables (one local
+# Spark session, no Kafka). `make test` (the whole suite) before a stop.
+check: venv jars lint
+	$(VENV)/bin/python -m pytest -m "unit or spark" $(PYTEST_ARGS)
 
 setup: system-packages jars venv
 

@@ -68,7 +68,7 @@ def metadata(client: Any, last_node: Any, silent: set[int], timeout_ms: int,
     that timeout once, not a failed poll. `timed_out` (filled in): broker -> time.monotonic() the
     request went out, for each broker asked that did not answer in time (not one that refused):
     silence krm saw, the earliest sign of a broker nobody can reach."""
-    from kafka.errors import KafkaConnectionError
+    from kafka.errors import KafkaTimeoutError, RequestTimedOutError
     from kafka.protocol.metadata import MetadataRequest
 
     version = client.api_version(MetadataRequest, max_version=8)
@@ -87,8 +87,8 @@ def metadata(client: Any, last_node: Any, silent: set[int], timeout_ms: int,
             response = ask(client, node, request, timeout_ms)
         except Exception as e:  # noqa: BLE001 - try the next broker
             last_error = e
-            if timed_out is not None and not isinstance(e, KafkaConnectionError):
-                timed_out[node] = asked_at
+            if timed_out is not None and isinstance(e, (KafkaTimeoutError, RequestTimedOutError)):
+                timed_out[node] = asked_at  # silence; a refusal or an error answer is not
             continue
         try:
             client.cluster.update_metadata(response)  # so the offsets round can reach new brokers

@@ -1,1 +1,2 @@
-"""kafka-replication-monitor: CLI, configuration and the local test cluster."""
+"""kafka-replication-monitor: the `krm` CLI on top of the collectors and the pipeline, and its lab
+(local clusters, their security, the simulator, the demo)."""

@@ -329,8 +329,3 @@ def spark_schema(t: Any = OBSERVATION) -> Any:
     if isinstance(t, Array):
         return T.ArrayType(spark_schema(t.element), containsNull=False)
     return T.StructType([T.StructField(n, spark_schema(ft), nullable=True) for n, ft, _ in t.fields])
-
-
-def required_paths(t: Struct = OBSERVATION, prefix: str = "") -> list[str]:
-    """Dotted paths of the top-level required fields; the pipeline quarantines records missing one."""
-    return [f"{prefix}{n}" for n, _, req in t.fields if req]

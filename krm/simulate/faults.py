@@ -37,7 +37,6 @@ Key = tuple[str, str | None, int | None, int | None]  # (type, topic, partition,
 KINDS = ("kill_broker", "restart_broker", "stall_follower", "unstall_follower", "expand_partitions", "add_brokers")
 PARTITION_SIDE_EFFECTS = ("UNDER_REPLICATED", "UNDER_MIN_ISR", "AT_MIN_ISR", "HW_STALL", "REPLICA_LAG",
                           "OFFSET_REGRESSION", "LOG_TRUNCATION", "UNCLEAN_LEADER_ELECTION", "OFFLINE_PARTITION")
-BROKER_SIDE_EFFECTS = ("LEADER_SKEW", "PREFERRED_LEADER_IMBALANCE", "REPLICA_IMBALANCE", "BROKER_DOWN")
 
 
 @dataclass
