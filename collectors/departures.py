@@ -29,10 +29,11 @@ defaults to 9 s), and before its session expires nothing moves a crashed broker'
 so a crash still holds them at the final look.
 
 A verdict, once final, holds for the whole departure: until a full poll sees the broker registered
-and answering again (a broker that holds no replica is never asked, so its departure ends only
-then; it held nothing either way). The controller's reaction (a crash's leaderships moved at session expiry) and a
-restart (registered again before its ports open; a ZooKeeper-triggered record that carries no
-reachability) never re-judge it: a crash stays a crash from the first page to the resolution.
+and answering again (a broker holding no replica is not asked, so its departure lasts until it holds
+one and answers; holding nothing, it could only be judged `unknown` again). The controller's
+reaction (a crash's leaderships moved at session expiry) and a restart (registered again before its
+ports open; a ZooKeeper-triggered record that carries no reachability) never re-judge it: a crash
+stays a crash from the first page to the resolution.
 
 Limits: a crash first seen after the controller already acted (a poll interval longer than the
 broker session timeout) holds nothing at first sight: `controlled` if krm saw it holding within

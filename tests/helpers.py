@@ -160,6 +160,22 @@ def partition_leaders(cluster: LocalCluster, topic: str, avoid: int = -1) -> dic
         admin.close()
 
 
+def every_isr_whole(cluster: LocalCluster) -> bool:
+    """Every partition of every topic on the cluster has a leader and its whole replica set in the ISR
+    (Kafka's own view): a shared cluster left as the next test expects it after a fault."""
+    from kafka.admin import KafkaAdminClient
+
+    admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap_servers, client_id="krm-tests",
+                             request_timeout_ms=5000, **cluster.admin_kwargs())
+    try:
+        return all(p["leader"] >= 0 and sorted(p["isr"]) == sorted(p["replicas"])
+                   for t in admin.describe_topics() for p in t["partitions"])
+    except Exception:  # noqa: BLE001 - a broker still catching up: not yet
+        return False
+    finally:
+        admin.close()
+
+
 def local_cluster(tmp_path_factory: Any, mode: str, chroot: str | None = None, brokers: int = 3,
                   kafka_version: str = "", controllers: int = 1, security: str = "plaintext",
                   tiered_storage: bool = False, kerberos: bool = False) -> LocalCluster:

@@ -21,7 +21,7 @@ from foundation.config import load_config
 from krm.runner import Monitor
 from krm.scrape import scrape, series
 from tests.browser import chromium, shot
-from tests.helpers import partition_leaders, wait_for, write_config
+from tests.helpers import every_isr_whole, partition_leaders, wait_for, write_config
 
 pytestmark = pytest.mark.e2e
 
@@ -99,8 +99,4 @@ def test_observations_on_the_watched_cluster_blinded_by_a_cut_still_page(zk_clus
             except Exception:  # noqa: BLE001 - healed above
                 pass
         monitor.stop()
-
-        def whole() -> bool:
-            view = partition_leaders(cluster, obs_topic)
-            return all(len(isr) == len(cluster.broker_ids) for _, isr in view.values())
-        wait_for(whole, 120, "the observations topic's ISR whole after the heal")
+        wait_for(lambda: every_isr_whole(cluster), 120, "every ISR of the cluster whole after the heal")

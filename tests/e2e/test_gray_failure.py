@@ -19,7 +19,7 @@ from foundation.config import load_config
 from krm.client_judge import ClientJudge
 from krm.runner import Monitor
 from krm.scrape import scrape, series
-from tests.helpers import create_topic, partition_leaders, stored_incidents, wait_for, write_config
+from tests.helpers import create_topic, every_isr_whole, partition_leaders, stored_incidents, wait_for, write_config
 
 pytestmark = pytest.mark.e2e
 
@@ -107,4 +107,4 @@ def test_a_leader_nobody_can_reach_is_named_and_cleared(mode, request, zk_cluste
             writes.stop()
         monitor.stop()
         # the pooled cluster whole again for the next tests: the cut followers rejoin every ISR
-        wait_for(lambda: _settled(cluster, topic), 120, f"{topic}: every ISR whole after the heal")
+        wait_for(lambda: every_isr_whole(cluster), 120, "every ISR of the cluster whole after the heal")
