@@ -31,7 +31,7 @@ by broker as they return; a failed poll resolves nothing).
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import Any
 
 from pipelines.detectors.rule import ClusterView, Rule
 
@@ -40,34 +40,6 @@ NOT_REGISTERED = "not_registered"
 STOPPED = "stopped"
 UNKNOWN = "unknown"
 UNREACHABLE = "unreachable"
-
-
-def _departure(b: dict[str, Any]) -> str:
-    """`controlled`, `crash` or `unknown` (collectors/departures.py); a record of an older collector
-    carries only `controlled_shutdown`, whose null there meant a crash."""
-    said = b.get("departure")
-    if said is not None:
-        return str(said)
-    return "controlled" if b.get("controlled_shutdown") else "crash"
-
-
-def down_brokers(brokers: Iterable[dict[str, Any]]) -> list[tuple[int, str]]:
-    """(broker, cause) for every broker that is down or not answering."""
-    out = []
-    for b in brokers:
-        how = _departure(b)
-        if not b["live"]:
-            out.append((b["id"], {"controlled": STOPPED, "unknown": UNKNOWN}.get(how, NOT_REGISTERED)))
-        elif b.get("reachable") is False:
-            out.append((b["id"], STOPPED if how == "controlled" else UNREACHABLE))
-    return sorted(out)
-
-
-def severity(cause: str, down_for_ms: int | None, planned_stop_max_ms: int) -> str:
-    """A controlled stop (or one nothing explains) is a warning until it lasts longer than planned_stop_max_ms."""
-    if cause in (STOPPED, UNKNOWN) and down_for_ms is not None and down_for_ms > planned_stop_max_ms:
-        return "critical"
-    return RULE.severity_of(cause)
 
 
 def broker_columns(cluster_state: Any) -> dict[str, Any]:
@@ -91,7 +63,9 @@ def _plan(view: ClusterView) -> Any:
                                   br["controlled_shutdown"].alias("controlled_shutdown"),
                                   how(br).alias("departure"), br["down_since_ms"].alias("down_since_ms")))
 
-    def how(br: Any) -> Any:  # _departure's Spark form
+    def how(br: Any) -> Any:
+        """`controlled`, `crash` or `unknown` (collectors/departures.py); a record of an older collector
+        carries only `controlled_shutdown`, whose null there meant a crash."""
         return F.coalesce(br["departure"], F.when(F.coalesce(br["controlled_shutdown"], F.lit(False)),
                                                   F.lit("controlled")).otherwise(F.lit("crash")))
 

@@ -22,22 +22,13 @@ A successful poll resolves it; a failed one that ZooKeeper still describes resol
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any
 
 from pipelines.detectors.rule import ClusterView, Rule
 from schemas.observation import (AUTHENTICATION_FAILED, AUTHORIZATION_FAILED, PROTOCOL_MISMATCH, TLS_FAILED,
                                  UNREACHABLE)
 
 TYPE = "CLUSTER_UNREACHABLE"
-
-
-def judge(cluster_state: Mapping[str, Any]) -> tuple[str, dict[str, Any]] | None:
-    """(cause, details) when the record says krm could not see the cluster at all, else None."""
-    if cluster_state.get("error") is None or cluster_state.get("brokers"):
-        return None
-    reason = cluster_state.get("error_reason")
-    cause = reason if isinstance(reason, str) and reason in RULE.causes else UNREACHABLE
-    return cause, {"error": cluster_state["error"]}
 
 
 def _plan(view: ClusterView) -> Any:

@@ -53,22 +53,6 @@ def split_brain(counts: dict[int, float]) -> list[int] | None:
     return claimants if len(claimants) > 1 else None
 
 
-def controller_missing(controller_id: int | None) -> bool:
-    return controller_id is None or controller_id < 0
-
-
-def migration_stuck(phase: int | None, since_ms: int | None, now_ms: int, copy_max_ms: int,
-                    dual_write_max_ms: int) -> str | None:
-    """The cause when a migration stayed in one phase too long, else None."""
-    if phase is None or since_ms is None:
-        return None
-    if phase == COPYING and now_ms - since_ms >= copy_max_ms:
-        return MIGRATION_COPY_STUCK
-    if phase == DUAL_WRITE and now_ms - since_ms >= dual_write_max_ms:
-        return MIGRATION_DUAL_WRITE_STUCK
-    return None
-
-
 def _plan(view: ClusterView) -> Any:
     from pyspark.sql import functions as F
 

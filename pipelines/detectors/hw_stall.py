@@ -14,8 +14,7 @@ the HW, or that did not answer the collector at all (`unreachable`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 from pipelines.columns import leo_of
 from pipelines.detectors import offline
@@ -25,25 +24,6 @@ TYPE = "HW_STALL"
 FOLLOWER_UNREACHABLE = "isr_follower_unreachable"
 FOLLOWER_BEHIND = "isr_follower_not_caught_up"
 DEFAULT_WINDOW_MS = 30_000  # Kafka's default replica.lag.time.max.ms since 2.5
-
-
-@dataclass(frozen=True)
-class Stall:
-    stalled_ms: int
-    cause: str
-    holding_back: tuple[int, ...]
-    unreachable: tuple[int, ...]
-
-
-def classify_stall(leader: int, isr: Sequence[int], hw: int | None, leos: dict[int, int], since_ms: int | None,
-                   observed_at_ms: int, window_ms: int) -> Stall | None:
-    if since_ms is None or hw is None or leader < 0 or observed_at_ms - since_ms < window_ms:
-        return None
-    followers = [r for r in isr if r != leader]
-    unreachable = tuple(r for r in followers if r not in leos)
-    behind = tuple(r for r in followers if r in leos and leos[r] <= hw)
-    return Stall(observed_at_ms - since_ms, FOLLOWER_UNREACHABLE if unreachable else FOLLOWER_BEHIND,
-                 unreachable + behind, unreachable)
 
 
 def stall_columns(p: Any, observed_at_ms: Any, window_ms: Any) -> dict[str, Any]:

@@ -12,36 +12,12 @@ reports their progress instead.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from pipelines.columns import leo_of, let
 from pipelines.detectors.rule import PartitionView, Rule
 
 TYPE = "REPLICA_LAG"
-
-
-@dataclass(frozen=True)
-class Lag:
-    broker: int
-    messages: int
-    seconds: float | None
-    in_isr: bool
-
-
-def follower_lags(leader: int, isr: list[int], leos: dict[int, int], write_rate: float | None,
-                  max_messages: int, max_seconds: float, adding: list[int] | None = None) -> list[Lag]:
-    if leader < 0 or leader not in leos:
-        return []
-    out = []
-    for b, leo in leos.items():
-        if b == leader or b in (adding or ()):
-            continue
-        messages = max(0, leos[leader] - leo)
-        seconds = messages / write_rate if write_rate else None
-        if messages > 0 and (messages >= max_messages or (seconds is not None and seconds >= max_seconds)):
-            out.append(Lag(b, messages, seconds, b in isr))
-    return sorted(out, key=lambda x: x.broker)
 
 
 def lag_columns(p: Any, max_messages: Any, max_seconds: Any) -> Any:

@@ -16,7 +16,7 @@ progress, not lag.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any
 
 from pipelines.columns import leo_of
 from pipelines.detectors.isr import reassignment_column
@@ -25,13 +25,6 @@ from pipelines.detectors.rule import PartitionView, Rule
 TYPE = "PARTITION_REASSIGNING"
 IN_PROGRESS = "in_progress"
 STALLED = "stalled"  # an adding replica still has to copy, and none copied anything for reassignment_stall_s
-
-
-def copy_left(leader: int, leos: dict[int, int], adding: Sequence[int] | None) -> dict[int, int]:
-    """Messages each adding replica that answered still has to copy (0 once level with the leader)."""
-    if leader not in leos:
-        return {}
-    return {b: max(0, leos[leader] - leos[b]) for b in adding or () if b in leos}
 
 
 def _moving(view: PartitionView) -> Any:

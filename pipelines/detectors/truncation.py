@@ -23,7 +23,6 @@ truncation on the first poll after it returns. Both are events (held open for `e
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from pipelines.columns import leo_of
@@ -34,34 +33,6 @@ TRUNCATION = "LOG_TRUNCATION"
 UNCOMMITTED = "uncommitted_suffix"
 BELOW_HW = "below_high_watermark"
 REFETCH = "follower_refetch"  # a follower below the highest HW, which the leader's HW still covers
-
-
-@dataclass(frozen=True)
-class Truncated:
-    broker: int
-    before: int
-    after: int
-    cause: str
-
-
-def hw_regressed(hw: int | None, previous_hw: int | None) -> bool:
-    return hw is not None and previous_hw is not None and hw < previous_hw
-
-
-def truncations(leos: dict[int, int], previous_leos: dict[int, int], previous_hw: int | None,
-                hw: int | None = None, leader: int | None = None, on_disk_from: int | None = None) -> list[Truncated]:
-    """`previous_hw`: the highest HW the partition had (previous.max_high_watermark); `hw`, `leader`: now;
-    `on_disk_from`: the first offset the leader keeps on disk now (max of its log start and local log start)."""
-    out = []
-    for b, after in sorted(leos.items()):
-        before = previous_leos.get(b)
-        if before is not None and after < before:
-            below = previous_hw is not None and after < previous_hw
-            covered = hw is not None and previous_hw is not None and hw >= previous_hw and b != leader
-            if covered and on_disk_from is not None and after <= on_disk_from:
-                continue  # restarted empty: rebuilding from the leader, nothing cut
-            out.append(Truncated(b, before, after, (REFETCH if covered else BELOW_HW) if below else UNCOMMITTED))
-    return out
 
 
 def regression_column(p: Any) -> Any:

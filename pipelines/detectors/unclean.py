@@ -40,8 +40,7 @@ These are events: the incident stays open for the pipeline's `event_hold_s` and 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 from pipelines.columns import leo_of
 from pipelines.detectors.rule import PartitionView, Rule, changed
@@ -50,43 +49,6 @@ TYPE = "UNCLEAN_LEADER_ELECTION"
 NOT_ELIGIBLE = "not_in_isr_or_elr"  # an out-of-sync replica leads and committed messages are gone
 UNCONFIRMED = "unconfirmed"  # a leader outside the ISR krm last saw, no loss visible: ISR history incomplete
 LAST_KNOWN_ELR = "last_known_elr"  # Kafka 4's recovery of the last known leader
-
-
-@dataclass(frozen=True)
-class ElectionVerdict:
-    cause: str
-    severity: str
-
-
-def classify_election(leader: int, previous_leader: int | None, previous_isr: Sequence[int] | None,
-                      previous_elr: Sequence[int] | None = None, previous_last_known_elr: Sequence[int] | None = None,
-                      hw: int | None = None, previous_hw: int | None = None, *, leader_leo: int | None = None,
-                      previous_max_hw: int | None = None, previous_replicas: Sequence[int] | None = None,
-                      previous_adding: Sequence[int] | None = None) -> ElectionVerdict | None:
-    """None for no election, a clean one or a reassignment's; otherwise what kind of unclean election."""
-    if previous_isr is None or leader < 0 or leader == previous_leader:
-        return None
-    if leader in previous_isr or leader in (previous_elr or ()):
-        return None
-    if leader in (previous_adding or ()) or (previous_replicas is not None and leader not in previous_replicas):
-        return None  # a reassignment moved the leader onto a replica that joined the ISR in between
-    went_back = hw is not None and previous_hw is not None and hw < previous_hw
-    if leader in (previous_last_known_elr or ()):
-        return ElectionVerdict(LAST_KNOWN_ELR, "critical" if went_back else RULE.severity_of(LAST_KNOWN_ELR))
-    if hw is None and leader_leo is None:
-        return None  # the new leader's offsets are not known yet: the next poll carries the same `previous`
-    peak = previous_max_hw if previous_max_hw is not None else previous_hw
-    short = leader_leo is not None and peak is not None and leader_leo < peak
-    if went_back or short:
-        return ElectionVerdict(NOT_ELIGIBLE, RULE.severity_of(NOT_ELIGIBLE))
-    return ElectionVerdict(UNCONFIRMED, RULE.severity_of(UNCONFIRMED))
-
-
-def is_unclean(leader: int, previous_leader: int | None, previous_isr: Sequence[int] | None,
-               hw: int | None = None, previous_hw: int | None = None) -> bool:
-    """An election krm reports as unclean with proof of loss (critical)."""
-    v = classify_election(leader, previous_leader, previous_isr, hw=hw, previous_hw=previous_hw)
-    return v is not None and v.cause == NOT_ELIGIBLE
 
 
 def election_columns(p: Any) -> dict[str, Any]:

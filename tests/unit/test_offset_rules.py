@@ -1,11 +1,9 @@
-"""The offset detectors' Python rules against tests/golden_offsets.py."""
+"""The offset rules' reference oracles (tests/oracles/offsets.py) against tests/golden_offsets.py; the
+product's Spark form runs the same tables in tests/spark/test_offset_detectors_spark.py."""
 
 import pytest
 
-from pipelines.detectors.hw_stall import classify_stall
-from pipelines.detectors.lag import follower_lags
-from pipelines.detectors.truncation import hw_regressed, truncations
-from pipelines.detectors.unclean import classify_election, is_unclean
+from tests.oracles.offsets import classify_election, classify_stall, follower_lags, hw_regressed, is_unclean, truncations
 from tests.golden_offsets import CHANGE, ELECTION, EMPTIED, EVIDENCE, LAG, STALL
 
 pytestmark = pytest.mark.unit
