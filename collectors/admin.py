@@ -140,7 +140,7 @@ class AdminSource:
         controller = md.get("controller_id")
         zk_controller = self.zk is not None and controller is not None and controller >= 0
         if self._capabilities.get("reassignments", True):  # a broker before 2.4 cannot answer it
-            self._side.ask_moves(admin._client, controller if zk_controller else self._last_node)
+            self._side.ask_moves(admin._client, controller if zk_controller else self._last_node)  # type: ignore[arg-type]
         live = {b["node_id"] for b in md["brokers"]}
         zk_live = self.zk.live_brokers() if self.zk is not None else None
         if zk_live is not None:
@@ -301,7 +301,7 @@ class AdminSource:
             live = {bid: self._known_brokers.get(bid, {}) for bid in zk_live}
         live = self._mixed_liveness(live)
         referenced = {r for t in topics for p in t["partitions"] for r in p["replicas"]}
-        brokers = [
+        brokers: list[dict[str, Any]] = [
             {"id": bid, "host": b.get("host") if b else None, "port": b.get("port") if b else None,
              "rack": b.get("rack") if b else None, "live": bid in live,
              "reachable": (bid in found.answered) if bid in found.asked else None}
@@ -330,7 +330,8 @@ class AdminSource:
         snapshot = time.monotonic() - self._snapshot_at >= self.settings.assignment_snapshot_s
         if snapshot:
             self._snapshot_at = time.monotonic()
-        annotate, nothing, now = self._memory.annotate, {}, time.monotonic()
+        nothing: dict[Any, Any] = {}
+        annotate, now = self._memory.annotate, time.monotonic()
         elr_known = self.zk is None and self._elr_known
         for t in topics:
             min_isr, unclean = self._configs.of(t["topic"])
@@ -398,8 +399,8 @@ class AdminSource:
         self._departures.annotate(brokers, lambda: published, observed_at_ms, held=held)
         self.broker_view = {b["id"]: (b["live"] and b["id"] not in unreachable, leads.get(b["id"], 0)) for b in brokers}
         polled = {t["topic"] for t in topics}
-        for gone in [name for name in self._assignments if name not in polled]:
-            del self._assignments[gone]
+        for topic in [name for name in self._assignments if name not in polled]:
+            del self._assignments[topic]
         self._memory.forget_missing(present)
         for gone in [k for k in self._published if k not in present]:
             del self._published[gone]

@@ -92,6 +92,7 @@ def _request(version: int, replica_id: int, tps: list[TopicPartition], timestamp
         by_topic.setdefault(t, []).append(p)
     if version in (4, 5):  # the versions every broker since Kafka 2.1 answers: encoded by hand (collectors/wire.py)
         return wire.offsets_request(version, replica_id, READ_UNCOMMITTED, by_topic.items(), timestamp)
+    topics: list[tuple[str, list[tuple[int, ...]]]]
     if version >= 4:
         topics = [(t, [(p, -1, timestamp) for p in ps]) for t, ps in by_topic.items()]  # -1: no epoch check
     else:

@@ -105,7 +105,7 @@ class ZkState:
             self._zk.start(timeout=10)
         except Exception as e:  # noqa: BLE001 - degrade to the Admin API alone
             log.warning("cluster %s: ZooKeeper %s %s; using the Admin API alone", self.cluster.name,
-                        self.cluster.zookeeper, _zk_failure(e, self.cluster.zookeeper_security, self.cluster.zookeeper))
+                        self.cluster.zookeeper, _zk_failure(e, self.cluster.zookeeper_security, self.cluster.zookeeper or ""))
             self._stopping = True  # no background reconnects: the watches were never set up
             self._zk.stop()
             return self

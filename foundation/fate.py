@@ -17,7 +17,7 @@ from typing import Any
 @lru_cache(maxsize=256)
 def _resolved(host: str, port: int) -> frozenset[tuple[str, int]]:
     try:
-        return frozenset((info[4][0], port) for info in socket.getaddrinfo(host, port, type=socket.SOCK_STREAM))
+        return frozenset((str(info[4][0]), port) for info in socket.getaddrinfo(host, port, type=socket.SOCK_STREAM))
     except OSError:  # not resolvable from here: compared by name
         return frozenset({(host.lower(), port)})
 

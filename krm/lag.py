@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from foundation.errors import KrmError
-from foundation.storage import as_location
+from foundation.storage import Location, as_location
 from pipelines.detectors import hw_stall, isr, lag, offline
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -51,7 +51,7 @@ class LagHistory:
 KEYS = ["cluster", "partition", "broker"]
 
 
-def read_history(table: Path, topic: str, partition: int | None, since: dt.timedelta,
+def read_history(table: Location | Path | str, topic: str, partition: int | None, since: dt.timedelta,
                  now: dt.datetime | None = None, cluster: str | None = None,
                  max_points: int | None = 2000) -> LagHistory:
     """Follower rows (the leader's own row is not lag) of `topic` observed within `since`. The scan,
@@ -60,12 +60,12 @@ def read_history(table: Path, topic: str, partition: int | None, since: dt.timed
     import pyarrow.compute as pc
     import pyarrow.dataset as ds
 
-    table = as_location(table)
-    if not table.is_table():
-        raise KrmError(f"no replica_lag table at {table}: has the pipeline (`krm run`) written history yet?")
+    where = as_location(table)
+    if not where.is_table():
+        raise KrmError(f"no replica_lag table at {where}: has the pipeline (`krm run`) written history yet?")
     now = now or dt.datetime.now(dt.timezone.utc)
     start = now - since
-    data = table.table().to_pyarrow_dataset()
+    data = where.table().to_pyarrow_dataset()
     # is_leader is filtered after the scan: a boolean predicate pushed into delta-rs' dataset pruned
     # whole files that held both values (seen with deltalake 1.6.6)
     cond = (ds.field("date") >= start.date()) & (ds.field("topic") == topic) & (ds.field("observed_at") >= start)
@@ -195,12 +195,15 @@ def plot(rows: list[LagRow], topic: str, path: Path, windows: list[Window] | Non
     ax = fig.add_subplot()
     fig.subplots_adjust(left=0.08, right=0.80, top=0.92, bottom=0.16)  # the legend sits right of the axes
     for (partition, broker), rs in sorted(series.items()):
-        line, = ax.plot([r.observed_at for r in rs], [r.lag_messages for r in rs], label=f"p{partition} broker {broker}")
+        # matplotlib takes datetimes through its unit converters; its type stubs say floats
+        line, = ax.plot([r.observed_at for r in rs], [r.lag_messages for r in rs],  # type: ignore[arg-type]
+                        label=f"p{partition} broker {broker}")
         out = [r for r in rs if not r.in_isr]
         if out:
-            ax.scatter([r.observed_at for r in out], [r.lag_messages for r in out], color=line.get_color(), marker="x")
+            ax.scatter([r.observed_at for r in out], [r.lag_messages for r in out],  # type: ignore[arg-type]
+                       color=line.get_color(), marker="x")
     for n, w in enumerate(windows or []):
-        ax.axvspan(w.start, w.end, color=f"C{(n % 8) + 2}", alpha=0.15, label=w.label)
+        ax.axvspan(w.start, w.end, color=f"C{(n % 8) + 2}", alpha=0.15, label=w.label)  # type: ignore[arg-type]
     ax.set_title(f"{topic}: follower lag (x = out of the ISR, shaded = incidents)")
     ax.set_ylabel("messages behind the leader")
     ax.grid(alpha=0.3)

@@ -84,7 +84,8 @@ def from_file(path: str, live: list[int] | None, topic: str | None = None,
     else:
         raise KrmError(f"assignment file {path}: expected kafka-reassign-partitions JSON "
                        '({"version": 1, "partitions": [...]}) or krm assign simulate --json output')
-    topics = [{"topic": t, "partitions": sorted(ps, key=lambda p: p["partition"])} for t, ps in sorted(by_topic.items())]
+    topics: list[dict[str, Any]] = [{"topic": t, "partitions": sorted(ps, key=lambda p: p["partition"])}
+                                    for t, ps in sorted(by_topic.items())]
     for t in topics:
         ids = [p["partition"] for p in t["partitions"]]
         if ids != list(range(len(ids))):

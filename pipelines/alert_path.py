@@ -87,7 +87,9 @@ class AlertPath:
         t0 = time.perf_counter()
         rows = batch.collect()  # the Spark job: Kafka fetch, parse, detect
         t_collect = time.perf_counter() - t0
-        polls, found, clusters, counts, jmx = split_rows(rows, canaries := [], tiered := [])
+        canaries: list[Any] = []
+        tiered: list[Any] = []
+        polls, found, clusters, counts, jmx = split_rows(rows, canaries, tiered)
         changed = self.book.apply(polls, found)
         self.counts.update(counts)
         for name, view in clusters.items():  # deleted topics leave the per-broker totals

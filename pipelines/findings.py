@@ -45,7 +45,8 @@ def topic_rows(obs: Any, observed_at_ms: Any, settings: DetectorSettings) -> Any
     # Offset incidents have their own scope: a metadata-only record (ZooKeeper watch) must not
     # resolve them, since it carries no offsets to judge them by.
     has_offsets = F.coalesce(ts["has_offsets"], F.lit(True))
-    prefilters = list({id(r.affected): r.affected for r in rules}.values())  # a shared check counts once
+    prefilters = [a for a in {id(r.affected): r.affected for r in rules}.values() if a is not None]  # shared: once
+    plans = [r.plan for r in rules if r.plan is not None]
 
     def view(p: Any) -> PartitionView:
         return PartitionView(p, ts, observed_at_ms, settings)
@@ -59,7 +60,7 @@ def topic_rows(obs: Any, observed_at_ms: Any, settings: DetectorSettings) -> Any
 
     def partition_findings(p: Any) -> Any:
         v = view(p)
-        return F.filter(F.concat(*[r.plan(v) for r in rules]), lambda x: x.isNotNull())
+        return F.filter(F.concat(*[plan(v) for plan in plans]), lambda x: x.isNotNull())
 
     unhealthy = F.filter(ts["partitions"], maybe_affected)
     # A record of a poll that reached no broker (`resolves` false) opens incidents and resolves none:
@@ -132,8 +133,8 @@ def cluster_rows(obs: Any, observed_at_ms: Any = None, settings: DetectorSetting
         return F.filter(rows, lambda x: x.isNotNull())
 
     rules = registry.of_subject("cluster")
-    found = present(F.concat(*[r.plan(view) for r in rules]))
-    on_failure = present(F.concat(*[r.plan(view) for r in rules if r.failed_polls]))
+    found = present(F.concat(*[r.plan(view) for r in rules if r.plan is not None]))
+    on_failure = present(F.concat(*[r.plan(view) for r in rules if r.failed_polls and r.plan is not None]))
     return F.when(cs["error"].isNull(), F.concat(F.array(state, marker), found)) \
         .otherwise(F.concat(F.array(state), on_failure))
 

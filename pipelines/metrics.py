@@ -402,7 +402,8 @@ def _kraft_series(clusters: dict[str, ClusterView]) -> Iterator[Any]:
         q = view.quorum
         if q is None:
             continue
-        leader.add_metric([name], q.get("leader_id") if q.get("leader_id") is not None else -1)
+        leader_id = q.get("leader_id")
+        leader.add_metric([name], float(leader_id) if leader_id is not None else -1.0)
         if q.get("leader_epoch") is not None:
             epoch.add_metric([name], q["leader_epoch"])
         leader_id = q.get("leader_id")

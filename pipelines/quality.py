@@ -246,6 +246,7 @@ class Suite:
                                                      "unexpected_index_column_names": INDEX})
         for r in result.results:
             cfg = r.expectation_config
+            assert cfg is not None  # every result of a validation carries its expectation
             kw = cfg.kwargs
             column = kw.get("column") or f"{kw.get('column_A')} >= {kw.get('column_B')}"
             res = r.result or {}

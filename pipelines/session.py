@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import os
 import socket
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -113,7 +114,7 @@ def build_session(master: str = "local[2,4]", app_name: str = "krm-pipeline", lo
 
     log_dir = Path(log_dir or Path.cwd() / "krm-logs")
     log_dir.mkdir(parents=True, exist_ok=True)
-    os.environ.setdefault("PYSPARK_PYTHON", os.path.realpath(os.sys.executable))
+    os.environ.setdefault("PYSPARK_PYTHON", os.path.realpath(sys.executable))
     java_opts = f"-Dlog4j2.configurationFile=file:{CONF_DIR / 'spark-log4j2.properties'} -Dkrm.log.dir={log_dir}"
     if driver_java_options:  # e.g. -Djava.security.krb5.conf for GSSAPI (krm/runner.py)
         java_opts += f" {driver_java_options}"

@@ -238,7 +238,7 @@ OBSERVATION = Struct((
 
 _PY_TYPES: dict[str, tuple[type, ...]] = {"string": (str,), "int": (int,), "long": (int,), "bool": (bool,),
                                           "double": (int, float)}
-_INT_RANGE = {"int": (-(2**31), 2**31 - 1), "long": (-(2**63), 2**63 - 1)}
+_INT_RANGE: dict[str, tuple[int, int]] = {"int": (-(2**31), 2**31 - 1), "long": (-(2**63), 2**63 - 1)}
 
 
 def check(record: dict[str, Any]) -> dict[str, Any]:
@@ -273,7 +273,9 @@ def _compile(t: Any) -> Any:
     """One checking function per node of the schema tree, built once: the collector checks every
     partition of every poll, and walking the tree generically cost nearly twice as much."""
     if isinstance(t, Scalar):
-        types, bounds, is_bool = _PY_TYPES[t.name], _INT_RANGE.get(t.name), t.name == "bool"
+        types: Any = _PY_TYPES[t.name]  # (Any: an isinstance() on it must not narrow `value` below)
+        is_bool = t.name == "bool"
+        bounds = _INT_RANGE.get(t.name)
 
         def scalar(value: Any) -> None:
             if not isinstance(value, types) or (not is_bool and isinstance(value, bool)):

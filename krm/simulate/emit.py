@@ -47,7 +47,7 @@ class Emitter:
         topic_of = sim.topic_of[order].tolist()
         memory = self.memory
         parts: list[dict[str, Any]] = []
-        current = topic_of[0] if topic_of else None
+        current: Any = topic_of[0] if topic_of else None
         for i, row in zip(topic_of, order.tolist()):
             if i != current:
                 records.append(self._topic(current, parts, at, live))

@@ -92,7 +92,7 @@ def apply(sim: SimCluster, fault: Fault) -> Applied:
         out.expected.add(("BROKER_DOWN", None, None, b))
         out.allowed_brokers.update(sim.brokers())  # leadership moved: skew / preferred imbalance anywhere
         touched = np.flatnonzero((sim.replicas == b).any(axis=1))
-        for row in touched:
+        for row in touched.tolist():
             t, part = sim.topic_names[sim.topic_of[row]], int(sim.index[row])
             out.allowed.update((k, t, part, None) for k in PARTITION_SIDE_EFFECTS)
             out.allowed.update(("REPLICA_LAG", t, part, r) for r in sim.replicas_of(row))
@@ -111,7 +111,7 @@ def apply(sim: SimCluster, fault: Fault) -> Applied:
         p["broker"] = b
         sim.restart_broker(b)
         out.allowed_brokers.add(b)
-        for row in np.flatnonzero((sim.replicas == b).any(axis=1)):
+        for row in np.flatnonzero((sim.replicas == b).any(axis=1)).tolist():
             t, part = _tp(sim, row)
             out.allowed.update((k, t, part, None) for k in PARTITION_SIDE_EFFECTS)
             out.allowed.update(("REPLICA_LAG", t, part, r) for r in sim.replicas_of(row))

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -169,7 +170,7 @@ class SimCluster:
 
     # ------------------------------------------------------------------ faults
 
-    def kill_broker(self, b: int) -> dict[str, list[int]]:
+    def kill_broker(self, b: int) -> dict[str, list[Any]]:
         """The controller's reaction to a broker's death; returns rows by what happened to them."""
         self.live[b] = False
         out: dict[str, list] = {"offline": [], "unclean": [], "leader_moved": [], "isr_shrunk": []}  # unclean: (row, old HW)
