@@ -217,6 +217,9 @@ class AdminSource:
         # not yet back (the fault loops' cluster-down). Reachability is unknown: nobody answered.
         held = {r for t in topics for rs in (self.zk.assignment(t) or {}).values() for r in rs}  # type: ignore[union-attr]
         brokers = [{**b, "reachable": None} for b in self._zookeeper_brokers(live, held)]
+        # judged on ZooKeeper's state as the quick records are: the last broker of a whole-cluster stop
+        # could hand nothing over, and only these records look at it once the polls fail
+        self._judged(brokers, int(time.time() * 1000))
         failure = self._failure_record(poll_id, brokers)
         return [failure, *self._mirror_topics(topics, poll_id, failure["observed_at_ms"], live, None, resolves=False)]
 

@@ -146,18 +146,22 @@ def partition_states(cluster: LocalCluster, topic: str) -> dict[int, tuple[int, 
 
 
 def partition_leaders(cluster: LocalCluster, topic: str, avoid: int = -1) -> dict[int, tuple[int, list[int]]]:
-    """Kafka's own view (DescribeTopics) asked of the brokers other than `avoid` (one cut off would
-    hold the client up): partition -> (leader, ISR)."""
-    from kafka.admin import KafkaAdminClient
+    """Kafka's own view (a Metadata request) asked of a broker other than `avoid`: one cut off would
+    hold a client up (kafka-python's admin client may pick it for its version check or as its least
+    loaded node). partition -> (leader, ISR)."""
+    from kafka.client_async import KafkaClient
 
-    others = ",".join(f"127.0.0.1:{cluster.broker(b).port}" for b in cluster.broker_ids if b != avoid)
-    admin = KafkaAdminClient(bootstrap_servers=others, client_id="krm-tests", request_timeout_ms=5000,
-                             **cluster.admin_kwargs())
+    from collectors import metadata
+
+    others = [f"127.0.0.1:{cluster.broker(b).port}" for b in cluster.broker_ids if b != avoid]
+    client = KafkaClient(bootstrap_servers=others, client_id="krm-tests", request_timeout_ms=5000,
+                         **cluster.admin_kwargs())
     try:
-        (t,) = admin.describe_topics([topic])
+        _node, md = metadata.metadata(client, None, {avoid}, 5000)
+        (t,) = [t for t in md["topics"] if t["topic"] == topic]
         return {p["partition"]: (p["leader"], list(p["isr"])) for p in t["partitions"]}
     finally:
-        admin.close()
+        client.close()
 
 
 def every_isr_whole(cluster: LocalCluster) -> bool:
