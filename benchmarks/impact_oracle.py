@@ -59,6 +59,7 @@ class Step:
     pages: list[str] = field(default_factory=list)
     verdict: str = ""
     page_resolved_after_recovery_s: float | None = None
+    writes: dict[int, tuple[int, int]] = field(default_factory=dict)  # partition -> (quick, hurt) writes in the step
 
 
 def kafka_view(cluster: LocalCluster, avoid: int | None = None) -> dict[int, tuple[int, list[int]]]:
@@ -148,7 +149,9 @@ def run_step(n: int, rng: random.Random, cluster: LocalCluster, judge: ClientJud
         if recovered_at is not None and not critical_firing(prometheus):
             break
     last_page = max((t for t, _ in pages), default=None)
-    hurt = judge.hurt_between(t0, time.monotonic(), min_run_s=HURT_RUN_S)
+    end = time.monotonic()
+    hurt = judge.hurt_between(t0, end, min_run_s=HURT_RUN_S)
+    step.writes = judge.counts_between(t0, end)
     step.hurt = sorted(hurt)
     step.named = sorted(p for p in hurt if any(names(labels, p, before) for _, labels in pages))
     step.pages = sorted({labels["alertname"] + "".join(f" {k}={labels[k]}" for k in ("broker", "topic", "partition",

@@ -75,6 +75,12 @@ class ClientJudge:
                         break
             return out
 
+    def counts_between(self, start: float, end: float) -> dict[int, tuple[int, int]]:
+        """partition -> (quick writes, hurt writes) sent within [start, end]: what a verdict rests on."""
+        with self._lock:
+            return {p: (sum(1 for t in self.ok[p] if start <= t <= end), sum(1 for t in self.failed[p] if start <= t <= end))
+                    for p in self.ok}
+
     def last_hurt(self, start: float) -> float | None:
         """When the last hurt write after `start` was sent."""
         with self._lock:

@@ -34,3 +34,8 @@ def test_all_ok_since_needs_a_quick_write_and_no_hurt_one():
     assert j.all_ok_since(1.5)
     assert not j.all_ok_since(0.9), "partition 0 had a hurt write since"
     assert j.last_hurt(0.0) == 1.0
+
+
+def test_counts_between_say_what_a_verdict_rests_on():
+    j = judge({0: [1.0, 5.0], 1: []}, {0: [2.0], 1: [0.5, 3.0]})
+    assert j.counts_between(0.9, 4.0) == {0: (1, 1), 1: (1, 0)}
