@@ -258,8 +258,8 @@ def redial(client: Any, broker: int) -> None:
     back-off, so the next poll dials it afresh. A connection whose packets are being dropped only
     recovers at TCP's next retransmission (seconds to a minute once backed off), and a connection
     attempt pending on a dropped SYN at the client's back-off: either would keep a broker that is
-    reachable again looking silent long after the path came back (a gray failure's page that
-    outlived it by a minute). A new connection answers within a round trip once it is."""
+    reachable again looking silent long after the path came back (a gray failure's page outliving
+    it: RELIABILITY.md). A new connection answers within a round trip once it is."""
     try:
         if broker in client._conns:
             client.close(broker)  # kafka-python drops the BrokerConnection: the next one starts without back-off
