@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+import zlib
 from typing import Any, Iterable
 
 from collectors import access, capabilities, gc_pause, kraft, metadata, offsets, reassignments, tiered
@@ -21,12 +22,13 @@ from collectors.kraft_protocol import DESCRIBE_QUORUM_KEY, DESCRIBE_TOPIC_PARTIT
 from collectors.memory import PartitionMemory
 from collectors.metadata import ask
 from collectors.reachability import Reachability, refusing
-from collectors.records import cluster_record, topic_record
+from collectors.records import cluster_record, leave_out_quiet, topic_record
 from collectors.side_channel import Notes, SideChannel
 from collectors.topic_configs import TopicConfigs
 from collectors.zookeeper import ZkState
 from foundation.backoff import Retry
 from foundation.config import ClusterConfig, CollectorConfig
+from schemas.quiet import Thresholds
 
 log = logging.getLogger(__name__)
 
@@ -45,9 +47,12 @@ class AdminSource:
 
     source = "admin"
 
-    def __init__(self, cluster: ClusterConfig, settings: CollectorConfig, zk: ZkState | None = None) -> None:
+    def __init__(self, cluster: ClusterConfig, settings: CollectorConfig, zk: ZkState | None = None,
+                 quiet: Thresholds | None = None) -> None:
         self.cluster = cluster
         self.settings = settings
+        # the pipeline's thresholds: which partitions a topic record may leave out (schemas/quiet.py)
+        self.quiet = quiet or Thresholds()
         self._zk_state = zk  # ZooKeeper mode: leader, epoch, ISR and live brokers come from the controller's writes
         self._admin: Any = None
         self._poll_id = 0
@@ -68,7 +73,7 @@ class AdminSource:
         self._last_cluster_state: dict[str, Any] | None = None  # for the ZooKeeper-triggered cluster record
         # topic -> partition -> replicas as last published (a new dict per topic per poll, never changed after)
         self._assignments: dict[str, dict[int, list[int]]] = {}
-        self._snapshot_at = 0.0
+        self._snapshot_slot: dict[str, int] = {}  # topic -> its assignment_snapshot_s interval last recorded
         self._notes = Notes(cluster.name)  # side requests' failures, logged once
         self._side = SideChannel(cluster, settings.request_timeout_ms, self._notes)  # DescribeQuorum, moves
         self._reach = Reachability(settings.unreachable_after_s)
@@ -330,9 +335,7 @@ class AdminSource:
         published: list[dict[str, Any]] = []  # every partition as this poll publishes it
         held: set[int] = set()  # departures.holders(published), gathered on the way
         leads: dict[int, int] = {}  # broker -> partitions it leads, for broker_view
-        snapshot = time.monotonic() - self._snapshot_at >= self.settings.assignment_snapshot_s
-        if snapshot:
-            self._snapshot_at = time.monotonic()
+        snapshot_ms = max(1, int(self.settings.assignment_snapshot_s * 1000))
         nothing: dict[Any, Any] = {}
         annotate, now = self._memory.annotate, time.monotonic()
         elr_known = self.zk is None and self._elr_known
@@ -393,8 +396,14 @@ class AdminSource:
                 replica_lag_time_max_ms=self._configs.replica_lag_time_max_ms, unreachable_brokers=unreachable,
                 remote_storage=remote_storage,
             )
-            # assignment history (pipelines/history.py): on every change, and all topics periodically
+            # assignment history (pipelines/history.py): on every change, and each topic once per
+            # assignment_snapshot_s, at an offset of its own (not every topic in one poll)
+            slot = (observed_at_ms + zlib.crc32(name.encode())) // snapshot_ms
+            snapshot = self._snapshot_slot.get(name, slot) != slot
+            self._snapshot_slot[name] = slot
             rec["topic_state"]["assignment"] = "changed" if changed else ("snapshot" if snapshot else None)
+            if not (changed or snapshot or remote_storage):  # those records carry every partition
+                leave_out_quiet(rec, self.quiet)
             records.append(rec)
         # How each down broker went: judged on the partitions as published (ZooKeeper mode: leader and
         # ISR as the controller wrote them, which the brokers' metadata caches trail; its brokers' live
@@ -404,6 +413,7 @@ class AdminSource:
         polled = {t["topic"] for t in topics}
         for topic in [name for name in self._assignments if name not in polled]:
             del self._assignments[topic]
+            self._snapshot_slot.pop(topic, None)
         self._memory.forget_missing(present)
         for gone in [k for k in self._published if k not in present]:
             del self._published[gone]

@@ -18,6 +18,7 @@ from collectors.jmx import JmxSource
 from collectors.publisher import Publisher
 from collectors.zookeeper import ZkState
 from foundation.config import Config
+from schemas.quiet import Thresholds
 
 log = logging.getLogger(__name__)
 
@@ -30,7 +31,9 @@ class Collector:
         self._dirty = {c.name: threading.Event() for c in config.clusters}
         self._zk = {c.name: ZkState(c, self._wake[c.name].set, self._dirty[c.name].set) for c in config.clusters
                     if c.zookeeper and zookeeper_watches}
-        self.sources = [AdminSource(c, config.collector.for_cluster(c), self._zk.get(c.name)) for c in config.clusters]
+        quiet = Thresholds.of(config.pipeline)  # the pipeline's, from the same file: what records may leave out
+        self.sources = [AdminSource(c, config.collector.for_cluster(c), self._zk.get(c.name), quiet)
+                        for c in config.clusters]
         self.jmx_sources = [JmxSource(c.name, dict(c.jmx_exporter_urls), security=c.jmx_security)
                             for c in config.clusters if c.jmx_exporter_urls]
         self.canaries = [CanarySource(c, config.collector) for c in config.clusters if c.canary]

@@ -13,15 +13,17 @@ partition observation carries what only consecutive polls reveal:
   `history_lag_floor_s` behind the leader at the write rate (behind at all when the rate is
   unknown or 0): the history path keeps their replica_lag rows at every poll;
 - `changed` (true, else absent): the leader, epoch, replicas, ISR or lagging followers differ from
-  the previous poll, or there is none; `keyframe` (true, else absent): the first poll of a
-  `history_keyframe_s` interval. The history path writes a partition's row only on those
-  (docs/history.md), with no state of its own.
+  the previous poll, or there is none; `keyframe` (true, else absent): the first poll of the
+  partition's own `history_keyframe_s` interval (each partition's intervals start at an offset of
+  its own, so a poll carries a share of the keyframes, not all of them at once). The history path
+  writes a partition's row only on those (docs/history.md), with no state of its own.
 A restarted collector starts with an empty memory: the first poll carries none of the three and
 marks every partition `changed`.
 """
 
 from __future__ import annotations
 
+import zlib
 from typing import Any
 
 
@@ -29,13 +31,13 @@ class Seen:
     """One partition at the last poll. A plain class with slots: one per partition, built every poll."""
 
     __slots__ = ("at_ms", "leader", "leader_epoch", "isr", "hw", "leos", "hw_since_ms", "hw_peak", "elr", "last_known_elr",
-                 "replicas", "adding", "lagging")
+                 "replicas", "adding", "lagging", "phase")
 
     def __init__(self, at_ms: int, leader: int, leader_epoch: int | None, isr: list[int], hw: int | None,
                  leos: dict[int, int], hw_since_ms: int | None, hw_peak: int | None,
                  elr: list[int] | None = None, last_known_elr: list[int] | None = None,
                  replicas: list[int] | None = None, adding: list[int] | None = None,
-                 lagging: list[int] | None = None) -> None:
+                 lagging: list[int] | None = None, phase: int = 0) -> None:
         self.at_ms = at_ms
         self.leader = leader
         self.leader_epoch = leader_epoch
@@ -49,6 +51,7 @@ class Seen:
         self.replicas = replicas  # the replica set, and the replicas a reassignment was adding
         self.adding = adding
         self.lagging = lagging  # the followers that lagged (the history's rule, module docstring)
+        self.phase = phase  # ms added to the clock before cutting it into keyframe intervals
 
 
 def _went_back(leos: dict[int, int], before: dict[int, int]) -> bool:
@@ -135,7 +138,7 @@ class PartitionMemory:
                 p["lagging"] = behind
             p["changed"] = True
             self._seen[key] = Seen(at_ms, leader, epoch, p["isr"], hw, leos, since, hw, elr, lk_elr, replicas, adding,
-                                   behind)
+                                   behind, zlib.crc32(f"{topic}/{key[1]}".encode()) % self._keyframe_ms)
             return p
         prev_leos = prev.leos
         prev_leader_leo = prev_leos.get(prev.leader)
@@ -156,7 +159,7 @@ class PartitionMemory:
         if (prev.leader != leader or prev.leader_epoch != epoch or prev.isr != isr or prev.replicas != replicas
                 or prev.lagging != behind):
             p["changed"] = True
-        elif at_ms // self._keyframe_ms != prev.at_ms // self._keyframe_ms:
+        elif (at_ms + prev.phase) // self._keyframe_ms != (prev.at_ms + prev.phase) // self._keyframe_ms:
             p["keyframe"] = True
         moved = ((prev.leader_epoch is not None and epoch is not None and prev.leader_epoch != epoch)
                  or prev.leader != leader

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, Iterable
 
 from schemas.observation import SCHEMA_VERSION
+from schemas.quiet import Thresholds, broker_load, is_quiet
 
 
 def envelope(kind: str, cluster: str, source: str, poll_id: int, observed_at_ms: int) -> dict[str, Any]:
@@ -62,6 +63,19 @@ def topic_record(cluster: str, source: str, poll_id: int, observed_at_ms: int, *
         rec["topic_state"]["resolves"] = False
     if remote_storage:
         rec["topic_state"]["remote_storage"] = True
+    return rec
+
+
+def leave_out_quiet(rec: dict[str, Any], thresholds: Thresholds) -> dict[str, Any]:
+    """`rec` (a topic record of a full poll, every partition in it) without its quiet partitions
+    (schemas/quiet.py), with the topic's size and per-broker counts in their place. In place."""
+    ts = rec["topic_state"]
+    parts = ts["partitions"]
+    ts["partition_count"] = len(parts)
+    ts["broker_load"] = broker_load(parts)
+    live, unreachable = set(ts["live_brokers"]), set(ts.get("unreachable_brokers") or ())
+    at, window = rec["observed_at_ms"], thresholds.window_ms(ts.get("replica_lag_time_max_ms"))
+    ts["partitions"] = [p for p in parts if not is_quiet(p, live, unreachable, at, window, thresholds)]
     return rec
 
 

@@ -66,8 +66,12 @@ def topic_rows(obs: Any, observed_at_ms: Any, settings: DetectorSettings) -> Any
     # A record of a poll that reached no broker (`resolves` false) opens incidents and resolves none:
     # its marker is a "view" (the broker counts only), not a "poll" (collectors/admin.py, _failed_poll).
     resolves = F.coalesce(ts["resolves"], F.lit(True))
+    # A v4 record that left quiet partitions out (schemas/quiet.py) brings the counts of all of them
+    counts = F.when(ts["broker_load"].isNotNull(), F.to_json(F.struct(
+        ts["partition_count"].alias("partitions"), ts["broker_load"].alias("brokers")))).otherwise(
+        broker_counts(ts["partitions"]))
     marker = _row(row_type=F.when(resolves, F.lit("poll")).otherwise(F.lit("view")),
-                  scope=F.concat(F.lit("topic:"), topic), topic=topic, details=broker_counts(ts["partitions"]))
+                  scope=F.concat(F.lit("topic:"), topic), topic=topic, details=counts)
     offsets_marker = _row(row_type=F.lit("poll"), scope=F.concat(F.lit("offsets:"), topic), topic=topic)
     markers = F.when(has_offsets, F.array(marker, offsets_marker)).otherwise(F.array(marker))
     tiered = F.when(F.coalesce(ts["remote_storage"], F.lit(False)) & has_offsets,

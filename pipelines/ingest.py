@@ -215,6 +215,18 @@ def contract(o: Any) -> list[tuple[Any, Any]]:
         first(lambda p: p["log_start_offset"] > p["high_watermark"], "log start offset above the high watermark"),
         ((o["kind"] == "topic") & (F.size(F.array_distinct(F.transform(parts, lambda p: p["partition"]))) != F.size(parts)),
          F.concat(F.lit("contract: a partition twice in one record (topic "), o["topic_state"]["topic"], F.lit(")"))),
+        # v4 (schemas/quiet.py): the counts stand for every partition, the list for some of them
+        ((o["kind"] == "topic") & o["topic_state"]["broker_load"].isNotNull()
+         & F.coalesce(o["topic_state"]["partition_count"] < F.size(parts), F.lit(True)),
+         F.concat(F.lit("contract: broker_load without a partition_count covering the partitions (topic "),
+                  o["topic_state"]["topic"], F.lit(")"))),
+        ((o["kind"] == "topic") & F.exists(F.coalesce(o["topic_state"]["broker_load"], F.array()),
+                                           lambda b: (F.size(b) != 5) | F.exists(b, lambda n: n.isNull() | (n < 0))),
+         F.concat(F.lit("contract: a broker_load entry is not five counts [broker, leaders, replicas, preferred, "
+                        "preferred_not_leading] (topic "), o["topic_state"]["topic"], F.lit(")"))),
+        ((o["kind"] == "topic") & o["topic_state"]["broker_load"].isNotNull() & o["topic_state"]["assignment"].isNotNull(),
+         F.concat(F.lit("contract: an assignment record leaves partitions out (topic "), o["topic_state"]["topic"],
+                  F.lit(")"))),
         ((o["kind"] == "cluster") & F.exists(brokers, lambda b: b["id"] < 0),
          F.lit("contract: negative broker id in cluster_state.brokers")),
         ((o["kind"] == "cluster") & (F.size(F.array_distinct(F.transform(brokers, lambda b: b["id"]))) != F.size(brokers)),

@@ -30,8 +30,13 @@ it writes every partition of a v1 or v2 record, whose collector did not say. Als
 later: a topic's `remote_storage` and a partition's `local_log_start_offset` / `highest_remote_offset`
 (tiered storage), and a cluster's `migration_phase` / `migration_phase_since_ms` (ZooKeeper → KRaft);
 a record without them is read as "not tiered", "no migration known"; and a down broker's
-`departure` (`controlled`, `crash`, `unknown`), read from `controlled_shutdown` when absent. The pipeline accepts
-every version in SUPPORTED_VERSIONS and quarantines others.
+`departure` (`controlled`, `crash`, `unknown`), read from `controlled_shutdown` when absent. 4: a topic record
+may leave out its quiet partitions (schemas/quiet.py: healthy, unchanged, no rule can judge them), and then
+says what the pipeline counted from all of them: `partition_count` (the topic's size) and `broker_load`
+(per broker: leaders, replicas, preferred, preferred not leading). A topic record without `broker_load`
+carries every partition, as every v1-v3 record does. Not additive (a v3 pipeline would count a partial
+list as the whole topic), hence a new version: a pipeline that does not know it quarantines it. The pipeline
+accepts every version in SUPPORTED_VERSIONS and quarantines others.
 """
 
 from __future__ import annotations
@@ -42,8 +47,8 @@ from typing import Any
 from foundation.errors import SchemaError
 from schemas import fast_check
 
-SCHEMA_VERSION = 3
-SUPPORTED_VERSIONS = (1, 2, 3)
+SCHEMA_VERSION = 4
+SUPPORTED_VERSIONS = (1, 2, 3, 4)
 KINDS = ("cluster", "topic", "broker_metrics", "canary")
 
 
@@ -196,7 +201,12 @@ TOPIC_STATE = Struct((
     # and resolve none, so a restarting cluster's partitions stay in their outage's incident; absent: true
     ("resolves", BOOL, False),
     ("remote_storage", BOOL, False),  # true: the topic has remote.storage.enable=true (tiered storage)
+    # v4, with broker_load: the partitions that are not quiet (schemas/quiet.py); without it, every partition
     ("partitions", Array(PARTITION), True),
+    ("partition_count", INT, False),  # v4: the topic's partitions, published or not
+    # v4: per broker holding a replica, [broker, leaders, replicas, preferred, preferred_not_leading] over
+    # every partition of the topic (schemas/quiet.py broker_load); present when partitions may be left out
+    ("broker_load", Array(Array(INT)), False),
 ))
 
 BROKER_METRICS_STATE = Struct((  # one per broker per JMX scrape (collectors/jmx.py)

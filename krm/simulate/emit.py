@@ -8,15 +8,17 @@ from typing import Any
 import numpy as np
 
 from collectors.memory import PartitionMemory
-from collectors.records import cluster_record, topic_record
+from collectors.records import cluster_record, leave_out_quiet, topic_record
 from krm.simulate.model import SimCluster
+from schemas.quiet import Thresholds
 
 
 class Emitter:
     """One per simulated cluster: numbers polls and keeps the collector's per-partition memory."""
 
-    def __init__(self, sim: SimCluster) -> None:
+    def __init__(self, sim: SimCluster, quiet: Thresholds | None = None) -> None:
         self.sim = sim
+        self.quiet = quiet or Thresholds()  # the pipeline's thresholds, as the collector reads them
         self.memory = PartitionMemory()
         self.poll_id = 0
         self._counts: dict[int, int] = {}  # topic -> partition count last published (assignment changes)
@@ -75,4 +77,4 @@ class Emitter:
         changed = self._counts.get(t) != len(parts)
         self._counts[t] = len(parts)
         rec["topic_state"]["assignment"] = "changed" if changed else None
-        return rec
+        return rec if changed else leave_out_quiet(rec, self.quiet)

@@ -26,6 +26,7 @@ from collectors.publisher import Publisher
 from krm.simulate.emit import Emitter
 from krm.simulate.faults import Applied, Fault, apply
 from krm.simulate.model import SimCluster, SimSettings
+from schemas.quiet import Thresholds
 
 log = logging.getLogger(__name__)
 
@@ -77,7 +78,7 @@ def simulate(config: Any, cluster_name: str, settings: SimSettings, faults: list
     sim = build_cluster(cluster_name, settings, int(time.time() * 1000), unclean_topic, expand_topic)
     print(f"simulated cluster {cluster_name}: {len(sim.live)} brokers, {len(sim.topic_names)} topics, "
           f"{sim.partitions} partitions (built in {time.perf_counter() - t0:.1f}s)", file=progress)
-    emitter = Emitter(sim)
+    emitter = Emitter(sim, Thresholds.of(config.pipeline))
     publisher = Publisher(config.observations, spool_max_bytes=1024 * 1024 * 1024, validate=False)
     stats = PollStats()
     try:

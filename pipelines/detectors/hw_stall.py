@@ -19,11 +19,11 @@ from typing import Any
 from pipelines.columns import leo_of
 from pipelines.detectors import offline
 from pipelines.detectors.rule import PartitionView, Rule
+from schemas.quiet import DEFAULT_WINDOW_MS
 
 TYPE = "HW_STALL"
 FOLLOWER_UNREACHABLE = "isr_follower_unreachable"
 FOLLOWER_BEHIND = "isr_follower_not_caught_up"
-DEFAULT_WINDOW_MS = 30_000  # Kafka's default replica.lag.time.max.ms since 2.5
 
 
 def stall_columns(p: Any, observed_at_ms: Any, window_ms: Any) -> dict[str, Any]:

@@ -33,6 +33,33 @@ def test_assignment_recorded_on_first_sight_on_change_and_not_otherwise():
     assert topic_state(src._records(m, t, 3000, OffsetsRound(), 3))["assignment"] == "changed"
 
 
+def test_quiet_partitions_are_left_out_with_the_topic_counts_in_their_place():
+    """A healthy partition is sent on first sight, then left out (schemas/quiet.py) while the record
+    says the topic's size and per-broker counts; it comes back the moment it is not quiet."""
+    src = AdminSource(ClusterConfig(name="c", bootstrap_servers="h:1"),
+                      CollectorConfig(assignment_snapshot_s=3600, history_keyframe_s=1e9))  # no keyframe here
+    m, t = md()
+    first = topic_state(src._records(m, t, 1000, OffsetsRound(), 1))
+    assert [p["partition"] for p in first["partitions"]] == [0] and "broker_load" not in first  # first sight: all
+    quiet = topic_state(src._records(m, t, 2000, OffsetsRound(), 2))
+    assert quiet["partitions"] == [] and quiet["partition_count"] == 1
+    assert quiet["broker_load"] == [[1, 1, 1, 1, 0], [2, 0, 1, 0, 0]]  # [broker, leaders, replicas, preferred, not leading]
+    m, t = md()
+    t[0]["partitions"][0]["isr"] = [1]  # broker 2 left the ISR
+    shrunk = topic_state(src._records(m, t, 3000, OffsetsRound(), 3))
+    assert [p["isr"] for p in shrunk["partitions"]] == [[1]]
+
+
+def test_a_periodic_assignment_snapshot_carries_every_partition():
+    src = AdminSource(ClusterConfig(name="c", bootstrap_servers="h:1"),
+                      CollectorConfig(assignment_snapshot_s=10, history_keyframe_s=1e9))
+    m, t = md()
+    states = [topic_state(src._records(m, t, 1000 + i * 2000, OffsetsRound(), i + 1)) for i in range(12)]
+    snapshots = [s for s in states if s["assignment"] == "snapshot"]
+    assert len(snapshots) == 2 and all(len(s["partitions"]) == 1 and "broker_load" not in s for s in snapshots)
+    assert all(s["partitions"] == [] for s in states[1:] if s["assignment"] is None)
+
+
 class FakeZk:
     """The reads AdminSource makes of collectors.zookeeper.ZkState."""
 

@@ -114,24 +114,41 @@ def test_reassignment_progress_is_when_an_adding_replica_last_copied():
 
 
 def test_changed_and_keyframe_marks_for_the_history_tables():
-    """Polls every 2 s, keyframes every 10 s: a first sight and every state change are `changed`, the
-    first poll of each 10 s interval otherwise `keyframe`, every other poll neither (docs/history.md)."""
+    """Polls every 2 s, keyframes every 10 s: a first sight and every state change are `changed`, one
+    poll in each 10 s of the partition's own intervals otherwise `keyframe`, every other poll neither
+    (docs/history.md)."""
     m = PartitionMemory(keyframe_s=10)
 
     def marks(p):
         return ("changed" if p.get("changed") else "") + ("keyframe" if p.get("keyframe") else "")
 
-    got = [marks(m.annotate("t", part(hw=100 + t), 1_000_000 + t * 1000)) for t in (0, 2, 4, 6, 8, 10, 12)]
-    assert got == ["changed", "", "", "", "", "keyframe", ""]
-    assert marks(m.annotate("t", part(isr=(1, 2), hw=120), 1_014_000)) == "changed"  # the ISR shrank
-    assert marks(m.annotate("t", part(isr=(1, 2), hw=121), 1_016_000)) == ""
-    assert marks(m.annotate("t", part(isr=(1, 2), hw=122, replicas=(1, 2, 3, 4)), 1_018_000)) == "changed"  # a move
-    assert marks(m.annotate("t", part(leader=2, epoch=1, isr=(2,), hw=123, replicas=(1, 2, 3, 4)),
-                            1_020_000)) == "changed"  # a new leader (and the interval's first poll)
+    times = range(0, 42, 2)
+    got = [marks(m.annotate("t", part(hw=100 + t), 1_000_000 + t * 1000)) for t in times]
+    assert got[0] == "changed" and set(got[1:]) == {"", "keyframe"}
+    at = [t for t, g in zip(times, got) if g == "keyframe"]
+    assert len(at) == 4 and all(b - a == 10 for a, b in zip(at, at[1:])), at  # one per interval, 10 s apart
+    assert "changed" in marks(m.annotate("t", part(isr=(1, 2), hw=120), 1_044_000))  # the ISR shrank
+    assert "changed" not in marks(m.annotate("t", part(isr=(1, 2), hw=121), 1_046_000))
+    assert "changed" in marks(m.annotate("t", part(isr=(1, 2), hw=122, replicas=(1, 2, 3, 4)), 1_048_000))  # a move
+    assert "changed" in marks(m.annotate("t", part(leader=2, epoch=1, isr=(2,), hw=123, replicas=(1, 2, 3, 4)),
+                                         1_050_000))  # a new leader
     # a ZooKeeper watch's record between polls: marked when it differs from the last poll, not remembered
     assert m.mark_change("t", part(leader=3, epoch=2, isr=(3,), replicas=(1, 2, 3, 4))).get("changed") is True
     assert "changed" not in m.mark_change("t", part(leader=2, epoch=1, isr=(2,), replicas=(1, 2, 3, 4)))
-    assert marks(m.annotate("t", part(leader=3, epoch=2, isr=(3,), hw=124, replicas=(1, 2, 3, 4)), 1_022_000)) == "changed"
+    assert "changed" in marks(m.annotate("t", part(leader=3, epoch=2, isr=(3,), hw=124, replicas=(1, 2, 3, 4)),
+                                         1_052_000))
+
+
+def test_keyframes_are_spread_over_the_polls():
+    """Each partition keeps its own keyframe intervals: a poll carries a share of them, not a whole
+    cluster's at once (a burst the alert path would pay for in one batch)."""
+    m = PartitionMemory(keyframe_s=10)
+    per_poll = []
+    for t in range(0, 22, 2):
+        ps = [m.annotate(f"t{i % 50}", {**part(hw=100), "partition": i}, 1_000_000 + t * 1000) for i in range(1000)]
+        per_poll.append(sum(1 for p in ps if p.get("keyframe")))
+    assert sum(per_poll[1:6]) == 1000  # every partition once in its first 10 s
+    assert max(per_poll[1:]) < 400, per_poll  # ~200 a poll (1000 / 5 polls an interval)
 
 
 def test_lagging_followers_are_marked_and_their_set_changing_is_a_change():

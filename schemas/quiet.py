@@ -1,0 +1,106 @@
+"""Which partitions a v4 topic record may leave out: the quiet ones, on which no rule can find anything.
+
+Most partitions of a real cluster are healthy and unchanged at most polls. Sending each of them every
+poll made every poll cost the same as the first (bytes, parsing, the alert plan), so a v4 topic
+record carries only the partitions that are not quiet, plus the topic's size and its per-broker
+counts (`partition_count`, `broker_load`: the inputs of the balance rules, which need every
+partition). The pipeline's topic marker still resolves the topic's incidents: a partition left out
+yields no finding, exactly as it would have if sent, because `is_quiet` holds only where every
+partition rule of pipelines/detectors is silent. tests/spark/test_quiet_partitions.py checks that
+claim against the rules themselves.
+
+A partition is quiet when all of these hold at this poll:
+- nothing for the history: not `changed`, not a `keyframe`, no `previous` (the rules comparing two
+  polls: UNCLEAN_LEADER_ELECTION, OFFSET_REGRESSION, LOG_TRUNCATION);
+- a leader that is registered and answers (OFFLINE_PARTITION, LEADER_UNREACHABLE);
+- the whole replica set in the ISR, none offline, none being added or removed (the ISR rules,
+  PARTITION_REASSIGNING);
+- no lagging follower, and none at REPLICA_LAG's thresholds (messages, or seconds at the write rate);
+- the high watermark not held still for the HW_STALL window.
+The thresholds are the pipeline's (`[pipeline] replica_lag_messages`, `replica_lag_seconds`,
+`hw_stall_window_s`): collectors read them from the same config file.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Collection
+
+# Kafka's default replica.lag.time.max.ms since 2.5 (KIP-537): the HW_STALL window when a cluster's is unknown
+DEFAULT_WINDOW_MS = 30_000
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """The pipeline's thresholds of the rules that judge a healthy-looking partition."""
+
+    lag_messages: int = 10_000
+    lag_seconds: float = 30.0
+    hw_stall_window_ms: int | None = None  # None: the cluster's replica.lag.time.max.ms
+
+    @classmethod
+    def of(cls, pipeline: Any) -> Thresholds:
+        """From a `[pipeline]` table (foundation/config.py PipelineConfig)."""
+        w = pipeline.hw_stall_window_s
+        return cls(pipeline.replica_lag_messages, pipeline.replica_lag_seconds, None if w is None else int(w * 1000))
+
+    def window_ms(self, replica_lag_time_max_ms: int | None) -> int:
+        if self.hw_stall_window_ms is not None:
+            return self.hw_stall_window_ms
+        return DEFAULT_WINDOW_MS if replica_lag_time_max_ms is None else replica_lag_time_max_ms
+
+
+def is_quiet(p: dict[str, Any], live: Collection[int], unreachable: Collection[int], at_ms: int, window_ms: int,
+             t: Thresholds) -> bool:
+    """True when no partition rule can find anything in partition dict `p` (as the collector publishes
+    it, after collectors/memory.py annotated it). On the collector's hot path: plain tests, cheapest first."""
+    if p.get("changed") or p.get("keyframe") or p.get("previous") is not None:
+        return False
+    leader = p["leader"]
+    replicas = p["replicas"]
+    if (leader < 0 or leader not in live or leader in unreachable or len(p["isr"]) != len(replicas)
+            or p.get("offline_replicas") or p.get("adding_replicas") or p.get("removing_replicas")
+            or p.get("lagging")):
+        return False
+    since = p.get("hw_stalled_since_ms")
+    if since is not None and at_ms - since >= window_ms:
+        return False
+    offsets = p.get("replica_offsets")
+    if not offsets:
+        return True
+    leader_leo = None
+    for o in offsets:
+        if o["broker"] == leader:
+            leader_leo = o["log_end_offset"]
+    if leader_leo is None:
+        return True  # REPLICA_LAG judges a follower against its leader's LEO only
+    rate = p.get("write_rate")
+    for o in offsets:
+        behind = leader_leo - o["log_end_offset"]
+        if behind > 0 and (behind >= t.lag_messages or (rate is not None and rate > 0 and behind / rate >= t.lag_seconds)):
+            return False
+    return True
+
+
+def broker_load(partitions: list[dict[str, Any]]) -> list[list[int]]:
+    """Per broker holding a replica, [broker, leaders, replicas, preferred, preferred_not_leading], sorted by
+    broker: what the pipeline counted from every partition before v4 (pipelines/findings.py
+    `broker_counts`). The preferred leader is the first replica; a leaderless partition counts as
+    not led by it (KafkaController.checkAndTriggerAutoLeaderRebalance)."""
+    load: dict[int, list[int]] = {}
+    for p in partitions:
+        replicas = p["replicas"]
+        leader = p["leader"]
+        for b in replicas:
+            row = load.get(b)
+            if row is None:
+                row = load[b] = [b, 0, 0, 0, 0]
+            row[2] += 1
+        if leader >= 0 and leader in load:
+            load[leader][1] += 1
+        if replicas:
+            first = load[replicas[0]]
+            first[3] += 1
+            if leader != replicas[0]:
+                first[4] += 1
+    return [load[b] for b in sorted(load)]
