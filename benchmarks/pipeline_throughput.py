@@ -8,12 +8,13 @@ and input rows, the history path's, how late the simulator's polls were, the dri
 and the process' peak RSS, and the state store (none: the pipeline keeps no Spark state).
 
 Usage: .venv/bin/python benchmarks/pipeline_throughput.py [--sizes 10000,50000,200000] [--minutes 3]
-       [--history-trigger S] [--prebuild]
+       [--history-trigger S] [--prebuild] [--json]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import os
 import re
@@ -138,9 +139,14 @@ def run_size(spark, obs: LocalCluster, size: int, minutes: float, poll_s: float,
     logging.getLogger("pipelines").removeHandler(handler)
     lines = (work / f"sim-{size}.log").read_text().splitlines()
     late = [float(line.split("late ")[1].split("s")[0]) for line in lines if "late " in line]
+    published = [(int(m.group(1)), float(m.group(2))) for line in lines
+                 for m in [re.search(r"\] poll \d+: (\d+) records, ([\d.]+) MB", line)] if m]
     out = {"size": size, "peak_heap_mb": peak_heap, "peak_rss_mb": peak_rss, "state_operators": len(state_ops),
            "sim_late_p95": pct(late, 0.95) if late else 0.0, "age_p50": pct(ages, 0.5), "age_p95": pct(ages, 0.95),
-           "age_max": max(ages, default=float("nan")), "polls": len(late), "quality": quality}
+           "age_max": max(ages, default=float("nan")), "polls": len(late), "quality": quality,
+           "records_published": sum(n for n, _ in published),
+           # a steady poll (the first carries every partition): the median over the rest
+           "bytes_per_partition": round(statistics.median([mb for _, mb in published[1:]] or [0.0]) * 1e6 / size, 1)}
     for name, ps in progress.items():
         batches = [p for p in ps if p.get("numInputRows", 0) > 0][3:]
         out[name + "_rows_total"] = sum(p["numInputRows"] for p in ps)
@@ -212,6 +218,8 @@ def main() -> None:
                          "does not compete with the pipeline on this machine")
     ap.add_argument("--quality-interval", type=float, default=60.0,
                     help="[pipeline] quality_interval_s (0: the data-quality suite off)")
+    ap.add_argument("--json", action="store_true",
+                    help="print one JSON object as the last stdout line: per size, the figures the budgets are set on")
     args = ap.parse_args()
     work = Path(tempfile.mkdtemp(prefix="krm-throughput-"))
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
@@ -235,7 +243,7 @@ def main() -> None:
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     for r in results:
         a, h = r.get("krm-alerts", {}), r.get("krm-history", {})
-        published = (r["size"] // 100 + 1) * r.get("polls", 0)
+        published = r["records_published"]
         print(f"| {r['size']:,} | {a.get('p50', 0):.2f} s | {a.get('p95', 0):.2f} s | {a.get('rows', 0):.0f} | "
               f"{r['age_p50']:.1f} / {r['age_p95']:.1f} / {r['age_max']:.1f} s | "
               f"{published:,} / {r.get('krm-alerts_rows_total', 0):,} / {r.get('krm-history_rows_total', 0):,} | "
@@ -256,6 +264,17 @@ def main() -> None:
     print("\nWhere the time goes (p50 per batch, from the handlers' DEBUG log):")
     for r in results:
         print(f"- {r['size']:,}: " + ", ".join(f"{k} {v:.2f} s" for k, v in r.get("split", {}).items()))
+    if args.json:
+        print(json.dumps({str(r["size"]): summary(r) for r in results}))
+
+
+def summary(r: dict) -> dict:
+    """The figures of one size that budgets are set on (BENCHMARKS.md; `make bench-smoke`)."""
+    a = r.get("krm-alerts", {})
+    return {"alert_p50_s": a.get("p50"), "alert_p95_s": a.get("p95"), "poll_to_metrics_p95_s": r["poll_delay_p95"],
+            "age_p95_s": r["age_p95"], "history_records_reached": r.get("krm-history_rows_total", 0),
+            "records_published": r["records_published"], "heap_peak_mb": round(r["peak_heap_mb"]),
+            "bytes_per_partition": r["bytes_per_partition"], "history_p95_s": r.get("krm-history", {}).get("p95")}
 
 
 if __name__ == "__main__":
