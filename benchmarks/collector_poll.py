@@ -26,7 +26,10 @@ In KRaft mode a second collector line, "metadata only", polls without the KRaft 
 With `--json`, each count's result is also printed as one JSON line, and the last line is one JSON
 object: the largest count's `partitions`, `brokers`, `p50_s`, `p95_s`, `max_s`, `cpu_s` (the
 collector's CPU per poll), `max_rss_mb` (this process, which runs the collector; the stand-in runs
-in a child process), `source` (`cluster` or `stand-in`), plus `results` (every count).
+in a child process), `source` (`cluster` or `stand-in`), `bytes_per_partition` (JSON published per
+partition per steady poll), and on the stand-in `decode_floor_cpu_s` (the CPU of merely decoding that
+poll's Metadata and ListOffsets answers, measured in the same run) and `cpu_over_floor` (cpu_s over
+it); plus `results` (every count).
 
 Usage: .venv/bin/python benchmarks/collector_poll.py [--counts 1000,5000] [--polls 20] [--json]
        [--source auto|cluster|stand-in] [--cluster-max 10000] [--brokers B (stand-in)]
@@ -54,7 +57,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from collectors import gc_pause  # noqa: E402
+from collectors import gc_pause, wire  # noqa: E402
 from collectors.admin import AdminSource  # noqa: E402
 from collectors.publisher import Publisher  # noqa: E402
 from foundation.config import ClusterConfig, CollectorConfig, ObservationsConfig  # noqa: E402
@@ -206,10 +209,43 @@ def rss_mb() -> float:
 
 
 def result(source: str, partitions: int, brokers: int, m: dict[str, float]) -> dict[str, object]:
-    return {"partitions": partitions, "brokers": brokers, "source": source,
-            **{k: round(float(m[k]), 4) for k in ("p50_s", "p95_s", "max_s", "encode_s", "cpu_s")},
-            "requests": m["requests"], "records": m["records"], "json_mb": round(m["bytes"] / 1e6, 2),
-            "max_rss_mb": round(rss_mb(), 1)}
+    out = {"partitions": partitions, "brokers": brokers, "source": source,
+           **{k: round(float(m[k]), 4) for k in ("p50_s", "p95_s", "max_s", "encode_s", "cpu_s")},
+           "requests": m["requests"], "records": m["records"], "json_mb": round(m["bytes"] / 1e6, 2),
+           "bytes_per_partition": round(m["bytes"] / partitions, 1), "max_rss_mb": round(rss_mb(), 1)}
+    if "decode_floor_cpu_s" in m:
+        out["decode_floor_cpu_s"] = round(m["decode_floor_cpu_s"], 4)
+        out["cpu_over_floor"] = round(m["cpu_s"] / m["decode_floor_cpu_s"], 2)
+    return out
+
+
+def decode_floor(source: AdminSource, repeats: int = 5) -> float:
+    """The CPU of merely decoding one poll's Metadata and ListOffsets answers (the median of `repeats`),
+    the least any collector reading the same answers pays: the answers are captured at the decoders
+    during one poll, then decoded again, and nothing else, with the cyclic GC paused as in a poll."""
+    captured: list[tuple[object, bytes]] = []
+    originals = wire.decode_metadata_v8, wire.decode_list_offsets_v4
+
+    def capturing(decode):  # type: ignore[no-untyped-def]
+        def run(data: bytes):  # type: ignore[no-untyped-def]
+            captured.append((decode, bytes(data)))
+            return decode(data)
+        return run
+
+    wire.decode_metadata_v8, wire.decode_list_offsets_v4 = (capturing(f) for f in originals)
+    try:
+        source.poll()
+    finally:
+        wire.decode_metadata_v8, wire.decode_list_offsets_v4 = originals
+    runs = []
+    for _ in range(repeats):
+        c0 = time.process_time()
+        with gc_pause.paused():
+            answers = [decode(data) for decode, data in captured]  # type: ignore[operator]
+        del answers
+        gc.collect(0)
+        runs.append(time.process_time() - c0)
+    return statistics.median(runs)
 
 
 def run_standin(args: argparse.Namespace, counts: list[int], results: list[dict[str, object]]) -> None:
@@ -224,14 +260,16 @@ def run_standin(args: argparse.Namespace, counts: list[int], results: list[dict[
                     source.poll()
                 ready = time.perf_counter() - t0
                 m = measure(source, args.polls)
+                m["decode_floor_cpu_s"] = decode_floor(source)
             finally:
                 source.close()
         r = result("stand-in", target, standin.brokers, m)
         results.append(r)
         print(f"{'krm collector':<15} partitions={target:>6} brokers={standin.brokers} (stand-in, ready in {ready:.0f}s) "
               f"p50={m['p50_s']:.3f}s p95={m['p95_s']:.3f}s max={m['max_s']:.3f}s encode={m['encode_s']:.3f}s "
-              f"cpu/poll={m['cpu_s']:.3f}s "
-              f"requests/poll={m['requests']:.0f} json={m['bytes'] / 1e6:.2f}MB rss={r['max_rss_mb']}MB", flush=True)
+              f"cpu/poll={m['cpu_s']:.3f}s decode floor={m['decode_floor_cpu_s']:.3f}s ({r['cpu_over_floor']}x) "
+              f"requests/poll={m['requests']:.0f} json={m['bytes'] / 1e6:.2f}MB ({r['bytes_per_partition']} B/partition) "
+              f"rss={r['max_rss_mb']}MB", flush=True)
         if args.json:
             print(json.dumps(r), flush=True)
 

@@ -5,13 +5,22 @@ A 3-broker KRaft cluster with a few topics, krm polling it, observations on the 
 warm-up, the driver JVM's CPU seconds (utime + stime of the process, /proc) are read over a window,
 with the collector in this process counted apart. Each `--case` is POLL_S:HISTORY_TRIGGER_S.
 
-Usage: .venv/bin/python benchmarks/driver_cpu.py --cases 1:5,1:10,2:10 --window 60 [--threads]
+Beside krm, in the same run and against the same cluster, kafka_exporter (danielqsj/kafka_exporter, an
+optional benchmark dependency, never vendored; found as benchmarks/collector_poll.py finds it) scraped
+once per poll interval, as a Prometheus would scrape it to alert as fast: its process CPU over the
+same window. With `--json`, the last stdout line is one JSON object: per case `poll_s`, `history_s`,
+`driver_pct`, `collector_pct`, `alert_batches_per_s`, and `exporter_pct` (null when it could not run).
+
+Usage: .venv/bin/python benchmarks/driver_cpu.py --cases 1:5,1:10,2:10 --window 60 [--threads] [--json]
+       [--kafka-exporter PATH | --install-kafka-exporter]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import threading
 import re
 import statistics
 import sys
@@ -27,6 +36,9 @@ from krm.runner import Monitor  # noqa: E402
 from krm.scrape import scrape, series  # noqa: E402
 from pipelines.session import build_session  # noqa: E402
 from tests.helpers import create_topic, wait_for, write_config  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from collector_poll import fetch, find_kafka_exporter, start_kafka_exporter  # noqa: E402
 
 HZ = os.sysconf("SC_CLK_TCK")
 
@@ -85,6 +97,9 @@ def main() -> None:
     ap.add_argument("--debug", action="store_true", help="log each alert and history batch's timings")
     ap.add_argument("--threads", action="store_true",
                     help="also print the driver's CPU by kind of thread (JIT compilers, stream execution, tasks)")
+    ap.add_argument("--json", action="store_true", help="the last stdout line: every case's figures as JSON")
+    ap.add_argument("--kafka-exporter", metavar="PATH", help="kafka_exporter binary to run beside krm")
+    ap.add_argument("--install-kafka-exporter", action="store_true", help="go install it when it is not found")
     args = ap.parse_args()
     if args.debug:
         import logging
@@ -98,10 +113,18 @@ def main() -> None:
     spark = build_session(master="local[2,4]", app_name="krm-driver-cpu", log_dir=work / "spark-logs", extra=extra,
                           driver_java_options=args.java_opts)
     pid = driver_pid(spark)
+    exporter_bin, why_not = find_kafka_exporter(args.kafka_exporter, args.install_kafka_exporter)
+    exporter = None
+    results = []
     try:
         for i in range(4):
             create_topic(cluster, f"t{i}", partitions=6, rf=3)
-        print(f"{'poll s':>7} {'history s':>10} {'driver CPU %':>13} {'collector CPU %':>16} {'alert batches/s':>16}")
+        if exporter_bin:
+            exporter, exporter_url = start_kafka_exporter(exporter_bin, cluster, work / "kafka_exporter.log")
+        else:
+            print(f"kafka_exporter: {why_not}", flush=True)
+        print(f"{'poll s':>7} {'history s':>10} {'driver CPU %':>13} {'collector CPU %':>16} {'alert batches/s':>16}"
+              f" {'kafka_exporter CPU %':>21}")
         for case in args.cases.split(","):
             poll, history = (float(x) for x in case.split(":"))
             path = write_config(cluster, work, poll_interval_s=poll, history_trigger_s=history)
@@ -110,6 +133,10 @@ def main() -> None:
                 url = monitor.metrics_url
                 wait_for(lambda u=url: series(scrape(u), "krm_broker_up", cluster=cluster.name), 120, "krm up")
                 time.sleep(args.warmup)
+                scraping = threading.Event()
+                if exporter is not None:  # scraped at the poll interval, as often as krm asks the cluster
+                    threading.Thread(target=scrape_every, args=(exporter_url, poll, scraping), daemon=True).start()
+                e0 = cpu_s(exporter.pid) if exporter is not None else 0.0
                 d0, c0, b0, t0 = cpu_s(pid), time.process_time(), monitor.pipeline.state.snapshot.batches, time.time()
                 threads0 = thread_cpu_s(pid) if args.threads else {}
                 time.sleep(args.window)
@@ -118,8 +145,14 @@ def main() -> None:
                 driver = (cpu_s(pid) - d0) / dt
                 collector = (time.process_time() - c0) / dt
                 batches = (monitor.pipeline.state.snapshot.batches - b0) / dt
-                print(f"{poll:7.1f} {history:10.1f} {100 * driver:13.0f} {100 * collector:16.0f} {batches:16.2f}",
-                      flush=True)
+                exported = (cpu_s(exporter.pid) - e0) / dt if exporter is not None else None
+                scraping.set()
+                shown = f"{100 * exported:21.1f}" if exported is not None else f"{'-':>21}"
+                print(f"{poll:7.1f} {history:10.1f} {100 * driver:13.0f} {100 * collector:16.0f} {batches:16.2f}"
+                      f" {shown}", flush=True)
+                results.append({"poll_s": poll, "history_s": history, "driver_pct": round(100 * driver, 1),
+                                "collector_pct": round(100 * collector, 1), "alert_batches_per_s": round(batches, 3),
+                                "exporter_pct": None if exported is None else round(100 * exported, 2)})
                 for q in monitor.pipeline.queries:
                     print(f"        {q.name}: median ms per batch {phases(q.recentProgress)}", flush=True)
                 if args.threads:
@@ -129,8 +162,21 @@ def main() -> None:
             finally:
                 monitor.stop()
     finally:
+        if exporter is not None:
+            exporter.kill()
         spark.stop()
         cluster.down()
+    if args.json:
+        print(json.dumps({"cases": results, "kafka_exporter": exporter_bin or why_not}))
+
+
+def scrape_every(url: str, interval_s: float, stop: threading.Event) -> None:
+    """Scrape kafka_exporter's /metrics every `interval_s` until `stop` (a slow scrape delays the next)."""
+    while not stop.wait(interval_s):
+        try:
+            fetch(url, 30)
+        except OSError:
+            pass
 
 
 if __name__ == "__main__":

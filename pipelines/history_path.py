@@ -82,6 +82,7 @@ class HistoryPath:
         self.app_id = app_id
         self.tasks = tasks  # at most this many tasks at once (None: one per Kafka partition)
         self._layouts: dict[str, tuple[str, ...]] = {}
+        self._tables: set[str] = set()  # tables known to exist
         self._maybe_replay = True  # the next batch may have been (partly) written: the first, or after a failure
         self._last_done = -1  # the newest batch this handler wrote whole (Spark may replay it after a restart)
 
@@ -95,6 +96,14 @@ class HistoryPath:
                 cols = tuple(path.table().metadata().partition_columns)
             self._layouts[path.uri] = cols
         return self._layouts[path.uri]
+
+    def _exists(self, path: Location) -> bool:
+        """Whether the table exists (remembered once true: a table is never dropped under a running pipeline)."""
+        if path.uri not in self._tables:
+            if not path.is_table():
+                return False
+            self._tables.add(path.uri)
+        return True
 
     def __call__(self, batch: Any, batch_id: int) -> None:
         from pyspark.sql import functions as F
@@ -118,8 +127,10 @@ class HistoryPath:
                                       ("replica_lag", history.replica_lag(polls), self.tables.replica_lag),
                                       ("assignments", history.assignments(good), self.tables.assignments)):
                 t0 = time.perf_counter()
-                # Most batches change no assignment: an empty Delta commit is not free.
-                if (name == "assignments" and frame.isEmpty()) or written(name, path):
+                # Most batches of a healthy cluster change no assignment and carry no keyframe or lag: an
+                # empty Delta commit is not free (a table is created by its first append, even empty,
+                # so that readers find it)
+                if (name != "observations" and self._exists(path) and frame.isEmpty()) or written(name, path):
                     continue
                 append(frame, path, batch_mark(self.app_id, name, batch_id), self._layout(path))
                 took.append(f"{name} {time.perf_counter() - t0:.2f}s")
