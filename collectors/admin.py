@@ -22,13 +22,13 @@ from collectors.kraft_protocol import DESCRIBE_QUORUM_KEY, DESCRIBE_TOPIC_PARTIT
 from collectors.memory import PartitionMemory
 from collectors.metadata import ask
 from collectors.reachability import Reachability, refusing
-from collectors.records import cluster_record, leave_out_quiet, topic_record
+from collectors.records import cluster_record, summarized, topic_record
 from collectors.side_channel import Notes, SideChannel
 from collectors.topic_configs import TopicConfigs
 from collectors.zookeeper import ZkState
 from foundation.backoff import Retry
 from foundation.config import ClusterConfig, CollectorConfig
-from schemas.quiet import Thresholds
+from schemas.quiet import Thresholds, is_quiet
 
 log = logging.getLogger(__name__)
 
@@ -336,6 +336,7 @@ class AdminSource:
         held: set[int] = set()  # departures.holders(published), gathered on the way
         leads: dict[int, int] = {}  # broker -> partitions it leads, for broker_view
         snapshot_ms = max(1, int(self.settings.assignment_snapshot_s * 1000))
+        quiet, window = self.quiet, self.quiet.window_ms(self._configs.replica_lag_time_max_ms)
         nothing: dict[Any, Any] = {}
         annotate, now = self._memory.annotate, time.monotonic()
         elr_known = self.zk is None and self._elr_known
@@ -343,6 +344,7 @@ class AdminSource:
             min_isr, unclean = self._configs.of(t["topic"])
             name = t["topic"]
             parts = []
+            part_leos: list[dict[int, int]] = []  # each partition's replica LEOs, in the order of `parts`
             zk_assignment = self.zk.assignment(name) if self.zk is not None else None
             zk_moves = self.zk.moves(name) if self.zk is not None and self.zk.connected else None
             before = self._assignments.get(name) or nothing
@@ -378,8 +380,8 @@ class AdminSource:
                     of_r = leo_by_broker.get(r)
                     if of_r is not None and (o := of_r.get(pid)) is not None:
                         leos[r] = o
-                part["replica_offsets"] = [{"broker": r, "log_end_offset": o} for r, o in leos.items()]
                 parts.append(annotate(name, part, observed_at_ms, leos))
+                part_leos.append(leos)
                 signature[pid] = part["replicas"]
                 leader = part["leader"]
                 leads[leader] = leads.get(leader, 0) + 1
@@ -390,20 +392,29 @@ class AdminSource:
             published.extend(parts)
             changed = self._assignments.get(name) != signature
             self._assignments[name] = signature
-            rec = topic_record(
-                self.cluster.name, self.source, poll_id, observed_at_ms, topic=t["topic"], live_brokers=live,
-                partitions=parts, min_insync_replicas=min_isr, unclean_leader_election=unclean,
-                replica_lag_time_max_ms=self._configs.replica_lag_time_max_ms, unreachable_brokers=unreachable,
-                remote_storage=remote_storage,
-            )
             # assignment history (pipelines/history.py): on every change, and each topic once per
             # assignment_snapshot_s, at an offset of its own (not every topic in one poll)
             slot = (observed_at_ms + zlib.crc32(name.encode())) // snapshot_ms
             snapshot = self._snapshot_slot.get(name, slot) != slot
             self._snapshot_slot[name] = slot
+            # Those records carry every partition; the others leave the quiet ones out (schemas/quiet.py),
+            # whose replica offsets are then never built
+            whole = changed or snapshot or remote_storage
+            loud = parts if whole else []
+            for part, leos in zip(parts, part_leos):
+                if whole or not is_quiet(part, leos, live, unreachable, observed_at_ms, window, quiet):
+                    part["replica_offsets"] = [{"broker": r, "log_end_offset": o} for r, o in leos.items()]
+                    if not whole:
+                        loud.append(part)
+            rec = topic_record(
+                self.cluster.name, self.source, poll_id, observed_at_ms, topic=t["topic"], live_brokers=live,
+                partitions=loud, min_insync_replicas=min_isr, unclean_leader_election=unclean,
+                replica_lag_time_max_ms=self._configs.replica_lag_time_max_ms, unreachable_brokers=unreachable,
+                remote_storage=remote_storage,
+            )
             rec["topic_state"]["assignment"] = "changed" if changed else ("snapshot" if snapshot else None)
-            if not (changed or snapshot or remote_storage):  # those records carry every partition
-                leave_out_quiet(rec, self.quiet)
+            if not whole:
+                summarized(rec, parts, loud)
             records.append(rec)
         # How each down broker went: judged on the partitions as published (ZooKeeper mode: leader and
         # ISR as the controller wrote them, which the brokers' metadata caches trail; its brokers' live

@@ -71,11 +71,20 @@ def leave_out_quiet(rec: dict[str, Any], thresholds: Thresholds) -> dict[str, An
     (schemas/quiet.py), with the topic's size and per-broker counts in their place. In place."""
     ts = rec["topic_state"]
     parts = ts["partitions"]
-    ts["partition_count"] = len(parts)
-    ts["broker_load"] = broker_load(parts)
     live, unreachable = set(ts["live_brokers"]), set(ts.get("unreachable_brokers") or ())
     at, window = rec["observed_at_ms"], thresholds.window_ms(ts.get("replica_lag_time_max_ms"))
-    ts["partitions"] = [p for p in parts if not is_quiet(p, live, unreachable, at, window, thresholds)]
+    loud = [p for p in parts if not is_quiet(p, {r["broker"]: r["log_end_offset"] for r in p.get("replica_offsets") or ()},
+                                             live, unreachable, at, window, thresholds)]
+    return summarized(rec, parts, loud)
+
+
+def summarized(rec: dict[str, Any], every: list[dict[str, Any]], published: list[dict[str, Any]]) -> dict[str, Any]:
+    """`rec` carrying `published` of the topic's partitions `every`, with what the pipeline needs of all of
+    them (schemas/observation.py, v4): the topic's size and its per-broker counts. In place."""
+    ts = rec["topic_state"]
+    ts["partition_count"] = len(every)
+    ts["broker_load"] = broker_load(every)
+    ts["partitions"] = sorted(published, key=lambda p: p["partition"])
     return rec
 
 

@@ -50,36 +50,31 @@ class Thresholds:
         return DEFAULT_WINDOW_MS if replica_lag_time_max_ms is None else replica_lag_time_max_ms
 
 
-def is_quiet(p: dict[str, Any], live: Collection[int], unreachable: Collection[int], at_ms: int, window_ms: int,
-             t: Thresholds) -> bool:
+def is_quiet(p: dict[str, Any], leos: dict[int, int], live: Collection[int], unreachable: Collection[int], at_ms: int,
+             window_ms: int, t: Thresholds) -> bool:
     """True when no partition rule can find anything in partition dict `p` (as the collector publishes
-    it, after collectors/memory.py annotated it). On the collector's hot path: plain tests, cheapest first."""
+    it, after collectors/memory.py annotated it); `leos`: its replicas' log end offsets as broker -> LEO
+    (those that answered: `replica_offsets`). On the collector's hot path: plain tests, cheapest first."""
     if p.get("changed") or p.get("keyframe") or p.get("previous") is not None:
         return False
     leader = p["leader"]
-    replicas = p["replicas"]
-    if (leader < 0 or leader not in live or leader in unreachable or len(p["isr"]) != len(replicas)
+    if (leader < 0 or leader not in live or leader in unreachable or len(p["isr"]) != len(p["replicas"])
             or p.get("offline_replicas") or p.get("adding_replicas") or p.get("removing_replicas")
             or p.get("lagging")):
         return False
     since = p.get("hw_stalled_since_ms")
     if since is not None and at_ms - since >= window_ms:
         return False
-    offsets = p.get("replica_offsets")
-    if not offsets:
-        return True
-    leader_leo = None
-    for o in offsets:
-        if o["broker"] == leader:
-            leader_leo = o["log_end_offset"]
+    leader_leo = leos.get(leader)
     if leader_leo is None:
         return True  # REPLICA_LAG judges a follower against its leader's LEO only
+    behind = leader_leo - min(leos.values())
+    if behind <= 0:
+        return True
+    if behind >= t.lag_messages:
+        return False
     rate = p.get("write_rate")
-    for o in offsets:
-        behind = leader_leo - o["log_end_offset"]
-        if behind > 0 and (behind >= t.lag_messages or (rate is not None and rate > 0 and behind / rate >= t.lag_seconds)):
-            return False
-    return True
+    return not (rate is not None and rate > 0 and behind / rate >= t.lag_seconds)
 
 
 def broker_load(partitions: list[dict[str, Any]]) -> list[list[int]]:

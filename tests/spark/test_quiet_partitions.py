@@ -67,7 +67,8 @@ def test_a_partition_left_out_as_quiet_is_one_no_rule_judges(spark):
         live = [1, 2, 3, 4, 5] if rng.random() > 0.1 else [1, 2, 3, 4]
         unreachable = [rng.choice([1, 2, 3, 4, 5])] if rng.random() < 0.1 else []
         topic = f"q-{i}"
-        quiet[topic] = is_quiet(p, set(live), set(unreachable), NOW, WINDOW_MS, THRESHOLDS)
+        leos = {o["broker"]: o["log_end_offset"] for o in p["replica_offsets"]}
+        quiet[topic] = is_quiet(p, leos, set(live), set(unreachable), NOW, WINDOW_MS, THRESHOLDS)
         records.append(topic_record("c1", "admin", 1, NOW, topic=topic, live_brokers=live, partitions=[p],
                                     min_insync_replicas=rng.choice([1, 2, 3]), unclean_leader_election=False,
                                     replica_lag_time_max_ms=WINDOW_MS, unreachable_brokers=unreachable))
