@@ -399,7 +399,7 @@ class AdminSource:
             self._snapshot_slot[name] = slot
             # Those records carry every partition; the others leave the quiet ones out (schemas/quiet.py),
             # whose replica offsets are then never built
-            whole = changed or snapshot or remote_storage
+            whole = changed or snapshot or remote_storage or not self.settings.leave_out_quiet
             loud = parts if whole else []
             for part, leos in zip(parts, part_leos):
                 if whole or not is_quiet(part, leos, live, unreachable, observed_at_ms, window, quiet):

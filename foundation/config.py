@@ -107,6 +107,8 @@ class CollectorConfig(Table):
     history_keyframe_s: float = Field(300.0, ge=1.0)
     # a follower this many seconds behind (or out of the ISR) is marked lagging: replica_lag keeps it every poll
     history_lag_floor_s: float = Field(1.0, ge=0.0)
+    # a topic record leaves out its quiet partitions (schemas/quiet.py); false: every partition at every poll
+    leave_out_quiet: bool = True
     canary_interval_s: float = Field(5.0, ge=0.5)  # clusters with `canary = true`: a write + read-back round this often
     # a canary write not acknowledged (and read back) within this fails the round
     canary_timeout_ms: int = Field(3000, ge=100)

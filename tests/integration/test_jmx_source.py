@@ -31,7 +31,8 @@ def test_jmx_values_agree_with_the_admin_api(zk_cluster):
     producer.close()
     endpoints = dict((int(b), u) for b, _, u in (x.partition("=") for x in cluster.jmx_exporter_urls))
     jmx = JmxSource(cluster.name, endpoints)
-    admin = AdminSource(ClusterConfig(name=cluster.name, bootstrap_servers=cluster.bootstrap_servers), CollectorConfig())
+    admin = AdminSource(ClusterConfig(name=cluster.name, bootstrap_servers=cluster.bootstrap_servers),
+                        CollectorConfig(leave_out_quiet=False))  # every poll whole: compared with JMX each time
     try:
         def agreeing():
             records = jmx.poll()

@@ -50,6 +50,14 @@ def test_quiet_partitions_are_left_out_with_the_topic_counts_in_their_place():
     assert [p["isr"] for p in shrunk["partitions"]] == [[1]]
 
 
+def test_leave_out_quiet_false_publishes_every_partition_at_every_poll():
+    src = AdminSource(ClusterConfig(name="c", bootstrap_servers="h:1"), CollectorConfig(leave_out_quiet=False))
+    m, t = md()
+    for i in range(3):
+        state = topic_state(src._records(m, t, 1000 + i * 1000, OffsetsRound(), i + 1))
+        assert len(state["partitions"]) == 1 and "broker_load" not in state
+
+
 def test_a_periodic_assignment_snapshot_carries_every_partition():
     src = AdminSource(ClusterConfig(name="c", bootstrap_servers="h:1"),
                       CollectorConfig(assignment_snapshot_s=10, history_keyframe_s=1e9))
