@@ -105,3 +105,32 @@ def test_broker_load_is_what_the_pipeline_counts_from_every_partition(spark):
                 if r.row_type == "poll" and r.scope.startswith("topic:") for d in [json.loads(r.details)]}
 
     assert counts(compact) == counts(full)
+
+
+def test_v4_counts_that_cannot_be_true_are_quarantined_with_the_reason(spark):
+    from pipelines.ingest import rejected
+
+    def record(topic, **topic_fields):
+        part = {"partition": 0, "leader": 1, "leader_epoch": 0, "replicas": [1, 2], "isr": [1, 2]}
+        rec = topic_record("c1", "admin", 1, NOW, topic=topic, live_brokers=[1, 2], partitions=[part],
+                           min_insync_replicas=1, unclean_leader_election=False)
+        rec["topic_state"].update(topic_fields)
+        return rec
+
+    good = {"partition_count": 3, "broker_load": [[1, 3, 3, 3, 0], [2, 0, 3, 0, 0]]}
+    records = [
+        record("fine", **good),
+        record("short-count", partition_count=0, broker_load=good["broker_load"]),
+        record("no-count", broker_load=good["broker_load"]),
+        record("four-counts", partition_count=3, broker_load=[[1, 3, 3, 3]]),
+        record("negative", partition_count=3, broker_load=[[1, -3, 3, 3, 0]]),
+        record("assignment", assignment="snapshot", **good),
+    ]
+    reasons = {json.loads(r.raw)["topic_state"]["topic"]: r.reason
+               for r in rejected(parse(_batch(spark, records))).collect()}
+    assert "fine" not in reasons
+    assert reasons["short-count"].startswith("contract: broker_load without a partition_count covering")
+    assert reasons["no-count"].startswith("contract: broker_load without a partition_count covering")
+    assert reasons["four-counts"].startswith("contract: a broker_load entry is not five counts")
+    assert reasons["negative"].startswith("contract: a broker_load entry is not five counts")
+    assert reasons["assignment"] == "contract: an assignment record leaves partitions out (topic assignment)"
