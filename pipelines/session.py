@@ -96,11 +96,6 @@ ALERT_PLAN_CONF = {
             "NullPropagation", "SimplifyExtractValueOps", "PushFoldableIntoBranches", "ReorderAssociativeOperator",
             "SimplifyBinaryComparison", "NullDownPropagation", "ReplaceNullWithFalseInPredicate")),
         "org.apache.spark.sql.delta.optimizer.RangePartitionIdRewrite"]),
-    # The alert query runs micro-batches back to back as data comes (no trigger interval); while none
-    # has come, Spark asks the Kafka source for its latest offsets every `pollingDelay` (10 ms by
-    # default: a ListOffsets request to the observations cluster each time, a steady share of a quiet
-    # driver's CPU: benchmarks/BENCHMARKS.md). A record now waits up to 100 ms more before its batch starts.
-    "spark.sql.streaming.pollingDelay": "100ms",
 }
 
 
