@@ -94,7 +94,8 @@ def main() -> int:
     if args.record:
         old = json.loads(args.budgets.read_text()) if args.budgets.exists() else {"margin": 0.5}
         args.budgets.write_text(json.dumps({"margin": old["margin"], "recorded": dt.date.today().isoformat(),
-                                            "figures": got}, indent=2) + "\n")
+                                            "note": "recorded by bench_smoke.py --record", "figures": got},
+                                           indent=2) + "\n")
         print(f"bench-smoke: budgets recorded in {args.budgets}")
         return 0
     budgets = json.loads(args.budgets.read_text())
