@@ -97,7 +97,9 @@ def broker_counts(partitions: Any) -> Any:
     preferred leader is the first replica (Kafka's definition); a leaderless partition counts as not
     led by its preferred replica, as in KafkaController.checkAndTriggerAutoLeaderRebalance.
 
-    Cost matters: this runs for every partition of every poll. The four arrays are built once (one
+    Cost matters: this runs for every partition of every record that carries them all (before v4,
+    and since for assignment snapshots, tiered topics and ZooKeeper's mirror; a v4 record that left
+    quiet partitions out brings these counts itself: schemas/quiet.py). The four arrays are built once (one
     lambda call per partition each) and counted per broker with the native array_remove; a filter
     lambda per broker, over arrays rebuilt per broker, made the whole projection much slower
     (benchmarks/BENCHMARKS.md, "after profiling the alert projection")."""
