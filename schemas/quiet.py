@@ -26,6 +26,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Collection
 
+from foundation.config import PipelineConfig, default_of
+
 # Kafka's default replica.lag.time.max.ms since 2.5 (KIP-537): the HW_STALL window when a cluster's is unknown
 DEFAULT_WINDOW_MS = 30_000
 
@@ -34,13 +36,13 @@ DEFAULT_WINDOW_MS = 30_000
 class Thresholds:
     """The pipeline's thresholds of the rules that judge a healthy-looking partition."""
 
-    lag_messages: int = 10_000
-    lag_seconds: float = 30.0
+    lag_messages: int = default_of(PipelineConfig, "replica_lag_messages")
+    lag_seconds: float = default_of(PipelineConfig, "replica_lag_seconds")
     hw_stall_window_ms: int | None = None  # None: the cluster's replica.lag.time.max.ms
 
     @classmethod
-    def of(cls, pipeline: Any) -> Thresholds:
-        """From a `[pipeline]` table (foundation/config.py PipelineConfig)."""
+    def of(cls, pipeline: PipelineConfig) -> Thresholds:
+        """From a `[pipeline]` table."""
         w = pipeline.hw_stall_window_s
         return cls(pipeline.replica_lag_messages, pipeline.replica_lag_seconds, None if w is None else int(w * 1000))
 
