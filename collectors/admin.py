@@ -28,11 +28,32 @@ from collectors.topic_configs import TopicConfigs
 from collectors.zookeeper import ZkState
 from foundation.backoff import Retry
 from foundation.config import ClusterConfig, CollectorConfig
-from schemas.quiet import Thresholds, is_quiet
+from schemas.quiet import Thresholds, is_quiet, load_of
 
 log = logging.getLogger(__name__)
 
 NO_OLDER_WINDOW_S = 30.0  # far beyond a metadata propagation between the controller and the brokers
+
+
+def topic_view(listed: list[dict[str, Any]], built: list[dict[str, Any]]
+               ) -> tuple[list[list[int]], dict[int, int], set[int]]:
+    """A topic's broker_load (schemas/quiet.py), partitions led per broker and departures.holders(), from
+    every partition as published: those `built` by the full way (ZooKeeper's overlay, _no_older) in
+    place of their `listed` (decoded) form."""
+    rebuilt = {part["partition"]: part for part in built}
+    pairs: list[tuple[int, list[int]]] = []
+    leads: dict[int, int] = {}
+    held: set[int] = set()
+    for p in listed:
+        p = rebuilt.get(p["partition"], p)
+        leader, replicas = p["leader"], p["replicas"]
+        pairs.append((leader, replicas))
+        leads[leader] = leads.get(leader, 0) + 1
+        if len(replicas) > 1:
+            if leader >= 0:
+                held.add(leader)
+            held.update(p["isr"])
+    return load_of(pairs), leads, held
 
 
 def _later_election(part: dict[str, Any], epoch: int, replicas: Any) -> bool:
@@ -46,6 +67,7 @@ class AdminSource:
     """Polls one cluster. Construct validates nothing and opens nothing; the first poll connects."""
 
     source = "admin"
+    short_way = True  # PartitionMemory.still_quiet for steady partitions (off: every partition the full way)
 
     def __init__(self, cluster: ClusterConfig, settings: CollectorConfig, zk: ZkState | None = None,
                  quiet: Thresholds | None = None) -> None:
@@ -60,7 +82,10 @@ class AdminSource:
         self._known_brokers: dict[int, dict[str, Any]] = {}  # every broker seen live since start
         self._configs = TopicConfigs(cluster.name, settings.config_refresh_s, settings.request_timeout_ms)
         # (topic, partition) -> (leader_epoch, leader, isr, when) last published: never go back (_no_older)
-        self._published: dict[tuple[str, int], tuple[int, int, list[int], float]] = {}
+        self._published: dict[tuple[str, int], tuple[int, int, list[int]]] = {}
+        # ... and when (time.monotonic()): apart, so a steady partition's poll stores the poll's one float
+        # and allocates nothing (200k new tuples a poll were 200k objects a poll for the cyclic collector)
+        self._published_at: dict[tuple[str, int], float] = {}
         # this poll's Metadata answer from its arrival until its records register their epochs (_records):
         # quick records stamped meanwhile must not publish an older state (see _metadata_arrived)
         self._arrived: dict[str, list[dict[str, Any]]] | None = None
@@ -74,6 +99,9 @@ class AdminSource:
         # topic -> partition -> replicas as last published (a new dict per topic per poll, never changed after)
         self._assignments: dict[str, dict[int, list[int]]] = {}
         self._snapshot_slot: dict[str, int] = {}  # topic -> its assignment_snapshot_s interval last recorded
+        # topic -> (broker_load, leaders per broker, holders) as the last poll had them (topic_view)
+        self._topic_view: dict[str, tuple[list[list[int]], dict[int, int], set[int]]] = {}
+        self._layout: list[tuple[str, int]] = []  # (topic, partition count) as the last poll listed them
         self._notes = Notes(cluster.name)  # side requests' failures, logged once
         self._side = SideChannel(cluster, settings.request_timeout_ms, self._notes)  # DescribeQuorum, moves
         self._reach = Reachability(settings.unreachable_after_s)
@@ -331,15 +359,14 @@ class AdminSource:
             if self._zk_state is not None else None,
         )]
         self._last_cluster_state = records[0]["cluster_state"]
-        present = set()
-        published: list[dict[str, Any]] = []  # every partition as this poll publishes it
-        held: set[int] = set()  # departures.holders(published), gathered on the way
+        held: set[int] = set()  # departures.holders() of every partition, gathered on the way
         leads: dict[int, int] = {}  # broker -> partitions it leads, for broker_view
         snapshot_ms = max(1, int(self.settings.assignment_snapshot_s * 1000))
         quiet, window = self.quiet, self.quiet.window_ms(self._configs.replica_lag_time_max_ms)
         nothing: dict[Any, Any] = {}
-        annotate, now = self._memory.annotate, time.monotonic()
+        annotate, still_quiet, now = self._memory.annotate, self._memory.still_quiet, time.monotonic()
         elr_known = self.zk is None and self._elr_known
+        side_moves, applied, published_of, published_at = self._side.moves, self._applied, self._published, self._published_at
         for t in topics:
             min_isr, unclean = self._configs.of(t["topic"])
             name = t["topic"]
@@ -353,11 +380,42 @@ class AdminSource:
             remote_storage = name in self._configs.tiered
             local_of, remote_of = found.local_start.get(name, nothing).get, found.remote.get(name, nothing).get
             leo_by_broker = found.leo.get(name, nothing)
+            # assignment history (pipelines/history.py): on every change, and each topic once per
+            # assignment_snapshot_s, at an offset of its own (not every topic in one poll)
+            slot = (observed_at_ms + zlib.crc32(name.encode())) // snapshot_ms
+            snapshot = self._snapshot_slot.get(name, slot) != slot
+            self._snapshot_slot[name] = slot
+            # The short way (PartitionMemory.still_quiet) for a record that may leave quiet partitions out:
+            # not where ZooKeeper's view overlays the brokers' (the full way reads both), nor for a record
+            # that carries every partition anyway (a snapshot, a tiered topic, an assignment changed: without
+            # ZooKeeper's overlay, the replica lists as decoded are the signature compared below)
+            short = (self.short_way and self.zk is None and self.settings.leave_out_quiet and not remote_storage and not snapshot
+                     and len(before) == len(t["partitions"])
+                     and all(before.get(p["partition"]) == p["replicas"] for p in t["partitions"]))
+            steady = 0  # partitions that took the short way
             for p in t["partitions"]:
                 pid = p["partition"]
                 key = (name, pid)
-                present.add(key)
                 replicas = p["replicas"]
+                if short:
+                    leader, isr = p["leader"], p["isr"]
+                    if (leader >= 0 and leader in live and leader not in unreachable and len(isr) == len(replicas)
+                            and not p.get("offline_replicas") and key not in side_moves and key not in applied):
+                        epoch = p.get("leader_epoch")
+                        newer = published_of.get(key) if epoch is not None else None
+                        if newer is None or newer[0] <= epoch:  # (else _no_older's case: the full way)
+                            elr = p.get("elr")
+                            lk_elr = p.get("last_known_elr") if elr is not None else ([] if elr_known else None)
+                            if elr is None and elr_known:
+                                elr = []
+                            if still_quiet(key, leader, epoch, isr, replicas, elr, lk_elr, hw_of(pid), leo_by_broker,
+                                           observed_at_ms, window, quiet):
+                                if epoch is not None:  # as _no_older would
+                                    if newer is None or newer[0] != epoch or newer[1] != leader or newer[2] != isr:
+                                        published_of[key] = (epoch, leader, isr)
+                                    published_at[key] = now
+                                steady += 1
+                                continue
                 # the decoded lists are this poll's own and no one changes a list in place: not copied
                 part = {"partition": pid, "leader": p["leader"], "leader_epoch": p.get("leader_epoch"),
                         "replicas": replicas, "isr": p["isr"], "offline_replicas": p.get("offline_replicas") or []}
@@ -369,7 +427,7 @@ class AdminSource:
                 self._no_older(name, part, key, now)
                 # the controller's answer first: the mirror's watch on the topic znode can fire after the
                 # brokers' metadata already lists the adding replicas (one false under-replicated poll)
-                self._carry_move(name, part, self._side.moves.get(key) or (zk_moves or nothing).get(pid),
+                self._carry_move(name, part, side_moves.get(key) or (zk_moves or nothing).get(pid),
                                  before.get(pid), key)
                 part["high_watermark"] = hw_of(pid)
                 part["log_start_offset"] = start_of(pid)
@@ -382,21 +440,21 @@ class AdminSource:
                         leos[r] = o
                 parts.append(annotate(name, part, observed_at_ms, leos))
                 part_leos.append(leos)
-                signature[pid] = part["replicas"]
-                leader = part["leader"]
-                leads[leader] = leads.get(leader, 0) + 1
-                if len(part["replicas"]) > 1:
-                    if leader >= 0:
-                        held.add(leader)
-                    held.update(part["isr"])
-            published.extend(parts)
+                if not short:
+                    signature[pid] = part["replicas"]
+            if short:  # every replica list as the last poll's (checked above; the full way changes none here)
+                signature = before
+            # what the topic adds to broker_load, broker_view and departures' holders: the last poll's
+            # when every partition took the short way (each leader, ISR and replica list as then)
+            view = self._topic_view.get(name) if steady == len(t["partitions"]) else None
+            if view is None:
+                view = self._topic_view[name] = topic_view(t["partitions"], parts)
+            topic_load, topic_leads, topic_held = view
+            for b, n in topic_leads.items():
+                leads[b] = leads.get(b, 0) + n
+            held |= topic_held
             changed = self._assignments.get(name) != signature
             self._assignments[name] = signature
-            # assignment history (pipelines/history.py): on every change, and each topic once per
-            # assignment_snapshot_s, at an offset of its own (not every topic in one poll)
-            slot = (observed_at_ms + zlib.crc32(name.encode())) // snapshot_ms
-            snapshot = self._snapshot_slot.get(name, slot) != slot
-            self._snapshot_slot[name] = slot
             # Those records carry every partition; the others leave the quiet ones out (schemas/quiet.py),
             # whose replica offsets are then never built
             whole = changed or snapshot or remote_storage or not self.settings.leave_out_quiet
@@ -414,20 +472,29 @@ class AdminSource:
             )
             rec["topic_state"]["assignment"] = "changed" if changed else ("snapshot" if snapshot else None)
             if not whole:
-                summarized(rec, parts, loud)
+                summarized(rec, len(t["partitions"]), topic_load, loud)
             records.append(rec)
         # How each down broker went: judged on the partitions as published (ZooKeeper mode: leader and
         # ISR as the controller wrote them, which the brokers' metadata caches trail; its brokers' live
         # flags come from ZooKeeper too), so one consistent view. The cluster record holds these dicts.
-        self._departures.annotate(brokers, lambda: published, observed_at_ms, held=held)
+        # `held` covers every partition, so the partitions themselves are never asked for.
+        self._departures.annotate(brokers, lambda: (), observed_at_ms, held=held)
         self.broker_view = {b["id"]: (b["live"] and b["id"] not in unreachable, leads.get(b["id"], 0)) for b in brokers}
         polled = {t["topic"] for t in topics}
         for topic in [name for name in self._assignments if name not in polled]:
             del self._assignments[topic]
             self._snapshot_slot.pop(topic, None)
-        self._memory.forget_missing(present)
-        for gone in [k for k in self._published if k not in present]:
-            del self._published[gone]
+            self._topic_view.pop(topic, None)
+        # What is remembered of partitions no longer listed goes: looked for when the topics or their sizes
+        # changed, and every 64 polls (quick records may have published a partition no poll lists)
+        layout = [(t["topic"], len(t["partitions"])) for t in topics]
+        if layout != self._layout or poll_id % 64 == 0:
+            present = {(t["topic"], p["partition"]) for t in topics for p in t["partitions"]}
+            self._memory.forget_missing(present)
+            for gone in [k for k in self._published if k not in present]:
+                del self._published[gone]
+                self._published_at.pop(gone, None)
+        self._layout = layout
         with self._poll_lock:
             self._arrived = None  # its epochs are in _published now
         return records
@@ -516,12 +583,13 @@ class AdminSource:
         now = now if now is not None else time.monotonic()
         # Only for the lag between the views (ms to a metadata propagation), and only with the leader and
         # ISR among the replicas: a topic deleted and created again starts its epochs from 0.
-        if (newer is not None and newer[0] > epoch and now - newer[3] < NO_OLDER_WINDOW_S
+        if (newer is not None and newer[0] > epoch and now - self._published_at[key] < NO_OLDER_WINDOW_S
                 and set(newer[2]) | ({newer[1]} - {-1}) <= set(part["replicas"])):
             part.update(leader_epoch=newer[0], leader=newer[1], isr=list(newer[2]))
             part.pop("zk_mtime_ms", None)
         else:
-            self._published[key] = (epoch, part["leader"], part["isr"], now)  # (never changed in place)
+            self._published[key] = (epoch, part["leader"], part["isr"])  # (never changed in place)
+            self._published_at[key] = now
 
     def _overlay_zk(self, topic: str, part: dict[str, Any], zk_assignment: dict[int, tuple[int, ...]] | None) -> None:
         """Leader, epoch and ISR as the controller wrote them to ZooKeeper, which the brokers'

@@ -26,6 +26,8 @@ from __future__ import annotations
 import zlib
 from typing import Any
 
+from schemas.quiet import Thresholds
+
 
 class Seen:
     """One partition at the last poll. A plain class with slots: one per partition, built every poll."""
@@ -195,6 +197,61 @@ class PartitionMemory:
         prev.hw_since_ms, prev.hw_peak, prev.elr, prev.last_known_elr = since, peak, elr, lk_elr
         prev.replicas, prev.adding, prev.lagging = replicas, adding, behind
         return p
+
+    def still_quiet(self, key: tuple[str, int], leader: int, epoch: int | None, isr: list[int], replicas: list[int],
+                    elr: list[int] | None, last_known_elr: list[int] | None, hw: int | None,
+                    leo_by_broker: dict[int, dict[int, int]], at_ms: int, window_ms: int, t: Thresholds) -> bool:
+        """The steady partition's short way: True when partition `key`, led by a live and reachable broker
+        with the whole replica set in the ISR (the caller's checks), has the leader, epoch, ISR, replicas
+        and ELR of the last poll, every replica answered (`leo_by_broker`: broker -> partition -> LEO, the
+        topic's), no offset went back, and it is quiet (schemas/quiet.py) and no keyframe. It is then
+        remembered exactly as `annotate` would have remembered it, and the caller builds nothing for it
+        (a v4 record leaves it out). False: nothing was touched, the caller takes the full way.
+        tests/unit/test_collector_fast_path.py holds the two ways equal, record for record."""
+        prev = self._seen.get(key)
+        if (prev is None or hw is None or prev.leader != leader or prev.leader_epoch != epoch or prev.isr != isr
+                or prev.replicas != replicas or prev.lagging or prev.adding or prev.elr != elr
+                or prev.last_known_elr != last_known_elr or key in self._moves):
+            return False
+        prev_leos, prev_hw, pid = prev.leos, prev.hw, key[1]
+        if len(prev_leos) != len(replicas) or (prev_hw is not None and hw < prev_hw):
+            return False
+        leader_leo = lowest = None
+        for b in replicas:
+            of_b = leo_by_broker.get(b)
+            o = of_b.get(pid) if of_b is not None else None
+            was = prev_leos.get(b)
+            if o is None or was is None or o < was:
+                return False  # a replica unanswered or new (the full way), or went back (`previous` is published)
+            if lowest is None or o < lowest:
+                lowest = o
+            if b == leader:
+                leader_leo = o
+        if leader_leo is None or lowest is None:
+            return False
+        phase, k = prev.phase, self._keyframe_ms
+        if (at_ms + phase) // k != (prev.at_ms + phase) // k:
+            return False  # a keyframe: published
+        behind = leader_leo - lowest
+        if behind > 0:  # a follower behind: quiet only within the lag floor and REPLICA_LAG's thresholds
+            prev_leader_leo = prev_leos[leader]
+            dt_ms = at_ms - prev.at_ms
+            if behind >= t.lag_messages or dt_ms <= 0:
+                return False
+            rate = round((leader_leo - prev_leader_leo) * 1000.0 / dt_ms, 3)  # annotate's write_rate
+            if not rate or behind / rate >= self._floor_s or behind / rate >= t.lag_seconds:
+                return False
+        since = None
+        if leader_leo > hw:  # the HW behind the LEO: annotate's stall clock
+            since = prev.hw_since_ms if prev_hw == hw and prev.hw_since_ms is not None else at_ms
+            if at_ms - since >= window_ms:
+                return False
+        for b in replicas:  # the same replicas as remembered: their LEOs updated in place (no dict a poll)
+            prev_leos[b] = leo_by_broker[b][pid]
+        prev.at_ms, prev.hw, prev.hw_since_ms = at_ms, hw, since
+        if prev.hw_peak is None or hw > prev.hw_peak:
+            prev.hw_peak = hw
+        return True
 
     def mark_change(self, topic: str, p: dict[str, Any]) -> dict[str, Any]:
         """Mark `changed` on a partition of a metadata-only record (ZooKeeper's mirror, published the

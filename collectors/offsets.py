@@ -235,10 +235,15 @@ def fetch(client: Any, replica_of: dict[int, list[TopicPartition]], leader_of: d
         # an error or a negative offset: not (or no longer) a replica / the leader: skip, never guess
         into = {"hw": result.hw, "log_start": result.log_start, "local_start": result.local_start,
                 "remote": result.remote}.get(kind)
-        for topic, parts in f.value.topics:
-            # (partition, error_code, timestamp, offset, leader_epoch)
+        answer = f.value
+        columns = answer.columns() if hasattr(answer, "columns") else [
+            (t, tuple(p[0] for p in ps), tuple(p[1] for p in ps), tuple(p[3] for p in ps)) for t, ps in answer.topics]
+        for topic, pids, errors, offs in columns:
             # (the highest remote offset is -1 while no segment is copied: kept, it says so)
-            found = {p[0]: p[3] for p in parts if p[1] == 0 and (p[3] >= 0 or kind == "remote")}
+            if not any(errors) and (kind == "remote" or not offs or min(offs) >= 0):
+                found = dict(zip(pids, offs))  # every partition answered (the usual case): at C speed
+            else:
+                found = {p: o for p, e, o in zip(pids, errors, offs) if e == 0 and (o >= 0 or kind == "remote")}
             if into is None:
                 result.leo.setdefault(topic, {})[b] = found
             elif topic in into:

@@ -75,15 +75,16 @@ def leave_out_quiet(rec: dict[str, Any], thresholds: Thresholds) -> dict[str, An
     at, window = rec["observed_at_ms"], thresholds.window_ms(ts.get("replica_lag_time_max_ms"))
     loud = [p for p in parts if not is_quiet(p, {r["broker"]: r["log_end_offset"] for r in p.get("replica_offsets") or ()},
                                              live, unreachable, at, window, thresholds)]
-    return summarized(rec, parts, loud)
+    return summarized(rec, len(parts), broker_load(parts), loud)
 
 
-def summarized(rec: dict[str, Any], every: list[dict[str, Any]], published: list[dict[str, Any]]) -> dict[str, Any]:
-    """`rec` carrying `published` of the topic's partitions `every`, with what the pipeline needs of all of
-    them (schemas/observation.py, v4): the topic's size and its per-broker counts. In place."""
+def summarized(rec: dict[str, Any], count: int, load: list[list[int]], published: list[dict[str, Any]]) -> dict[str, Any]:
+    """`rec` carrying `published` of the topic's `count` partitions, with what the pipeline needs of all of
+    them (schemas/observation.py, v4): the topic's size and its per-broker counts (schemas/quiet.py
+    `broker_load`). In place."""
     ts = rec["topic_state"]
-    ts["partition_count"] = len(every)
-    ts["broker_load"] = broker_load(every)
+    ts["partition_count"] = count
+    ts["broker_load"] = load
     ts["partitions"] = sorted(published, key=lambda p: p["partition"])
     return rec
 

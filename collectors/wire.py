@@ -127,26 +127,57 @@ class MetadataRequestV8(MetadataRequest[8]):  # type: ignore[misc,valid-type]
 
 class OffsetsAnswer:
     """A decoded ListOffsets v4/v5 answer: `topics` as [(topic, [(partition, error_code, timestamp,
-    offset, leader_epoch), ...]), ...], as kafka-python's response carries them."""
+    offset, leader_epoch), ...]), ...], as kafka-python's response carries them. Decoded here, each
+    topic's partitions are one flat tuple of those five fields after another (`flat`): `columns()` cuts
+    it into partitions, errors and offsets without a tuple per partition (collectors/offsets.py)."""
 
-    def __init__(self, topics: list[tuple[str, list[tuple[int, int, int, int, int]]]]) -> None:
-        self.topics = topics
+    def __init__(self, topics: list[tuple[str, list[tuple[int, int, int, int, int]]]] | None = None,
+                 flat: list[tuple[str, tuple[int, ...]]] | None = None) -> None:
+        self._topics = topics
+        self.flat = flat
+
+    @property
+    def topics(self) -> list[tuple[str, list[tuple[int, int, int, int, int]]]]:
+        if self._topics is None:
+            self._topics = [(name, list(zip(f[0::5], f[1::5], f[2::5], f[3::5], f[4::5])))  # type: ignore[misc]
+                            for name, f in self.flat or ()]
+        return self._topics
+
+    def columns(self) -> list[tuple[str, tuple[int, ...], tuple[int, ...], tuple[int, ...]]]:
+        """[(topic, partitions, error codes, offsets)], in the answer's order."""
+        if self.flat is None:
+            return [(name, tuple(p[0] for p in ps), tuple(p[1] for p in ps), tuple(p[3] for p in ps))
+                    for name, ps in self.topics]
+        return [(name, f[0::5], f[1::5], f[3::5]) for name, f in self.flat]
+
+
+_ENTRIES: dict[int, struct.Struct] = {}
+
+
+def _entries(n: int) -> struct.Struct:
+    """n ListOffsets partitions in one format: one unpack, one flat tuple (no tuple per partition)."""
+    s = _ENTRIES.get(n)
+    if s is None:
+        s = struct.Struct(">" + "ihqqi" * n)
+        if len(_ENTRIES) < 4096:  # a broker's share of a topic: a few hundred sizes in practice
+            _ENTRIES[n] = s
+    return s
 
 
 def decode_list_offsets_v4(data: bytes) -> OffsetsAnswer:
     at = 4  # throttle_time_ms
     (n,) = _I.unpack_from(data, at)
     at += 4
-    topics = []
+    flat = []
     size = _OFFSETS_PARTITION.size
     for _ in range(max(n, 0)):
         name, at = _string(data, at)
         (n_parts,) = _I.unpack_from(data, at)
         at += 4
-        end = at + size * max(n_parts, 0)
-        topics.append((name or "", list(_OFFSETS_PARTITION.iter_unpack(data[at:end]))))
-        at = end
-    return OffsetsAnswer(topics)
+        n_parts = max(n_parts, 0)
+        flat.append((name or "", _entries(n_parts).unpack_from(data, at)))
+        at += size * n_parts
+    return OffsetsAnswer(flat=flat)
 
 
 def _offsets_response(version: int) -> Any:

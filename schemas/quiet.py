@@ -24,7 +24,7 @@ The thresholds are the pipeline's (`[pipeline] replica_lag_messages`, `replica_l
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Collection
+from typing import Any, Collection, Iterable
 
 from foundation.config import PipelineConfig, default_of
 
@@ -82,12 +82,15 @@ def is_quiet(p: dict[str, Any], leos: dict[int, int], live: Collection[int], unr
 def broker_load(partitions: list[dict[str, Any]]) -> list[list[int]]:
     """Per broker holding a replica, [broker, leaders, replicas, preferred, preferred_not_leading], sorted by
     broker: what the pipeline counted from every partition before v4 (pipelines/findings.py
-    `broker_counts`). The preferred leader is the first replica; a leaderless partition counts as
-    not led by it (KafkaController.checkAndTriggerAutoLeaderRebalance)."""
+    `broker_counts`)."""
+    return load_of((p["leader"], p["replicas"]) for p in partitions)
+
+
+def load_of(partitions: Iterable[tuple[int, list[int]]]) -> list[list[int]]:
+    """`broker_load` from each partition's (leader, replicas). The preferred leader is the first replica;
+    a leaderless partition counts as not led by it (KafkaController.checkAndTriggerAutoLeaderRebalance)."""
     load: dict[int, list[int]] = {}
-    for p in partitions:
-        replicas = p["replicas"]
-        leader = p["leader"]
+    for leader, replicas in partitions:
         for b in replicas:
             row = load.get(b)
             if row is None:

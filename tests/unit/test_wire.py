@@ -50,6 +50,9 @@ def test_list_offsets_answers_decode_as_kafka_python_does(version):
     message = ListOffsetsResponse[version](throttle_time_ms=0, topics=topics)
     data = message.encode()  # (kafka-python binds encode weakly: the message must outlive the call)
     assert wire.decode_list_offsets_v4(data).topics == ListOffsetsResponse[version].decode(io.BytesIO(data)).topics
+    # the columns the collector reads: partitions, error codes and offsets, topic by topic
+    assert wire.decode_list_offsets_v4(data).columns() == [
+        (name, tuple(p[0] for p in ps), tuple(p[1] for p in ps), tuple(p[3] for p in ps)) for name, ps in topics]
 
 
 @pytest.mark.parametrize("version", [4, 5])
@@ -64,3 +67,41 @@ def test_list_offsets_requests_encode_as_kafka_python_does(version, replica_id, 
     assert (ours.API_KEY, ours.API_VERSION) == (2, version)
     empty = ListOffsetsResponse[version](throttle_time_ms=0, topics=[])
     assert ours.RESPONSE_TYPE.decode(io.BytesIO(empty.encode())).topics == []
+
+
+class _OneAnswerClient:
+    """kafka-python's client as offsets.fetch drives it, every request answered with `answer`."""
+
+    def __init__(self, answer):
+        self.answer = answer
+
+    def api_version(self, _request, max_version):
+        return max_version
+
+    def ready(self, _broker, metadata_priority=False):
+        return True
+
+    def connection_failed(self, _broker):
+        return False
+
+    def send(self, broker, request, wakeup=False, request_timeout_ms=0):
+        answer = self.answer
+        return type("F", (), {"is_done": True, "value": answer, "failed": lambda self: False})()
+
+    def poll(self, timeout_ms=0):
+        pass
+
+
+def test_offsets_answered_with_an_error_or_no_offset_are_left_out_never_guessed():
+    from collectors import offsets
+
+    topics = [("clean", [(p, 0, -1, 100 + p, 0) for p in range(3)]),
+              ("mixed", [(0, 0, -1, 5, 0), (1, 6, -1, 9, 0), (2, 0, -1, -1, 0)])]  # 6: NOT_LEADER_OR_FOLLOWER
+    message = ListOffsetsResponse[4](throttle_time_ms=0, topics=topics)
+    data = message.encode()  # (the message must outlive the call, as above)
+    client = _OneAnswerClient(wire.decode_list_offsets_v4(data))
+    asked = {1: [("clean", 0), ("clean", 1), ("clean", 2), ("mixed", 0), ("mixed", 1), ("mixed", 2)]}
+    found = offsets.fetch(client, asked, asked, 1.0)
+    assert found.hw == {"clean": {0: 100, 1: 101, 2: 102}, "mixed": {0: 5}}
+    assert found.leo == {"clean": {1: {0: 100, 1: 101, 2: 102}}, "mixed": {1: {0: 5}}}
+    assert found.answered == {1}
