@@ -84,7 +84,7 @@ $(STAMPS)/jars: jvm/kafka-pom.xml jvm/kafka4-pom.xml jvm/spark-pom.xml jvm/agent
 	$(MVN) -f jvm/hdfs-pom.xml dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory=$(CURDIR)/$(JARS)/hdfs
 	touch $@
 
-# The compatibility lines (krm/local_cluster.py COMPAT_VERSIONS; a unit test keeps the two lists equal):
+# The compatibility lines (lab/local_cluster.py COMPAT_VERSIONS; a unit test keeps the two lists equal):
 # fetched only for `krm local-cluster --kafka-version` and the compatibility runs, never by `make test`.
 COMPAT_VERSIONS := 2.8.2 3.0.2 3.1.2 3.2.3 3.3.2 3.4.1 3.5.2 3.6.2 3.7.2 3.8.1 3.9.2 4.0.2 4.1.2 4.2.2 4.3.1
 

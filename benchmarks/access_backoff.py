@@ -23,7 +23,7 @@ from collectors import access  # noqa: E402
 from collectors.admin import AdminSource  # noqa: E402
 from foundation.backoff import Backoff  # noqa: E402
 from foundation.config import CollectorConfig, load_config  # noqa: E402
-from krm.local_cluster import LocalCluster  # noqa: E402
+from lab.local_cluster import LocalCluster  # noqa: E402
 
 
 def refused(cluster: LocalCluster) -> int:

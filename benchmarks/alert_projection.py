@@ -24,8 +24,8 @@ sys.path.insert(0, str(ROOT))
 
 
 def poll_records(partitions: int) -> list[str]:
-    from krm.simulate.emit import Emitter
-    from krm.simulate.model import SimCluster, SimSettings
+    from lab.simulate.emit import Emitter
+    from lab.simulate.model import SimCluster, SimSettings
 
     sim = SimCluster("bench", SimSettings(topics=partitions // 100), start_ms=1_700_000_000_000)
     emitter = Emitter(sim)

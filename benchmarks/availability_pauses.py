@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from collectors.admin import AdminSource  # noqa: E402
 from foundation.config import ClusterConfig, CollectorConfig  # noqa: E402
-from krm.local_cluster import LocalCluster  # noqa: E402
+from lab.local_cluster import LocalCluster  # noqa: E402
 from tests.helpers import create_topic  # noqa: E402
 
 

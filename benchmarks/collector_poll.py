@@ -61,7 +61,7 @@ from collectors import gc_pause, wire  # noqa: E402
 from collectors.admin import AdminSource  # noqa: E402
 from collectors.publisher import Publisher  # noqa: E402
 from foundation.config import ClusterConfig, CollectorConfig, ObservationsConfig  # noqa: E402
-from krm.local_cluster import LocalCluster, free_port  # noqa: E402
+from lab.local_cluster import LocalCluster, free_port  # noqa: E402
 from schemas.observation import check  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))

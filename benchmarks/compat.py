@@ -1,6 +1,6 @@
 """Compatibility run: krm against every Kafka line an operator runs, beside that line's own TopicCommand.
 
-For each release of krm/local_cluster.py COMPAT_VERSIONS (plus the suite's own 3.9.1 and 4.4.0) and
+For each release of lab/local_cluster.py COMPAT_VERSIONS (plus the suite's own 3.9.1 and 4.4.0) and
 each mode it has (ZooKeeper mode up to 3.9, KRaft from 3.3), a real 3-broker local cluster and one krm
 (collector and pipeline in this process, one Spark session for the whole run), then:
 
@@ -55,10 +55,18 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from foundation.config import load_config  # noqa: E402
 from foundation.paths import jars_dir  # noqa: E402
-from krm.local_cluster import (COMPAT_VERSIONS, JVM_OPTS, KAFKA_RUNTIMES, KRAFT_KAFKA_VERSION, KRAFT_SINCE,  # noqa: E402
-                               ZK_KAFKA_VERSION, LocalCluster, release_tuple)
 from krm.runner import Monitor  # noqa: E402
 from krm.scrape import scrape, series  # noqa: E402
+from lab.local_cluster import (  # noqa: E402
+    COMPAT_VERSIONS,
+    JVM_OPTS,
+    KAFKA_RUNTIMES,
+    KRAFT_KAFKA_VERSION,
+    KRAFT_SINCE,
+    ZK_KAFKA_VERSION,
+    LocalCluster,
+    release_tuple,
+)
 from tests.helpers import create_topic, stored_incidents, write_config  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -15,7 +15,7 @@ fault's injection (the simulator's clock is the wall clock; with --prebuild, the
 the first poll that shows the fault) to the first scrape that shows the
 incident (per-partition series and krm_incidents_open); at the end, the incidents table is compared
 with the truth: recall = expected incidents found; false = incidents found that no fault explains
-(neither expected nor an allowed side effect, krm/simulate/faults.py).
+(neither expected nor an allowed side effect, lab/simulate/faults.py).
 
 Usage: .venv/bin/python benchmarks/detection_fidelity.py [--topics 2000] [--minutes 6] [--prebuild]
 """
@@ -39,12 +39,12 @@ sys.path.insert(0, str(ROOT))
 
 from collectors.publisher import ensure_topic  # noqa: E402
 from foundation.config import load_config  # noqa: E402
-from krm.local_cluster import LocalCluster, free_port  # noqa: E402
 from krm.runner import Monitor  # noqa: E402
 from krm.scrape import scrape  # noqa: E402
+from lab.local_cluster import LocalCluster, free_port  # noqa: E402
 from pipelines.incident_store import IncidentStore  # noqa: E402
-from pipelines.tables import Tables  # noqa: E402
 from pipelines.session import build_session  # noqa: E402
+from pipelines.tables import Tables  # noqa: E402
 
 SCRIPT = [
     {"at_s": 60, "kind": "stall_follower", "topic": "sim-00001", "partition": 0},

@@ -20,20 +20,20 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import threading
 import re
 import statistics
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from foundation.config import load_config  # noqa: E402
-from krm.local_cluster import LocalCluster  # noqa: E402
 from krm.runner import Monitor  # noqa: E402
 from krm.scrape import scrape, series  # noqa: E402
+from lab.local_cluster import LocalCluster  # noqa: E402
 from pipelines.session import build_session  # noqa: E402
 from tests.helpers import create_topic, wait_for, write_config  # noqa: E402
 

@@ -52,8 +52,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from foundation.config import load_config  # noqa: E402
-from krm.local_cluster import LocalCluster  # noqa: E402
 from krm.scrape import scrape, series  # noqa: E402
+from lab.local_cluster import LocalCluster  # noqa: E402
 from tests.helpers import KRM, create_topic, quorum_leader, stored_incidents, write_config  # noqa: E402
 
 TOPIC, VICTIM = "fault-loop", 2

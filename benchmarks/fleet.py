@@ -41,9 +41,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.alert_latency import pct  # noqa: E402
 from foundation.config import load_config  # noqa: E402
-from krm.local_cluster import KRAFT_KAFKA_VERSION, ZK_KAFKA_VERSION, LocalCluster, free_port  # noqa: E402
 from krm.runner import Monitor  # noqa: E402
 from krm.scrape import scrape, series  # noqa: E402
+from lab.local_cluster import KRAFT_KAFKA_VERSION, ZK_KAFKA_VERSION, LocalCluster, free_port  # noqa: E402
 from tests.helpers import create_topic, stored_incidents, wait_for  # noqa: E402
 
 TOPIC = "fleet-rf1"

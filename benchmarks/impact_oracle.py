@@ -4,7 +4,7 @@ A real 4-broker cluster at Kafka's default sessions (ZooKeeper 18 s, KRaft broke
 topic of 8 partitions (RF 3, min.insync.replicas 2), krm run in-process (the default 2 s poll) with
 its observations on a 1-broker cluster of their own, and a real Prometheus evaluating the shipped
 rules every second. The judge is one acks=all producer writing to every partition every 200 ms
-(krm/client_judge.py): a partition is hurt in a step when its writes fail or take longer than 2 s
+(lab/client_judge.py): a partition is hurt in a step when its writes fail or take longer than 2 s
 for 3 s or more in a row.
 
 Each step picks, at random (seeded): SIGKILL a broker then restart it, SIGSTOP then SIGCONT (2-15 s),
@@ -38,9 +38,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import requests  # noqa: E402
 
 from foundation.config import load_config  # noqa: E402
-from krm.client_judge import ClientJudge  # noqa: E402
-from krm.local_cluster import LocalCluster, free_port  # noqa: E402
 from krm.runner import Monitor  # noqa: E402
+from lab.client_judge import ClientJudge  # noqa: E402
+from lab.local_cluster import LocalCluster, free_port  # noqa: E402
 
 TOPIC = "oracle"
 PARTITIONS = 8

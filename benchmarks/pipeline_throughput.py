@@ -31,9 +31,9 @@ sys.path.insert(0, str(ROOT))
 
 from collectors.publisher import ensure_topic  # noqa: E402
 from foundation.config import load_config  # noqa: E402
-from krm.local_cluster import LocalCluster, free_port  # noqa: E402
 from krm.runner import Monitor  # noqa: E402
 from krm.scrape import scrape, series  # noqa: E402
+from lab.local_cluster import LocalCluster, free_port  # noqa: E402
 from pipelines.session import build_session  # noqa: E402
 
 

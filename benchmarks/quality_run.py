@@ -55,8 +55,8 @@ def build(tables: Path, partitions: int, minutes: float, poll_s: float, row_grou
     from deltalake import write_deltalake
 
     import krm.maintain as maintain
-    from krm.simulate.emit import Emitter
-    from krm.simulate.model import SimCluster, SimSettings
+    from lab.simulate.emit import Emitter
+    from lab.simulate.model import SimCluster, SimSettings
     from schemas.observation import TOPIC_STATE
 
     schema = pa.schema([("cluster", pa.string()), ("kind", pa.string()), ("observed_at_ms", pa.int64()),
@@ -90,9 +90,9 @@ def build(tables: Path, partitions: int, minutes: float, poll_s: float, row_grou
 
 def measure(tables: Path, since_ms: int, max_rows: int) -> dict:
     """In its own process: one warm-up run, then the measured one over the same rows."""
+    from foundation.storage import as_location
     from pipelines.metrics import PipelineState
     from pipelines.quality import QualityRunner, Suite
-    from foundation.storage import as_location
 
     runner = QualityRunner(as_location(tables / "observations"), as_location(tables / "data_quality"),
                            PipelineState(), interval_s=60, max_rows=max_rows)

@@ -37,11 +37,11 @@ from deltalake import DeltaTable  # noqa: E402
 from benchmarks.pipeline_throughput import rss_mb, spark_driver  # noqa: E402
 from collectors.publisher import ensure_topic  # noqa: E402
 from foundation.config import load_config  # noqa: E402
-from krm.local_cluster import LocalCluster, free_port  # noqa: E402
 from krm.runner import Monitor  # noqa: E402
 from krm.scrape import scrape, series  # noqa: E402
-from pipelines.tables import Tables  # noqa: E402
+from lab.local_cluster import LocalCluster, free_port  # noqa: E402
 from pipelines.session import build_session  # noqa: E402
+from pipelines.tables import Tables  # noqa: E402
 
 TABLES = ("observations", "partition_state", "replica_lag", "assignments", "incidents", "data_quality")
 

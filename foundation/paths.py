@@ -28,6 +28,11 @@ def krm_home() -> Path:
     return REPO_ROOT / ".krm" if IN_CHECKOUT else Path.home() / ".krm"
 
 
+def clusters_root() -> Path:
+    """Where `krm local-cluster` keeps each cluster (and its krm.toml, which the CLI offers when no config is given)."""
+    return krm_home() / "clusters"
+
+
 def jars_dir() -> Path:
     if os.environ.get("KRM_JARS_DIR"):
         return Path(os.environ["KRM_JARS_DIR"])

@@ -1,2 +1,3 @@
-"""kafka-replication-monitor: the `krm` CLI on top of the collectors and the pipeline, and its lab
-(local clusters, their security, the simulator, the demo)."""
+"""kafka-replication-monitor: the product's top floor — the `krm` CLI, the runner that joins the
+collectors and the pipeline, the console and the operators' commands. The lab (local clusters, the
+simulator, the demo) is a package of its own above it (lab/), which this one never imports."""

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from krm.local_cluster import KRAFT_KAFKA_VERSION, ZK_KAFKA_VERSION
+from lab.local_cluster import KRAFT_KAFKA_VERSION, ZK_KAFKA_VERSION
 from tests.helpers import local_cluster
 
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")

@@ -8,8 +8,8 @@ import signal
 import subprocess
 from pathlib import Path
 
-from krm.local_cluster import free_port
 from foundation.paths import jar_group
+from lab.local_cluster import free_port
 from tests.helpers import wait_for
 
 _SITE = """<?xml version="1.0"?>

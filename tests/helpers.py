@@ -12,7 +12,7 @@ import uuid
 from pathlib import Path
 from typing import Any, Callable
 
-from krm.local_cluster import LocalCluster, free_port
+from lab.local_cluster import LocalCluster, free_port
 
 KRM = str(Path(sys.executable).parent / "krm")
 
@@ -97,7 +97,7 @@ def security_table(section: str, cluster: LocalCluster) -> str:
     """`[<section>.security]` for a secured local cluster (krm's least-privilege user), else nothing."""
     if not cluster.secured:
         return ""
-    from krm.local_security import LocalSecurity
+    from lab.local_security import LocalSecurity
 
     sec = LocalSecurity(cluster.root, cluster.security)
     zk = (f"\n[clusters.zookeeper_security]\n{sec.zookeeper_toml()}"
@@ -192,8 +192,8 @@ def local_cluster(tmp_path_factory: Any, mode: str, chroot: str | None = None, b
 
 def kafka_tool(main: str, *args: str) -> str:
     """Run one of Kafka's own command-line tools (a class of the Kafka jars) and return its stdout."""
-    from krm.local_cluster import JVM_OPTS
     from foundation.paths import jar_group
+    from lab.local_cluster import JVM_OPTS
 
     cp = str(jar_group("kafka")[0].parent / "*")
     opts = [*JVM_OPTS, *os.environ.get("KRM_JVM_OPTS", "").split()]  # (tests/conftest.py)

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from krm.local_cluster import free_port
 from foundation.paths import REPO_ROOT
+from lab.local_cluster import free_port
 
 RULES = REPO_ROOT / "dashboards" / "prometheus" / "krm-alerts.yml"
 

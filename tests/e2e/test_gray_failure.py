@@ -1,6 +1,6 @@
 """A gray failure: a leader nobody can reach while Kafka still counts it alive.
 
-The broker's listener drops every packet (nftables, krm/packet_filter.py); its process, its ZooKeeper
+The broker's listener drops every packet (nftables, lab/packet_filter.py); its process, its ZooKeeper
 session and its KRaft heartbeats live on, so Kafka's own view keeps it registered and leading — no
 offline partition, ever — while clients of the partitions it leads fail. An acks=all producer per
 partition is the judge: krm names exactly the partitions whose writes fail, while Kafka's view stays
@@ -16,9 +16,9 @@ import time
 import pytest
 
 from foundation.config import load_config
-from krm.client_judge import ClientJudge
 from krm.runner import Monitor
 from krm.scrape import scrape, series
+from lab.client_judge import ClientJudge
 from tests.helpers import create_topic, every_isr_whole, partition_leaders, stored_incidents, wait_for, write_config
 
 pytestmark = pytest.mark.e2e

@@ -27,9 +27,9 @@ import pytest
 import requests
 
 from foundation.config import load_config
-from krm.local_cluster import KRAFT_KAFKA_VERSION, ZK_KAFKA_VERSION, free_port
 from krm.runner import Monitor
 from krm.scrape import scrape, series
+from lab.local_cluster import KRAFT_KAFKA_VERSION, ZK_KAFKA_VERSION, free_port
 from tests.e2e.conftest import RULES
 from tests.helpers import KRM, kafka_tool, local_cluster, stored_incidents, wait_for, write_config
 

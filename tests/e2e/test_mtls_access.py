@@ -14,10 +14,10 @@ import time
 import pytest
 
 from foundation.config import load_config
-from krm.local_cluster import free_port
-from krm.local_security import KRM_USER, LocalSecurity, _ca, _signed_cert
 from krm.runner import Monitor
 from krm.scrape import scrape, series
+from lab.local_cluster import free_port
+from lab.local_security import KRM_USER, LocalSecurity, _ca, _signed_cert
 from tests.helpers import create_topic, wait_equal
 
 pytestmark = pytest.mark.e2e

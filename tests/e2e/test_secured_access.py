@@ -4,9 +4,9 @@ times (SCRAM-SHA-512, PLAIN, OAUTHBEARER and GSSAPI with the right credentials, 
 and a wrong CA), as krm's least-privilege user: each failure is one log line naming the cluster and the
 cause, krm_cluster_reachable{reason} says it, the brokers are not stormed with logins, and the
 correctly configured clusters go on being monitored, their canaries writing. OAUTHBEARER's tokens
-come from a token endpoint the test starts (krm/local_oauth.py, RS256 JWTs the brokers verify
+come from a token endpoint the test starts (lab/local_oauth.py, RS256 JWTs the brokers verify
 against the cluster's JWKS); the observations topic is written and read (Spark's Kafka source) with
-them. GSSAPI's tickets come from the cluster's own MIT KDC (krm/local_kdc.py): krm logs in from a
+them. GSSAPI's tickets come from the cluster's own MIT KDC (lab/local_kdc.py): krm logs in from a
 keytab, Spark's Kafka source too; the wrong credential is a keytab whose principal the KDC no longer
 knows."""
 
@@ -18,11 +18,11 @@ import pytest
 
 from foundation.config import load_config
 from foundation.security import spark_kafka_options
-from krm.local_cluster import free_port
-from krm.local_oauth import TokenEndpoint
-from krm.local_security import KRM_ACLS, LocalSecurity, grant_krm_acls, revoke_acl
 from krm.runner import Monitor
 from krm.scrape import scrape, series
+from lab.local_cluster import free_port
+from lab.local_oauth import TokenEndpoint
+from lab.local_security import KRM_ACLS, LocalSecurity, grant_krm_acls, revoke_acl
 from tests.helpers import create_topic, wait_equal
 
 pytestmark = pytest.mark.e2e
@@ -57,7 +57,7 @@ def _kdc_refusals(cluster):
 def _other_ca(path):
     from cryptography.hazmat.primitives import serialization
 
-    from krm.local_security import _ca
+    from lab.local_security import _ca
 
     _, cert = _ca()
     path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))

@@ -8,11 +8,11 @@ import threading
 import pytest
 
 from foundation.config import load_config
-from krm.local_cluster import free_port
 from krm.runner import Monitor
-from krm.simulate.faults import Fault
-from krm.simulate.model import SimSettings
-from krm.simulate.run import simulate
+from lab.local_cluster import free_port
+from lab.simulate.faults import Fault
+from lab.simulate.model import SimSettings
+from lab.simulate.run import simulate
 from tests.helpers import krm_json, wait_for
 
 pytestmark = pytest.mark.e2e

@@ -17,7 +17,7 @@ import pytest
 from collectors.admin import AdminSource
 from collectors.topic_configs import config_backoff
 from foundation.config import ClusterConfig, CollectorConfig
-from krm.local_cluster import LocalCluster
+from lab.local_cluster import LocalCluster
 from tests.helpers import create_topic
 
 pytestmark = pytest.mark.integration

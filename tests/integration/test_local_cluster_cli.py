@@ -67,7 +67,7 @@ def test_unknown_cluster_is_a_clear_error(tmp_path):
 def test_kraft_defaults_to_the_newest_kafka_4_and_stops_cleanly(tmp_path):
     import json
 
-    from krm.local_cluster import KRAFT_KAFKA_VERSION
+    from lab.local_cluster import KRAFT_KAFKA_VERSION
 
     up = _krm(tmp_path, "up", "--mode", "kraft", "--brokers", "1", "--json", "--name", "k4")
     assert up.returncode == 0, up.stderr

@@ -12,7 +12,7 @@ import bcrypt
 import pytest
 import requests
 
-from krm.local_cluster import free_port
+from lab.local_cluster import free_port
 from pipelines.metrics import ClusterView, PipelineState, serve
 from tests.helpers import wait_for
 
@@ -22,7 +22,7 @@ pytestmark = pytest.mark.integration
 def _pki(tmp_path):
     from cryptography.hazmat.primitives import serialization
 
-    from krm.local_security import _ca, _signed_cert
+    from lab.local_security import _ca, _signed_cert
 
     ca_key, ca_cert = _ca()
     key, cert = _signed_cert(ca_key, ca_cert, "localhost", server=True)

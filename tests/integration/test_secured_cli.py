@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from krm.local_security import LocalSecurity
+from lab.local_security import LocalSecurity
 from tests.helpers import KRM, create_topic
 
 pytestmark = pytest.mark.integration

@@ -255,7 +255,7 @@ def test_a_closed_port_refuses_and_a_listening_one_does_not():
     import socket
 
     from collectors.reachability import refusing
-    from krm.local_cluster import free_port
+    from lab.local_cluster import free_port
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -47,7 +47,7 @@ def test_every_command_has_help(cmd, capsys):
 
 def test_local_cluster_ids_never_contain_a_dash():
     """kafka-storage format reads an id starting with '-' as an option (a benchmark failed that way)."""
-    from krm.local_cluster import new_cluster_id
+    from lab.local_cluster import new_cluster_id
 
     ids = [new_cluster_id() for _ in range(2000)]
     assert all("-" not in i and len(i) == 22 for i in ids) and len(set(ids)) == 2000

@@ -1,10 +1,10 @@
-"""The ground truth of client harm (krm/client_judge.py): runs of hurt writes, without a producer."""
+"""The ground truth of client harm (lab/client_judge.py): runs of hurt writes, without a producer."""
 
 import threading
 
 import pytest
 
-from krm.client_judge import ClientJudge
+from lab.client_judge import ClientJudge
 
 pytestmark = pytest.mark.unit
 

@@ -1,4 +1,4 @@
-"""The compatibility lines: one list in krm/local_cluster.py and the Makefile's, the modes each release
+"""The compatibility lines: one list in lab/local_cluster.py and the Makefile's, the modes each release
 has, and the hint when a release's jars were not fetched."""
 
 import re
@@ -8,7 +8,7 @@ import pytest
 
 from benchmarks.compat import combos
 from foundation.errors import ClusterError
-from krm.local_cluster import COMPAT_VERSIONS, KAFKA_RUNTIMES, LocalCluster
+from lab.local_cluster import COMPAT_VERSIONS, KAFKA_RUNTIMES, LocalCluster
 
 pytestmark = pytest.mark.unit
 

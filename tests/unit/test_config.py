@@ -68,8 +68,8 @@ def test_spark_conf_reaches_the_session_over_krms_defaults(monkeypatch, tmp_path
     """`krm pipeline` builds its SparkSession with [pipeline.spark_conf] on top of krm's defaults."""
     import krm.runner
     from foundation.config import parse_config
-    from krm.local_cluster import free_port
     from krm.runner import Monitor
+    from lab.local_cluster import free_port
 
     seen = {}
 

@@ -1,13 +1,13 @@
-"""The cluster simulator (krm/simulate): Kafka's rules in the model, the collector's record shape,
+"""The cluster simulator (lab/simulate): Kafka's rules in the model, the collector's record shape,
 and the ground truth of each fault."""
 
 import numpy as np
 import pytest
 
 from krm.assignment import assign, expansion_inputs
-from krm.simulate.emit import Emitter
-from krm.simulate.faults import Fault, apply
-from krm.simulate.model import SimCluster, SimSettings
+from lab.simulate.emit import Emitter
+from lab.simulate.faults import Fault, apply
+from lab.simulate.model import SimCluster, SimSettings
 from schemas.observation import check
 
 pytestmark = pytest.mark.unit
@@ -161,7 +161,7 @@ def test_prebuilt_polls_restamped_equal_polls_built_at_publication_time():
 
     from collectors.publisher import Publisher
     from foundation.config import ObservationsConfig
-    from krm.simulate.run import build_cluster, next_poll, restamp
+    from lab.simulate.run import build_cluster, next_poll, restamp
 
     encode = Publisher(ObservationsConfig(bootstrap_servers="unused:9092"), validate=False).encode
     early, late, shift = 1_700_000_000_000, 1_700_000_000_000 + 3_600_123, 3_600_123

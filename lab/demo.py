@@ -14,9 +14,10 @@ from typing import Any
 
 from foundation.config import load_config
 from foundation.errors import KrmError
-from krm.local_cluster import LocalCluster, clusters_root
+from foundation.paths import clusters_root
 from krm.runner import Monitor
 from krm.scrape import scrape, series
+from lab.local_cluster import LocalCluster
 from pipelines.incident_store import IncidentStore
 from pipelines.tables import Tables
 

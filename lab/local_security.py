@@ -31,7 +31,7 @@ MECHANISM = "SCRAM-SHA-512"
 ADMIN_USER = "admin"
 KRM_USER = "krm"
 JMX_USER = "prometheus"  # the JMX exporters' basic-auth user
-OAUTH_ISSUER = "krm-local-idp"  # the local identity provider's tokens (krm/local_oauth.py)
+OAUTH_ISSUER = "krm-local-idp"  # the local identity provider's tokens (lab/local_oauth.py)
 OAUTH_AUDIENCE = "kafka"
 OAUTH_KEY_ID = "krm-local-1"
 BROKER_CN = "broker"  # the broker certificate's CN: with mtls, the brokers' own principal
@@ -233,8 +233,8 @@ class LocalSecurity:
 
     def listener_properties(self, listener: str, oauth: bool = False, kdc: Any = None) -> dict[str, str]:
         """Broker settings of the listener named `listener`, by kind (`oauth`: sasl_ssl also takes
-        OAUTHBEARER tokens of the local identity provider, krm/local_oauth.py; Kafka 3.4+; `kdc`:
-        GSSAPI with the cluster's own KDC, krm/local_kdc.py)."""
+        OAUTHBEARER tokens of the local identity provider, lab/local_oauth.py; Kafka 3.4+; `kdc`:
+        GSSAPI with the cluster's own KDC, lab/local_kdc.py)."""
         stores = {"ssl.keystore.type": "PKCS12", "ssl.keystore.location": str(self.keystore),
                   "ssl.keystore.password": self.password("keystore"),
                   "ssl.truststore.type": "PEM", "ssl.truststore.location": str(self.ca_file)}

@@ -2,7 +2,7 @@
 
 A script is a JSON list (or a TOML file of `[[fault]]` tables), each with `at_s` (seconds after the
 start) and `kind`:
-- `kill_broker` {broker}: the controller's reaction (krm/simulate/model.py). Must produce
+- `kill_broker` {broker}: the controller's reaction (lab/simulate/model.py). Must produce
   BROKER_DOWN; OFFLINE_PARTITION for every partition left without a leader; UNDER_REPLICATED /
   UNDER_MIN_ISR / AT_MIN_ISR for every partition whose ISR it shrank, by Kafka's own comparisons
   (|ISR| < RF; |ISR| < min(min.insync.replicas, RF); |ISR| == that < RF); UNCLEAN_LEADER_ELECTION,
@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from foundation.errors import KrmError
-from krm.simulate.model import SimCluster
+from lab.simulate.model import SimCluster
 
 Key = tuple[str, str | None, int | None, int | None]  # (type, topic, partition, broker)
 KINDS = ("kill_broker", "restart_broker", "stall_follower", "unstall_follower", "expand_partitions", "add_brokers")

@@ -16,8 +16,8 @@ from __future__ import annotations
 import functools
 import os
 import secrets
-import socket
 import shutil
+import socket
 import subprocess
 from pathlib import Path
 

@@ -33,10 +33,10 @@ from pathlib import Path
 from typing import Any
 
 from foundation.errors import ClusterError
-from foundation.paths import CONF_DIR, IN_CHECKOUT, JVM_DIR, jar_group, jars_dir, krm_home
-from krm import packet_filter
-from krm.local_kdc import LocalKdc
-from krm.local_security import ADMIN_USER, KRM_USER, MECHANISM, LocalSecurity, grant_krm_acls
+from foundation.paths import CONF_DIR, IN_CHECKOUT, JVM_DIR, jar_group, jars_dir
+from lab import packet_filter
+from lab.local_kdc import LocalKdc
+from lab.local_security import ADMIN_USER, KRM_USER, MECHANISM, LocalSecurity, grant_krm_acls
 
 log = logging.getLogger(__name__)
 
@@ -76,10 +76,6 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
-
-
-def clusters_root() -> Path:
-    return krm_home() / "clusters"
 
 
 def _port_open(port: int) -> bool:
@@ -143,7 +139,7 @@ class LocalCluster:
     kafka_version: str = ""  # empty: default_kafka_version(mode)
     controllers: int = 1  # KRaft: voters of the controller quorum
     # or "sasl_ssl" (SCRAM-SHA-512 and PLAIN over TLS) or "mtls" (client certificates; ZooKeeper over
-    # TLS too), ACLs on either way (krm/local_security.py)
+    # TLS too), ACLs on either way (lab/local_security.py)
     security: str = "plaintext"
     # How long a silent broker keeps its registration: zookeeper.session.timeout.ms (ZooKeeper mode) or
     # the controllers' broker.session.timeout.ms (KRaft). Short for tests; Kafka's defaults are 18000 / 9000.
@@ -156,7 +152,7 @@ class LocalCluster:
     # KIP-405 tiered storage on the brokers (Kafka >= 3.9): a folder of this cluster as the remote tier
     # through krm's FolderRemoteStorageManager (jvm/tiered/); a topic uses it with remote.storage.enable=true
     tiered_storage: bool = False
-    # sasl_ssl only: a Kerberos KDC of the cluster's own (krm/local_kdc.py) and GSSAPI on the listener;
+    # sasl_ssl only: a Kerberos KDC of the cluster's own (lab/local_kdc.py) and GSSAPI on the listener;
     # the KDC is not a Kafka node: its process is kept apart from `nodes`
     kerberos: bool = False
     kdc_node: Node | None = None
@@ -556,7 +552,7 @@ class LocalCluster:
         self._await_state(node, "paused")
 
     def cut(self, broker_id: int) -> None:
-        """A gray failure (krm/packet_filter.py): the broker's listener drops every packet; Kafka
+        """A gray failure (lab/packet_filter.py): the broker's listener drops every packet; Kafka
         still counts it alive (its session and heartbeats are its own outgoing connections)."""
         packet_filter.cut(self._live_broker(broker_id).port)
 

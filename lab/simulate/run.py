@@ -23,9 +23,9 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from collectors.publisher import Publisher
-from krm.simulate.emit import Emitter
-from krm.simulate.faults import Applied, Fault, apply
-from krm.simulate.model import SimCluster, SimSettings
+from lab.simulate.emit import Emitter
+from lab.simulate.faults import Applied, Fault, apply
+from lab.simulate.model import SimCluster, SimSettings
 from schemas.quiet import Thresholds
 
 log = logging.getLogger(__name__)

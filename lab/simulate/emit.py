@@ -9,7 +9,7 @@ import numpy as np
 
 from collectors.memory import PartitionMemory
 from collectors.records import cluster_record, leave_out_quiet, topic_record
-from krm.simulate.model import SimCluster
+from lab.simulate.model import SimCluster
 from schemas.quiet import Thresholds
 
 

@@ -1,6 +1,6 @@
 """A local OAuth 2 identity provider for a `--security sasl_ssl` local cluster: one token endpoint
 (client credentials grant, RFC 6749 §4.4) that issues RS256-signed JWTs with the cluster's signing
-key, which its brokers verify against the JWKS file next to it (krm/local_security.py). The token's
+key, which its brokers verify against the JWKS file next to it (lab/local_security.py). The token's
 `sub` is the client id, so client `krm` is the principal User:krm with krm's minimum ACLs.
 
 For tests and trying OAUTHBEARER without an identity provider; it serves in a thread of the process
@@ -17,7 +17,7 @@ import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from krm.local_security import KRM_USER, OAUTH_AUDIENCE, OAUTH_ISSUER, OAUTH_KEY_ID, LocalSecurity
+from lab.local_security import KRM_USER, OAUTH_AUDIENCE, OAUTH_ISSUER, OAUTH_KEY_ID, LocalSecurity
 
 
 def _b64(data: bytes) -> str:
