@@ -17,13 +17,12 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from collectors import access  # noqa: E402
-from collectors.admin import AdminSource  # noqa: E402
-from foundation.backoff import Backoff  # noqa: E402
-from foundation.config import CollectorConfig, load_config  # noqa: E402
-from lab.local_cluster import LocalCluster  # noqa: E402
+from collectors import access
+from collectors.admin import AdminSource
+from foundation.backoff import Backoff
+from foundation.config import CollectorConfig, load_config
+from lab.local_cluster import LocalCluster
 
 
 def refused(cluster: LocalCluster) -> int:

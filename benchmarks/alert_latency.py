@@ -28,13 +28,12 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from foundation.config import load_config  # noqa: E402
-from krm.runner import Monitor  # noqa: E402
-from krm.scrape import scrape, series  # noqa: E402
-from lab.local_cluster import LocalCluster  # noqa: E402
-from tests.helpers import create_topic, wait_for, write_config  # noqa: E402
+from foundation.config import load_config
+from krm.runner import Monitor
+from krm.scrape import scrape, series
+from lab.local_cluster import LocalCluster
+from lab.harness import create_topic, wait_for, write_config
 
 
 def pct(values: list[float], q: float) -> float:

@@ -19,12 +19,11 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from collectors.admin import AdminSource  # noqa: E402
-from foundation.config import ClusterConfig, CollectorConfig  # noqa: E402
-from lab.local_cluster import LocalCluster  # noqa: E402
-from tests.helpers import create_topic  # noqa: E402
+from collectors.admin import AdminSource
+from foundation.config import ClusterConfig, CollectorConfig
+from lab.local_cluster import LocalCluster
+from lab.harness import create_topic
 
 
 def flagged(records: list[dict], broker: int) -> bool:

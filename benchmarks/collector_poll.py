@@ -55,17 +55,15 @@ import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from collectors import gc_pause, wire  # noqa: E402
-from collectors.admin import AdminSource  # noqa: E402
-from collectors.publisher import Publisher  # noqa: E402
-from foundation.config import ClusterConfig, CollectorConfig, ObservationsConfig  # noqa: E402
-from lab.local_cluster import LocalCluster, free_port  # noqa: E402
-from schemas.observation import check  # noqa: E402
+from collectors import gc_pause, wire
+from collectors.admin import AdminSource
+from collectors.publisher import Publisher
+from foundation.config import ClusterConfig, CollectorConfig, ObservationsConfig
+from lab.local_cluster import LocalCluster, free_port
+from schemas.observation import check
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from standin_broker import StandIn  # noqa: E402
+from standin_broker import StandIn
 
 TOPIC_PARTITIONS = 100
 JMX_LEO = "kafka_log_log_logendoffset"  # one sample per replica (every broker reports its own logs)

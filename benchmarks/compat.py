@@ -51,13 +51,12 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from foundation.config import load_config  # noqa: E402
-from foundation.paths import jars_dir  # noqa: E402
-from krm.runner import Monitor  # noqa: E402
-from krm.scrape import scrape, series  # noqa: E402
-from lab.local_cluster import (  # noqa: E402
+from foundation.config import load_config
+from foundation.paths import jars_dir
+from krm.runner import Monitor
+from krm.scrape import scrape, series
+from lab.local_cluster import (
     COMPAT_VERSIONS,
     JVM_OPTS,
     KAFKA_RUNTIMES,
@@ -67,7 +66,7 @@ from lab.local_cluster import (  # noqa: E402
     LocalCluster,
     release_tuple,
 )
-from tests.helpers import create_topic, stored_incidents, write_config  # noqa: E402
+from lab.harness import create_topic, stored_incidents, write_config
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "data" / "compat.json"

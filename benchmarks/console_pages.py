@@ -22,12 +22,11 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from krm.console import Console  # noqa: E402
-from pipelines.incidents import Incident  # noqa: E402
-from pipelines.tables import Tables  # noqa: E402
-from pipelines.metrics import ClusterView, PipelineState  # noqa: E402
+from krm.console import Console
+from pipelines.incidents import Incident
+from pipelines.tables import Tables
+from pipelines.metrics import ClusterView, PipelineState
 
 TYPES = [("UNDER_REPLICATED", "warning", None, {"out_of_sync": [3]}),
          ("UNDER_MIN_ISR", "critical", None, {"out_of_sync": [3, 4]}),

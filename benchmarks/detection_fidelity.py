@@ -27,24 +27,22 @@ import json
 import os
 import statistics
 import subprocess
-import sys
 import tempfile
 import threading
 import time
 from collections import defaultdict
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from collectors.publisher import ensure_topic
+from foundation.config import load_config
+from krm.runner import Monitor
+from krm.scrape import scrape
+from lab.local_cluster import LocalCluster, free_port
+from pipelines.incident_store import IncidentStore
+from pipelines.session import build_session
+from pipelines.tables import Tables
 
-from collectors.publisher import ensure_topic  # noqa: E402
-from foundation.config import load_config  # noqa: E402
-from krm.runner import Monitor  # noqa: E402
-from krm.scrape import scrape  # noqa: E402
-from lab.local_cluster import LocalCluster, free_port  # noqa: E402
-from pipelines.incident_store import IncidentStore  # noqa: E402
-from pipelines.session import build_session  # noqa: E402
-from pipelines.tables import Tables  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 SCRIPT = [
     {"at_s": 60, "kind": "stall_follower", "topic": "sim-00001", "partition": 0},

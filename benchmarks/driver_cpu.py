@@ -22,23 +22,20 @@ import json
 import os
 import re
 import statistics
-import sys
 import tempfile
 import threading
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from foundation.config import load_config  # noqa: E402
-from krm.runner import Monitor  # noqa: E402
-from krm.scrape import scrape, series  # noqa: E402
-from lab.local_cluster import LocalCluster  # noqa: E402
-from pipelines.session import build_session  # noqa: E402
-from tests.helpers import create_topic, wait_for, write_config  # noqa: E402
+from foundation.config import load_config
+from krm.runner import Monitor
+from krm.scrape import scrape, series
+from lab.local_cluster import LocalCluster
+from pipelines.session import build_session
+from lab.harness import create_topic, wait_for, write_config
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from collector_poll import fetch, find_kafka_exporter, start_kafka_exporter  # noqa: E402
+from collector_poll import fetch, find_kafka_exporter, start_kafka_exporter
 
 HZ = os.sysconf("SC_CLK_TCK")
 

@@ -48,13 +48,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from foundation.config import load_config
+from krm.scrape import scrape, series
+from lab.local_cluster import LocalCluster
+from lab.harness import KRM, create_topic, quorum_leader, stored_incidents, write_config
 
-from foundation.config import load_config  # noqa: E402
-from krm.scrape import scrape, series  # noqa: E402
-from lab.local_cluster import LocalCluster  # noqa: E402
-from tests.helpers import KRM, create_topic, quorum_leader, stored_incidents, write_config  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 TOPIC, VICTIM = "fault-loop", 2
 FAULTS = ("krm-run", "collect", "pipeline", "zookeeper", "controller", "quorum-leader", "observations",

@@ -41,15 +41,14 @@ import urllib.request
 from pathlib import Path
 from typing import Callable
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.alert_latency import fenced_at, pct  # noqa: E402
-from foundation.config import load_config  # noqa: E402
-from foundation.paths import jar_group  # noqa: E402
-from krm.runner import Monitor  # noqa: E402
-from krm.scrape import scrape, series  # noqa: E402
-from lab.local_cluster import JVM_OPTS, LocalCluster, free_port  # noqa: E402
-from tests.helpers import create_topic, wait_for, write_config  # noqa: E402
+from alert_latency import fenced_at, pct
+from foundation.config import load_config
+from foundation.paths import jar_group
+from krm.runner import Monitor
+from krm.scrape import scrape, series
+from lab.local_cluster import JVM_OPTS, LocalCluster, free_port
+from lab.harness import create_topic, wait_for, write_config
 
 RF1, RF3 = "fa-rf1", "fa-rf3"
 DEFAULT_SESSION_MS = {"zk": 18000, "kraft": 9000}  # zookeeper.session.timeout.ms / broker.session.timeout.ms

@@ -37,14 +37,13 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.alert_latency import pct  # noqa: E402
-from foundation.config import load_config  # noqa: E402
-from krm.runner import Monitor  # noqa: E402
-from krm.scrape import scrape, series  # noqa: E402
-from lab.local_cluster import KRAFT_KAFKA_VERSION, ZK_KAFKA_VERSION, LocalCluster, free_port  # noqa: E402
-from tests.helpers import create_topic, stored_incidents, wait_for  # noqa: E402
+from alert_latency import pct
+from foundation.config import load_config
+from krm.runner import Monitor
+from krm.scrape import scrape, series
+from lab.local_cluster import KRAFT_KAFKA_VERSION, ZK_KAFKA_VERSION, LocalCluster, free_port
+from lab.harness import create_topic, stored_incidents, wait_for
 
 TOPIC = "fleet-rf1"
 VICTIM = 2

@@ -1,4 +1,4 @@
-"""Hostile input at scale: N hypothesis cases (tests/fuzz_records.py) through the Python schema check,
+"""Hostile input at scale: N hypothesis cases (lab/fuzz_records.py) through the Python schema check,
 then a sample of them through Spark's ingest (parse -> valid / quarantine) with the counts checked.
 
     .venv/bin/python benchmarks/fuzz_observations.py --cases 100000 --spark-sample 5000
@@ -14,12 +14,10 @@ import argparse
 import collections
 import json
 import os
-import sys
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
 
 def main() -> None:
@@ -33,7 +31,7 @@ def main() -> None:
 
     from foundation.errors import SchemaError
     from schemas.observation import check
-    from tests.fuzz_records import NOT_JSON, collect, expected_rejection, hostile_records
+    from lab.fuzz_records import NOT_JSON, collect, expected_rejection, hostile_records
 
     t0 = time.perf_counter()
     records = collect(hostile_records(), args.cases, seed=args.seed)
@@ -61,7 +59,7 @@ def main() -> None:
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
         from pipelines.ingest import parse, rejected
         from pipelines.session import build_session
-        from tests.spark.test_fuzz_ingest_spark import as_spark_reads
+        from lab.fuzz_records import as_spark_reads
 
         sample = records[:args.spark_sample]
         texts = [json.dumps(r) for r in sample] + NOT_JSON

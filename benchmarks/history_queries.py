@@ -29,7 +29,6 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 KRM = str(Path(sys.executable).parent / "krm")
 BROKERS = 6

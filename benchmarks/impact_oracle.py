@@ -33,14 +33,13 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import requests  # noqa: E402
+import requests
 
-from foundation.config import load_config  # noqa: E402
-from krm.runner import Monitor  # noqa: E402
-from lab.client_judge import ClientJudge  # noqa: E402
-from lab.local_cluster import LocalCluster, free_port  # noqa: E402
+from foundation.config import load_config
+from krm.runner import Monitor
+from lab.client_judge import ClientJudge
+from lab.local_cluster import LocalCluster, free_port
 
 TOPIC = "oracle"
 PARTITIONS = 8

@@ -12,16 +12,13 @@ from __future__ import annotations
 import argparse
 import gzip
 import statistics
-import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from prometheus_client import CollectorRegistry, generate_latest  # noqa: E402
+from prometheus_client import CollectorRegistry, generate_latest
 
-from pipelines.incidents import Incident  # noqa: E402
-from pipelines.metrics import ClusterView, KrmCollector, PipelineState  # noqa: E402
+from pipelines.incidents import Incident
+from pipelines.metrics import ClusterView, KrmCollector, PipelineState
 
 
 def incidents(kind: str, n: int, cause: str | None, severity: str) -> list[Incident]:

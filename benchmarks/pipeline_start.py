@@ -9,19 +9,17 @@ Usage: .venv/bin/python benchmarks/pipeline_start.py --starts 3
 from __future__ import annotations
 
 import argparse
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from foundation.config import load_config  # noqa: E402
-from krm.runner import Monitor  # noqa: E402
-from krm.scrape import scrape, series  # noqa: E402
-from lab.local_cluster import LocalCluster  # noqa: E402
-from pipelines.session import build_session  # noqa: E402
-from tests.helpers import create_topic, wait_for, write_config  # noqa: E402
+from foundation.config import load_config
+from krm.runner import Monitor
+from krm.scrape import scrape, series
+from lab.local_cluster import LocalCluster
+from pipelines.session import build_session
+from lab.harness import create_topic, wait_for, write_config
 
 
 def main() -> None:

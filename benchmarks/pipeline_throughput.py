@@ -26,15 +26,14 @@ import threading
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from collectors.publisher import ensure_topic
+from foundation.config import load_config
+from krm.runner import Monitor
+from krm.scrape import scrape, series
+from lab.local_cluster import LocalCluster, free_port
+from pipelines.session import build_session
 
-from collectors.publisher import ensure_topic  # noqa: E402
-from foundation.config import load_config  # noqa: E402
-from krm.runner import Monitor  # noqa: E402
-from krm.scrape import scrape, series  # noqa: E402
-from lab.local_cluster import LocalCluster, free_port  # noqa: E402
-from pipelines.session import build_session  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def pct(values, q):

@@ -15,15 +15,12 @@ from __future__ import annotations
 import argparse
 import random
 import statistics
-import sys
 import time
 from collections import Counter
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from krm.assignment import assign, expansion_inputs  # noqa: E402
-from krm.rebalance import plan_rebalance  # noqa: E402
+from krm.assignment import assign, expansion_inputs
+from krm.rebalance import plan_rebalance
 
 
 def topics(n_topics, partitions, rf, brokers, rng, racks=None):

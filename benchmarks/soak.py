@@ -28,20 +28,19 @@ import tempfile
 import time
 from pathlib import Path
 
+import pyarrow as pa
+from deltalake import DeltaTable
+
+from pipeline_throughput import rss_mb, spark_driver
+from collectors.publisher import ensure_topic
+from foundation.config import load_config
+from krm.runner import Monitor
+from krm.scrape import scrape, series
+from lab.local_cluster import LocalCluster, free_port
+from pipelines.session import build_session
+from pipelines.tables import Tables
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-import pyarrow as pa  # noqa: E402
-from deltalake import DeltaTable  # noqa: E402
-
-from benchmarks.pipeline_throughput import rss_mb, spark_driver  # noqa: E402
-from collectors.publisher import ensure_topic  # noqa: E402
-from foundation.config import load_config  # noqa: E402
-from krm.runner import Monitor  # noqa: E402
-from krm.scrape import scrape, series  # noqa: E402
-from lab.local_cluster import LocalCluster, free_port  # noqa: E402
-from pipelines.session import build_session  # noqa: E402
-from pipelines.tables import Tables  # noqa: E402
 
 TABLES = ("observations", "partition_state", "replica_lag", "assignments", "incidents", "data_quality")
 

@@ -35,7 +35,6 @@ import zlib
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 API_VERSIONS_FILE = Path(__file__).with_name("data") / "kafka-3.9.1-kraft-broker-api-versions.json"
 TOPIC_PARTITIONS = 100

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from lab.local_cluster import KRAFT_KAFKA_VERSION, ZK_KAFKA_VERSION
-from tests.helpers import local_cluster
+from lab.harness import local_cluster
 
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 # The suite's Kafka JVMs (brokers, controllers, ZooKeeper, Kafka's command-line tools) compile with C1

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from foundation.paths import jar_group
 from lab.local_cluster import free_port
-from tests.helpers import wait_for
+from lab.harness import wait_for
 
 _SITE = """<?xml version="1.0"?>
 <configuration>

@@ -21,7 +21,7 @@ from foundation.config import load_config
 from krm.runner import Monitor
 from krm.scrape import scrape, series
 from tests.browser import chromium, shot
-from tests.helpers import every_isr_whole, partition_leaders, wait_for, write_config
+from lab.harness import every_isr_whole, partition_leaders, wait_for, write_config
 
 pytestmark = pytest.mark.e2e
 

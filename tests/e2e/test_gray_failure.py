@@ -19,7 +19,7 @@ from foundation.config import load_config
 from krm.runner import Monitor
 from krm.scrape import scrape, series
 from lab.client_judge import ClientJudge
-from tests.helpers import create_topic, every_isr_whole, partition_leaders, stored_incidents, wait_for, write_config
+from lab.harness import create_topic, every_isr_whole, partition_leaders, stored_incidents, wait_for, write_config
 
 pytestmark = pytest.mark.e2e
 

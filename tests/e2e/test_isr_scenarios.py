@@ -12,7 +12,7 @@ import pytest
 from foundation.config import load_config
 from krm.runner import Monitor
 from krm.scrape import scrape, series
-from tests.helpers import create_topic, krm_json, stored_incidents, wait_equal, wait_for, write_config
+from lab.harness import create_topic, krm_json, stored_incidents, wait_equal, wait_for, write_config
 
 pytestmark = pytest.mark.e2e
 

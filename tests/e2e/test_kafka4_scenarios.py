@@ -20,7 +20,7 @@ from foundation.config import load_config
 from krm.runner import Monitor
 from krm.scrape import scrape, series
 from lab.local_cluster import KRAFT_KAFKA_VERSION
-from tests.helpers import create_topic, local_cluster, quorum_leader, stored_incidents, wait_for, write_config
+from lab.harness import create_topic, local_cluster, quorum_leader, stored_incidents, wait_for, write_config
 
 pytestmark = pytest.mark.e2e
 

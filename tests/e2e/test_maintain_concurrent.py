@@ -21,7 +21,7 @@ from krm.maintain import maintain
 from krm.runner import Monitor
 from krm.scrape import scrape, series
 from pipelines.tables import Tables
-from tests.helpers import wait_for, write_config
+from lab.harness import wait_for, write_config
 
 pytestmark = pytest.mark.e2e
 

@@ -31,7 +31,7 @@ from krm.runner import Monitor
 from krm.scrape import scrape, series
 from lab.local_cluster import KRAFT_KAFKA_VERSION, ZK_KAFKA_VERSION, free_port
 from tests.e2e.conftest import RULES
-from tests.helpers import KRM, kafka_tool, local_cluster, stored_incidents, wait_for, write_config
+from lab.harness import KRM, kafka_tool, local_cluster, stored_incidents, wait_for, write_config
 
 pytestmark = pytest.mark.e2e
 

@@ -23,7 +23,7 @@ import collectors.zookeeper
 from foundation.config import load_config
 from krm.runner import Monitor
 from krm.scrape import scrape, series
-from tests.helpers import create_topic, local_cluster, stored_incidents, wait_equal, wait_for, write_config
+from lab.harness import create_topic, local_cluster, stored_incidents, wait_equal, wait_for, write_config
 
 pytestmark = pytest.mark.e2e
 

@@ -18,7 +18,7 @@ from krm.runner import Monitor
 from krm.scrape import scrape, series
 from lab.local_cluster import free_port
 from lab.local_security import KRM_USER, LocalSecurity, _ca, _signed_cert
-from tests.helpers import create_topic, wait_equal
+from lab.harness import create_topic, wait_equal
 
 pytestmark = pytest.mark.e2e
 

@@ -17,7 +17,7 @@ import pytest
 from foundation.config import load_config
 from krm.scrape import scrape, series
 from lab.local_cluster import free_port
-from tests.helpers import KRM, create_topic, delete_topic, wait_equal, wait_for, write_config
+from lab.harness import KRM, create_topic, delete_topic, wait_equal, wait_for, write_config
 
 pytestmark = pytest.mark.e2e
 

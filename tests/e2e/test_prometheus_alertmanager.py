@@ -16,7 +16,7 @@ from foundation.config import load_config
 from krm.runner import Monitor
 from krm.scrape import scrape, series
 from tests.browser import chromium, shot
-from tests.helpers import create_topic, wait_for, write_config
+from lab.harness import create_topic, wait_for, write_config
 
 pytestmark = pytest.mark.e2e
 

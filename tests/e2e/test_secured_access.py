@@ -23,7 +23,7 @@ from krm.scrape import scrape, series
 from lab.local_cluster import free_port
 from lab.local_oauth import TokenEndpoint
 from lab.local_security import KRM_ACLS, LocalSecurity, grant_krm_acls, revoke_acl
-from tests.helpers import create_topic, wait_equal
+from lab.harness import create_topic, wait_equal
 
 pytestmark = pytest.mark.e2e
 

@@ -13,7 +13,7 @@ from lab.local_cluster import free_port
 from lab.simulate.faults import Fault
 from lab.simulate.model import SimSettings
 from lab.simulate.run import simulate
-from tests.helpers import krm_json, wait_for
+from lab.harness import krm_json, wait_for
 
 pytestmark = pytest.mark.e2e
 

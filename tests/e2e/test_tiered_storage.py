@@ -14,7 +14,7 @@ import pytest
 from foundation.config import load_config
 from krm.runner import Monitor
 from krm.scrape import scrape, series
-from tests.helpers import create_topic, kafka_tool, local_cluster, stored_incidents, wait_for, write_config
+from lab.harness import create_topic, kafka_tool, local_cluster, stored_incidents, wait_for, write_config
 
 pytestmark = pytest.mark.e2e
 

@@ -8,7 +8,7 @@ import pytest
 
 from collectors.admin import AdminSource
 from foundation.config import ClusterConfig, CollectorConfig
-from tests.helpers import create_topic, kafka_tool as _tool
+from lab.harness import create_topic, kafka_tool as _tool
 
 pytestmark = pytest.mark.integration
 

@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from tests.helpers import KRM, create_topic, wait_for, write_config
+from lab.harness import KRM, create_topic, wait_for, write_config
 
 pytestmark = pytest.mark.integration
 

@@ -11,7 +11,7 @@ import pytest
 from foundation.config import load_config
 from krm.runner import Monitor
 from krm.scrape import scrape, series
-from tests.helpers import free_port_pair, wait_for, write_config
+from lab.harness import free_port_pair, wait_for, write_config
 
 pytestmark = pytest.mark.integration
 

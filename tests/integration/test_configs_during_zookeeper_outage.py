@@ -18,7 +18,7 @@ from collectors.admin import AdminSource
 from collectors.topic_configs import config_backoff
 from foundation.config import ClusterConfig, CollectorConfig
 from lab.local_cluster import LocalCluster
-from tests.helpers import create_topic
+from lab.harness import create_topic
 
 pytestmark = pytest.mark.integration
 

@@ -9,7 +9,7 @@ from collectors.admin import AdminSource
 from collectors.jmx import JmxSource
 from foundation.config import ClusterConfig, CollectorConfig
 from schemas.observation import check
-from tests.helpers import create_topic, wait_for
+from lab.harness import create_topic, wait_for
 
 pytestmark = pytest.mark.integration
 

@@ -5,7 +5,7 @@ import subprocess
 
 import pytest
 
-from tests.helpers import KRM
+from lab.harness import KRM
 
 pytestmark = pytest.mark.integration
 

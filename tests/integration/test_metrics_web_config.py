@@ -14,7 +14,7 @@ import requests
 
 from lab.local_cluster import free_port
 from pipelines.metrics import ClusterView, PipelineState, serve
-from tests.helpers import wait_for
+from lab.harness import wait_for
 
 pytestmark = pytest.mark.integration
 

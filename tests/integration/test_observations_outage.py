@@ -8,7 +8,7 @@ import pytest
 from collectors.daemon import Collector
 from collectors.stats import CollectorMetrics
 from foundation.config import load_config
-from tests.helpers import local_cluster, wait_for, write_config
+from lab.harness import local_cluster, wait_for, write_config
 
 pytestmark = pytest.mark.integration
 

@@ -12,7 +12,7 @@ from collections import Counter
 
 import pytest
 
-from tests.helpers import kafka_tool, krm_json, wait_for, write_config
+from lab.harness import kafka_tool, krm_json, wait_for, write_config
 
 pytestmark = pytest.mark.integration
 

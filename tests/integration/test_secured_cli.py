@@ -8,7 +8,7 @@ import subprocess
 import pytest
 
 from lab.local_security import LocalSecurity
-from tests.helpers import KRM, create_topic
+from lab.harness import KRM, create_topic
 
 pytestmark = pytest.mark.integration
 

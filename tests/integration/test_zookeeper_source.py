@@ -9,7 +9,7 @@ import pytest
 
 from collectors.daemon import Collector
 from foundation.config import load_config
-from tests.helpers import create_topic, wait_for, write_config
+from lab.harness import create_topic, wait_for, write_config
 
 pytestmark = pytest.mark.integration
 

@@ -1,5 +1,5 @@
 """Hostile records through the Spark side of ingest (parse -> valid / quarantine), on a sample of the
-cases the Python side is fuzzed with (tests/fuzz_records.py): every record comes out exactly once,
+cases the Python side is fuzzed with (lab/fuzz_records.py): every record comes out exactly once,
 as valid or quarantined with a reason; what the independent oracle refuses is quarantined; what a
 correct collector publishes is never quarantined."""
 
@@ -8,7 +8,7 @@ import json
 import pytest
 
 from pipelines.ingest import parse, rejected
-from tests.fuzz_records import NOT_JSON, collect, contract_error, expected_rejection, hostile_records, schema_error
+from lab.fuzz_records import NOT_JSON, as_spark_reads, collect, expected_rejection, hostile_records
 
 pytestmark = pytest.mark.spark
 
@@ -44,51 +44,11 @@ def test_a_hostile_sample_is_sorted_exactly(spark):
           f"{len(lenient)} read leniently (a mistyped optional field as absent, a value as its text)")
 
 
-def as_spark_reads(record, steps=5):
-    """The record as Spark's JSON reader sees it, when that reading is a valid record (else None):
-    a mistyped string field as the value's JSON text, any other mistyped optional field as absent, an
-    optional array with a mistyped element as absent (a JSON null element is refused by ingest)."""
-    import copy
-
-    from schemas.observation import OBSERVATION, Scalar
-
-    record = copy.deepcopy(record)
-    for _ in range(steps):
-        why = schema_error(record)
-        if why is None:
-            return record if contract_error(record) is None else None
-        if not why.startswith("$.") or "required field is missing" in why:
-            return None
-        steps_ = [s for s in why.split(":", 1)[0][2:].replace("[", ".[").split(".") if s]
-        element = steps_[-1].startswith("[")
-        if element:  # a mistyped array element: Spark reads the whole array as null
-            steps_ = steps_[:-1]
-        if not steps_ or steps_[-1].startswith("["):
-            return None
-        node, holder = OBSERVATION, record
-        for step in steps_[:-1]:
-            if step.startswith("["):
-                node, holder = node.element, holder[int(step[1:-1])]
-            else:
-                node, holder = next(ft for n, ft, _ in node.fields if n == step), holder[step]
-        last = steps_[-1]
-        field = next((f for f in node.fields if f[0] == last), None)
-        if field is None:
-            return None
-        if not element and isinstance(field[1], Scalar) and field[1].name == "string":
-            holder[last] = json.dumps(holder[last], separators=(",", ":"))
-        elif not field[2]:
-            holder.pop(last)
-        else:
-            return None
-    return None
-
-
 def test_a_null_array_element_is_quarantined(spark):
     """Found by the 100k run (RELIABILITY.md): Spark's reader keeps a JSON null inside an array, so
     `elr: [1, null]` reached the detectors with a null broker. Every array, at every depth, now refuses
     a null element, as the Python check does."""
-    from tests.fuzz_records import valid_records
+    from lab.fuzz_records import valid_records
 
     base = next(r for r in collect(valid_records(), 200, seed=5)
                 if r["kind"] == "topic" and r["topic_state"]["partitions"])

@@ -9,7 +9,7 @@ from collectors.records import topic_record
 from pipelines.findings import DetectorSettings, alert_rows
 from pipelines.ingest import parse, valid
 from tests.golden_reassignment import CASES
-from tests.helpers import observations_batch
+from lab.harness import observations_batch
 
 pytestmark = pytest.mark.spark
 

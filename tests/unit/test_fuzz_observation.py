@@ -1,4 +1,4 @@
-"""Hostile input against the Python side of the observation contract (tests/fuzz_records.py): the
+"""Hostile input against the Python side of the observation contract (lab/fuzz_records.py): the
 schema check either accepts a record or names why not; it never raises anything else, whatever the
 JSON. The reliability run (benchmarks/fuzz_observations.py, RELIABILITY.md) drives the same
 properties with 100k+ cases; here a few thousand keep the unit tier fast."""
@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 
 from foundation.errors import SchemaError
 from schemas.observation import _CHECK_OBSERVATION, _FAST_OBSERVATION, _Mismatch, check
-from tests.fuzz_records import contract_error, hostile_records, schema_error, valid_records
+from lab.fuzz_records import contract_error, hostile_records, schema_error, valid_records
 
 pytestmark = pytest.mark.unit
 FAST = settings(max_examples=500, deadline=None, derandomize=True,

@@ -10,7 +10,7 @@ from collectors import access
 from foundation.config import load_config, parse_config
 from foundation.errors import ConfigError
 from foundation.security import KafkaSecurity, kafka_python_kwargs, spark_kafka_options
-from tests.helpers import KRM
+from lab.harness import KRM
 
 pytestmark = pytest.mark.unit
 

@@ -14,6 +14,7 @@ contract ingest enforces (pipelines/ingest.py `contract`), restated here indepen
 from __future__ import annotations
 
 import copy
+import json
 import re
 from typing import Any
 
@@ -255,3 +256,43 @@ def collect(strategy: Any, n: int, seed: int = 0) -> list[Any]:
 
 NOT_JSON = ["", "{", "[1, 2", "null", "\"just a string\"", "{\"v\": 2, \"kind\": \"topic\"", "\x00\xff\xfe", "NaN",
             "{\"v\": 1e999}", "[]" * 10_000]
+
+
+def as_spark_reads(record, steps=5):
+    """The record as Spark's JSON reader sees it, when that reading is a valid record (else None):
+    a mistyped string field as the value's JSON text, any other mistyped optional field as absent, an
+    optional array with a mistyped element as absent (a JSON null element is refused by ingest)."""
+    import copy
+
+    from schemas.observation import OBSERVATION, Scalar
+
+    record = copy.deepcopy(record)
+    for _ in range(steps):
+        why = schema_error(record)
+        if why is None:
+            return record if contract_error(record) is None else None
+        if not why.startswith("$.") or "required field is missing" in why:
+            return None
+        steps_ = [s for s in why.split(":", 1)[0][2:].replace("[", ".[").split(".") if s]
+        element = steps_[-1].startswith("[")
+        if element:  # a mistyped array element: Spark reads the whole array as null
+            steps_ = steps_[:-1]
+        if not steps_ or steps_[-1].startswith("["):
+            return None
+        node, holder = OBSERVATION, record
+        for step in steps_[:-1]:
+            if step.startswith("["):
+                node, holder = node.element, holder[int(step[1:-1])]
+            else:
+                node, holder = next(ft for n, ft, _ in node.fields if n == step), holder[step]
+        last = steps_[-1]
+        field = next((f for f in node.fields if f[0] == last), None)
+        if field is None:
+            return None
+        if not element and isinstance(field[1], Scalar) and field[1].name == "string":
+            holder[last] = json.dumps(holder[last], separators=(",", ":"))
+        elif not field[2]:
+            holder.pop(last)
+        else:
+            return None
+    return None

@@ -1,4 +1,5 @@
-"""Small helpers shared by integration and end-to-end tests."""
+"""Driving a local cluster and krm, shared by the tests and the benchmarks: configs for a local cluster,
+topics, waits for a settled state, Kafka's own tools, the stored incidents."""
 
 from __future__ import annotations
 
