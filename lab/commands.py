@@ -14,7 +14,7 @@ from typing import Any
 
 from foundation.errors import KrmError
 from foundation.paths import clusters_root
-from krm.cli import resolve_config
+from krm.commands.common import resolve_config
 
 
 def _cluster_root(name: str) -> Path:

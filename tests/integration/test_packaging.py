@@ -43,6 +43,9 @@ def test_installed_wheel_runs_outside_the_checkout(tmp_path):
         return out.stdout
 
     assert run(venv / "bin" / "krm", "--version").startswith("krm ")
+    # the lab's commands reach the installed CLI through the `krm.commands` entry point, not an import
+    usage = run(venv / "bin" / "krm", "--help")
+    assert all(f"    {c} " in usage for c in ("local-cluster", "simulate", "demo", "run", "check")), usage
     where = json.loads(run(venv / "bin" / "python", "-c",
                            "import json, foundation.paths as p; print(json.dumps([str(p.PACKAGE_DIR), p.IN_CHECKOUT, "
                            "str(p.CONF_DIR), str(p.jars_dir())]))"))

@@ -1,0 +1,119 @@
+"""`krm incidents` and `krm incidents show ID`: the incidents table. Each command's parser beside its handler."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+from typing import Any
+
+from foundation.errors import KrmError
+from krm.commands.common import resolve_config
+
+log = logging.getLogger("krm")
+
+
+def cmd_incidents(args: argparse.Namespace) -> int:
+    from foundation.config import load_config
+    from pipelines.incident_store import IncidentStore, to_json_obj
+    from pipelines.tables import Tables
+
+    from pipelines.detectors.registry import INCIDENT_TYPES
+
+    if args.action:
+        if args.action[0] != "show" or len(args.action) != 2:
+            raise KrmError(f"unknown incidents action {' '.join(args.action)!r}: use `krm incidents show INCIDENT_ID`")
+        return cmd_incident_show(args, args.action[1])
+
+    unknown = sorted(set(args.type or ()) - set(INCIDENT_TYPES))
+    if unknown:
+        raise KrmError(f"unknown incident type {', '.join(unknown)}; the types are {', '.join(INCIDENT_TYPES)}")
+    config = load_config(resolve_config(args.config))
+    incidents = IncidentStore(Tables(config.pipeline.data_dir).incidents).read(open_only=args.open, types=args.type)
+    if args.json:
+        print(json.dumps([to_json_obj(i) for i in incidents], indent=2))
+        return 0
+    if not incidents:
+        print("no incidents" + (" open" if args.open else ""))
+        return 0
+    from krm.output import print_table
+
+    rows = []
+    for i in incidents:
+        o = to_json_obj(i)
+        subject = f"{i.topic}/{i.partition}" if i.topic is not None else (f"broker {i.broker}" if i.broker is not None else "-")
+        if i.topic is not None and i.broker is not None:
+            subject += f" broker {i.broker}"
+        root = i.details.get("root_cause")
+        cause = (i.cause or "") + (f" (root: {root})" if root and root != i.cause else "")
+        rows.append([o["status"], i.severity, i.type, i.cluster, subject, cause, o["opened_at"], o["resolved_at"] or ""])
+    print_table(["status", "severity", "type", "cluster", "subject", "cause", "opened", "resolved"], rows,
+                styled=(0, 1))
+    return 0
+
+
+SHOW_CHANGES = 10  # state changes of the partition `krm incidents show` prints, up to the incident's opening and after
+
+
+def cmd_incident_show(args: argparse.Namespace, incident_id: str) -> int:
+    import datetime as dt
+
+    from foundation.config import load_config
+    from krm.timeline import changes, read_states
+    from pipelines.detectors.registry import BY_TYPE
+    from pipelines.incident_store import IncidentStore, to_json_obj
+    from pipelines.tables import Tables
+
+    config = load_config(resolve_config(args.config))
+    tables = Tables(config.pipeline.data_dir)
+    found = [i for i in IncidentStore(tables.incidents).read() if i.incident_id == incident_id]
+    if not found:
+        raise KrmError(f"no incident {incident_id!r} in {tables.incidents} (`krm incidents --json` lists them)")
+    inc = found[0]
+    rule = BY_TYPE.get(inc.type)
+    history: list[Any] = []
+    if inc.topic is not None and inc.partition is not None and tables.partition_state.is_table():
+        now = dt.datetime.now(dt.timezone.utc)
+        opened = dt.datetime.fromtimestamp(inc.opened_at_ms / 1000, dt.timezone.utc)
+        states = read_states(tables.partition_state, inc.topic, inc.partition, now - opened + dt.timedelta(hours=1),
+                             now=now, cluster=inc.cluster)
+        history = changes(states)
+        before = [e for e in history if e.at <= opened][-SHOW_CHANGES:]
+        history = before + [e for e in history if e.at > opened][:SHOW_CHANGES]
+    obj = to_json_obj(inc) | {"summary": rule.summary if rule else None, "routine": rule.routine if rule else None,
+                              "changes": [e.to_json() for e in history]}
+    if args.json:
+        print(json.dumps(obj, indent=2, default=str))
+        return 0
+    where = f"{inc.topic}-{inc.partition}" if inc.topic is not None else (f"broker {inc.broker}" if inc.broker is not None
+                                                                         else "cluster")
+    print(f"{inc.severity.upper()} {inc.type} ({inc.cause or '-'}) on {inc.cluster} {where}  [{inc.status}]")
+    print(f"  id          {inc.incident_id}")
+    print(f"  opened      {obj['opened_at']}   last seen {obj['last_seen_at']}   resolved {obj['resolved_at'] or '-'}")
+    if inc.broker is not None:
+        print(f"  broker      {inc.broker}")
+    for key in ("must_return", "holding_back", "out_of_sync", "leader", "isr", "elr", "replicas", "root_cause"):
+        if inc.details.get(key) is not None:
+            print(f"  {key:<12}{inc.details[key]}")
+    if rule:
+        print(f"  means       {rule.summary}")
+        print(f"  routine     {rule.routine}")
+    print("  details     " + json.dumps({k: v for k, v in inc.details.items()}, default=str))
+    if history:
+        print(f"  the partition's changes around the opening (up to {SHOW_CHANGES} before and after):")
+        for e in history:
+            print(f"    {e.at.isoformat(timespec='seconds')}  {e.what}")
+    return 0
+
+
+def add(sub: Any) -> None:
+    """Add these commands to `krm`'s subcommands."""
+    i = sub.add_parser("incidents", help="incidents from the Delta table; `incidents show ID`: one incident whole",
+                       description="List incidents, or `krm incidents show INCIDENT_ID` for one: its fields, what its "
+                                   "type means, and its partition's state changes around its opening.")
+    i.add_argument("action", nargs="*", metavar="show INCIDENT_ID", help="show one incident whole")
+    i.add_argument("--config")
+    i.add_argument("--open", action="store_true", help="only open incidents")
+    i.add_argument("--type", action="append", help="only this incident type (repeatable)")
+    i.add_argument("--json", action="store_true")
+    i.set_defaults(func=cmd_incidents, hard_exit=True)
