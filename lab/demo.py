@@ -18,6 +18,8 @@ from foundation.paths import clusters_root
 from krm.runner import Monitor
 from krm.scrape import scrape, series
 from lab.local_cluster import LocalCluster
+from pipelines.detectors.offline import TYPE as OFFLINE
+from pipelines.detectors.offline import OfflineDetails
 from pipelines.incident_store import IncidentStore
 from pipelines.tables import Tables
 
@@ -97,8 +99,8 @@ def run_demo(keep: bool = False, brokers: int = 3) -> int:
         say("summary:")
         for i in incidents:
             dur = ((i.resolved_at_ms or i.last_seen_at_ms) - i.opened_at_ms) / 1000
-            must = i.details.get("must_return") or []
-            root = i.details.get("root_cause") or i.cause
+            must = OfflineDetails.of(i.details).must_return if i.type == OFFLINE else ()
+            root = i.root_cause or i.cause
             print(f"         {i.type} {i.topic}/{i.partition} cause={root} {i.status} after {dur:.1f}s"
                   + (f" (last: {i.cause})" if i.cause != root else "")
                   + (f" (must return: broker {','.join(map(str, must))})" if must else ""))
@@ -106,7 +108,7 @@ def run_demo(keep: bool = False, brokers: int = 3) -> int:
               "for as long as its one broker"
               "\n  is down. Before maintenance, move such partitions off the broker.\n")
         if incidents:  # the page's incident: an offline partition, the one naming the broker to bring back first
-            shown = min(incidents, key=lambda i: (i.type != "OFFLINE_PARTITION", not i.details.get("must_return")))
+            shown = min(incidents, key=lambda i: (i.type != OFFLINE, not OfflineDetails.of(i.details).must_return))
             _history(say, cluster.config_path, shown)
         print(f"\n  History: .venv/bin/krm incidents --config {cluster.config_path}")
         return 0

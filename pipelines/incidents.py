@@ -52,10 +52,10 @@ def _with_causes(details: dict[str, Any], cause: str | None, before: Incident | 
         return details
     if before is None:
         return {**details, "root_cause": cause, "cause_history": [cause]}
-    history = list(before.details.get("cause_history") or [before.cause])
+    history = before.cause_history
     if cause != history[-1]:
         history = (history + [cause])[-CAUSE_HISTORY_MAX:]
-    return {**details, "root_cause": before.details.get("root_cause", history[0]), "cause_history": history}
+    return {**details, "root_cause": before.root_cause, "cause_history": history}
 
 
 @dataclass(frozen=True)
@@ -110,6 +110,16 @@ class Incident:
     @property
     def key(self) -> Key:
         return (self.cluster, self.type, self.topic, self.partition, self.broker)
+
+    @property
+    def cause_history(self) -> list[str | None]:
+        """The causes it went through, oldest first (the last CAUSE_HISTORY_MAX), kept in its details."""
+        return list(self.details.get("cause_history") or [self.cause])
+
+    @property
+    def root_cause(self) -> str | None:
+        """The cause it opened with."""
+        return self.details.get("root_cause", self.cause_history[0])
 
 
 def incident_id(key: Key, opened_at_ms: int) -> str:

@@ -324,10 +324,11 @@ def _incident_info_series(incidents: tuple[Incident, ...], console_url: str) -> 
                             labels=["cluster", "type", "severity", "topic", "partition", "broker", "cause",
                                     "incident_id", "must_return", "holding_back", "url"])
     for inc in incidents:
+        must_return = offline.OfflineDetails.of(inc.details).must_return if inc.type == offline.TYPE else ()
+        holding_back = hw_stall.StallDetails.of(inc.details).holding_back if inc.type == hw_stall.TYPE else ()
         fam.add_metric([inc.cluster, inc.type, inc.severity, inc.topic or "",
                         "" if inc.partition is None else str(inc.partition), "" if inc.broker is None else str(inc.broker),
-                        inc.cause or "", inc.incident_id, _brokers_label(inc.details.get("must_return")),
-                        _brokers_label(inc.details.get("holding_back")),
+                        inc.cause or "", inc.incident_id, _brokers_label(must_return), _brokers_label(holding_back),
                         f"{console_url}/incidents/{inc.incident_id}" if console_url else ""], 1)
     yield fam
     if console_url:
@@ -457,12 +458,14 @@ def _offset_series(incidents: tuple[Incident, ...], now: float) -> Iterator[Any]
     lagging = GaugeMetricFamily("krm_replica_lag_messages", "Leader LEO minus this follower's LEO.",
                                 labels=["cluster", "topic", "partition", "broker"])
     for inc in incidents:
-        if inc.type == hw_stall.TYPE and inc.details.get("hw_stalled_since_ms") is not None:
-            stall.add_metric([inc.cluster, inc.topic or "", str(inc.partition)],
-                             max(0.0, now - inc.details["hw_stalled_since_ms"] / 1000))
-        elif inc.type == lag.TYPE and inc.details.get("lag_messages") is not None:
-            lagging.add_metric([inc.cluster, inc.topic or "", str(inc.partition), str(inc.broker)],
-                               inc.details["lag_messages"])
+        if inc.type == hw_stall.TYPE:
+            since = hw_stall.StallDetails.of(inc.details).hw_stalled_since_ms
+            if since is not None:
+                stall.add_metric([inc.cluster, inc.topic or "", str(inc.partition)], max(0.0, now - since / 1000))
+        elif inc.type == lag.TYPE:
+            behind = lag.LagDetails.of(inc.details).lag_messages
+            if behind is not None:
+                lagging.add_metric([inc.cluster, inc.topic or "", str(inc.partition), str(inc.broker)], behind)
     yield stall
     yield lagging
 

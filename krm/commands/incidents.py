@@ -44,7 +44,7 @@ def cmd_incidents(args: argparse.Namespace) -> int:
         subject = f"{i.topic}/{i.partition}" if i.topic is not None else (f"broker {i.broker}" if i.broker is not None else "-")
         if i.topic is not None and i.broker is not None:
             subject += f" broker {i.broker}"
-        root = i.details.get("root_cause")
+        root = i.root_cause
         cause = (i.cause or "") + (f" (root: {root})" if root and root != i.cause else "")
         rows.append([o["status"], i.severity, i.type, i.cluster, subject, cause, o["opened_at"], o["resolved_at"] or ""])
     print_table(["status", "severity", "type", "cluster", "subject", "cause", "opened", "resolved"], rows,

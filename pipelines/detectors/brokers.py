@@ -33,13 +33,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from pipelines.detectors.rule import ClusterView, Rule
+from pipelines.detectors.rule import ClusterView, Escalation, Rule
 
 BROKER_DOWN = "BROKER_DOWN"
 NOT_REGISTERED = "not_registered"
 STOPPED = "stopped"
 UNKNOWN = "unknown"
 UNREACHABLE = "unreachable"
+PAST_PLANNED_STOP = "past_planned_stop"  # escalation: down longer than `planned_stop_max_s`
 
 
 def broker_columns(cluster_state: Any) -> dict[str, Any]:
@@ -73,11 +74,10 @@ def _plan(view: ClusterView) -> Any:
         said = how(br)
         cause = (F.when(said == "controlled", F.lit(STOPPED)).when(said == "unknown", F.lit(UNKNOWN))
                  .otherwise(F.lit(NOT_REGISTERED)))
-        level = RULE.severity_column(cause)
+        conditions = {}
         if limit_ms is not None and view.observed_at_ms is not None:
-            too_long = F.coalesce(view.observed_at_ms - br["down_since_ms"] > F.lit(limit_ms), F.lit(False))
-            level = F.when(cause.isin(STOPPED, UNKNOWN) & too_long, F.lit("critical")).otherwise(level)
-        return view.finding(RULE, cause, details(br), broker=br["id"], severity=level)
+            conditions[PAST_PLANNED_STOP] = view.observed_at_ms - br["down_since_ms"] > F.lit(limit_ms)
+        return view.finding(RULE, cause, details(br), broker=br["id"], severity=RULE.severity_column(cause, **conditions))
 
     def silent(br: Any) -> Any:
         cause = F.when(how(br) == "controlled", F.lit(STOPPED)).otherwise(F.lit(UNREACHABLE))
@@ -91,6 +91,8 @@ RULE = Rule(BROKER_DOWN, {NOT_REGISTERED: "critical", STOPPED: "warning", UNKNOW
             "a broker not registered after a crash (critical), a controlled shutdown or a departure nothing "
             "explains (warning, critical when it lasts), or not answering while still registered (warning)",
             plan=_plan, failed_polls=True,
+            escalations=(Escalation((STOPPED, UNKNOWN), PAST_PLANNED_STOP, "critical",
+                                    "down longer than `planned_stop_max_s`: no restart takes that long"),),
             routine=(
             "A rolling restart, upgrade or operator's stop is a controlled shutdown: `stopped`, a warning, "
             "critical only past `planned_stop_max_s`; a crash or hang (`not_registered`) pages at once."))

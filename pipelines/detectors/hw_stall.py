@@ -14,7 +14,8 @@ the HW, or that did not answer the collector at all (`unreachable`).
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Mapping
 
 from pipelines.columns import leo_of
 from pipelines.detectors import offline
@@ -68,6 +69,18 @@ def _plan(view: PartitionView) -> Any:
         *view.offsets_details, st["stalled_ms"].alias("stalled_ms"), p["hw_stalled_since_ms"].alias("hw_stalled_since_ms"),
         st["window"].alias("window_ms"), st["holding_back"].alias("holding_back"), st["unreachable"].alias("unreachable"))
     return F.array(F.when(~offline.of(view)["is_offline"] & st["stalled"], view.finding(RULE, st["cause"], details)))
+
+
+@dataclass(frozen=True)
+class StallDetails:
+    """A HW_STALL incident's details as the metrics read them."""
+
+    hw_stalled_since_ms: int | None = None  # since when the HW has not moved with the LEO ahead
+    holding_back: tuple[int, ...] = ()  # the ISR followers holding it: unreachable, then not caught up
+
+    @classmethod
+    def of(cls, details: Mapping[str, Any]) -> StallDetails:
+        return cls(details.get("hw_stalled_since_ms"), tuple(details.get("holding_back") or ()))
 
 
 RULE = Rule(TYPE, {FOLLOWER_UNREACHABLE: "critical", FOLLOWER_BEHIND: "critical"}, "partition",

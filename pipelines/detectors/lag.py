@@ -12,7 +12,8 @@ reports their progress instead.
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Mapping
 
 from pipelines.columns import leo_of, let
 from pipelines.detectors.rule import PartitionView, Rule
@@ -66,6 +67,17 @@ def _affected(view: PartitionView) -> Any:
     from pyspark.sql import functions as F
 
     return F.size(of(view)) > 0
+
+
+@dataclass(frozen=True)
+class LagDetails:
+    """A REPLICA_LAG incident's details as the metrics read them."""
+
+    lag_messages: int | None = None  # the leader's LEO minus the follower's
+
+    @classmethod
+    def of(cls, details: Mapping[str, Any]) -> LagDetails:
+        return cls(details.get("lag_messages"))
 
 
 RULE = Rule(TYPE, {None: "warning"}, "partition", "a follower behind its leader (messages or estimated seconds)",

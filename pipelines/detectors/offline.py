@@ -39,7 +39,7 @@ brokers (every list empty), it holds the dead replicas (with unclean election, a
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 from pipelines.detectors.rule import PartitionView, Rule
 
@@ -133,6 +133,17 @@ def _plan(view: PartitionView) -> Any:
                            o["live_isr"].alias("live_isr"),
                            view.ts["unclean_leader_election"].alias("unclean_leader_election"))
     return F.array(F.when(o["is_offline"], view.finding(RULE, o["cause"], details)))
+
+
+@dataclass(frozen=True)
+class OfflineDetails:
+    """An OFFLINE_PARTITION incident's details as the metrics, the console and the demo read them."""
+
+    must_return: tuple[int, ...] = ()  # brokers of which one must come back (empty: a live one can lead)
+
+    @classmethod
+    def of(cls, details: Mapping[str, Any]) -> OfflineDetails:
+        return cls(tuple(details.get("must_return") or ()))
 
 
 RULE = Rule(TYPE, {c: "critical" for c in CAUSES}, "partition", "no live leader: nobody can produce or consume",

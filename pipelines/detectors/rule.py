@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 from pipelines.columns import leo_of
 
@@ -30,6 +30,21 @@ from pipelines.columns import leo_of
 ROW_FIELDS = [("row_type", "string"), ("scope", "string"), ("type", "string"), ("severity", "string"),
               ("topic", "string"), ("partition", "int"), ("broker", "int"), ("cause", "string"),
               ("details", "string")]
+
+
+SEVERITIES = ("info", "warning", "critical")  # in rising order
+
+
+@dataclass(frozen=True)
+class Escalation:
+    """A cause's declared severity raised while a named condition holds: data beside the causes, so
+    `Rule.severity_of` and the Spark form (`Rule.severity_column`, which the rule's plan hands the
+    condition's Column by that name) say the same."""
+
+    causes: tuple[str, ...]
+    when: str  # the condition's name, e.g. "past_planned_stop"
+    severity: str
+    why: str
 
 
 @dataclass(frozen=True)
@@ -47,6 +62,7 @@ class Rule:
     # a reassignment, a preferred election) do to it, and why it pages or not: critical means clients
     # fail or one more failure loses data; what an operator caused on purpose and Kafka heals is a warning
     routine: str = ""
+    escalations: tuple[Escalation, ...] = ()  # a cause's severity raised while a condition holds
 
     def __post_init__(self) -> None:
         if self.subject not in ("partition", "cluster", "driver"):
@@ -59,25 +75,48 @@ class Rule:
             raise ValueError(f"{self.type}: only cluster rules see failed polls")
         if self.subject == "partition" and (self.scope not in ("topic", "offsets") or self.affected is None):
             raise ValueError(f"{self.type}: a partition rule needs scope 'topic' or 'offsets' and `affected`")
+        if any(level not in SEVERITIES for level in self.severity.values()):
+            raise ValueError(f"{self.type}: severities are {', '.join(SEVERITIES)}")
+        for e in self.escalations:
+            if not e.causes or not set(e.causes) <= set(self.causes) or e.severity not in SEVERITIES:
+                raise ValueError(f"{self.type}: escalation {e.when!r} names undeclared causes or severity")
+            if any(SEVERITIES.index(e.severity) <= SEVERITIES.index(self.severity[c]) for c in e.causes):
+                raise ValueError(f"{self.type}: escalation {e.when!r} must raise the declared severity")
 
     @property
     def causes(self) -> tuple[str, ...]:
         return tuple(c for c in self.severity if c is not None)
 
-    def severity_of(self, cause: str | None = None) -> str:
+    def severity_of(self, cause: str | None = None, holding: Iterable[str] = ()) -> str:
+        """The one place a severity is decided: the cause's declared severity, raised by the first of its
+        escalations whose condition is among `holding`."""
+        held = set(holding)
+        for e in self.escalations:
+            if cause in e.causes and e.when in held:
+                return e.severity
         return self.severity[cause]
 
-    def severity_column(self, cause: Any) -> Any:
-        """The declared severity of a cause Column (one `when` per cause; constant when all agree)."""
+    def severity_column(self, cause: Any, **conditions: Any) -> Any:
+        """`severity_of` as a Column: the declared severity of a cause Column (one `when` per cause;
+        constant when all agree), raised by the escalations whose condition Column is given by name
+        (one not given is taken as not holding)."""
         from pyspark.sql import functions as F
 
+        unknown = set(conditions) - {e.when for e in self.escalations}
+        if unknown:
+            raise ValueError(f"{self.type}: no escalation is named {sorted(unknown)}")
         levels = set(self.severity.values())
-        if len(levels) == 1:
-            return F.lit(levels.pop())
         out: Any = None
-        for c, level in self.severity.items():
-            cond = cause.isNull() if c is None else cause == F.lit(c)
-            out = F.when(cond, F.lit(level)) if out is None else out.when(cond, F.lit(level))
+        if len(levels) == 1:
+            out = F.lit(levels.pop())
+        else:
+            for c, level in self.severity.items():
+                cond = cause.isNull() if c is None else cause == F.lit(c)
+                out = F.when(cond, F.lit(level)) if out is None else out.when(cond, F.lit(level))
+        for e in reversed(self.escalations):  # the first escalation that holds wins, as in severity_of
+            if e.when in conditions:
+                out = F.when(cause.isin(*e.causes) & F.coalesce(conditions[e.when], F.lit(False)),
+                             F.lit(e.severity)).otherwise(out)
         return out
 
 

@@ -43,12 +43,13 @@ from __future__ import annotations
 from typing import Any
 
 from pipelines.columns import leo_of
-from pipelines.detectors.rule import PartitionView, Rule, changed
+from pipelines.detectors.rule import Escalation, PartitionView, Rule, changed
 
 TYPE = "UNCLEAN_LEADER_ELECTION"
 NOT_ELIGIBLE = "not_in_isr_or_elr"  # an out-of-sync replica leads and committed messages are gone
 UNCONFIRMED = "unconfirmed"  # a leader outside the ISR krm last saw, no loss visible: ISR history incomplete
 LAST_KNOWN_ELR = "last_known_elr"  # Kafka 4's recovery of the last known leader
+HW_WENT_BACK = "hw_went_back"  # escalation: the high watermark went back in the same observation
 
 
 def election_columns(p: Any) -> dict[str, Any]:
@@ -72,8 +73,7 @@ def election_columns(p: Any) -> dict[str, Any]:
     return {
         "unclean": F.coalesce(elected & ~was_eligible & ~moved & (last_known | offsets_known), no),
         "cause": cause,
-        "severity": (F.when(last_known & went_back, F.lit("critical"))
-                     .otherwise(RULE.severity_column(cause))),
+        "severity": RULE.severity_column(cause, **{HW_WENT_BACK: went_back}),
     }
 
 
@@ -84,10 +84,11 @@ def _plan(view: PartitionView) -> Any:
     return F.array(F.when(e["unclean"], view.finding(RULE, e["cause"], view.change_details, e["severity"])))
 
 
-# declared severities; a last-known-leader election whose HW went back in the same poll is critical
 RULE = Rule(TYPE, {NOT_ELIGIBLE: "critical", LAST_KNOWN_ELR: "warning", UNCONFIRMED: "info"}, "partition",
             "a leader elected from outside the ISR and the ELR", scope="offsets", plan=_plan, affected=changed,
             event=True,
+            escalations=(Escalation((LAST_KNOWN_ELR,), HW_WENT_BACK, "critical",
+                                    "the high watermark went back in the same observation: acknowledged writes lost"),),
             routine=(
             "A reassignment moves the leader onto a replica that joined the ISR between two polls: not judged. A "
             "leader outside the ISR krm saw pages only with proof of lost data (HW back, or the new leader's log "

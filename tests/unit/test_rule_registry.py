@@ -78,3 +78,51 @@ def test_routine_operations_doc_is_generated_from_the_rules():
 
     doc = (ROOT / "docs" / "routine-operations.md").read_text()
     assert routine_table() in doc, "regenerate docs/routine-operations.md's table (see its header)"
+
+
+def test_escalations_are_data_and_severity_of_decides_them():
+    """A severity raised while a condition holds is declared beside the causes (`Rule.escalations`) and
+    decided by `severity_of` alone; the Spark form is checked equal in tests/spark/test_rule_severities.py."""
+    from pipelines.detectors import brokers, unclean
+
+    escalated = {r.type: r for r in RULES if r.escalations}
+    assert set(escalated) == {brokers.BROKER_DOWN, unclean.TYPE}  # the two the issue named, now declared
+    down = brokers.RULE
+    assert down.severity_of(brokers.STOPPED) == "warning"
+    assert down.severity_of(brokers.STOPPED, [brokers.PAST_PLANNED_STOP]) == "critical"
+    assert down.severity_of(brokers.UNKNOWN, [brokers.PAST_PLANNED_STOP]) == "critical"
+    assert down.severity_of(brokers.UNREACHABLE, [brokers.PAST_PLANNED_STOP]) == "warning"  # not its cause
+    assert unclean.RULE.severity_of(unclean.LAST_KNOWN_ELR, [unclean.HW_WENT_BACK]) == "critical"
+    assert unclean.RULE.severity_of(unclean.UNCONFIRMED, [unclean.HW_WENT_BACK]) == "info"
+
+
+@pytest.mark.parametrize("escalation, why", [
+    (("stopped",), "undeclared"),  # a cause the rule does not have
+    (("a",), "must raise"),  # critical is not raised
+])
+def test_an_escalation_that_names_no_cause_or_lowers_is_refused(escalation, why):
+    from pipelines.detectors.rule import Escalation
+
+    with pytest.raises(ValueError, match=why):
+        Rule("T", {"a": "critical", "b": "warning"}, "driver", "t", routine="r",
+             escalations=(Escalation(escalation, "cond", "critical", "why"),))
+
+
+def test_details_read_outside_their_type_are_read_by_attribute():
+    """What the metrics, the CLI and the demo read of an incident's details comes through its type's model
+    (the JSON keys stay in the type's module), with the same defaults a missing key had."""
+    from pipelines.detectors.hw_stall import StallDetails
+    from pipelines.detectors.lag import LagDetails
+    from pipelines.detectors.offline import OfflineDetails
+    from pipelines.incidents import Incident
+
+    assert OfflineDetails.of({"must_return": [3, 1]}).must_return == (3, 1) and OfflineDetails.of({}).must_return == ()
+    assert StallDetails.of({"hw_stalled_since_ms": 5, "holding_back": [2]}) == StallDetails(5, (2,))
+    assert StallDetails.of({}) == StallDetails(None, ()) and LagDetails.of({"lag_messages": 7}).lag_messages == 7
+
+    def incident(cause, details):
+        return Incident("i", "c", "s", "BROKER_DOWN", "warning", None, None, 1, cause, details, 0, 0, None, "open")
+
+    assert incident("stopped", {}).root_cause == "stopped" and incident("stopped", {}).cause_history == ["stopped"]
+    moved = incident("stopped", {"root_cause": "crash", "cause_history": ["crash", "stopped"]})
+    assert moved.root_cause == "crash" and moved.cause_history == ["crash", "stopped"]
