@@ -8,10 +8,11 @@ checked against these models (tests/unit/test_config.py).
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import tomllib
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
@@ -22,11 +23,31 @@ from foundation.storage import Location, StorageConfig, parse_data_dir
 from foundation.web_config import load_web_config
 
 _NAME = re.compile(r"^[A-Za-z0-9._-]+$")
+_T = TypeVar("_T")
 
 
 def default_of(cls: type[Table], name: str) -> Any:
     """The declared default of a setting (what other modules' own defaults follow)."""
     return cls.model_fields[name].default
+
+
+def _scaled(value: Any, scale: int) -> Any:
+    return value if value is None or scale == 1 else int(value * scale)
+
+
+def setting(key: str, scale: int = 1) -> Any:
+    """A field of a frozen dataclass of thresholds that is the `[pipeline]` setting `key` (times `scale`:
+    1000 for seconds to ms): its default is the setting's, and `from_pipeline` fills it from a loaded
+    table. Each threshold's config key is spelled once, where the threshold is declared."""
+    return dataclasses.field(default=_scaled(default_of(PipelineConfig, key), scale),
+                             metadata={"config": key, "scale": scale})
+
+
+def from_pipeline(cls: type[_T], pipeline: PipelineConfig) -> _T:
+    """`cls` (a dataclass of `setting` fields) with every setting as `pipeline` holds it."""
+    values = {f.name: _scaled(getattr(pipeline, f.metadata["config"]), f.metadata["scale"])
+              for f in dataclasses.fields(cls) if "config" in f.metadata}  # type: ignore[arg-type]
+    return cls(**values)
 
 
 class ClusterConfig(Table):

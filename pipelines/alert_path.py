@@ -14,7 +14,6 @@ import time
 from typing import Any
 
 from foundation.config import Config
-from pipelines import findings as F_
 from pipelines import tiered_view
 from pipelines.assignment_history import broker_join_ms, topic_layouts
 from pipelines.balance import BalanceCheck
@@ -29,17 +28,6 @@ from pipelines.metrics import ClusterView, PipelineState
 from pipelines.tables import Tables
 
 log = logging.getLogger(__name__)
-
-
-def detector_settings(config: Config) -> F_.DetectorSettings:
-    p = config.pipeline
-    return F_.DetectorSettings(
-        hw_stall_window_ms=None if p.hw_stall_window_s is None else int(p.hw_stall_window_s * 1000),
-        lag_messages=p.replica_lag_messages, lag_seconds=p.replica_lag_seconds,
-        planned_stop_max_ms=int(p.planned_stop_max_s * 1000),
-        reassignment_stall_ms=int(p.reassignment_stall_s * 1000),
-        migration_copy_stuck_ms=int(p.migration_copy_stuck_s * 1000),
-        migration_dual_write_max_ms=int(p.migration_dual_write_max_s * 1000))
 
 
 def event_hold_ms(config: Config) -> dict[str, int]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from foundation.config import PipelineConfig, default_of
+from foundation.config import PipelineConfig, from_pipeline, setting
 from pipelines.detectors import balance
 from pipelines.incidents import Finding, ScopePoll
 from pipelines.load import BrokerLoad, TopicLoad
@@ -23,8 +23,12 @@ SCOPE = "balance"
 
 @dataclass(frozen=True)
 class BalanceSettings:
-    leader_skew_tolerance: float = default_of(PipelineConfig, "leader_skew_tolerance")
-    replica_imbalance_tolerance: float = default_of(PipelineConfig, "replica_imbalance_tolerance")
+    leader_skew_tolerance: float = setting("leader_skew_tolerance")
+    replica_imbalance_tolerance: float = setting("replica_imbalance_tolerance")
+
+    @classmethod
+    def of(cls, pipeline: PipelineConfig) -> BalanceSettings:
+        return from_pipeline(cls, pipeline)
 
 
 class BalanceCheck:

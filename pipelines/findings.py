@@ -12,26 +12,26 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from foundation.config import PipelineConfig, default_of
+from foundation.config import setting
 from pipelines.columns import built_once, let
 from pipelines.detectors import registry
 from pipelines.detectors.rule import ROW_FIELDS, ClusterView, PartitionView
 from pipelines.detectors.rule import row as _row
+from schemas.quiet import Thresholds
 
 __all__ = ["ROW_FIELDS", "DetectorSettings", "alert_rows", "broker_counts"]
 
 
 @dataclass(frozen=True)
-class DetectorSettings:
-    """Thresholds baked into the plan (it is built once per stream)."""
+class DetectorSettings(Thresholds):
+    """Thresholds baked into the plan (it is built once per stream): the quiet test's (schemas/quiet.py:
+    the lag and stall thresholds, which the collectors read too) and the cluster rules', each declared
+    once with its `[pipeline]` key (`DetectorSettings.of(config.pipeline)`)."""
 
-    hw_stall_window_ms: int | None = None  # None: each cluster's replica.lag.time.max.ms
-    lag_messages: int = default_of(PipelineConfig, "replica_lag_messages")
-    lag_seconds: float = default_of(PipelineConfig, "replica_lag_seconds")
-    planned_stop_max_ms: int = int(default_of(PipelineConfig, "planned_stop_max_s") * 1000)
-    reassignment_stall_ms: int = int(default_of(PipelineConfig, "reassignment_stall_s") * 1000)
-    migration_copy_stuck_ms: int = int(default_of(PipelineConfig, "migration_copy_stuck_s") * 1000)
-    migration_dual_write_max_ms: int = int(default_of(PipelineConfig, "migration_dual_write_max_s") * 1000)
+    planned_stop_max_ms: int = setting("planned_stop_max_s", 1000)
+    reassignment_stall_ms: int = setting("reassignment_stall_s", 1000)
+    migration_copy_stuck_ms: int = setting("migration_copy_stuck_s", 1000)
+    migration_dual_write_max_ms: int = setting("migration_dual_write_max_s", 1000)
 
 
 def topic_rows(obs: Any, observed_at_ms: Any, settings: DetectorSettings) -> Any:

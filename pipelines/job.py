@@ -20,7 +20,7 @@ from typing import Any
 from foundation.config import Config
 from pipelines import findings as F_
 from pipelines import log_retention
-from pipelines.alert_path import AlertPath, detector_settings, event_hold_ms, restored_history
+from pipelines.alert_path import AlertPath, event_hold_ms, restored_history
 from pipelines.balance import BalanceCheck, BalanceSettings
 from pipelines.checkpoints import repair, writer_id
 from pipelines.history_path import HistoryPath, history_tasks
@@ -98,7 +98,7 @@ class Pipeline:
         raw = read_observations(self.spark, self.config)
         alert_raw = read_observations(alert_session(self.spark), self.config)
         p = self.config.pipeline
-        balance = BalanceCheck(BalanceSettings(p.leader_skew_tolerance, p.replica_imbalance_tolerance),
+        balance = BalanceCheck(BalanceSettings.of(p),
                                restored_history(self.tables, store))
         deleted_after_ms = int(max(30.0, 3 * self.config.slowest_poll_s) * 1000)
         alert_path = interruptible(AlertPath(self.state, book, store, balance, deleted_after_ms))
@@ -110,7 +110,7 @@ class Pipeline:
 
         def start_alerts() -> Any:
             return self._in_pool("alerts", lambda: (
-                F_.alert_rows(valid(parse(alert_raw)), detector_settings(self.config))
+                F_.alert_rows(valid(parse(alert_raw)), F_.DetectorSettings.of(self.config.pipeline))
                 .writeStream.queryName("krm-alerts").foreachBatch(alert_path)
                 .option("checkpointLocation", str(self.tables.checkpoints / "alerts")).start()))
 

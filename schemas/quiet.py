@@ -24,9 +24,9 @@ The thresholds are the pipeline's (`[pipeline] replica_lag_messages`, `replica_l
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Collection, Iterable
+from typing import Any, Collection, Iterable, Self
 
-from foundation.config import PipelineConfig, default_of
+from foundation.config import PipelineConfig, from_pipeline, setting
 
 # Kafka's default replica.lag.time.max.ms since 2.5 (KIP-537): the HW_STALL window when a cluster's is unknown
 DEFAULT_WINDOW_MS = 30_000
@@ -36,15 +36,14 @@ DEFAULT_WINDOW_MS = 30_000
 class Thresholds:
     """The pipeline's thresholds of the rules that judge a healthy-looking partition."""
 
-    lag_messages: int = default_of(PipelineConfig, "replica_lag_messages")
-    lag_seconds: float = default_of(PipelineConfig, "replica_lag_seconds")
-    hw_stall_window_ms: int | None = None  # None: the cluster's replica.lag.time.max.ms
+    lag_messages: int = setting("replica_lag_messages")
+    lag_seconds: float = setting("replica_lag_seconds")
+    hw_stall_window_ms: int | None = setting("hw_stall_window_s", 1000)  # None: the cluster's replica.lag.time.max.ms
 
     @classmethod
-    def of(cls, pipeline: PipelineConfig) -> Thresholds:
-        """From a `[pipeline]` table."""
-        w = pipeline.hw_stall_window_s
-        return cls(pipeline.replica_lag_messages, pipeline.replica_lag_seconds, None if w is None else int(w * 1000))
+    def of(cls, pipeline: PipelineConfig) -> Self:
+        """From a `[pipeline]` table (subclasses too: every `setting` field)."""
+        return from_pipeline(cls, pipeline)
 
     def window_ms(self, replica_lag_time_max_ms: int | None) -> int:
         if self.hw_stall_window_ms is not None:
