@@ -11,6 +11,7 @@ ELR, and DescribeQuorum the controller quorum's state (collectors/kraft.py).
 from __future__ import annotations
 
 import logging
+import math
 import threading
 import time
 import zlib
@@ -81,7 +82,7 @@ class AdminSource:
         self._poll_lock = threading.Lock()
         self._known_brokers: dict[int, dict[str, Any]] = {}  # every broker seen live since start
         self._configs = TopicConfigs(cluster.name, settings.config_refresh_s, settings.request_timeout_ms)
-        # (topic, partition) -> (leader_epoch, leader, isr, when) last published: never go back (_no_older)
+        # (topic, partition) -> (leader_epoch, leader, isr) last published: never go back (_no_older)
         self._published: dict[tuple[str, int], tuple[int, int, list[int]]] = {}
         # ... and when (time.monotonic()): apart, so a steady partition's poll stores the poll's one float
         # and allocates nothing (200k new tuples a poll were 200k objects a poll for the cyclic collector)
@@ -583,7 +584,7 @@ class AdminSource:
         now = now if now is not None else time.monotonic()
         # Only for the lag between the views (ms to a metadata propagation), and only with the leader and
         # ISR among the replicas: a topic deleted and created again starts its epochs from 0.
-        if (newer is not None and newer[0] > epoch and now - self._published_at[key] < NO_OLDER_WINDOW_S
+        if (newer is not None and newer[0] > epoch and now - self._published_at.get(key, -math.inf) < NO_OLDER_WINDOW_S
                 and set(newer[2]) | ({newer[1]} - {-1}) <= set(part["replicas"])):
             part.update(leader_epoch=newer[0], leader=newer[1], isr=list(newer[2]))
             part.pop("zk_mtime_ms", None)
