@@ -7,6 +7,7 @@ import random
 import pytest
 
 from collectors.admin import AdminSource
+from collectors.departures import holders
 from collectors.offsets import OffsetsRound
 from foundation.config import ClusterConfig, CollectorConfig
 from schemas.quiet import Thresholds, load_of
@@ -14,6 +15,7 @@ from schemas.quiet import Thresholds, load_of
 pytestmark = pytest.mark.unit
 
 BROKERS = (1, 2, 3, 4)
+FOLLOWER = 5  # a broker that only ever follows: departures must count it a holder by the ISR alone
 
 
 class Cluster:
@@ -32,6 +34,8 @@ class Cluster:
         for pid in range(count):
             rf = rng.choice((1, 2, 3, 3, 3))
             replicas = rng.sample(BROKERS, rf)
+            if rf > 1 and rng.random() < 0.3:
+                replicas[-1] = FOLLOWER
             self.parts[(t, pid)] = {"leader": replicas[0], "epoch": 0, "replicas": replicas, "isr": list(replicas),
                                     "leo": {b: 100 for b in replicas}, "hw": 100, "elr": [], "lk_elr": [],
                                     "stall": 0}
@@ -47,7 +51,7 @@ class Cluster:
             leader, replicas = p["leader"], p["replicas"]
             roll = rng.random()
             if roll < 0.03:  # an election
-                p["leader"] = rng.choice(replicas + [-1])
+                p["leader"] = rng.choice([r for r in replicas if r != FOLLOWER] + [-1])
                 p["epoch"] += 1
             elif roll < 0.06:  # the ISR shrinks or grows back
                 shrunk = [r for r in replicas if r == leader or rng.random() < 0.5]
@@ -78,7 +82,7 @@ class Cluster:
 
     def poll(self) -> tuple[dict, list, OffsetsRound, set[int]]:
         rng = self.rng
-        live = set(BROKERS) - ({rng.choice(BROKERS)} if rng.random() < 0.05 else set())
+        live = set(BROKERS + (FOLLOWER,)) - ({rng.choice(BROKERS + (FOLLOWER,))} if rng.random() < 0.05 else set())
         silent = {rng.choice(BROKERS)} if rng.random() < 0.05 else set()  # answered no offsets request
         brokers = [{"node_id": b, "host": "h", "port": 9092 + b, "rack": None} for b in sorted(live)]
         topics: dict[str, list] = {}
@@ -150,6 +154,10 @@ def test_the_short_way_publishes_and_remembers_what_the_full_way_does(seed):
         assert remembered(fast) == remembered(full), f"poll {poll_id}"
         assert set(fast._memory._seen) == {(t["topic"], p["partition"]) for t in topics for p in t["partitions"]}
         assert fast._departures._held_at == full._departures._held_at
+        # and right: every broker leading or in the ISR of a replicated partition, and up, was seen holding now
+        up = {b["id"] for b in mine[0]["cluster_state"]["brokers"] if b["live"] and b.get("reachable") is not False}
+        listed = [p for t in topics for p in t["partitions"]]
+        assert {b for b, at_ms in fast._departures._held_at.items() if at_ms == at} == holders(listed) & up
         assert fast._published.keys() == full._published.keys()
         assert fast._published == full._published and fast._published_at.keys() == fast._published.keys()
     # the short way was both taken and refused often: the comparison above covered both
