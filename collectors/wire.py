@@ -175,6 +175,9 @@ def decode_list_offsets_v4(data: bytes) -> OffsetsAnswer:
         (n_parts,) = _I.unpack_from(data, at)
         at += 4
         n_parts = max(n_parts, 0)
+        if at + size * n_parts > len(data):  # a count the frame cannot hold: never build a format that large
+            raise ValueError(f"ListOffsets answer truncated: topic {name!r} says {n_parts} partitions, "
+                             f"{len(data) - at} bytes left")
         flat.append((name or "", _entries(n_parts).unpack_from(data, at)))
         at += size * n_parts
     return OffsetsAnswer(flat=flat)
