@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import logging
 import sys
 import time
 from pathlib import Path
@@ -12,8 +11,6 @@ from typing import Any
 
 from foundation.errors import KrmError
 from krm.commands.common import resolve_config
-
-log = logging.getLogger("krm")
 
 
 WAIT_INTERVAL_S = 2.0  # between two looks of `krm check ... --wait`

@@ -4,14 +4,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import logging
 import sys
 from pathlib import Path
 from typing import Any
 
 from krm.commands.common import resolve_config
-
-log = logging.getLogger("krm")
 
 
 def cmd_timeline(args: argparse.Namespace) -> int:

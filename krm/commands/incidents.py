@@ -4,13 +4,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import logging
 from typing import Any
 
 from foundation.errors import KrmError
 from krm.commands.common import resolve_config
-
-log = logging.getLogger("krm")
 
 
 def cmd_incidents(args: argparse.Namespace) -> int:

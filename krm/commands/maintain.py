@@ -3,14 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import logging
 import sys
 from typing import Any
 
 from foundation.errors import ConfigError
 from krm.commands.common import resolve_config
-
-log = logging.getLogger("krm")
 
 
 MIN_VACUUM_HOURS = 1.0  # far longer than any micro-batch's write-then-commit

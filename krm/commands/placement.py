@@ -5,14 +5,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import logging
 from pathlib import Path
 from typing import Any
 
 from foundation.errors import KrmError
 from krm.commands.common import resolve_config
-
-log = logging.getLogger("krm")
 
 
 def _int_list(text: str) -> list[int]:

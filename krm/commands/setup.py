@@ -3,12 +3,8 @@
 from __future__ import annotations
 
 import argparse
-import logging
 from pathlib import Path
 from typing import Any
-
-
-log = logging.getLogger("krm")
 
 
 # The script spark-submit runs (`krm setup --spark-submit-args`): a path, not an import (it imports krm.cli)
