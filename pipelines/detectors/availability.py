@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
+from pipelines.detectors.exports import Alert, BROKER_PAGE, console, incident_info
 from pipelines.detectors.rule import PartitionView, Rule
 
 TYPE = "PARTITION_UNAVAILABLE"
@@ -48,10 +49,40 @@ def _plan(view: PartitionView) -> Any:
         RULE, LEADER_UNREACHABLE, view.details(view.unreachable.alias("unreachable_brokers")))))
 
 
+ALERTS = (
+    Alert("KafkaPartitionLeaderUnreachable",
+          'krm_partition_unavailable{cause="leader_unreachable"} == 1',
+          "critical", wait="5s",
+          summary=("{{ $labels.cluster }}: {{ $labels.topic }}-{{ $labels.partition }} is unavailable: its leader does not "
+                   "answer"),
+          runbook=("The broker leading this partition is gone or hung, and Kafka's controller has not noticed yet. The "
+                   "BROKER_DOWN incident (cause unreachable) names it. The controller will elect a new leader when the "
+                   "broker's session expires, or report the partition offline if no in-sync replica is left; if the process "
+                   "is hung rather than dead, restarting it now shortens the outage."),
+          links=(("incident", incident_info(TYPE, "url")),
+                 ("broker", incident_info(TYPE, "broker"))),
+          why=("Before Kafka's controller acts (its broker session: 18 s in ZooKeeper mode, 9 s in KRaft by default): the "
+               "leader's broker refuses connections, or has been silent for the collector's unreachable_after_s, while still"
+               " registered. Producers and consumers already fail. The 5 s let the sub-second gaps of a whole cluster "
+               "starting up pass (RELIABILITY.md); a crashed leader stays unreachable until its session expires, so it still"
+               " pages before the controller acts.")),
+    Alert("KafkaCanaryProduceFailing", "krm_canary_produce_up == 0", "critical", wait="10s",
+          summary="{{ $labels.cluster }}: acks=all writes through broker {{ $labels.broker }} fail (canary)",
+          runbook=("krm's canary could not write to the krm.canary partition led by this broker (or, with acks=all, to one "
+                   "its in-sync followers hold back). Clients of the partitions it leads fail the same way now. `krm "
+                   "incidents --open --type PARTITION_UNAVAILABLE --json` (cause canary_failed) has the error; check the "
+                   "broker (BROKER_DOWN), its disk and network, and the ISR of its partitions. It clears when writes succeed"
+                   " again, e.g. after the controller moves leadership away."),
+          links=(("broker_page", console(BROKER_PAGE)),),
+          why=("The canary (clusters with `canary = true`): acks=all writes to the canary partition the broker should lead "
+               "fail. Two failed rounds (canary_interval_s 5 s) before it pages.")),
+)
+
+
 RULE = Rule(TYPE, {LEADER_UNREACHABLE: "critical", CANARY_FAILED: "critical"}, "partition",
             "clients cannot use the partition, before the controller says so", scope="offsets", plan=_plan,
             affected=_affected,
-            routine=(
+            alerts=ALERTS, routine=(
             "A controlled shutdown hands leadership over before the ports close, so a gated restart shows none; a "
             "crashed or hung leader does (critical) until the controller acts. Its alert waits 5 s, past the sub- "
             "second gaps of a starting cluster."))

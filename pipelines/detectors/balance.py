@@ -31,6 +31,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from pipelines.detectors.exports import Alert, INCIDENTS_OF_TYPE, console
 from pipelines.detectors.rule import Rule
 from pipelines.load import Counts, TopicLoad
 
@@ -40,10 +41,36 @@ REPLICA_IMBALANCE = "REPLICA_IMBALANCE"
 PARTITION_EXPANSION = "partition_expansion"
 BROKER_EXPANSION = "broker_expansion"
 UNEVEN = "uneven_assignment"
+
+
+LEADERSHIP_ALERTS = (
+    Alert("KafkaLeadershipImbalanced",
+          'krm_incidents_open{type=~"LEADER_SKEW|PREFERRED_LEADER_IMBALANCE"} > 0',
+          "warning", wait="10m",
+          summary="{{ $labels.cluster }}: {{ $value }} broker(s) with skewed leadership ({{ $labels.type }})",
+          runbook=("Leaders are unevenly spread, so are produce and fetch load. For PREFERRED_LEADER_IMBALANCE run a "
+                   "preferred leader election (`kafka-leader-election --election-type preferred`) or let "
+                   "auto.leader.rebalance.enable do it; for LEADER_SKEW the assignment itself is uneven: `krm plan "
+                   "rebalance` reorders preferred leaders (and moves replicas if needed)."),
+          links=(("incidents", console(INCIDENTS_OF_TYPE)),)),
+)
+
+
+REPLICA_ALERTS = (
+    Alert("KafkaReplicasImbalanced", 'krm_incidents_open{type="REPLICA_IMBALANCE"} > 0', "warning", wait="30m",
+          summary="{{ $labels.cluster }}: {{ $value }} replica imbalance(s)",
+          runbook=("cause=partition_expansion: a topic grew and its new partitions skipped brokers "
+                   "(docs/cases/partition-expansion.md); cause=broker_expansion: Kafka moved nothing onto a new broker. "
+                   "Neither fixes itself: `krm assign explain --topic T` shows why, `krm plan rebalance --output plan.json` "
+                   "writes the fewest moves for kafka-reassign-partitions --execute."),
+          links=(("incidents", console(INCIDENTS_OF_TYPE)),)),
+)
+
+
 RULES = {
     PREFERRED: Rule(PREFERRED, {None: "warning"}, "driver",
                     "a broker not leading more than leader.imbalance.per.broker.percentage of its preferred partitions",
-            routine=(
+            alerts=LEADERSHIP_ALERTS, routine=(
             "After a rolling restart the restarted brokers lead nothing until the preferred election "
             "(auto.leader.rebalance.enable): a warning, its alert waits 10 minutes.")),
     LEADER_SKEW: Rule(LEADER_SKEW, {None: "warning"}, "driver", "a broker leading far more or fewer than the mean",
@@ -52,7 +79,7 @@ RULES = {
     REPLICA_IMBALANCE: Rule(REPLICA_IMBALANCE, {PARTITION_EXPANSION: "warning", BROKER_EXPANSION: "warning",
                                                 UNEVEN: "warning"}, "driver",
                             "replicas unevenly spread: a broker left out by an expansion or an uneven assignment",
-            routine=(
+            alerts=REPLICA_ALERTS, routine=(
             "A broker added (expansion) holds nothing until a reassignment: a warning with a 30-minute alert; "
             "nothing is judged while a reassignment runs.")),
 }

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from pipelines.detectors.exports import Alert, BROKER_PAGE, console, incident_info
 from pipelines.detectors.rule import ClusterView, Escalation, Rule
 
 BROKER_DOWN = "BROKER_DOWN"
@@ -86,6 +87,39 @@ def _plan(view: ClusterView) -> Any:
     return F.concat(F.transform(b["down"], down), F.transform(b["unreachable"], silent))
 
 
+ALERTS = (
+    Alert("KafkaBrokerDown", 'krm_broker_down{severity="critical"} == 1', "critical",
+          summary="{{ $labels.cluster }}: broker {{ $labels.broker }} is down ({{ $labels.cause }})",
+          runbook=("cause=not_registered: the broker crashed or hung holding leaderships (ZooKeeper session expired or "
+                   "fenced by the KRaft controller). cause=stopped: it was stopped cleanly but has been down longer than "
+                   "planned_stop_max_s. cause=unknown: it held nothing another replica could take over, so nothing says how "
+                   "it went, and it has been down longer than planned_stop_max_s. Check its process and logs; `krm incidents"
+                   " --open` lists the partitions it left offline or under-replicated."),
+          links=(("incident", incident_info(BROKER_DOWN, "url", by=("broker",))),
+                 ("broker_page", console(BROKER_PAGE))),
+          why=("A crash or a hang (the broker went down still leading partitions or in their ISRs), or a controlled stop "
+               "that outlasted [pipeline] planned_stop_max_s. A rolling restart's brokers hand everything over before they "
+               "stop: BROKER_DOWN `stopped`, a warning (KafkaBrokerStopped).")),
+    Alert("KafkaBrokerStopped", 'krm_broker_down{cause="stopped",severity="warning"} == 1', "warning", wait="5m",
+          summary="{{ $labels.cluster }}: broker {{ $labels.broker }} stopped by a controlled shutdown",
+          runbook=("Kafka moved its leaders away before it stopped, so clients of replicated partitions are served. Its "
+                   "partitions are under-replicated (at min ISR where RF = min ISR + 1) until it is back: do not stop "
+                   "another broker meanwhile (`krm check shutdown --broker ID --wait 600` blocks until that is safe). It "
+                   "pages (KafkaBrokerDown) if it stays down past planned_stop_max_s."),
+          links=(("incident", incident_info(BROKER_DOWN, "url", by=("broker",))),
+                 ("broker_page", console(BROKER_PAGE))),
+          why=("Routine: a controlled shutdown moved the broker's leaderships and ISR places away first. Worth knowing while"
+               " it lasts (its partitions are under-replicated), not a page.")),
+    Alert("KafkaBrokerUnreachable", 'krm_broker_down{cause="unreachable"} == 1', "warning", wait="1m",
+          summary="{{ $labels.cluster }}: registered broker {{ $labels.broker }} does not answer",
+          runbook=("Still registered with the controller but not answering requests (dead, paused, overloaded); the "
+                   "controller only reacts after its session timeout. `krm incidents --open --type BROKER_DOWN --json` names"
+                   " them (cause unreachable)."),
+          links=(("incident", incident_info(BROKER_DOWN, "url", by=("broker",))),
+                 ("broker_page", console(BROKER_PAGE)))),
+)
+
+
 RULE = Rule(BROKER_DOWN, {NOT_REGISTERED: "critical", STOPPED: "warning", UNKNOWN: "warning", UNREACHABLE: "warning"},
             "cluster",
             "a broker not registered after a crash (critical), a controlled shutdown or a departure nothing "
@@ -93,6 +127,6 @@ RULE = Rule(BROKER_DOWN, {NOT_REGISTERED: "critical", STOPPED: "warning", UNKNOW
             plan=_plan, failed_polls=True,
             escalations=(Escalation((STOPPED, UNKNOWN), PAST_PLANNED_STOP, "critical",
                                     "down longer than `planned_stop_max_s`: no restart takes that long"),),
-            routine=(
+            alerts=ALERTS, routine=(
             "A rolling restart, upgrade or operator's stop is a controlled shutdown: `stopped`, a warning, "
             "critical only past `planned_stop_max_s`; a crash or hang (`not_registered`) pages at once."))

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from pipelines.detectors.exports import Alert, console
 from pipelines.detectors.rule import ClusterView, Rule
 from schemas.observation import (AUTHENTICATION_FAILED, AUTHORIZATION_FAILED, PROTOCOL_MISMATCH, TLS_FAILED,
                                  UNREACHABLE)
@@ -42,11 +43,24 @@ def _plan(view: ClusterView) -> Any:
     return F.array(F.when(blind, view.finding(RULE, cause, details, severity=RULE.severity_column(cause))))
 
 
+ALERTS = (
+    Alert("KrmClusterUnreachable", "krm_cluster_reachable == 0", "critical", wait="1m",
+          summary="krm cannot use {{ $labels.cluster }} through the Admin API ({{ $labels.reason }})",
+          runbook=("unreachable: check the brokers and the network path from the collector host. authentication_failed / "
+                   "tls_failed / protocol_mismatch: the collector's log has one line naming the cause (wrong password, CA "
+                   "that did not sign the brokers' certificates, listener protocol); fix [clusters.security]. krm retries "
+                   "such refusals slowly (up to once a minute). authorization_failed: krm polls but misses an ACL (its log "
+                   "and the cluster record's `denied` name it); grant krm's minimum ACLs (README, \"Secured clusters\")."),
+          links=(("console", console()),
+                 ("incidents", console("/incidents?cluster={{ $labels.cluster }}&type=CLUSTER_UNREACHABLE")))),
+)
+
+
 RULE = Rule(TYPE, {UNREACHABLE: "critical", AUTHENTICATION_FAILED: "critical", TLS_FAILED: "critical",
                    PROTOCOL_MISMATCH: "critical", AUTHORIZATION_FAILED: "critical"},
             "cluster", "krm cannot see the cluster at all: no broker answered its poll and nothing else (ZooKeeper) "
             "said who is registered", plan=_plan, failed_polls=True,
-            routine=(
+            alerts=ALERTS, routine=(
             "A rolling restart or upgrade keeps brokers answering: never. Stopping a whole KRaft cluster opens it "
             "until the first broker answers again (nothing tells a stop from a cut network); the shipped alert "
             "waits 1 min. In ZooKeeper mode ZooKeeper still says who is registered: BROKER_DOWN per broker instead."))

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from pipelines.detectors.exports import Alert, INCIDENTS_OF_TYPE, console
 from pipelines.detectors.rule import ClusterView, Rule
 
 TYPE = "CONTROLLER_ANOMALY"
@@ -69,12 +70,57 @@ def _plan(view: ClusterView) -> Any:
                view.finding(RULE, MIGRATION_DUAL_WRITE_STUCK, details)))
 
 
+ALERTS = (
+    Alert("KafkaControllerAnomaly",
+          'krm_incidents_open{type="CONTROLLER_ANOMALY",severity="critical"} > 0',
+          "critical", wait="30s",
+          summary="{{ $labels.cluster }}: no working controller",
+          runbook=("Without a controller no leader is elected and no broker failure is handled. `krm incidents --open --type"
+                   " CONTROLLER_ANOMALY --json` names the cause: no_active_controller (ZooKeeper mode: check /controller and"
+                   " the brokers' controller logs), multiple_active_controllers (split brain), no_quorum_leader (KRaft: the "
+                   "metadata quorum has no leader or lost its majority; restart the controllers in details.out)."),
+          links=(("incidents", console(INCIDENTS_OF_TYPE)),),
+          why=("30 s: a voter restarting in a rolling restart or upgrade can leave the quorum leader without a caught-up "
+               "majority for a few seconds (CI: `majority lost` for one poll while the next voter was still catching up); "
+               "that is routine. Half a minute without a working controller is not: no leader is elected and no dead broker "
+               "is fenced meanwhile.")),
+    Alert("KafkaControllerQuorumDegraded",
+          "krm_kraft_quorum_voters_caught_up < krm_kraft_quorum_voters",
+          "warning", wait="1m",
+          summary="{{ $labels.cluster }}: {{ $value }} controller quorum voter(s) caught up",
+          runbook=("krm_kraft_voter_caught_up names the voters that stopped fetching or fell behind (CONTROLLER_ANOMALY "
+                   "voter_lagging, quorum_at_risk: details.can_lose is how many more voters may go). Restart or fix that "
+                   "controller: its log, disk, network to the quorum leader."),
+          links=(("console", console()),),
+          why=("KRaft: a voter of the metadata quorum is down or behind. The quorum still works, but with only a majority "
+               "left the next controller loss stops all metadata changes.")),
+    Alert("KafkaMigrationMetadataCopyStuck", "krm_cluster_migration_state == 2", "warning", wait="15m",
+          summary=("{{ $labels.cluster }}: a KRaft controller claimed /controller but has not finished copying ZooKeeper's "
+                   "metadata"),
+          runbook=("The active KRaft controller starts copying once every broker has registered with it in migration mode. "
+                   "Look for a broker still without zookeeper.metadata.migration.enable or controller.quorum.voters, or an "
+                   "inter.broker.protocol.version that differs from the controllers' metadata.version; the controller's log "
+                   "(KRaftMigrationDriver) says what it waits for."),
+          why=("A ZooKeeper → KRaft migration (KIP-866) is planned work and pages nobody; one left half-way is worth a look."
+               " krm_cluster_migration_state uses Kafka's ZkMigrationState numbers.")),
+    Alert("KafkaMigrationStuckInDualWrite", "krm_cluster_migration_state == 1", "warning", wait="24h",
+          summary=("{{ $labels.cluster }}: in the migration's dual writes for a day ({{ with printf "
+                   '"krm_cluster_migration_zk_brokers{cluster=%q}" $labels.cluster | query }}{{ . | first | value }}{{ end '
+                   "}} broker(s) still in ZooKeeper mode)"),
+          runbook=("The KRaft controller holds the metadata and still writes every change to ZooKeeper. With brokers still "
+                   "in ZooKeeper mode, roll them into KRaft mode (process.roles=broker, node.id, no zookeeper.connect); with"
+                   " none left, finalize (restart the controllers without zookeeper.metadata.migration.enable and "
+                   "zookeeper.connect) once satisfied: rolling back to ZooKeeper is possible only until then. A planned soak"
+                   " silences this alert.")),
+)
+
+
 RULE = Rule(TYPE, {NO_CONTROLLER: "critical", MULTIPLE: "critical", NO_QUORUM_LEADER: "critical",
                    VOTER_LAGGING: "warning", QUORUM_AT_RISK: "warning", MIGRATION_COPY_STUCK: "warning",
                    MIGRATION_DUAL_WRITE_STUCK: "warning"}, "cluster",
             "no active controller, more than one, a KRaft quorum losing its majority, or a ZooKeeper → KRaft "
             "migration left half-way", plan=_plan,
-            routine=(
+            alerts=ALERTS, routine=(
             "A controller fail-over (ZooKeeper mode) lasts under its 5 s grace; restarting one KRaft voter of "
             "three is `voter_lagging` / `quorum_at_risk` (warnings). No active controller or no quorum stops "
             "every election: critical. A ZooKeeper → KRaft migration pages nobody; one left in a phase past "

@@ -19,6 +19,7 @@ from typing import Any, Mapping
 
 from pipelines.columns import leo_of
 from pipelines.detectors import offline
+from pipelines.detectors.exports import Alert, incident_info
 from pipelines.detectors.rule import PartitionView, Rule
 from schemas.quiet import DEFAULT_WINDOW_MS
 
@@ -83,9 +84,22 @@ class StallDetails:
         return cls(details.get("hw_stalled_since_ms"), tuple(details.get("holding_back") or ()))
 
 
+ALERTS = (
+    Alert("KafkaHighWatermarkStalled", "krm_partition_hw_stall_seconds > 0", "critical",
+          summary=("{{ $labels.cluster }}: {{ $labels.topic }}-{{ $labels.partition }} high watermark stalled for {{ $value "
+                   "| humanizeDuration }}"),
+          runbook=("acks=all producers of this partition are waiting. details.holding_back of the HW_STALL incident names "
+                   "the ISR follower the HW waits for (`krm incidents --open --type HW_STALL --json`); check that broker "
+                   "(paused, GC, disk, network). Kafka drops it from the ISR after replica.lag.time.max.ms, which unblocks "
+                   "producers at the cost of redundancy."),
+          links=(("incident", incident_info(TYPE, "url")),
+                 ("holding_back", incident_info(TYPE, "holding_back")))),
+)
+
+
 RULE = Rule(TYPE, {FOLLOWER_UNREACHABLE: "critical", FOLLOWER_BEHIND: "critical"}, "partition",
             "the HW held still for a window while the leader's log is ahead: acks=all producers hang",
             scope="offsets", plan=_plan, affected=lambda v: of(v)["stalled"],
-            routine=(
+            alerts=ALERTS, routine=(
             "A controlled shutdown takes the broker out of the ISR before it stops, so no HW waits for it; a "
             "stall means a live ISR follower holds acks=all producers: critical."))

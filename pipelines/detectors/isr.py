@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from pipelines.detectors import offline
+from pipelines.detectors.exports import Alert, incident_info
 from pipelines.detectors.rule import PartitionView, Rule
 
 UNDER_REPLICATED = "UNDER_REPLICATED"
@@ -159,17 +160,49 @@ def _plan_of(kind: str) -> Any:
     return plan
 
 
+UNDER_MIN_ISR_ALERTS = (
+    Alert("KafkaPartitionUnderMinIsr", "krm_partition_under_min_isr == 1", "critical", wait="30s",
+          summary="{{ $labels.cluster }}: {{ $labels.topic }}-{{ $labels.partition }} is below min.insync.replicas",
+          runbook=("acks=all producers of this partition get NotEnoughReplicas. Find the replicas that left the ISR "
+                   "(details.out_of_sync of the UNDER_REPLICATED incident) and the brokers behind them (down, paused, slow "
+                   "disk, network); bring them back in sync."),
+          links=(("incident", incident_info(UNDER_MIN_ISR, "url")),),
+          why=("acks=all producers get NotEnoughReplicas, which they retry (delivery.timeout.ms: 2 min by default): a dip "
+               "shorter than their retries fails no write. A cluster starting up, or a broker's return, passes through it "
+               "for seconds while the followers rejoin the ISR.")),
+)
+
+
+AT_MIN_ISR_ALERTS = (
+    Alert("KafkaPartitionAtMinIsr", "krm_partition_at_min_isr == 1", "warning", wait="1m",
+          summary=("{{ $labels.cluster }}: {{ $labels.topic }}-{{ $labels.partition }} is at min ISR: one more loss stops "
+                   "acks=all writes"),
+          runbook=("Do not restart or stop any broker holding this partition's ISR now. Restore the out-of-sync replicas "
+                   "first."),
+          links=(("incident", incident_info(AT_MIN_ISR, "url")),)),
+)
+
+
+UNDER_REPLICATED_ALERTS = (
+    Alert("KafkaPartitionUnderReplicated", "krm_partition_under_replicated == 1", "warning", wait="5m",
+          summary="{{ $labels.cluster }}: {{ $labels.topic }}-{{ $labels.partition }} under-replicated for 5 minutes",
+          runbook=("A follower has not caught up within replica.lag.time.max.ms. Look at the broker named in "
+                   "details.out_of_sync: is it up, is its disk or network saturated, is it catching up?"),
+          links=(("incident", incident_info(UNDER_REPLICATED, "url")),)),
+)
+
+
 RULES = {
     UNDER_REPLICATED: Rule(UNDER_REPLICATED, {None: "warning"}, "partition", "a led partition with |ISR| < RF",
                            scope="topic", plan=_plan_of(UNDER_REPLICATED), affected=incomplete,
-            routine=(
+            alerts=UNDER_REPLICATED_ALERTS, routine=(
             "Every rolling restart, upgrade or broker stop makes the stopped broker's partitions under-replicated "
             "until it catches up; Kafka heals it. A reassignment does not (RF = replicas minus adding ones). "
             "Warning only, its alert waits 5 minutes.")),
     UNDER_MIN_ISR: Rule(UNDER_MIN_ISR, {None: "critical"}, "partition",
                         "|ISR| < min(min.insync.replicas, RF): acks=all producers fail", scope="topic",
                         plan=_plan_of(UNDER_MIN_ISR), affected=incomplete,
-            routine=(
+            alerts=UNDER_MIN_ISR_ALERTS, routine=(
             "A gated rolling restart (`krm check shutdown --wait`) never goes below min ISR where RF > min ISR; a "
             "cluster starting up, or a broker's return, dips below it for seconds while followers rejoin: its alert "
             "waits 30 s (producers retry NotEnoughReplicas). Where RF = min ISR any stop refuses acks=all writes: "
@@ -177,7 +210,7 @@ RULES = {
     AT_MIN_ISR: Rule(AT_MIN_ISR, {None: "warning"}, "partition",
                      "ISR members lost down to min ISR: one more loss stops acks=all", scope="topic",
                      plan=_plan_of(AT_MIN_ISR), affected=incomplete,
-            routine=(
+            alerts=AT_MIN_ISR_ALERTS, routine=(
             "Each stop of a rolling restart with RF = min ISR + 1 puts the stopped broker's partitions here: the "
             "warning is the advice not to stop another broker now (its alert waits 1 minute).")),
 }

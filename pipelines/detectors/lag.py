@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from pipelines.columns import leo_of, let
+from pipelines.detectors.exports import Alert, incident_info
 from pipelines.detectors.rule import PartitionView, Rule
 
 TYPE = "REPLICA_LAG"
@@ -80,8 +81,20 @@ class LagDetails:
         return cls(details.get("lag_messages"))
 
 
+ALERTS = (
+    Alert("KafkaReplicaLagging", "krm_replica_lag_messages > 0", "warning", wait="2m",
+          summary=("{{ $labels.cluster }}: broker {{ $labels.broker }} is {{ $value }} messages behind on {{ $labels.topic "
+                   "}}-{{ $labels.partition }}"),
+          runbook=("A follower has been over the REPLICA_LAG threshold for two minutes. details of the incident give the lag"
+                   " in seconds and ISR membership (`krm incidents --open --type REPLICA_LAG --json`); `krm lag --topic T "
+                   "--since 1h --plot lag.png` shows how it evolved. Check that broker's disk, network and replication "
+                   "throttles."),
+          links=(("incident", incident_info(TYPE, "url", by=("topic", "partition", "broker"))),)),
+)
+
+
 RULE = Rule(TYPE, {None: "warning"}, "partition", "a follower behind its leader (messages or estimated seconds)",
             scope="offsets", plan=_plan, affected=_affected,
-            routine=(
+            alerts=ALERTS, routine=(
             "A restarted broker catches up (warning, 2-minute alert); replicas a reassignment adds are progress "
             "(PARTITION_REASSIGNING), not lag."))

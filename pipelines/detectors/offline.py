@@ -41,6 +41,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
+from pipelines.detectors.exports import Alert, incident_info
 from pipelines.detectors.rule import PartitionView, Rule
 
 TYPE = "OFFLINE_PARTITION"
@@ -146,9 +147,41 @@ class OfflineDetails:
         return cls(tuple(details.get("must_return") or ()))
 
 
+ALERTS = (
+    Alert("KafkaPartitionOffline", 'krm_partition_offline{cause!="live_isr_but_no_leader"} == 1', "critical",
+          summary="{{ $labels.cluster }}: {{ $labels.topic }}-{{ $labels.partition }} has no leader ({{ $labels.cause }})",
+          runbook=("Producers and consumers of this partition fail. cause=single_replica_on_dead_broker: the partition has "
+                   "one replica and its broker is down; bring that broker back or accept the loss of the partition's data. "
+                   "cause=all_isr_replicas_dead: bring back one of the brokers in details.must_return (`krm incidents --open"
+                   " --json`); enabling unclean election instead loses data. cause=elr_replicas_down (Kafka 4): the ISR is "
+                   "empty and every Eligible Leader Replica is down; bring back one of details.must_return: a broker stopped"
+                   " cleanly is elected with no loss, one that crashed leaves the ELR when it registers again. "
+                   "cause=last_known_elr_only (Kafka 4): only the last leader is left; Kafka elects it when it returns (an "
+                   "unclean election from the last known leader: a KafkaLastKnownLeaderElected warning, a page only if its "
+                   "high watermark went back). Before maintenance, run `krm check shutdown --broker ID` and move "
+                   "single-replica partitions off the broker."),
+          links=(("incident", incident_info(TYPE, "url")),
+                 ("must_return", incident_info(TYPE, "must_return"))),
+          why="Fires at once: no replica that could lead is alive, so nothing but an operator fixes it."),
+    Alert("KafkaPartitionLeaderNotElected",
+          'krm_partition_offline{cause="live_isr_but_no_leader"} == 1',
+          "critical", wait="30s",
+          summary=("{{ $labels.cluster }}: {{ $labels.topic }}-{{ $labels.partition }} has a live in-sync replica but no "
+                   "leader"),
+          runbook=("The controller has not elected a leader although an in-sync replica is alive. Check that the cluster has"
+                   " an active controller (KafkaControllerAnomaly, the CONTROLLER_ANOMALY incident) and read the "
+                   "controller's log; a controller stuck on ZooKeeper or a KRaft quorum without a leader stops all "
+                   "elections."),
+          links=(("incident", incident_info(TYPE, "url")),),
+          why=("A live ISR member can lead: every broker death leaves its partitions like this until the controller's "
+               "election (ZooKeeper mode: once the dead broker's session expires), so only a gap that outlasts an election "
+               "is worth a page.")),
+)
+
+
 RULE = Rule(TYPE, {c: "critical" for c in CAUSES}, "partition", "no live leader: nobody can produce or consume",
             scope="topic", plan=_plan, affected=lambda v: of(v)["is_offline"],
-            routine=(
+            alerts=ALERTS, routine=(
             "No routine operation causes it on a replicated partition: a controlled shutdown moves leadership "
             "first. RF-1 partitions of a stopped broker are offline for real (clients fail): critical by design; "
             "`krm check shutdown` flags them before."))

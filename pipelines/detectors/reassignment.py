@@ -20,6 +20,7 @@ from typing import Any
 
 from pipelines.columns import leo_of
 from pipelines.detectors.isr import reassignment_column
+from pipelines.detectors.exports import Alert, INCIDENTS_OF_TYPE, console
 from pipelines.detectors.rule import PartitionView, Rule
 
 TYPE = "PARTITION_REASSIGNING"
@@ -52,8 +53,23 @@ def _plan(view: PartitionView) -> Any:
     return F.array(F.when(_moving(view), view.finding(RULE, cause, details)))
 
 
+ALERTS = (
+    Alert("KafkaReassignmentStalled",
+          'krm_incidents_open{type="PARTITION_REASSIGNING",severity="warning"} > 0',
+          "warning", wait="5m",
+          summary="{{ $labels.cluster }}: {{ $value }} partition reassignment(s) copied nothing for reassignment_stall_s",
+          runbook=("`krm incidents --open --type PARTITION_REASSIGNING --json` lists them with details.progress (messages "
+                   "each adding replica still has to copy). Usual causes: a replication throttle too low for the write rate "
+                   "(kafka-reassign-partitions --execute --throttle, raise it), an adding broker down or out of disk. The "
+                   "old replicas keep serving meanwhile."),
+          links=(("incidents", console(INCIDENTS_OF_TYPE)),),
+          why=("A reassignment is routine (PARTITION_REASSIGNING info); one whose adding replicas stopped copying is worth a"
+               " look, never a page: the old replicas still serve.")),
+)
+
+
 RULE = Rule(TYPE, {IN_PROGRESS: "info", STALLED: "warning"}, "partition",
             "a reassignment is adding or removing replicas of the partition", scope="topic", plan=_plan, affected=_moving,
-            routine=(
+            alerts=ALERTS, routine=(
             "A reassignment is routine: info and the `krm_partition_reassigning` series; a warning (5-minute "
             "alert) only when its adding replicas stopped copying for `reassignment_stall_s`. Never a page."))

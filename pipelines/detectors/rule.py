@@ -25,6 +25,7 @@ from functools import cached_property
 from typing import Any, Callable, Iterable, Mapping
 
 from pipelines.columns import leo_of
+from pipelines.detectors.exports import Alert, Series
 
 # The columns of every row the alert projection hands the driver (findings, poll markers, states).
 ROW_FIELDS = [("row_type", "string"), ("scope", "string"), ("type", "string"), ("severity", "string"),
@@ -63,6 +64,8 @@ class Rule:
     # fail or one more failure loses data; what an operator caused on purpose and Kafka heals is a warning
     routine: str = ""
     escalations: tuple[Escalation, ...] = ()  # a cause's severity raised while a condition holds
+    series: tuple[Series, ...] = ()  # the gauges its open incidents export (pipelines/metrics.py)
+    alerts: tuple[Alert, ...] = ()  # its Prometheus alert rules (pipelines/alert_rules.py writes the file)
 
     def __post_init__(self) -> None:
         if self.subject not in ("partition", "cluster", "driver"):

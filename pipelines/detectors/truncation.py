@@ -26,6 +26,7 @@ from __future__ import annotations
 from typing import Any
 
 from pipelines.columns import leo_of
+from pipelines.detectors.exports import Alert, INCIDENTS_OF_TYPE, console
 from pipelines.detectors.rule import PartitionView, Rule, changed
 
 REGRESSION = "OFFSET_REGRESSION"
@@ -87,6 +88,16 @@ def _truncation_plan(view: PartitionView) -> Any:
         broker=x["broker"]))
 
 
+TRUNCATION_ALERTS = (
+    Alert("KafkaLogTruncated", 'krm_incidents_open{type="LOG_TRUNCATION",severity="critical"} > 0', "critical",
+          summary="{{ $labels.cluster }}: a replica truncated committed data",
+          runbook=("A replica's log end offset went below the partition's high watermark: data consumers could read is gone "
+                   "from that replica (usually after an unclean election). `krm incidents --open --type LOG_TRUNCATION "
+                   "--json` names the broker and how many messages were cut."),
+          links=(("incidents", console(INCIDENTS_OF_TYPE)),)),
+)
+
+
 REGRESSION_RULE = Rule(REGRESSION, {None: "critical"}, "partition",
                        "the high watermark went back: committed messages are lost", scope="offsets",
                        plan=_regression_plan, affected=changed, event=True,
@@ -95,7 +106,7 @@ REGRESSION_RULE = Rule(REGRESSION, {None: "critical"}, "partition",
 TRUNCATION_RULE = Rule(TRUNCATION, {UNCOMMITTED: "warning", REFETCH: "warning", BELOW_HW: "critical"}, "partition",
                        "a replica's log end offset went back", scope="offsets", plan=_truncation_plan,
                        affected=changed, event=True,
-            routine=(
+            alerts=TRUNCATION_ALERTS, routine=(
             "A restarted old leader truncating its uncommitted suffix is normal (warning), and so is a restarted "
             "follower cutting below the HW the leader still covers (`follower_refetch`, warning: it fetches "
             "again); a follower whose disk was wiped or replaced restarts empty and rebuilds from the leader (on a tiered "

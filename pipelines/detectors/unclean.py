@@ -43,6 +43,7 @@ from __future__ import annotations
 from typing import Any
 
 from pipelines.columns import leo_of
+from pipelines.detectors.exports import Alert, INCIDENTS_OF_TYPE, console
 from pipelines.detectors.rule import Escalation, PartitionView, Rule, changed
 
 TYPE = "UNCLEAN_LEADER_ELECTION"
@@ -84,12 +85,37 @@ def _plan(view: PartitionView) -> Any:
     return F.array(F.when(e["unclean"], view.finding(RULE, e["cause"], view.change_details, e["severity"])))
 
 
+ALERTS = (
+    Alert("KafkaUncleanLeaderElection",
+          'krm_incidents_open{type=~"UNCLEAN_LEADER_ELECTION|OFFSET_REGRESSION",severity="critical"} > 0',
+          "critical",
+          summary="{{ $labels.cluster }}: {{ $value }} partition(s) lost committed data ({{ $labels.type }})",
+          runbook=("An out-of-sync replica became leader and the high watermark went back: messages that consumers may "
+                   "already have read are gone from the log. List them with `krm incidents --open --json` (details.hw_lost, "
+                   "previous_isr); tell the owners of the topics; consider disabling unclean.leader.election.enable on them."),
+          links=(("incidents", console(INCIDENTS_OF_TYPE)),)),
+    Alert("KafkaLastKnownLeaderElected",
+          'krm_incidents_open{type="UNCLEAN_LEADER_ELECTION",severity="warning"} > 0',
+          "warning",
+          summary=("{{ $labels.cluster }}: {{ $value }} partition(s) re-elected their last known leader without an ISR or "
+                   "ELR"),
+          runbook=("The partition's last leader came back after every other eligible replica was gone and Kafka elected it "
+                   'from the last known ELR (its log: "using an unclean election"). Its high watermark did not go back, so '
+                   "no committed message is known to be lost. If the broker crashed with unflushed data (power loss, not a "
+                   "process kill), check the partition's end offsets; an OFFSET_REGRESSION incident would show a real loss."),
+          links=(("incidents", console(INCIDENTS_OF_TYPE)),),
+          why=("Kafka 4: with ISR and ELR empty, the last known leader is elected when it comes back; Kafka logs it as an "
+               "unclean election and recovers the leader, but that broker held everything committed. Worth knowing, not a "
+               "page: an actual loss shows as OFFSET_REGRESSION.")),
+)
+
+
 RULE = Rule(TYPE, {NOT_ELIGIBLE: "critical", LAST_KNOWN_ELR: "warning", UNCONFIRMED: "info"}, "partition",
             "a leader elected from outside the ISR and the ELR", scope="offsets", plan=_plan, affected=changed,
             event=True,
             escalations=(Escalation((LAST_KNOWN_ELR,), HW_WENT_BACK, "critical",
                                     "the high watermark went back in the same observation: acknowledged writes lost"),),
-            routine=(
+            alerts=ALERTS, routine=(
             "A reassignment moves the leader onto a replica that joined the ISR between two polls: not judged. A "
             "leader outside the ISR krm saw pages only with proof of lost data (HW back, or the new leader's log "
             "below the HW); otherwise `unconfirmed` (info)."))
