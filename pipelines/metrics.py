@@ -14,26 +14,10 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
 from foundation.web_config import load_web_config, serve_wsgi
-from pipelines.detectors import availability, brokers, hw_stall, isr, lag, offline, quorum, reassignment
+from pipelines.detectors import hw_stall, offline, quorum
+from pipelines.detectors.registry import RULES
 from pipelines.incidents import Incident
 from schemas.observation import AUTHORIZATION_FAILED, UNREACHABLE
-
-# incident type -> per-partition series (present only while the incident is open)
-PARTITION_SERIES = {
-    offline.TYPE: ("krm_partition_offline", "Partition has no live leader (1 while offline).", ["cause"]),
-    isr.UNDER_REPLICATED: ("krm_partition_under_replicated", "Partition ISR is smaller than its replica set.", []),
-    isr.UNDER_MIN_ISR: ("krm_partition_under_min_isr",
-                        "ISR below min(min.insync.replicas, RF): acks=all producers are refused.", []),
-    isr.AT_MIN_ISR: ("krm_partition_at_min_isr", "ISR lost members down to the effective min ISR.", []),
-    reassignment.TYPE: ("krm_partition_reassigning", "A reassignment is adding or removing replicas of the partition.", []),
-}
-# incident type -> per-cluster count (always present)
-CLUSTER_COUNTS = {
-    offline.TYPE: ("krm_cluster_offline_partitions", "Partitions without a live leader."),
-    isr.UNDER_REPLICATED: ("krm_cluster_under_replicated_partitions", "Partitions with a leader and |ISR| < RF."),
-    isr.UNDER_MIN_ISR: ("krm_cluster_under_min_isr_partitions", "Partitions below the effective min ISR."),
-}
-
 
 @dataclass(frozen=True)
 class ClusterView:
@@ -176,25 +160,12 @@ class KrmCollector:
         snap = self.state.snapshot
         now = self.clock()
 
-        per_partition = {t: GaugeMetricFamily(name, doc, labels=["cluster", "topic", "partition"] + extra)
-                         for t, (name, doc, extra) in PARTITION_SERIES.items()}
-        per_cluster: Counter[tuple[str, str]] = Counter()
-        open_count: Counter[tuple[str, str, str]] = Counter()
-        for inc in snap.open_incidents:
-            open_count[(inc.cluster, inc.type, inc.severity)] += 1
-            per_cluster[(inc.cluster, inc.type)] += 1
-            fam = per_partition.get(inc.type)
-            if fam is not None:
-                extra = [inc.cause or ""] if inc.type == offline.TYPE else []
-                fam.add_metric([inc.cluster, inc.topic or "", str(inc.partition), *extra], 1)
-        yield from per_partition.values()
-        yield _broker_down_series(snap.open_incidents)
+        open_count: Counter[tuple[str, str, str]] = Counter(
+            (inc.cluster, inc.type, inc.severity) for inc in snap.open_incidents)
+        yield from _rule_series(snap.open_incidents, sorted(snap.clusters), now)
         yield from _incident_info_series(snap.open_incidents, self.state.console_url)
-        yield _unavailable_series(snap.open_incidents)
-        yield from _offset_series(snap.open_incidents, now)
         yield from _tiered_series(snap.tiered)
 
-        counts = {t: GaugeMetricFamily(name, doc, labels=["cluster"]) for t, (name, doc) in CLUSTER_COUNTS.items()}
         age = GaugeMetricFamily("krm_observation_age_seconds",
                                 "Seconds since the newest observation the pipeline processed was taken.",
                                 labels=["cluster"])
@@ -214,8 +185,6 @@ class KrmCollector:
         for name, view in sorted(snap.clusters.items()):
             for what, usable in view.capabilities:
                 capability.add_metric([name, what], 1 if usable else 0)
-            for t, fam in counts.items():
-                fam.add_metric([name], per_cluster[(name, t)])
             age.add_metric([name], max(0.0, now - view.newest_observed_ms / 1000))
             reason = view.unreachable_reason
             reachable.add_metric([name, reason or ""], 0 if reason else 1)
@@ -232,7 +201,7 @@ class KrmCollector:
         stale_now = self.state.stale(now)
         for name in sorted(snap.clusters):
             stale.add_metric([name], 1 if name in stale_now else 0)
-        yield from (*counts.values(), age, reachable, broker_up, leaders, replicas, capability, stale)
+        yield from (age, reachable, broker_up, leaders, replicas, capability, stale)
         yield from _kraft_series(snap.clusters)
         yield from _canary_series(snap.canary)
 
@@ -292,19 +261,40 @@ def _quality_series(q: QualityStats) -> Iterator[Any]:
     yield unexpected
 
 
-def _broker_down_series(incidents: tuple[Incident, ...]) -> Any:
-    """krm_broker_down{cluster,broker,cause,severity}: 1 per open BROKER_DOWN incident. Unlike
-    krm_broker_up it says how the broker went (crash, controlled stop, unreachable) and whether that
-    pages: the alert rules key on its severity (pipelines/detectors/brokers.py)."""
+def _rule_series(incidents: tuple[Incident, ...], clusters: list[str], now: float) -> Iterator[Any]:
+    """Every series the rules declare (`Rule.series`, pipelines/detectors/exports.py), in registry
+    order: one sample per open incident of the rule's type, or a per-cluster count (0 included)."""
     from prometheus_client.core import GaugeMetricFamily
 
-    fam = GaugeMetricFamily("krm_broker_down", "1 while the broker is down: cause not_registered (crash), stopped "
-                            "(controlled shutdown) or unreachable; severity as the BROKER_DOWN incident's.",
-                            labels=["cluster", "broker", "cause", "severity"])
+    by_type: dict[str, list[Incident]] = {}
     for inc in incidents:
-        if inc.type == brokers.BROKER_DOWN:
-            fam.add_metric([inc.cluster, str(inc.broker), inc.cause or "", inc.severity], 1)
-    return fam
+        by_type.setdefault(inc.type, []).append(inc)
+    families: dict[str, Any] = {}
+    taken: dict[str, set[tuple[str, ...]]] = {}
+    for rule in RULES:
+        mine = by_type.get(rule.type, [])
+        for s in rule.series:
+            fam = families.get(s.name)
+            if fam is None:
+                fam = families[s.name] = GaugeMetricFamily(s.name, s.help, labels=["cluster", *s.labels])
+            if s.kind == "count":
+                n = Counter(inc.cluster for inc in mine)
+                for cluster in clusters:
+                    fam.add_metric([cluster], n[cluster])
+                continue
+            seen = taken.setdefault(s.name, set())
+            for inc in mine:
+                sample = s.sample(inc, now)
+                if sample is None:
+                    continue
+                labels, value = sample
+                if s.one_per is not None:
+                    key = (inc.cluster, *(labels[s.labels.index(name)] for name in s.one_per))
+                    if key in seen:
+                        continue
+                    seen.add(key)
+                fam.add_metric([inc.cluster, *labels], value)
+    yield from families.values()
 
 
 def _brokers_label(value: Any) -> str:
@@ -336,26 +326,6 @@ def _incident_info_series(incidents: tuple[Incident, ...], console_url: str) -> 
                                     labels=["url"])
         console.add_metric([console_url], 1)
         yield console
-
-
-def _unavailable_series(incidents: tuple[Incident, ...]) -> Any:
-    """krm_partition_unavailable: every offline partition (its cause) and every partition whose
-    leader clients cannot reach before the controller acts (PARTITION_UNAVAILABLE); one series per
-    partition, the controller's offline cause first when both are open."""
-    from prometheus_client.core import GaugeMetricFamily
-
-    fam = GaugeMetricFamily("krm_partition_unavailable", "Clients cannot use the partition (1 while so).",
-                            labels=["cluster", "topic", "partition", "cause"])
-    causes: dict[tuple[str, str, str], str] = {}
-    for inc in incidents:
-        key = (inc.cluster, inc.topic or "", str(inc.partition))
-        if inc.type == offline.TYPE:
-            causes[key] = inc.cause or ""
-        elif inc.type == availability.TYPE:
-            causes.setdefault(key, inc.cause or availability.LEADER_UNREACHABLE)
-    for (cluster, topic, partition), cause in sorted(causes.items()):
-        fam.add_metric([cluster, topic, partition, cause], 1)
-    return fam
 
 
 def _canary_series(samples: dict[tuple[str, int], Any]) -> Iterator[Any]:
@@ -445,29 +415,6 @@ def _tiered_series(tiered: dict[tuple[str, str], Any]) -> Iterator[Any]:
             if (behind := p.remote_copy_lag) is not None:
                 lag.add_metric(key, behind)
     yield from (local, remote, lag)
-
-
-def _offset_series(incidents: tuple[Incident, ...], now: float) -> Iterator[Any]:
-    """krm_partition_hw_stall_seconds and krm_replica_lag_messages, from the open HW_STALL and
-    REPLICA_LAG incidents (the figures of their latest observation; the stall keeps counting)."""
-    from prometheus_client.core import GaugeMetricFamily
-
-    stall = GaugeMetricFamily("krm_partition_hw_stall_seconds",
-                              "Seconds the leader's high watermark has not moved while its LEO is ahead.",
-                              labels=["cluster", "topic", "partition"])
-    lagging = GaugeMetricFamily("krm_replica_lag_messages", "Leader LEO minus this follower's LEO.",
-                                labels=["cluster", "topic", "partition", "broker"])
-    for inc in incidents:
-        if inc.type == hw_stall.TYPE:
-            since = hw_stall.StallDetails.of(inc.details).hw_stalled_since_ms
-            if since is not None:
-                stall.add_metric([inc.cluster, inc.topic or "", str(inc.partition)], max(0.0, now - since / 1000))
-        elif inc.type == lag.TYPE:
-            behind = lag.LagDetails.of(inc.details).lag_messages
-            if behind is not None:
-                lagging.add_metric([inc.cluster, inc.topic or "", str(inc.partition), str(inc.broker)], behind)
-    yield stall
-    yield lagging
 
 
 def serve(state: PipelineState | None, host: str, port: int, extra: tuple[Any, ...] = (),

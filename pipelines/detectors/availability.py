@@ -15,8 +15,10 @@ offline one opens). `krm_partition_unavailable` reports both: every offline caus
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, Sequence
 
+from pipelines.detectors import offline
 from pipelines.detectors.exports import Alert, BROKER_PAGE, console, incident_info
 from pipelines.detectors.rule import PartitionView, Rule
 
@@ -48,6 +50,8 @@ def _plan(view: PartitionView) -> Any:
     return F.array(F.when(_affected(view), view.finding(
         RULE, LEADER_UNREACHABLE, view.details(view.unreachable.alias("unreachable_brokers")))))
 
+
+SERIES = (replace(offline.UNAVAILABLE, cause_default=LEADER_UNREACHABLE),)
 
 ALERTS = (
     Alert("KafkaPartitionLeaderUnreachable",
@@ -82,7 +86,7 @@ ALERTS = (
 RULE = Rule(TYPE, {LEADER_UNREACHABLE: "critical", CANARY_FAILED: "critical"}, "partition",
             "clients cannot use the partition, before the controller says so", scope="offsets", plan=_plan,
             affected=_affected,
-            alerts=ALERTS, routine=(
+            series=SERIES, alerts=ALERTS, routine=(
             "A controlled shutdown hands leadership over before the ports close, so a gated restart shows none; a "
             "crashed or hung leader does (critical) until the controller acts. Its alert waits 5 s, past the sub- "
             "second gaps of a starting cluster."))

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pipelines.detectors.exports import Alert, BROKER_PAGE, console, incident_info
+from pipelines.detectors.exports import Alert, Series, BROKER_PAGE, console, incident_info
 from pipelines.detectors.rule import ClusterView, Escalation, Rule
 
 BROKER_DOWN = "BROKER_DOWN"
@@ -87,6 +87,12 @@ def _plan(view: ClusterView) -> Any:
     return F.concat(F.transform(b["down"], down), F.transform(b["unreachable"], silent))
 
 
+# krm_broker_down says how the broker went and whether that pages (the alerts key on its severity),
+# where krm_broker_up only says whether it is registered
+SERIES = (Series("krm_broker_down", "1 while the broker is down: cause not_registered (crash), stopped (controlled "
+                 "shutdown), unknown or unreachable; severity as the BROKER_DOWN incident's.",
+                 ("broker", "cause", "severity")),)
+
 ALERTS = (
     Alert("KafkaBrokerDown", 'krm_broker_down{severity="critical"} == 1', "critical",
           summary="{{ $labels.cluster }}: broker {{ $labels.broker }} is down ({{ $labels.cause }})",
@@ -127,6 +133,6 @@ RULE = Rule(BROKER_DOWN, {NOT_REGISTERED: "critical", STOPPED: "warning", UNKNOW
             plan=_plan, failed_polls=True,
             escalations=(Escalation((STOPPED, UNKNOWN), PAST_PLANNED_STOP, "critical",
                                     "down longer than `planned_stop_max_s`: no restart takes that long"),),
-            alerts=ALERTS, routine=(
+            series=SERIES, alerts=ALERTS, routine=(
             "A rolling restart, upgrade or operator's stop is a controlled shutdown: `stopped`, a warning, "
             "critical only past `planned_stop_max_s`; a crash or hang (`not_registered`) pages at once."))

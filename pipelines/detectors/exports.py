@@ -22,8 +22,9 @@ class Series:
 
     kind `incident`: one sample per open incident, labels `cluster` + `labels` (incident attributes),
     value `value(incident, now)` (1 when not given; None leaves the incident out). Several rules may
-    declare the same series (same name, help and labels): one sample per label set, the rule first in
-    the registry winning (krm_partition_unavailable: the controller's offline cause before krm's own).
+    declare the same series (same name, help and labels; pipelines/detectors/registry.py checks): with
+    `one_per`, one sample per those labels, the rule first in the registry winning
+    (krm_partition_unavailable: the controller's offline cause before krm's own).
     kind `count`: one sample per cluster krm watches, always present: how many incidents of the type
     are open (0 included, so an alert's `== 0` and a dashboard's graph have a series to read).
     """
@@ -33,8 +34,8 @@ class Series:
     labels: tuple[str, ...] = ("topic", "partition")
     kind: str = "incident"
     value: Callable[[Any, float], float | None] | None = None
-    only: Callable[[Any], bool] | None = None  # incidents of the type this series leaves out
     cause_default: str | None = None  # the `cause` label of an incident without one
+    one_per: tuple[str, ...] | None = None  # labels naming one sample, when several rules share the series
 
     def __post_init__(self) -> None:
         if self.kind not in ("incident", "count"):
@@ -44,11 +45,11 @@ class Series:
         unknown = set(self.labels) - set(INCIDENT_LABELS)
         if unknown:
             raise ValueError(f"{self.name}: labels must be incident attributes {INCIDENT_LABELS}, not {sorted(unknown)}")
+        if self.one_per is not None and not set(self.one_per) <= set(self.labels):
+            raise ValueError(f"{self.name}: one_per names labels of the series")
 
     def sample(self, inc: Any, now: float) -> tuple[tuple[str, ...], float] | None:
         """(label values after `cluster`, value) of an open incident, or None when it exports nothing."""
-        if self.only is not None and not self.only(inc):
-            return None
         value = 1.0 if self.value is None else self.value(inc, now)
         if value is None:
             return None

@@ -19,7 +19,7 @@ from typing import Any, Mapping
 
 from pipelines.columns import leo_of
 from pipelines.detectors import offline
-from pipelines.detectors.exports import Alert, incident_info
+from pipelines.detectors.exports import Alert, Series, incident_info
 from pipelines.detectors.rule import PartitionView, Rule
 from schemas.quiet import DEFAULT_WINDOW_MS
 
@@ -84,6 +84,15 @@ class StallDetails:
         return cls(details.get("hw_stalled_since_ms"), tuple(details.get("holding_back") or ()))
 
 
+def _stalled_s(inc: Any, now: float) -> float | None:
+    """Seconds since the HW stopped moving (from the incident's latest observation; it keeps counting)."""
+    since = StallDetails.of(inc.details).hw_stalled_since_ms
+    return None if since is None else max(0.0, now - since / 1000)
+
+
+SERIES = (Series("krm_partition_hw_stall_seconds",
+                 "Seconds the leader's high watermark has not moved while its LEO is ahead.", value=_stalled_s),)
+
 ALERTS = (
     Alert("KafkaHighWatermarkStalled", "krm_partition_hw_stall_seconds > 0", "critical",
           summary=("{{ $labels.cluster }}: {{ $labels.topic }}-{{ $labels.partition }} high watermark stalled for {{ $value "
@@ -100,6 +109,6 @@ ALERTS = (
 RULE = Rule(TYPE, {FOLLOWER_UNREACHABLE: "critical", FOLLOWER_BEHIND: "critical"}, "partition",
             "the HW held still for a window while the leader's log is ahead: acks=all producers hang",
             scope="offsets", plan=_plan, affected=lambda v: of(v)["stalled"],
-            alerts=ALERTS, routine=(
+            series=SERIES, alerts=ALERTS, routine=(
             "A controlled shutdown takes the broker out of the ISR before it stops, so no HW waits for it; a "
             "stall means a live ISR follower holds acks=all producers: critical."))

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from pipelines.detectors import offline
-from pipelines.detectors.exports import Alert, incident_info
+from pipelines.detectors.exports import Alert, Series, incident_info
 from pipelines.detectors.rule import PartitionView, Rule
 
 UNDER_REPLICATED = "UNDER_REPLICATED"
@@ -160,6 +160,16 @@ def _plan_of(kind: str) -> Any:
     return plan
 
 
+UNDER_REPLICATED_SERIES = (
+    Series("krm_partition_under_replicated", "Partition ISR is smaller than its replica set."),
+    Series("krm_cluster_under_replicated_partitions", "Partitions with a leader and |ISR| < RF.", (), kind="count"),
+)
+UNDER_MIN_ISR_SERIES = (
+    Series("krm_partition_under_min_isr", "ISR below min(min.insync.replicas, RF): acks=all producers are refused."),
+    Series("krm_cluster_under_min_isr_partitions", "Partitions below the effective min ISR.", (), kind="count"),
+)
+AT_MIN_ISR_SERIES = (Series("krm_partition_at_min_isr", "ISR lost members down to the effective min ISR."),)
+
 UNDER_MIN_ISR_ALERTS = (
     Alert("KafkaPartitionUnderMinIsr", "krm_partition_under_min_isr == 1", "critical", wait="30s",
           summary="{{ $labels.cluster }}: {{ $labels.topic }}-{{ $labels.partition }} is below min.insync.replicas",
@@ -195,14 +205,14 @@ UNDER_REPLICATED_ALERTS = (
 RULES = {
     UNDER_REPLICATED: Rule(UNDER_REPLICATED, {None: "warning"}, "partition", "a led partition with |ISR| < RF",
                            scope="topic", plan=_plan_of(UNDER_REPLICATED), affected=incomplete,
-            alerts=UNDER_REPLICATED_ALERTS, routine=(
+            series=UNDER_REPLICATED_SERIES, alerts=UNDER_REPLICATED_ALERTS, routine=(
             "Every rolling restart, upgrade or broker stop makes the stopped broker's partitions under-replicated "
             "until it catches up; Kafka heals it. A reassignment does not (RF = replicas minus adding ones). "
             "Warning only, its alert waits 5 minutes.")),
     UNDER_MIN_ISR: Rule(UNDER_MIN_ISR, {None: "critical"}, "partition",
                         "|ISR| < min(min.insync.replicas, RF): acks=all producers fail", scope="topic",
                         plan=_plan_of(UNDER_MIN_ISR), affected=incomplete,
-            alerts=UNDER_MIN_ISR_ALERTS, routine=(
+            series=UNDER_MIN_ISR_SERIES, alerts=UNDER_MIN_ISR_ALERTS, routine=(
             "A gated rolling restart (`krm check shutdown --wait`) never goes below min ISR where RF > min ISR; a "
             "cluster starting up, or a broker's return, dips below it for seconds while followers rejoin: its alert "
             "waits 30 s (producers retry NotEnoughReplicas). Where RF = min ISR any stop refuses acks=all writes: "
@@ -210,7 +220,7 @@ RULES = {
     AT_MIN_ISR: Rule(AT_MIN_ISR, {None: "warning"}, "partition",
                      "ISR members lost down to min ISR: one more loss stops acks=all", scope="topic",
                      plan=_plan_of(AT_MIN_ISR), affected=incomplete,
-            alerts=AT_MIN_ISR_ALERTS, routine=(
+            series=AT_MIN_ISR_SERIES, alerts=AT_MIN_ISR_ALERTS, routine=(
             "Each stop of a rolling restart with RF = min ISR + 1 puts the stopped broker's partitions here: the "
             "warning is the advice not to stop another broker now (its alert waits 1 minute).")),
 }

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from pipelines.columns import leo_of, let
-from pipelines.detectors.exports import Alert, incident_info
+from pipelines.detectors.exports import Alert, Series, incident_info
 from pipelines.detectors.rule import PartitionView, Rule
 
 TYPE = "REPLICA_LAG"
@@ -81,6 +81,9 @@ class LagDetails:
         return cls(details.get("lag_messages"))
 
 
+SERIES = (Series("krm_replica_lag_messages", "Leader LEO minus this follower's LEO.", ("topic", "partition", "broker"),
+                 value=lambda inc, now: LagDetails.of(inc.details).lag_messages),)
+
 ALERTS = (
     Alert("KafkaReplicaLagging", "krm_replica_lag_messages > 0", "warning", wait="2m",
           summary=("{{ $labels.cluster }}: broker {{ $labels.broker }} is {{ $value }} messages behind on {{ $labels.topic "
@@ -95,6 +98,6 @@ ALERTS = (
 
 RULE = Rule(TYPE, {None: "warning"}, "partition", "a follower behind its leader (messages or estimated seconds)",
             scope="offsets", plan=_plan, affected=_affected,
-            alerts=ALERTS, routine=(
+            series=SERIES, alerts=ALERTS, routine=(
             "A restarted broker catches up (warning, 2-minute alert); replicas a reassignment adds are progress "
             "(PARTITION_REASSIGNING), not lag."))

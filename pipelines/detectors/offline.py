@@ -41,7 +41,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-from pipelines.detectors.exports import Alert, incident_info
+from pipelines.detectors.exports import Alert, Series, incident_info
 from pipelines.detectors.rule import PartitionView, Rule
 
 TYPE = "OFFLINE_PARTITION"
@@ -147,6 +147,17 @@ class OfflineDetails:
         return cls(tuple(details.get("must_return") or ()))
 
 
+# krm_partition_unavailable: every offline partition with the controller's cause, and (declared on
+# PARTITION_UNAVAILABLE, later in the registry, so the offline cause wins) those krm finds unusable first
+UNAVAILABLE = Series("krm_partition_unavailable", "Clients cannot use the partition (1 while so).",
+                     ("topic", "partition", "cause"), one_per=("topic", "partition"))
+SERIES = (
+    Series("krm_partition_offline", "Partition has no live leader (1 while offline).", ("topic", "partition", "cause")),
+    Series("krm_cluster_offline_partitions", "Partitions without a live leader.", (), kind="count"),
+    UNAVAILABLE,
+)
+
+
 ALERTS = (
     Alert("KafkaPartitionOffline", 'krm_partition_offline{cause!="live_isr_but_no_leader"} == 1', "critical",
           summary="{{ $labels.cluster }}: {{ $labels.topic }}-{{ $labels.partition }} has no leader ({{ $labels.cause }})",
@@ -181,7 +192,7 @@ ALERTS = (
 
 RULE = Rule(TYPE, {c: "critical" for c in CAUSES}, "partition", "no live leader: nobody can produce or consume",
             scope="topic", plan=_plan, affected=lambda v: of(v)["is_offline"],
-            alerts=ALERTS, routine=(
+            series=SERIES, alerts=ALERTS, routine=(
             "No routine operation causes it on a replicated partition: a controlled shutdown moves leadership "
             "first. RF-1 partitions of a stopped broker are offline for real (clients fail): critical by design; "
             "`krm check shutdown` flags them before."))

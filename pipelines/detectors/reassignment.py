@@ -20,7 +20,7 @@ from typing import Any
 
 from pipelines.columns import leo_of
 from pipelines.detectors.isr import reassignment_column
-from pipelines.detectors.exports import Alert, INCIDENTS_OF_TYPE, console
+from pipelines.detectors.exports import Alert, Series, INCIDENTS_OF_TYPE, console
 from pipelines.detectors.rule import PartitionView, Rule
 
 TYPE = "PARTITION_REASSIGNING"
@@ -53,6 +53,8 @@ def _plan(view: PartitionView) -> Any:
     return F.array(F.when(_moving(view), view.finding(RULE, cause, details)))
 
 
+SERIES = (Series("krm_partition_reassigning", "A reassignment is adding or removing replicas of the partition."),)
+
 ALERTS = (
     Alert("KafkaReassignmentStalled",
           'krm_incidents_open{type="PARTITION_REASSIGNING",severity="warning"} > 0',
@@ -70,6 +72,6 @@ ALERTS = (
 
 RULE = Rule(TYPE, {IN_PROGRESS: "info", STALLED: "warning"}, "partition",
             "a reassignment is adding or removing replicas of the partition", scope="topic", plan=_plan, affected=_moving,
-            alerts=ALERTS, routine=(
+            series=SERIES, alerts=ALERTS, routine=(
             "A reassignment is routine: info and the `krm_partition_reassigning` series; a warning (5-minute "
             "alert) only when its adding replicas stopped copying for `reassignment_stall_s`. Never a page."))

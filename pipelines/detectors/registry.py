@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pipelines.detectors import (availability, balance, brokers, cluster_reachability, controllers, hw_stall, isr, lag,
                                  offline, reassignment, truncation, unclean)
+from pipelines.detectors.exports import Series
 from pipelines.detectors.rule import Rule
 
 RULES: tuple[Rule, ...] = (
@@ -33,6 +34,23 @@ BY_TYPE: dict[str, Rule] = {r.type: r for r in RULES}
 assert len(BY_TYPE) == len(RULES), "one rule per incident type"
 INCIDENT_TYPES: tuple[str, ...] = tuple(BY_TYPE)
 EVENT_TYPES: frozenset[str] = frozenset(r.type for r in RULES if r.event)
+
+
+def _series_by_name() -> dict[str, Series]:
+    """Every series a rule exports, by name; rules sharing one must declare it alike (but for the
+    `cause` default and the value, which are each rule's own)."""
+    out: dict[str, Series] = {}
+    for rule in RULES:
+        for s in rule.series:
+            first = out.setdefault(s.name, s)
+            if (first.help, first.labels, first.kind, first.one_per) != (s.help, s.labels, s.kind, s.one_per):
+                raise ValueError(f"{rule.type}: {s.name} is declared otherwise by another rule")
+            if first is not s and s.one_per is None:
+                raise ValueError(f"{rule.type}: {s.name} is shared, so it needs one_per")
+    return out
+
+
+SERIES: dict[str, Series] = _series_by_name()
 
 
 def of_subject(subject: str) -> tuple[Rule, ...]:

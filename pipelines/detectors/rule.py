@@ -3,9 +3,11 @@
 
 Every detector module ends with one `Rule` per incident type it raises; pipelines/detectors/
 registry.py lists them. The alert projection (pipelines/findings.py) loops over the rules of its
-subjects, the driver-side judges (balance, canary, quorum, JMX) take their severities from them, and
-docs and alert rules are checked against the registry (tests/unit/test_rule_registry.py). Adding an
-incident type: a detector module with its rule, one line in the registry, its golden table.
+subjects, the driver-side judges (balance, canary, quorum, JMX) take their severities from them,
+/metrics builds each rule's declared series and the shipped alert file is generated from its alerts
+(pipelines/detectors/exports.py), and docs are checked against the registry
+(tests/unit/test_rule_registry.py). Adding an incident type: a detector module with its rule, one
+line in the registry, its golden table, the regenerated alert file.
 
 Subjects:
 - `partition`: judged in the alert projection on each partition of a `topic` record (`PartitionView`);
