@@ -103,6 +103,10 @@ class AdminSource:
         # topic -> (broker_load, leaders per broker, holders) as the last poll had them (topic_view)
         self._topic_view: dict[str, tuple[list[list[int]], dict[int, int], set[int]]] = {}
         self._layout: list[tuple[str, int]] = []  # (topic, partition count) as the last poll listed them
+        # (topic, partition) -> Metadata's offline replicas at the last poll, where any: the ZooKeeper
+        # mirror's records carry them (ZooKeeper holds no log-dir state), so a partition whose copies sit
+        # on a failed log directory reads so in every record, not only in the polls'
+        self._offline_replicas: dict[tuple[str, int], list[int]] = {}
         self._notes = Notes(cluster.name)  # side requests' failures, logged once
         self._side = SideChannel(cluster, settings.request_timeout_ms, self._notes)  # DescribeQuorum, moves
         self._reach = Reachability(settings.unreachable_after_s)
@@ -368,6 +372,7 @@ class AdminSource:
         annotate, still_quiet, now = self._memory.annotate, self._memory.still_quiet, time.monotonic()
         elr_known = self.zk is None and self._elr_known
         side_moves, applied, published_of, published_at = self._side.moves, self._applied, self._published, self._published_at
+        offline_now: dict[tuple[str, int], list[int]] = {}
         for t in topics:
             min_isr, unclean = self._configs.of(t["topic"])
             name = t["topic"]
@@ -420,6 +425,8 @@ class AdminSource:
                 # the decoded lists are this poll's own and no one changes a list in place: not copied
                 part = {"partition": pid, "leader": p["leader"], "leader_epoch": p.get("leader_epoch"),
                         "replicas": replicas, "isr": p["isr"], "offline_replicas": p.get("offline_replicas") or []}
+                if part["offline_replicas"]:
+                    offline_now[key] = part["offline_replicas"]
                 if "elr" in p:
                     part["elr"], part["last_known_elr"] = p["elr"], p["last_known_elr"]
                 elif elr_known:
@@ -496,6 +503,7 @@ class AdminSource:
                 del self._published[gone]
                 self._published_at.pop(gone, None)
         self._layout = layout
+        self._offline_replicas = offline_now
         with self._poll_lock:
             self._arrived = None  # its epochs are in _published now
         return records
@@ -653,6 +661,8 @@ class AdminSource:
                     continue
                 part = {"partition": pid, "leader": zs.leader, "leader_epoch": zs.leader_epoch,
                         "replicas": list(replicas), "isr": list(zs.isr), "zk_mtime_ms": zs.mtime_ms}
+                if (offline := self._offline_replicas.get((topic, pid))) is not None:
+                    part["offline_replicas"] = offline
                 newer = pending.get(pid)
                 if newer is not None and _later_election(newer, zs.leader_epoch, replicas):
                     part.update(leader=newer["leader"], leader_epoch=newer["leader_epoch"], isr=list(newer["isr"]))

@@ -73,7 +73,8 @@ def judge(broker: int, topic: str, p: dict[str, Any], live: set[int], min_isr: i
     isr_after = tuple(r for r in isr if r != broker and r in live_after)
     eff = effective_min_isr(min_isr, replicas)
     elr_after = [r for r in p.get("elr") or () if r != broker]
-    election = offline.classify_offline(leader, replicas, isr_after, live_after, elr_after, p.get("last_known_elr"))
+    election = offline.classify_offline(leader, replicas, isr_after, live_after, elr_after, p.get("last_known_elr"),
+                                        p.get("offline_replicas"))
     new_leader = leader if election is None else (election.live_isr[0] if election.live_isr else None)
 
     def verdict(kind: str, to: int | None, reason: str) -> Verdict:

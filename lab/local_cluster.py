@@ -156,6 +156,9 @@ class LocalCluster:
     # the KDC is not a Kafka node: its process is kept apart from `nodes`
     kerberos: bool = False
     kdc_node: Node | None = None
+    # log directories per broker (JBOD: `data`, `data-2`, ...), so one can fail while the broker lives
+    # (`fail_log_dir`)
+    log_dirs: int = 1
 
     # ---------------------------------------------------------------- construction and state
 
@@ -213,7 +216,7 @@ class LocalCluster:
                 controllers=max(1, len([n for n in s["nodes"].values() if n["role"] == "controller"])),
                 security=s.get("security", "plaintext"), session_timeout_ms=s.get("session_timeout_ms", 6000),
                 migration=s.get("migration", ""), tiered_storage=s.get("tiered_storage", False),
-                kerberos=s.get("kerberos", False))
+                kerberos=s.get("kerberos", False), log_dirs=s.get("log_dirs", 1))
         c.kdc_node = Node(**s["kdc_node"]) if s.get("kdc_node") else None
         c.nodes = {k: Node(**v) for k, v in s["nodes"].items()}
         return c
@@ -224,7 +227,7 @@ class LocalCluster:
             "cluster_id": self.cluster_id, "metrics_port": self.metrics_port, "heap_mb": self.heap_mb,
             "kafka_version": self.kafka_version, "security": self.security,
             "session_timeout_ms": self.session_timeout_ms, "migration": self.migration,
-            "tiered_storage": self.tiered_storage, "kerberos": self.kerberos,
+            "tiered_storage": self.tiered_storage, "kerberos": self.kerberos, "log_dirs": self.log_dirs,
             "kdc_node": vars(self.kdc_node) if self.kdc_node else None, "nodes": {k: vars(n) for k, n in self.nodes.items()},
         }
         tmp = self.root / "state.json.tmp"
@@ -391,6 +394,37 @@ class LocalCluster:
             self.wait_for_brokers([broker_id], timeout_s)
         elif wait:
             self._wait_port(node, timeout_s)
+
+    def log_dir_paths(self, broker_id: int) -> list[Path]:
+        d = self._node_dir(self.broker(broker_id))
+        return [d / "data", *(d / f"data-{i}" for i in range(2, self.log_dirs + 1))]
+
+    def log_dir_of(self, broker_id: int, topic: str, partition: int) -> int | None:
+        """Which of the broker's log directories (0-based) holds its copy of the partition."""
+        for i, path in enumerate(self.log_dir_paths(broker_id)):
+            if (path / f"{topic}-{partition}").is_dir():
+                return i
+        return None
+
+    def fail_log_dir(self, broker_id: int, index: int) -> None:
+        """A disk failure on one log directory of a running broker (JBOD): the directory is removed,
+        so the broker's next write there (the high-watermark checkpoint, every 5 s) fails with an
+        I/O error and Kafka takes the directory offline (KIP-112); the broker and its other
+        directories live on. Only a restart brings a failed directory back (`restore_log_dir`)."""
+        if not 0 < index < self.log_dirs:
+            raise ClusterError(f"log dir {index} of broker {broker_id}: 1..{self.log_dirs - 1} may fail "
+                               "(the first holds the broker's own metadata)")
+        shutil.rmtree(self.log_dir_paths(broker_id)[index])
+
+    def restore_log_dir(self, broker_id: int, index: int) -> None:
+        """A new, empty disk in place of a failed one, before the stopped broker starts again
+        (KRaft: formatted as `kafka-storage format` would, the other directories left as they are)."""
+        node = self.broker(broker_id)
+        if _pid_state(node.pid) != "dead":
+            raise ClusterError(f"stop broker {broker_id} before replacing its log dir")
+        self.log_dir_paths(broker_id)[index].mkdir(parents=True, exist_ok=True)
+        if self.mode == "kraft":
+            self._format_storage([node])
 
     def add_broker(self, timeout_s: float = 90.0) -> int:
         """Cluster expansion: a new broker (next id, free ports, the same settings) joins and is
@@ -776,6 +810,8 @@ class LocalCluster:
             return
         n = self.brokers
         props: dict[str, Any] = {"log.dirs": d / "data"}
+        if node.role == "broker":
+            props["log.dirs"] = ",".join(str(p) for p in self.log_dir_paths(node.id))
         if node.role == "controller":
             props |= {
                 "process.roles": "controller",

@@ -20,11 +20,22 @@ ELR (`handleBrokerShutdown`): only a cleanly stopped ELR member brings the parti
 Without ELR (ZooKeeper mode, Kafka 3.x KRaft) the ISR is never emptied and the "eligible" replicas
 are simply the ISR.
 
+A replica leads only if it is *online*: its broker alive and its copy not on a failed log directory
+(JBOD, KIP-112). ZooKeeper mode: `ControllerContext.isReplicaOnline` (core/src/main/scala/kafka/
+controller/ControllerContext.scala) leaves `replicasOnOfflineDirs` out of every election; KRaft (JBOD,
+KIP-858): `ReplicationControlManager.handleDirectoriesOffline` takes the broker's replicas on the
+failed directory out of leadership and the ISR as a fencing would. Either way Metadata lists them in
+the partition's `offline_replicas` (with those of dead or fenced brokers), and the broker lives on.
+
 Causes, checked in this order (eligible = the ISR, or the ELR when the ISR is empty):
 - `single_replica_on_dead_broker`: replication factor 1 and that one replica's broker is down:
   only that broker coming back restores the partition.
-- `live_isr_but_no_leader`: an eligible replica is alive but no leader was elected (yet): the
+- `live_isr_but_no_leader`: an eligible replica is online but no leader was elected (yet): the
   controller has not acted (or cannot: no active controller). `details.live_isr` names them.
+- `log_dir_offline`: no eligible replica is online, and at least one sits on a live broker whose copy
+  is on a failed log directory: the brokers are up, the disk is not, so no election and no broker
+  restart alone helps: `must_return` names the eligible replicas (one of them back on a working
+  disk, or a dead one back, restores the partition).
 - `all_isr_replicas_dead`: the ISR is not empty and none of its members is alive (unclean election
   disabled, or no live replica at all): `details.must_return` names the ISR brokers of which one must
   come back.
@@ -50,14 +61,15 @@ ALL_ISR_DEAD = "all_isr_replicas_dead"
 LIVE_ISR_NO_LEADER = "live_isr_but_no_leader"
 ELR_DOWN = "elr_replicas_down"
 LAST_KNOWN_ELR_ONLY = "last_known_elr_only"
-CAUSES = (SINGLE_REPLICA, LIVE_ISR_NO_LEADER, ALL_ISR_DEAD, ELR_DOWN, LAST_KNOWN_ELR_ONLY)
+LOG_DIR_OFFLINE = "log_dir_offline"
+CAUSES = (SINGLE_REPLICA, LIVE_ISR_NO_LEADER, ALL_ISR_DEAD, ELR_DOWN, LAST_KNOWN_ELR_ONLY, LOG_DIR_OFFLINE)
 
 
 @dataclass(frozen=True)
 class OfflineVerdict:
     cause: str
     must_return: tuple[int, ...]  # brokers of which one must come back (empty: a live one can lead)
-    live_isr: tuple[int, ...]  # eligible replicas (ISR, or ELR when the ISR is empty) alive to lead
+    live_isr: tuple[int, ...]  # eligible replicas (ISR, or ELR when the ISR is empty) online to lead
 
 
 def is_offline(leader: int, live: set[int] | frozenset[int]) -> bool:
@@ -71,18 +83,22 @@ def eligible(isr: Sequence[int], elr: Sequence[int] | None) -> Sequence[int]:
 
 def classify_offline(leader: int, replicas: Sequence[int], isr: Sequence[int],
                      live: set[int] | frozenset[int], elr: Sequence[int] | None = None,
-                     last_known_elr: Sequence[int] | None = None) -> OfflineVerdict | None:
+                     last_known_elr: Sequence[int] | None = None,
+                     offline_replicas: Sequence[int] | None = None) -> OfflineVerdict | None:
     """None when the partition has a live leader; otherwise why it has none. `elr` and
-    `last_known_elr` None: not reported (ZooKeeper mode, Kafka 3.x), judged as empty."""
+    `last_known_elr` None: not reported (ZooKeeper mode, Kafka 3.x), judged as empty;
+    `offline_replicas`: Metadata's (a live broker's replica in it is on a failed log directory)."""
     if not is_offline(leader, live):
         return None
-    elr, last_known_elr = elr or (), last_known_elr or ()
+    elr, last_known_elr, offline = elr or (), last_known_elr or (), set(offline_replicas or ())
     candidates = eligible(isr, elr)
-    live_candidates = tuple(b for b in replicas if b in live and b in candidates)  # assignment order
+    live_candidates = tuple(b for b in replicas if b in live and b not in offline and b in candidates)  # assignment order
     if len(replicas) == 1 and replicas[0] not in live:
         return OfflineVerdict(SINGLE_REPLICA, (replicas[0],), ())
     if live_candidates:
         return OfflineVerdict(LIVE_ISR_NO_LEADER, (), live_candidates)
+    if any(b in live and b in offline for b in candidates):
+        return OfflineVerdict(LOG_DIR_OFFLINE, tuple(candidates), ())
     if isr:
         return OfflineVerdict(ALL_ISR_DEAD, tuple(isr), ())
     if elr:
@@ -93,7 +109,7 @@ def classify_offline(leader: int, replicas: Sequence[int], isr: Sequence[int],
 
 
 def offline_columns(leader: Any, replicas: Any, isr: Any, live: Any, elr: Any = None,
-                    last_known_elr: Any = None) -> dict[str, Any]:
+                    last_known_elr: Any = None, offline_replicas: Any = None) -> dict[str, Any]:
     """The same rule as Spark Columns (built-in expressions only, no UDF), over any columns or
     lambda variables: {"is_offline", "cause", "must_return", "live_isr"}."""
     from pyspark.sql import functions as F
@@ -102,17 +118,22 @@ def offline_columns(leader: Any, replicas: Any, isr: Any, live: Any, elr: Any = 
     empty = F.array().cast("array<int>")
     elr = empty if elr is None else F.coalesce(elr, empty)
     lk_elr = empty if last_known_elr is None else F.coalesce(last_known_elr, empty)
+    dir_offline = empty if offline_replicas is None else F.coalesce(offline_replicas, empty)
+    on_failed_dir = lambda b: is_live(b) & F.array_contains(dir_offline, b)  # noqa: E731
     offline = (leader == -1) | ~is_live(leader)
     isr_empty = F.size(isr) == 0
     candidates = F.when(isr_empty & (F.size(elr) > 0), elr).otherwise(isr)
-    live_candidates = F.filter(replicas, lambda b: is_live(b) & F.array_contains(candidates, b))
+    live_candidates = F.filter(replicas, lambda b: is_live(b) & ~F.array_contains(dir_offline, b)
+                               & F.array_contains(candidates, b))
     single = (F.size(replicas) == 1) & ~is_live(F.element_at(replicas, 1))
     has_live = F.size(live_candidates) > 0
     elr_down = isr_empty & (F.size(elr) > 0)
     lk_only = isr_empty & (F.size(elr) == 0) & (F.size(lk_elr) > 0)
+    dir_failed = F.exists(candidates, on_failed_dir)
     cause = (F.when(single, F.lit(SINGLE_REPLICA)).when(has_live, F.lit(LIVE_ISR_NO_LEADER))
-             .when(elr_down, F.lit(ELR_DOWN)).when(lk_only, F.lit(LAST_KNOWN_ELR_ONLY)).otherwise(F.lit(ALL_ISR_DEAD)))
-    must_return = (F.when(single, F.slice(replicas, 1, 1)).when(has_live, empty)
+             .when(dir_failed, F.lit(LOG_DIR_OFFLINE)).when(elr_down, F.lit(ELR_DOWN))
+             .when(lk_only, F.lit(LAST_KNOWN_ELR_ONLY)).otherwise(F.lit(ALL_ISR_DEAD)))
+    must_return = (F.when(single, F.slice(replicas, 1, 1)).when(has_live, empty).when(dir_failed, candidates)
                    .when(~isr_empty, isr).when(elr_down, elr).when(lk_only, lk_elr)
                    .otherwise(F.filter(replicas, lambda b: ~is_live(b))))
     live_isr_out = F.when(single | ~has_live, empty).otherwise(live_candidates)
@@ -123,7 +144,7 @@ def of(view: PartitionView) -> dict[str, Any]:
     """`offline_columns` of a partition view, built once per plan (the ISR and stall rules ask too)."""
     p = view.p
     return view.memo("offline", lambda: offline_columns(p["leader"], p["replicas"], p["isr"], view.live, p["elr"],
-                                                        p["last_known_elr"]))
+                                                        p["last_known_elr"], p["offline_replicas"]))
 
 
 def _plan(view: PartitionView) -> Any:
@@ -169,11 +190,14 @@ ALERTS = (
                    " cleanly is elected with no loss, one that crashed leaves the ELR when it registers again. "
                    "cause=last_known_elr_only (Kafka 4): only the last leader is left; Kafka elects it when it returns (an "
                    "unclean election from the last known leader: a KafkaLastKnownLeaderElected warning, a page only if its "
-                   "high watermark went back). Before maintenance, run `krm check shutdown --broker ID` and move "
+                   "high watermark went back). cause=log_dir_offline: the brokers in details.must_return are up but their "
+                   "copy of the partition is on a failed log directory (their log: `Stopping serving logs in dir`); repair "
+                   "or replace that disk and restart the broker (a failed log directory comes back only with a restart), or "
+                   "bring back a dead one of them. Before maintenance, run `krm check shutdown --broker ID` and move "
                    "single-replica partitions off the broker."),
           links=(("incident", incident_info(TYPE, "url")),
                  ("must_return", incident_info(TYPE, "must_return"))),
-          why="Fires at once: no replica that could lead is alive, so nothing but an operator fixes it."),
+          why="Fires at once: no replica that could lead is online, so nothing but an operator fixes it."),
     Alert("KafkaPartitionLeaderNotElected",
           'krm_partition_offline{cause="live_isr_but_no_leader"} == 1',
           "critical", wait="30s",

@@ -11,13 +11,15 @@ pytestmark = pytest.mark.spark
 def test_offline_columns_match_golden_cases(spark):
     from pyspark.sql import functions as F
 
-    rows = [(num, leader, replicas, isr, elr, lk, sorted(live)) for num, leader, replicas, isr, elr, lk, live, *_ in CASES]
+    rows = [(num, leader, replicas, isr, elr, lk, sorted(live), offline)
+            for num, leader, replicas, isr, elr, lk, live, offline, *_ in CASES]
     df = spark.createDataFrame(rows, "num int, leader int, replicas array<int>, isr array<int>, elr array<int>, "
-                                     "lk array<int>, live array<int>")
-    c = offline_columns(F.col("leader"), F.col("replicas"), F.col("isr"), F.col("live"), F.col("elr"), F.col("lk"))
+                                     "lk array<int>, live array<int>, offline array<int>")
+    c = offline_columns(F.col("leader"), F.col("replicas"), F.col("isr"), F.col("live"), F.col("elr"), F.col("lk"),
+                        F.col("offline"))
     got = {r.num: r for r in df.select("num", c["is_offline"].alias("off"), c["cause"].alias("cause"),
                                       c["must_return"].alias("must")).collect()}
-    for num, *_x, _live, cause, must_return, reason in CASES:
+    for num, *_x, _live, _offline, cause, must_return, reason in CASES:
         r = got[num]
         if cause is None:
             assert not r.off, f"case {num}: {reason}"

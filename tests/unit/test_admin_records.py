@@ -186,6 +186,26 @@ def test_a_quick_record_during_a_full_poll_does_not_publish_what_its_metadata_al
     assert (p["leader"], p["leader_epoch"], p["zk_mtime_ms"]) == (-1, 7, 1100)
 
 
+def test_a_quick_record_carries_the_last_polls_offline_replicas():
+    """ZooKeeper holds no log-dir state: a partition whose only in-sync copy sits on a failed log
+    directory (Metadata's offline replicas) would read `live_isr_but_no_leader` in every record the
+    mirror builds for its topic, and its OFFLINE_PARTITION's cause would flap with each poll."""
+    state = {("t", 0): ZkPartition(leader=-1, leader_epoch=2, isr=(1,), controller_epoch=3, mtime_ms=900, version=4)}
+    zk = FakeZk({1, 2}, state, {"t": {0: (1,)}})
+    src = AdminSource(ClusterConfig(name="c", bootstrap_servers="h:1", zookeeper="zk:2181"), CollectorConfig(), zk)
+    m, t = md(replicas=(1,), leader=-1, epoch=2)
+    t[0]["partitions"][0]["offline_replicas"] = [1]
+    (p,) = topic_state(src._records(m, t, 1000, OffsetsRound(), 1))["partitions"]
+    assert p["offline_replicas"] == [1]
+    (p,) = topic_state(src.quick_records({"t"}))["partitions"]
+    assert (p["leader"], p["isr"], p["offline_replicas"]) == (-1, [1], [1])
+    # the broker restarted on a new disk: the next poll lists none, and neither do the quick records
+    t[0]["partitions"][0]["offline_replicas"] = []
+    src._records(m, t, 2000, OffsetsRound(), 2)
+    (p,) = topic_state(src.quick_records({"t"}))["partitions"]
+    assert "offline_replicas" not in p
+
+
 def test_a_poll_that_reaches_no_broker_still_publishes_the_zookeeper_view():
     """Found by the cluster-down fault loop (RELIABILITY.md): with every broker down no controller is
     left to write leader -1; the state znodes keep naming dead leaders, which is offline by Kafka's

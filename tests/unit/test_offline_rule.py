@@ -6,10 +6,10 @@ from tests.golden_offline import CASES
 pytestmark = pytest.mark.unit
 
 
-@pytest.mark.parametrize("num,leader,replicas,isr,elr,lk_elr,live,cause,must_return,reason", CASES,
+@pytest.mark.parametrize("num,leader,replicas,isr,elr,lk_elr,live,offline,cause,must_return,reason", CASES,
                          ids=[f"case{c[0]}" for c in CASES])
-def test_offline_golden(num, leader, replicas, isr, elr, lk_elr, live, cause, must_return, reason):
-    verdict = classify_offline(leader, replicas, isr, live, elr, lk_elr)
+def test_offline_golden(num, leader, replicas, isr, elr, lk_elr, live, offline, cause, must_return, reason):
+    verdict = classify_offline(leader, replicas, isr, live, elr, lk_elr, offline)
     if cause is None:
         assert verdict is None, reason
     else:

@@ -40,3 +40,13 @@ def test_worst_first_and_drain_plan_moves_only_unsafe_replicas_to_the_least_load
     assert [(v.topic, v.verdict) for v in verdicts] == [("rf1", "becomes_leaderless"), ("rf3", "leadership_moves")]
     assert drain_plan(B, verdicts, topics, {1, 2, 3}) == {
         "version": 1, "partitions": [{"topic": "rf1", "partition": 0, "replicas": [2]}]}
+
+
+def test_a_follower_whose_copy_is_on_a_failed_log_dir_cannot_take_over():
+    """Kafka elects only online replicas (ControllerContext.isReplicaOnline): broker 2 is up, its copy
+    on a failed log directory (Metadata's offline replicas), so stopping 1 leaves nobody to lead."""
+    p = {"partition": 0, "leader": 1, "replicas": [1, 2], "isr": [1, 2], "offline_replicas": [2]}
+    v = judge(B, "t", p, {1, 2, 3}, 1, False)
+    assert (v.verdict, v.new_leader) == ("becomes_leaderless", None)
+    v = judge(B, "t", {**p, "offline_replicas": []}, {1, 2, 3}, 1, False)
+    assert (v.verdict, v.new_leader) == ("at_min_isr", 2)  # without it, 2 takes over
