@@ -20,6 +20,7 @@ from urllib.parse import parse_qs
 from krm.lag import parse_since
 from krm.timeline import changes, latest_states, read_states, timeline
 from pipelines.detectors.registry import BY_TYPE
+from pipelines.detectors.rule import PartitionDetails
 from pipelines.incident_store import IncidentStore
 
 HISTORY_LIMIT = 500  # resolved incidents listed at most (newest first)
@@ -117,9 +118,6 @@ if shutdown.unsafe else "safe to stop" }} · {% for k, n in shutdown.counts %}{{
 {% endfor %}</table>{% endif %}{% endblock %}""",
 }
 
-ACT_ON = ("must_return", "holding_back", "out_of_sync", "unreachable_brokers")
-
-
 def _iso(ms: int | None) -> str:
     return "" if ms is None else dt.datetime.fromtimestamp(ms / 1000, dt.timezone.utc).isoformat(timespec="seconds")
 
@@ -131,7 +129,7 @@ def _where(i: Any) -> str:
 
 
 def _act_on(i: Any) -> str:
-    return "; ".join(f"{k} {i.details[k]}" for k in ACT_ON if i.details.get(k))
+    return "; ".join(f"{name} {list(brokers)}" for name, brokers in PartitionDetails.of(i.details).act_on())
 
 
 def svg_chart(states: list[dict[str, Any]], width: int = 720, height: int = 120) -> str:
@@ -339,7 +337,7 @@ class Console:
         for i in self._open():
             if i.cluster != cluster:
                 continue
-            why = [k for k in ACT_ON if broker in (i.details.get(k) or ())]
+            why = [name for name, brokers in PartitionDetails.of(i.details).act_on() if broker in brokers]
             if i.broker == broker:
                 why.insert(0, "its subject")
             if why:

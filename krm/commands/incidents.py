@@ -58,6 +58,7 @@ def cmd_incident_show(args: argparse.Namespace, incident_id: str) -> int:
     from foundation.config import load_config
     from krm.timeline import changes, read_states
     from pipelines.detectors.registry import BY_TYPE
+    from pipelines.detectors.rule import PartitionDetails
     from pipelines.incident_store import IncidentStore, to_json_obj
     from pipelines.tables import Tables
 
@@ -89,9 +90,13 @@ def cmd_incident_show(args: argparse.Namespace, incident_id: str) -> int:
     print(f"  opened      {obj['opened_at']}   last seen {obj['last_seen_at']}   resolved {obj['resolved_at'] or '-'}")
     if inc.broker is not None:
         print(f"  broker      {inc.broker}")
-    for key in ("must_return", "holding_back", "out_of_sync", "leader", "isr", "elr", "replicas", "root_cause"):
-        if inc.details.get(key) is not None:
-            print(f"  {key:<12}{inc.details[key]}")
+    facts = PartitionDetails.of(inc.details)
+    shown = {**{name: getattr(facts, name) for name in ("must_return", "holding_back", "out_of_sync", "leader", "isr",
+                                                        "elr", "replicas")},
+             "root_cause": inc.root_cause}
+    for key, value in shown.items():
+        if value is not None:
+            print(f"  {key:<12}{list(value) if isinstance(value, tuple) else value}")
     if rule:
         print(f"  means       {rule.summary}")
         print(f"  routine     {rule.routine}")

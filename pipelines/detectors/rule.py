@@ -208,6 +208,38 @@ class PartitionView:
                    topic=self.topic, partition=self.p["partition"], broker=lit(broker), cause=cause, details=details)
 
 
+def _brokers(value: Any) -> tuple[int, ...] | None:
+    return None if value is None else tuple(value)
+
+
+@dataclass(frozen=True)
+class PartitionDetails:
+    """What any partition incident's details say, whatever its type: the partition as the finding saw
+    it (`PartitionView.base`) and the brokers an operator acts on (OFFLINE_PARTITION's `must_return`,
+    HW_STALL's `holding_back`, the ISR rules' `out_of_sync`, PARTITION_UNAVAILABLE's
+    `unreachable_brokers`). None where the incident's details do not carry it."""
+
+    leader: int | None = None
+    replicas: tuple[int, ...] | None = None
+    isr: tuple[int, ...] | None = None
+    elr: tuple[int, ...] | None = None
+    must_return: tuple[int, ...] | None = None
+    holding_back: tuple[int, ...] | None = None
+    out_of_sync: tuple[int, ...] | None = None
+    unreachable_brokers: tuple[int, ...] | None = None
+
+    ACT_ON = ("must_return", "holding_back", "out_of_sync", "unreachable_brokers")
+
+    @classmethod
+    def of(cls, details: Mapping[str, Any]) -> PartitionDetails:
+        return cls(details.get("leader"), *(_brokers(details.get(k)) for k in (
+            "replicas", "isr", "elr", "must_return", "holding_back", "out_of_sync", "unreachable_brokers")))
+
+    def act_on(self) -> list[tuple[str, tuple[int, ...]]]:
+        """The non-empty lists of brokers to act on, by name."""
+        return [(name, value) for name in self.ACT_ON if (value := getattr(self, name))]
+
+
 def changed(view: PartitionView) -> Any:
     """The collector attached the previous state (the leader epoch changed, or offsets went back):
     the condition of every rule that compares two polls."""
