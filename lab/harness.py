@@ -13,27 +13,9 @@ import uuid
 from pathlib import Path
 from typing import Any, Callable
 
-from lab.local_cluster import LocalCluster, free_port
+from lab.local_cluster import LocalCluster, free_port, free_port_pair  # noqa: F401 - free_port_pair: the tests'
 
 KRM = str(Path(sys.executable).parent / "krm")
-
-
-def free_port_pair() -> int:
-    """A port P with P + 1 free too, below Linux's ephemeral range (32768-60999), where no outgoing
-    connection can take P + 1 between the check and its use (CI once lost that race)."""
-    import random
-    import socket
-
-    for _ in range(200):
-        port = random.randrange(20_000, 32_000)
-        try:
-            with socket.socket() as a, socket.socket() as b:
-                a.bind(("127.0.0.1", port))
-                b.bind(("127.0.0.1", port + 1))
-            return port
-        except OSError:
-            continue
-    raise RuntimeError("no two free neighbouring ports between 20000 and 32000")
 
 
 def wait_for(check: Callable[[], Any], timeout_s: float, what: str, interval_s: float = 0.2) -> Any:

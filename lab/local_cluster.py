@@ -22,6 +22,7 @@ import hashlib
 import json
 import logging
 import os
+import random
 import shutil
 import signal
 import socket
@@ -72,10 +73,55 @@ JVM_OPTS = ["-Xms64m", "-XX:+UseSerialGC", "-Djava.awt.headless=true"]  # + $KRM
 HEAP_MB = 384  # enough for the tests' few hundred partitions; benchmarks with thousands pass more
 
 
+_HANDED_OUT: set[int] = set()  # ports this process gave out: never twice
+
+
+def _ephemeral_start() -> int:
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768  # Linux's default start
+
+
 def free_port() -> int:
-    with socket.socket() as s:
+    """A free loopback port below the kernel's ephemeral range: a port picked there is only taken
+    when a process binds it, where one inside the range may be handed to any outgoing connection
+    between this check and the bind (a broker's port once went so: `Address already in use` while
+    the suite's clients connected elsewhere). Random, so two processes seldom pick alike."""
+    low, high = 10_000, _ephemeral_start() - 1
+    for _ in range(200 if high - low > 1000 else 0):
+        port = random.randint(low, high)
+        if port in _HANDED_OUT:
+            continue
+        try:
+            with socket.socket() as s:
+                s.bind(("127.0.0.1", port))
+        except OSError:
+            continue
+        _HANDED_OUT.add(port)
+        return port
+    with socket.socket() as s:  # no room below the range: the kernel's choice
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+def free_port_pair() -> int:
+    """A port P with P + 1 free too, below the ephemeral range as `free_port`'s (a pair for a
+    process that binds its port and the next one)."""
+    low, high = 10_000, _ephemeral_start() - 2
+    for _ in range(200):
+        port = random.randint(low, max(low, high))
+        if port in _HANDED_OUT or port + 1 in _HANDED_OUT:
+            continue
+        try:
+            with socket.socket() as a, socket.socket() as b:
+                a.bind(("127.0.0.1", port))
+                b.bind(("127.0.0.1", port + 1))
+        except OSError:
+            continue
+        _HANDED_OUT.update((port, port + 1))
+        return port
+    raise RuntimeError(f"no two free neighbouring ports between {low} and {high + 1}")
 
 
 def _port_open(port: int) -> bool:
