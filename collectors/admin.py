@@ -100,8 +100,9 @@ class AdminSource:
         # topic -> partition -> replicas as last published (a new dict per topic per poll, never changed after)
         self._assignments: dict[str, dict[int, list[int]]] = {}
         self._snapshot_slot: dict[str, int] = {}  # topic -> its assignment_snapshot_s interval last recorded
-        # topic -> (broker_load, leaders per broker, holders) as the last poll had them (topic_view)
-        self._topic_view: dict[str, tuple[list[list[int]], dict[int, int], set[int]]] = {}
+        # topic -> (broker_load, leaders per broker, holders) as the last poll had them (topic_view), and
+        # how many partitions it had then
+        self._topic_view: dict[str, tuple[tuple[list[list[int]], dict[int, int], set[int]], int]] = {}
         self._layout: list[tuple[str, int]] = []  # (topic, partition count) as the last poll listed them
         # (topic, partition) -> Metadata's offline replicas at the last poll, where any: the ZooKeeper
         # mirror's records carry them (ZooKeeper holds no log-dir state), so a partition whose copies sit
@@ -398,7 +399,7 @@ class AdminSource:
             short = (self.short_way and self.zk is None and self.settings.leave_out_quiet and not remote_storage and not snapshot
                      and len(before) == len(t["partitions"])
                      and all(before.get(p["partition"]) == p["replicas"] for p in t["partitions"]))
-            steady = 0  # partitions that took the short way
+            steady = 0  # partitions that took the short way, or the full way with leader, ISR and replicas as then
             for p in t["partitions"]:
                 pid = p["partition"]
                 key = (name, pid)
@@ -447,16 +448,23 @@ class AdminSource:
                     if of_r is not None and (o := of_r.get(pid)) is not None:
                         leos[r] = o
                 parts.append(annotate(name, part, observed_at_ms, leos))
+                if "changed" not in part:  # (a keyframe, offsets moved, ...): as the last poll for the view below
+                    steady += 1
                 part_leos.append(leos)
                 if not short:
                     signature[pid] = part["replicas"]
             if short:  # every replica list as the last poll's (checked above; the full way changes none here)
                 signature = before
             # what the topic adds to broker_load, broker_view and departures' holders: the last poll's
-            # when every partition took the short way (each leader, ISR and replica list as then)
-            view = self._topic_view.get(name) if steady == len(t["partitions"]) else None
-            if view is None:
-                view = self._topic_view[name] = topic_view(t["partitions"], parts)
+            # when every partition has the leader, ISR and replica list it had then (the short way, or
+            # the full way without `changed`: annotate compares them with the last poll's)
+            count = len(t["partitions"])
+            kept = self._topic_view.get(name) if steady == count else None
+            if kept is not None and kept[1] == count:
+                view = kept[0]
+            else:
+                view = topic_view(t["partitions"], parts)
+                self._topic_view[name] = (view, count)
             topic_load, topic_leads, topic_held = view
             for b, n in topic_leads.items():
                 leads[b] = leads.get(b, 0) + n

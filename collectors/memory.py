@@ -216,19 +216,19 @@ class PartitionMemory:
         prev_leos, prev_hw, pid = prev.leos, prev.hw, key[1]
         if len(prev_leos) != len(replicas) or (prev_hw is not None and hw < prev_hw):
             return False
-        leader_leo = lowest = None
+        now = []  # the replicas' LEOs, in replica order
         for b in replicas:
             of_b = leo_by_broker.get(b)
-            o = of_b.get(pid) if of_b is not None else None
+            if of_b is None:
+                return False
+            o = of_b.get(pid)
             was = prev_leos.get(b)
             if o is None or was is None or o < was:
                 return False  # a replica unanswered or new (the full way), or went back (`previous` is published)
-            if lowest is None or o < lowest:
-                lowest = o
-            if b == leader:
-                leader_leo = o
-        if leader_leo is None or lowest is None:
+            now.append(o)
+        if not now or leader not in replicas:
             return False
+        leader_leo, lowest = now[replicas.index(leader)], min(now)
         phase, k = prev.phase, self._keyframe_ms
         if (at_ms + phase) // k != (prev.at_ms + phase) // k:
             return False  # a keyframe: published
@@ -246,8 +246,7 @@ class PartitionMemory:
             since = prev.hw_since_ms if prev_hw == hw and prev.hw_since_ms is not None else at_ms
             if at_ms - since >= window_ms:
                 return False
-        for b in replicas:  # the same replicas as remembered: their LEOs updated in place (no dict a poll)
-            prev_leos[b] = leo_by_broker[b][pid]
+        prev_leos.update(zip(replicas, now))  # the same replicas as remembered: updated in place (no dict a poll)
         prev.at_ms, prev.hw, prev.hw_since_ms = at_ms, hw, since
         if prev.hw_peak is None or hw > prev.hw_peak:
             prev.hw_peak = hw
