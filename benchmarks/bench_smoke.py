@@ -58,15 +58,15 @@ def figures() -> dict[str, float]:
             raise RuntimeError(f"{name} benchmark failed with exit status {run.returncode}")
         data = last_json(run.stdout)
         if name == "pipeline":
-            p = data[str(PIPELINE_SIZE)]
+            p = next(size for size in data["sizes"] if size["partitions"] == PIPELINE_SIZE)
             got["alert_p95_s"] = p["alert_p95_s"]
             got["poll_to_metrics_p95_s"] = p["poll_to_metrics_p95_s"]
             got["bytes_per_partition"] = p["bytes_per_partition"]
             got["history_records_missing"] = p["records_published"] - p["history_records_reached"]
         else:
             case = data["cases"][0]
-            got["driver_pct"] = case["driver_pct"]
-            got["collector_pct"] = case["collector_pct"]
+            got["driver_pct"] = case["driver_cpu_pct"]
+            got["collector_pct"] = case["collector_cpu_pct"]
         print(f"bench-smoke: {name} done in {time.monotonic() - t0:.0f} s", flush=True)
     return got
 

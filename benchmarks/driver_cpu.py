@@ -9,7 +9,8 @@ Beside krm, in the same run and against the same cluster, kafka_exporter (daniel
 optional benchmark dependency, never vendored; found as benchmarks/collector_poll.py finds it) scraped
 once per poll interval, as a Prometheus would scrape it to alert as fast: its process CPU over the
 same window. With `--json`, the last stdout line is one JSON object: per case `poll_s`, `history_s`,
-`driver_pct`, `collector_pct`, `alert_batches_per_s`, and `exporter_pct` (null when it could not run).
+`driver_cpu_pct`, `collector_cpu_pct` (percent of one core; also as `driver_pct` / `collector_pct`, the
+names of earlier records), `alert_batches_per_s`, and `exporter_pct` (null when it could not run).
 
 Usage: .venv/bin/python benchmarks/driver_cpu.py --cases 1:5,1:10,2:10 --window 60 [--threads] [--json]
        [--kafka-exporter PATH | --install-kafka-exporter]
@@ -147,8 +148,10 @@ def main() -> None:
                 shown = f"{100 * exported:21.1f}" if exported is not None else f"{'-':>21}"
                 print(f"{poll:7.1f} {history:10.1f} {100 * driver:13.0f} {100 * collector:16.0f} {batches:16.2f}"
                       f" {shown}", flush=True)
-                results.append({"poll_s": poll, "history_s": history, "driver_pct": round(100 * driver, 1),
-                                "collector_pct": round(100 * collector, 1), "alert_batches_per_s": round(batches, 3),
+                results.append({"poll_s": poll, "history_s": history,
+                                "driver_cpu_pct": round(100 * driver, 1), "collector_cpu_pct": round(100 * collector, 1),
+                                "driver_pct": round(100 * driver, 1), "collector_pct": round(100 * collector, 1),
+                                "alert_batches_per_s": round(batches, 3),
                                 "exporter_pct": None if exported is None else round(100 * exported, 2)})
                 for q in monitor.pipeline.queries:
                     print(f"        {q.name}: median ms per batch {phases(q.recentProgress)}", flush=True)

@@ -264,7 +264,14 @@ def main() -> None:
     for r in results:
         print(f"- {r['size']:,}: " + ", ".join(f"{k} {v:.2f} s" for k, v in r.get("split", {}).items()))
     if args.json:
-        print(json.dumps({str(r["size"]): summary(r) for r in results}))
+        print(json.dumps(last_line(results)))
+
+
+def last_line(results: list[dict]) -> dict:
+    """The `--json` line: `sizes`, a list with each size's `partitions` and figures (what other tools
+    read), and each size's figures under its count too (as records before 2026-11-28 have them)."""
+    return {"sizes": [{"partitions": r["size"], **summary(r)} for r in results],
+            **{str(r["size"]): summary(r) for r in results}}
 
 
 def summary(r: dict) -> dict:
