@@ -43,7 +43,7 @@ from typing import Callable
 
 
 from alert_latency import fenced_at, pct
-from foundation.config import load_config
+from foundation.config import PipelineConfig, load_config
 from foundation.paths import jar_group
 from krm.runner import Monitor
 from krm.scrape import scrape, series
@@ -194,6 +194,8 @@ def main() -> int:
     ap.add_argument("--kafka-exporter", metavar="PATH", help="kafka_exporter binary (none: krm and Kafka's JMX only)")
     ap.add_argument("--exporter-refresh", default="1s", help="kafka_exporter --refresh.metadata")
     ap.add_argument("--json", help="also write every round and the summary here")
+    ap.add_argument("--history-trigger", type=float, default=PipelineConfig().history_trigger_s,
+                    help="krm's history_trigger_s (default: krm's own default)")
     ap.add_argument("--log-level", default="WARNING", help="krm's log level (DEBUG: each poll and batch, timed)")
     args = ap.parse_args()
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(threadName)s %(name)s %(message)s")
@@ -214,7 +216,7 @@ def main() -> int:
     try:
         create_topic(cluster, RF1, partitions=6, rf=1)
         create_topic(cluster, RF3, partitions=6, rf=3)
-        monitor = Monitor(load_config(write_config(cluster, work, poll_interval_s=args.poll, history_trigger_s=10.0,
+        monitor = Monitor(load_config(write_config(cluster, work, poll_interval_s=args.poll, history_trigger_s=args.history_trigger,
                                                    observations_on=obs))).start()
         jobs = {"krm": [urllib.parse.urlsplit(monitor.metrics_url).netloc],
                 "jmx": [f"127.0.0.1:{n.jmx_port}" for n in cluster.nodes.values() if n.jmx_port]}

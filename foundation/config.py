@@ -168,7 +168,9 @@ class PipelineConfig(Table):
     incident_touch_s: float = Field(60.0, ge=0.0)  # an unchanged open incident's last_seen_at is written this often
     # history tasks at once; 0: local[N] keeps a core for the alert path (N-1), a cluster is not capped
     history_tasks: int = Field(0, ge=0)
-    history_trigger_s: float = Field(10.0, ge=0.0)  # observations/quarantine Delta appends (beside the alert path)
+    # the history path's Delta appends (observations, partition state, lag, assignments, quarantine), beside
+    # the alert path: each costs Delta a commit whatever it holds, so at rest fewer, larger ones
+    history_trigger_s: float = Field(30.0, ge=0.0)
     hw_stall_window_s: float | None = Field(None, ge=0.0)  # None: each cluster's replica.lag.time.max.ms
     replica_lag_messages: int = Field(10_000, ge=1)  # REPLICA_LAG when a follower is this many messages behind ...
     replica_lag_seconds: float = Field(30.0, ge=0.0)  # ... or this many seconds at the partition's recent write rate
