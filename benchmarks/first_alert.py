@@ -216,8 +216,8 @@ def main() -> int:
     try:
         create_topic(cluster, RF1, partitions=6, rf=1)
         create_topic(cluster, RF3, partitions=6, rf=3)
-        monitor = Monitor(load_config(write_config(cluster, work, poll_interval_s=args.poll, history_trigger_s=args.history_trigger,
-                                                   observations_on=obs))).start()
+        monitor = Monitor(load_config(write_config(cluster, work, poll_interval_s=args.poll,
+                                                   history_trigger_s=args.history_trigger, observations_on=obs))).start()
         jobs = {"krm": [urllib.parse.urlsplit(monitor.metrics_url).netloc],
                 "jmx": [f"127.0.0.1:{n.jmx_port}" for n in cluster.nodes.values() if n.jmx_port]}
         if args.kafka_exporter:
