@@ -8,6 +8,7 @@ library here.
 
 from __future__ import annotations
 
+import json
 import textwrap
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable
@@ -141,23 +142,30 @@ def _mapping(d: dict[str, Any], indent: int, first: str = "") -> list[str]:
 def _scalar(prefix: str, text: str, indent: int) -> list[str]:
     pad = " " * indent
     if "\n" in text:
-        return [f"{prefix} |"] + [f"{pad}{line}" for line in text.rstrip("\n").split("\n")]
+        body = text[:-1] if text.endswith("\n") else text
+        if body and not body.endswith("\n") and not body.startswith((" ", "\n")):
+            # `|` keeps the one final newline, `|-` strips it: the text back as it was
+            return [f"{prefix} {'|' if text.endswith(chr(10)) else '|-'}"] + [
+                f"{pad}{line}" if line else "" for line in body.split("\n")]
+        return [f"{prefix} {json.dumps(text)}"]  # a JSON string is a YAML double-quoted scalar
     if len(prefix) + len(text) > 110 and _foldable(text) and not text.startswith("{{"):
         return [f"{prefix} >-"] + [f"{pad}{line}" for line in textwrap.wrap(text, 100, break_long_words=False,
                                                                            break_on_hyphens=False)]
     if _plain(text):
         return [f"{prefix} {text}"]
-    return [f"{prefix} '{text.replace(chr(39), chr(39) * 2)}'"]
+    if text.isprintable():
+        return [f"{prefix} '{text.replace(chr(39), chr(39) * 2)}'"]
+    return [f"{prefix} {json.dumps(text)}"]
 
 
 def _foldable(text: str) -> bool:
     """Folded (`>-`) reads back lines joined by single spaces: only for text without runs of spaces."""
-    return text == text.strip() and "  " not in text and "\t" not in text
+    return text == text.strip() and "  " not in text and text.isprintable()
 
 
 def _plain(text: str) -> bool:
     """A plain scalar YAML reads back as the same string (the conservative subset)."""
-    if not text or text != text.strip() or text[0] in "!&*-?:,[]{}#|>@`'\"%":
+    if not text or not text.isprintable() or text != text.strip() or text[0] in "!&*-?:,[]{}#|>@`'\"%":
         return False
     if ": " in text or " #" in text or text.endswith(":"):
         return False

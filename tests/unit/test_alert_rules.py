@@ -38,7 +38,7 @@ def test_an_incident_link_names_the_rules_own_type():
 @pytest.mark.parametrize("text", [
     "a: b", "x #y", "true", "1.5", "'quoted'", '"double"', "{{ $labels.cluster }} down", "- dash", "ends:",
     "two  spaces inside a long text " * 5, "a\nb\n", "  leading", "% percent", "no", "@at", "plain text",
-    "a " * 80,
+    "a " * 80, "a\nb", " lead\nx", "a\n\n", "a\n\nb\n", "\nfirst empty", "tab\there",
 ])
 def test_any_text_reads_back_unchanged(text):
     alert = Alert("X", text, "warning", summary=text, runbook=text, links=(("l", text),), why="why " * 40)
