@@ -228,8 +228,8 @@ def decode_floor(source: AdminSource, repeats: int = 5) -> tuple[float, float]:
     Returns (each answer decoded and dropped before the next: the floor, as a steady decoder pays it;
     every answer kept until all are decoded: what this benchmark reported as the floor until
     2026-11-28). Holding them all makes the allocator take fresh memory each round and release it
-    after (about twice the CPU here), which the collector's own polls, reusing the memory the last poll
-    freed, do not pay: their decoders cost about the first figure inside a poll."""
+    after, which the collector's own polls, reusing the memory the last poll freed, do not pay: their
+    decoders cost about the first figure inside a poll (BENCHMARKS.md, "the decode floor, measured right")."""
     captured: list[tuple[object, bytes]] = []
     originals = wire.decode_metadata_v8, wire.decode_list_offsets_v4
 

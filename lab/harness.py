@@ -13,7 +13,7 @@ import uuid
 from pathlib import Path
 from typing import Any, Callable
 
-from lab.local_cluster import LocalCluster, free_port, free_port_pair  # noqa: F401 - free_port_pair: the tests'
+from lab.local_cluster import LocalCluster, free_port, free_port_pair  # noqa: F401 - re-exported for tests
 
 KRM = str(Path(sys.executable).parent / "krm")
 
