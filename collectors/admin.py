@@ -406,7 +406,9 @@ class AdminSource:
                 replicas = p["replicas"]
                 if short:
                     leader, isr = p["leader"], p["isr"]
-                    if (leader >= 0 and leader in live and leader not in unreachable and len(isr) == len(replicas)
+                    # (an ISR member judged unreachable may stall the HW: HW_STALL's short window, the full way)
+                    if (leader >= 0 and leader in live and len(isr) == len(replicas)
+                            and (not unreachable or (leader not in unreachable and unreachable.isdisjoint(isr)))
                             and not p.get("offline_replicas") and key not in side_moves and key not in applied):
                         epoch = p.get("leader_epoch")
                         newer = published_of.get(key) if epoch is not None else None

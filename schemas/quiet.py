@@ -16,7 +16,8 @@ A partition is quiet when all of these hold at this poll:
 - the whole replica set in the ISR, none offline, none being added or removed (the ISR rules,
   PARTITION_REASSIGNING);
 - no lagging follower, and none at REPLICA_LAG's thresholds (messages, or seconds at the write rate);
-- the high watermark not held still for the HW_STALL window.
+- the high watermark not held still for the HW_STALL window (a shorter one while an ISR member is
+  judged unreachable).
 The thresholds are the pipeline's (`[pipeline] replica_lag_messages`, `replica_lag_seconds`,
 `hw_stall_window_s`): collectors read them from the same config file.
 """
@@ -30,6 +31,8 @@ from foundation.config import PipelineConfig, from_pipeline, setting
 
 # Kafka's default replica.lag.time.max.ms since 2.5 (KIP-537): the HW_STALL window when a cluster's is unknown
 DEFAULT_WINDOW_MS = 30_000
+# HW_STALL's window while an ISR follower is judged unreachable (pipelines/detectors/hw_stall.py says why)
+SILENT_FOLLOWER_WINDOW_MS = 2000
 
 
 @dataclass(frozen=True)
@@ -64,7 +67,8 @@ def is_quiet(p: dict[str, Any], leos: dict[int, int], live: Collection[int], unr
             or p.get("lagging")):
         return False
     since = p.get("hw_stalled_since_ms")
-    if since is not None and at_ms - since >= window_ms:
+    if since is not None and (at_ms - since >= window_ms or (
+            at_ms - since >= SILENT_FOLLOWER_WINDOW_MS and unreachable and any(r in unreachable for r in p["isr"]))):
         return False
     leader_leo = leos.get(leader)
     if leader_leo is None:

@@ -4,20 +4,32 @@ OFFSET_REGRESSION, LOG_TRUNCATION. Each case has a number and a one-line reason;
 """
 
 # HW_STALL: (number, leader, isr, hw, leos {broker: LEO}, stalled since, observed at, window,
-#            expected (cause, holding_back) or None, reason)
+#            judged unreachable (the topic record's unreachable_brokers), expected (cause, holding_back) or None, reason)
 STALL = [
-    (1, 1, [1, 2, 3], 100, {1: 100, 2: 100, 3: 100}, None, 50_000, 30_000, None,
+    (1, 1, [1, 2, 3], 100, {1: 100, 2: 100, 3: 100}, None, 50_000, 30_000, [], None,
      "idle partition (LEO == HW): never stalled"),
-    (2, 1, [1, 2, 3], 100, {1: 150, 2: 150, 3: 100}, 40_000, 50_000, 30_000, None,
+    (2, 1, [1, 2, 3], 100, {1: 150, 2: 150, 3: 100}, 40_000, 50_000, 30_000, [], None,
      "HW behind for 10 s of a 30 s window: not yet"),
-    (3, 1, [1, 2, 3], 100, {1: 150, 2: 150, 3: 100}, 10_000, 50_000, 30_000, ("isr_follower_not_caught_up", [3]),
+    (3, 1, [1, 2, 3], 100, {1: 150, 2: 150, 3: 100}, 10_000, 50_000, 30_000, [], ("isr_follower_not_caught_up", [3]),
      "40 s behind: follower 3 sits at the HW and holds it"),
-    (4, 1, [1, 2, 3], 100, {1: 150, 2: 150}, 10_000, 50_000, 30_000, ("isr_follower_unreachable", [3]),
+    (4, 1, [1, 2, 3], 100, {1: 150, 2: 150}, 10_000, 50_000, 30_000, [], ("isr_follower_unreachable", [3]),
      "follower 3 did not answer (SIGSTOP): it is the one holding the HW"),
-    (5, 1, [1, 2, 3], None, {1: 150, 2: 150}, 10_000, 50_000, 30_000, None,
+    (5, 1, [1, 2, 3], None, {1: 150, 2: 150}, 10_000, 50_000, 30_000, [], None,
      "leader did not report a HW: no verdict, never a guess"),
-    (6, 1, [1, 2, 3], 100, {1: 150, 2: 150, 3: 100}, 20_000, 50_000, 30_000, ("isr_follower_not_caught_up", [3]),
+    (6, 1, [1, 2, 3], 100, {1: 150, 2: 150, 3: 100}, 20_000, 50_000, 30_000, [], ("isr_follower_not_caught_up", [3]),
      "exactly the window: stalled"),
+    (7, 1, [1, 2, 3], 100, {1: 150, 2: 150}, 47_000, 50_000, 30_000, [3], ("isr_follower_unreachable", [3]),
+     "3 s held with follower 3 judged unreachable (dead, paused, cut off): producers wait now, not after the window"),
+    (8, 1, [1, 2, 3], 100, {1: 150, 2: 150}, 48_500, 50_000, 30_000, [3], None,
+     "1.5 s held with follower 3 judged unreachable: within two polls of a moving HW, not yet"),
+    (9, 1, [1, 2, 3], 100, {1: 150, 2: 150, 3: 100}, 47_000, 50_000, 30_000, [4], None,
+     "the unreachable broker is in no ISR of this partition: the window holds"),
+    (10, 1, [1, 2, 3], 100, {1: 150, 2: 150, 3: 100}, 47_000, 50_000, 30_000, [1], None,
+     "the unreachable broker is the leader (PARTITION_UNAVAILABLE's case), no follower: the window holds"),
+    (11, 1, [1, 2, 3], 100, {1: 100, 2: 100}, None, 50_000, 30_000, [3], None,
+     "follower 3 unreachable but the partition idle (LEO == HW, never stalled): nobody waits"),
+    (12, 1, [1, 2], 100, {1: 150, 2: 150}, 47_000, 50_000, 30_000, [3], None,
+     "follower 3 unreachable but already out of the ISR: the HW does not wait for it"),
 ]
 
 # REPLICA_LAG: (number, leader, isr, leos, write_rate, max messages, max seconds,

@@ -56,7 +56,7 @@ SERIES = (replace(offline.UNAVAILABLE, cause_default=LEADER_UNREACHABLE),)
 ALERTS = (
     Alert("KafkaPartitionLeaderUnreachable",
           'krm_partition_unavailable{cause="leader_unreachable"} == 1',
-          "critical", wait="5s",
+          "critical",
           summary=("{{ $labels.cluster }}: {{ $labels.topic }}-{{ $labels.partition }} is unavailable: its leader does not "
                    "answer"),
           runbook=("The broker leading this partition is gone or hung, and Kafka's controller has not noticed yet. The "
@@ -67,9 +67,10 @@ ALERTS = (
                  ("broker", incident_info(TYPE, "broker"))),
           why=("Before Kafka's controller acts (its broker session: 18 s in ZooKeeper mode, 9 s in KRaft by default): the "
                "leader's broker refuses connections, or has been silent for the collector's unreachable_after_s, while still"
-               " registered. Producers and consumers already fail. The 5 s let the sub-second gaps of a whole cluster "
-               "starting up pass (RELIABILITY.md); a crashed leader stays unreachable until its session expires, so it still"
-               " pages before the controller acts.")),
+               " registered. Producers and consumers already fail, so it pages at once: the collector's verdict already "
+               "took unreachable_after_s of silence or a refused connection from a broker registered longer than that "
+               "(a starting cluster's brokers register before their ports open: RELIABILITY.md), and a pause shorter "
+               "than that verdict plus a wait would hurt clients and end unpaged.")),
     Alert("KafkaCanaryProduceFailing", "krm_canary_produce_up == 0", "critical", wait="10s",
           summary="{{ $labels.cluster }}: acks=all writes through broker {{ $labels.broker }} fail (canary)",
           runbook=("krm's canary could not write to the krm.canary partition led by this broker (or, with acks=all, to one "
@@ -88,5 +89,5 @@ RULE = Rule(TYPE, {LEADER_UNREACHABLE: "critical", CANARY_FAILED: "critical"}, "
             affected=_affected,
             series=SERIES, alerts=ALERTS, routine=(
             "A controlled shutdown hands leadership over before the ports close, so a gated restart shows none; a "
-            "crashed or hung leader does (critical) until the controller acts. Its alert waits 5 s, past the sub- "
-            "second gaps of a starting cluster."))
+            "crashed or hung leader does (critical) until the controller acts. A starting cluster shows none: a "
+            "broker registered less than `unreachable_after_s` ago is still opening its ports."))

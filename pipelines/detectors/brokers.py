@@ -5,7 +5,15 @@ by broker as they return; a failed poll resolves nothing).
 
 - BROKER_DOWN: a broker the cluster knows (it holds replicas, or the collector saw it alive) is not
   in the Metadata response's broker list, i.e. it is not registered: its ZooKeeper session expired
-  (ZooKeeper mode) or the controller fenced it (KRaft). Cause `not_registered`, critical.
+  (ZooKeeper mode) or the controller fenced it (KRaft). Cause `not_registered`: it went down still
+  holding leaderships or ISR places, a crash or a hang (collectors/departures.py). A warning, critical
+  past `planned_stop_max_s`: the clients it hurt were hurt *before* this, while it was registered and
+  silent, and page on their partitions (PARTITION_UNAVAILABLE for the ones it led, HW_STALL for the ones
+  whose HW it held); deregistering it is the controller's cure, which moves its leaderships and takes
+  it out of every ISR in the same step (ZooKeeper mode: KafkaController.onBrokerFailure ->
+  onReplicasBecomeOffline; KRaft: ReplicationControlManager.handleBrokerFenced). What it still hurts
+  afterwards pages on its own (OFFLINE_PARTITION, UNDER_MIN_ISR), so a crash's page ends with the
+  harm, not with the broker's return.
   Before that, cause `unreachable` (warning): still registered, but it did not answer the
   collector's offsets requests in time (collectors/offsets.py): dead, paused or overloaded, and the
   controller has not noticed yet (it waits for the ZooKeeper session, 18 s by default, or the KRaft
@@ -95,17 +103,30 @@ SERIES = (Series("krm_broker_down", "1 while the broker is down: cause not_regis
 
 ALERTS = (
     Alert("KafkaBrokerDown", 'krm_broker_down{severity="critical"} == 1', "critical",
-          summary="{{ $labels.cluster }}: broker {{ $labels.broker }} is down ({{ $labels.cause }})",
-          runbook=("cause=not_registered: the broker crashed or hung holding leaderships (ZooKeeper session expired or "
-                   "fenced by the KRaft controller). cause=stopped: it was stopped cleanly but has been down longer than "
-                   "planned_stop_max_s. cause=unknown: it held nothing another replica could take over, so nothing says how "
-                   "it went, and it has been down longer than planned_stop_max_s. Check its process and logs; `krm incidents"
-                   " --open` lists the partitions it left offline or under-replicated."),
+          summary="{{ $labels.cluster }}: broker {{ $labels.broker }} has been down too long ({{ $labels.cause }})",
+          runbook=("The broker has been down longer than planned_stop_max_s: no restart takes that long, and its "
+                   "partitions run with one copy less (one more failure and those at min ISR refuse acks=all writes). "
+                   "cause=not_registered: it crashed or hung holding leaderships (ZooKeeper session expired or fenced by the"
+                   " KRaft controller). cause=stopped: it was stopped cleanly. cause=unknown: it held nothing another "
+                   "replica could take over, so nothing says how it went. Check its process and logs; `krm incidents "
+                   "--open` lists the partitions it left offline or under-replicated."),
           links=(("incident", incident_info(BROKER_DOWN, "url", by=("broker",))),
                  ("broker_page", console(BROKER_PAGE))),
-          why=("A crash or a hang (the broker went down still leading partitions or in their ISRs), or a controlled stop "
-               "that outlasted [pipeline] planned_stop_max_s. A rolling restart's brokers hand everything over before they "
-               "stop: BROKER_DOWN `stopped`, a warning (KafkaBrokerStopped).")),
+          why=("A broker down longer than [pipeline] planned_stop_max_s, however it went. Before that a broker's "
+               "absence pages only through the clients it hurts (PARTITION_UNAVAILABLE, HW_STALL, OFFLINE_PARTITION, "
+               "UNDER_MIN_ISR): a crash is KafkaBrokerDeregistered and a rolling restart's stop KafkaBrokerStopped, both "
+               "warnings.")),
+    Alert("KafkaBrokerDeregistered", 'krm_broker_down{cause=~"not_registered|unknown",severity="warning"} == 1', "warning",
+          summary="{{ $labels.cluster }}: broker {{ $labels.broker }} is down ({{ $labels.cause }}), its load moved",
+          runbook=("cause=not_registered: the broker crashed or hung still holding leaderships or ISR places; the "
+                   "controller has moved them (its session expired, or KRaft fenced it), so clients of replicated "
+                   "partitions are served again, with one copy less. cause=unknown: it held nothing another replica could "
+                   "take over, so nothing says how it went. Restart it; partitions it still hurts page on their own "
+                   "(OFFLINE_PARTITION, UNDER_MIN_ISR). KafkaBrokerDown pages if it stays down past planned_stop_max_s."),
+          links=(("incident", incident_info(BROKER_DOWN, "url", by=("broker",))),
+                 ("broker_page", console(BROKER_PAGE))),
+          why=("A crash after the controller's cure: the harm was while the broker was registered and silent (paged on "
+               "its partitions); now it is a broker to restart, not a client to save.")),
     Alert("KafkaBrokerStopped", 'krm_broker_down{cause="stopped",severity="warning"} == 1', "warning", wait="5m",
           summary="{{ $labels.cluster }}: broker {{ $labels.broker }} stopped by a controlled shutdown",
           runbook=("Kafka moved its leaders away before it stopped, so clients of replicated partitions are served. Its "
@@ -126,13 +147,14 @@ ALERTS = (
 )
 
 
-RULE = Rule(BROKER_DOWN, {NOT_REGISTERED: "critical", STOPPED: "warning", UNKNOWN: "warning", UNREACHABLE: "warning"},
+RULE = Rule(BROKER_DOWN, {NOT_REGISTERED: "warning", STOPPED: "warning", UNKNOWN: "warning", UNREACHABLE: "warning"},
             "cluster",
-            "a broker not registered after a crash (critical), a controlled shutdown or a departure nothing "
-            "explains (warning, critical when it lasts), or not answering while still registered (warning)",
+            "a broker not registered after a crash, a controlled shutdown or a departure nothing explains "
+            "(warning, critical when it lasts), or not answering while still registered (warning)",
             plan=_plan, failed_polls=True,
-            escalations=(Escalation((STOPPED, UNKNOWN), PAST_PLANNED_STOP, "critical",
+            escalations=(Escalation((NOT_REGISTERED, STOPPED, UNKNOWN), PAST_PLANNED_STOP, "critical",
                                     "down longer than `planned_stop_max_s`: no restart takes that long"),),
             series=SERIES, alerts=ALERTS, routine=(
             "A rolling restart, upgrade or operator's stop is a controlled shutdown: `stopped`, a warning, "
-            "critical only past `planned_stop_max_s`; a crash or hang (`not_registered`) pages at once."))
+            "critical only past `planned_stop_max_s`. A crash or hang (`not_registered`) is a warning too: the "
+            "clients it hurt page on their partitions until the controller moves its load, which ends their harm."))

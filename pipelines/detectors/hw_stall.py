@@ -10,6 +10,14 @@ replica.lag.time.max.ms, the point past which Kafka itself considers a follower 
 
 The follower holding the HW back is an ISR member other than the leader whose LEO is at (or below)
 the HW, or that did not answer the collector at all (`unreachable`).
+
+A follower the collector has *judged* unreachable (the topic record's `unreachable_brokers`: silent
+for `unreachable_after_s`, or its port refusing connections) does not get the whole window: a dead,
+paused or cut-off ISR follower holds acks=all producers from the moment it stops fetching, and
+Kafka frees them only when the leader drops it from the ISR (replica.lag.time.max.ms) or the
+controller does at its session's expiry, both after the clients have waited many seconds. So the HW
+held still for `SILENT_FOLLOWER_WINDOW_MS` with such a follower in the ISR is a stall at once. A
+follower krm cannot reach but that still fetches (a one-way cut) lets the HW move: no stall.
 """
 
 from __future__ import annotations
@@ -21,15 +29,16 @@ from pipelines.columns import leo_of
 from pipelines.detectors import offline
 from pipelines.detectors.exports import Alert, Series, incident_info
 from pipelines.detectors.rule import PartitionView, Rule
-from schemas.quiet import DEFAULT_WINDOW_MS
+from schemas.quiet import DEFAULT_WINDOW_MS, SILENT_FOLLOWER_WINDOW_MS
 
 TYPE = "HW_STALL"
 FOLLOWER_UNREACHABLE = "isr_follower_unreachable"
 FOLLOWER_BEHIND = "isr_follower_not_caught_up"
 
 
-def stall_columns(p: Any, observed_at_ms: Any, window_ms: Any) -> dict[str, Any]:
-    """The same rule as Spark Columns over one partition struct of a topic record."""
+def stall_columns(p: Any, observed_at_ms: Any, window_ms: Any, judged_unreachable: Any) -> dict[str, Any]:
+    """The same rule as Spark Columns over one partition struct of a topic record; `judged_unreachable`:
+    the topic record's `unreachable_brokers` (an array, empty when none)."""
     from pyspark.sql import functions as F
 
     since = p["hw_stalled_since_ms"]
@@ -39,7 +48,10 @@ def stall_columns(p: Any, observed_at_ms: Any, window_ms: Any) -> dict[str, Any]
     reported = F.transform(offsets, lambda o: o["broker"])
     unreachable = F.filter(followers, lambda r: ~F.array_contains(reported, r))
     behind = F.filter(followers, lambda r: F.array_contains(reported, r) & (leo_of(offsets, r) <= hw))
-    stalled = since.isNotNull() & hw.isNotNull() & (p["leader"] >= 0) & (observed_at_ms - since >= window_ms)
+    held_ms = observed_at_ms - since
+    silent_follower = F.exists(followers, lambda r: F.array_contains(judged_unreachable, r))
+    long_enough = (held_ms >= window_ms) | ((held_ms >= F.lit(SILENT_FOLLOWER_WINDOW_MS)) & silent_follower)
+    stalled = since.isNotNull() & hw.isNotNull() & (p["leader"] >= 0) & long_enough
     return {
         "stalled": F.coalesce(stalled, F.lit(False)),
         "stalled_ms": observed_at_ms - since,
@@ -58,7 +70,7 @@ def of(view: PartitionView) -> dict[str, Any]:
         configured = view.settings.hw_stall_window_ms
         window = (F.lit(configured) if configured is not None
                   else F.coalesce(view.ts["replica_lag_time_max_ms"], F.lit(DEFAULT_WINDOW_MS)))
-        return {**stall_columns(view.p, view.observed_at_ms, window), "window": window}
+        return {**stall_columns(view.p, view.observed_at_ms, window, view.unreachable), "window": window}
     return view.memo("stall", build)
 
 
@@ -99,8 +111,9 @@ ALERTS = (
                    "| humanizeDuration }}"),
           runbook=("acks=all producers of this partition are waiting. details.holding_back of the HW_STALL incident names "
                    "the ISR follower the HW waits for (`krm incidents --open --type HW_STALL --json`); check that broker "
-                   "(paused, GC, disk, network). Kafka drops it from the ISR after replica.lag.time.max.ms, which unblocks "
-                   "producers at the cost of redundancy."),
+                   "(paused, GC, disk, network; cause isr_follower_unreachable: it does not answer krm either). Kafka drops "
+                   "it from the ISR after replica.lag.time.max.ms (or the controller at its session's expiry), which "
+                   "unblocks producers at the cost of redundancy."),
           links=(("incident", incident_info(TYPE, "url")),
                  ("holding_back", incident_info(TYPE, "holding_back")))),
 )
@@ -111,4 +124,5 @@ RULE = Rule(TYPE, {FOLLOWER_UNREACHABLE: "critical", FOLLOWER_BEHIND: "critical"
             scope="offsets", plan=_plan, affected=lambda v: of(v)["stalled"],
             series=SERIES, alerts=ALERTS, routine=(
             "A controlled shutdown takes the broker out of the ISR before it stops, so no HW waits for it; a "
-            "stall means a live ISR follower holds acks=all producers: critical."))
+            "stall means an ISR follower holds acks=all producers: critical, within 2 s of the HW held once krm "
+            "judges that follower unreachable (dead, paused, cut off), else after the window."))

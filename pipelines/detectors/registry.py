@@ -62,6 +62,6 @@ def routine_table() -> str:
     `.venv/bin/python -c 'from pipelines.detectors.registry import routine_table; print(routine_table())'`."""
     rows = ["| incident | severities | what routine operations do to it |", "|---|---|---|"]
     for r in RULES:
-        levels = " / ".join(s for s in ("critical", "warning", "info") if s in set(r.severity.values()))
+        levels = " / ".join(s for s in ("critical", "warning", "info") if s in r.severities)
         rows.append(f"| `{r.type}` | {levels} | {r.routine} |")
     return "\n".join(rows) + "\n"

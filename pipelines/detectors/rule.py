@@ -92,6 +92,11 @@ class Rule:
     def causes(self) -> tuple[str, ...]:
         return tuple(c for c in self.severity if c is not None)
 
+    @property
+    def severities(self) -> set[str]:
+        """Every severity its incidents can have: the declared ones and those its escalations raise to."""
+        return set(self.severity.values()) | {e.severity for e in self.escalations}
+
     def severity_of(self, cause: str | None = None, holding: Iterable[str] = ()) -> str:
         """The one place a severity is decided: the cause's declared severity, raised by the first of its
         escalations whose condition is among `holding`."""

@@ -4,8 +4,9 @@
 - a rolling restart driven by `krm check shutdown --wait` / `krm check ready --wait`, an acks=all
   producer writing throughout — in KRaft a rolling *upgrade* 3.9.1 -> 4.4.0, brokers then
   controllers, each restarted on the new release: no critical alert fires, no write fails, and krm
-  records each stop as BROKER_DOWN `stopped`; then one broker SIGKILLed still pages KafkaBrokerDown
-  (`not_registered`);
+  records each stop as BROKER_DOWN `stopped`; then one broker SIGKILLed: the partition it led is
+  PARTITION_UNAVAILABLE until the controller acts, the broker a crash (`not_registered`, a warning:
+  KafkaBrokerDeregistered) from the kill to its return, and KafkaBrokerDown never fires;
 - a throttled `kafka-reassign-partitions` moving replicas onto other brokers: krm's under-replicated
   set equals `kafka-topics --describe --under-replicated-partitions` at every sample,
   `krm_partition_reassigning` follows Kafka's list, and neither REPLICA_LAG for the adding replicas
@@ -211,7 +212,8 @@ def test_rolling_restart_pages_nobody_and_a_crash_still_pages(stack):
     assert set(causes) == set(cluster.broker_ids), causes
     assert set(causes.values()) == {("stopped", "warning", True)}, causes
 
-    # The same cluster, one broker SIGKILLed: a crash still pages, with the crash's cause.
+    # The same cluster, one broker SIGKILLed: its clients' harm is paged on their partition, the crash
+    # recorded as one, and nothing pages once the controller has moved its load.
     victim = int(_describe(cluster, topic)[0]["Leader"])
 
     def victims_incident() -> dict:
@@ -225,9 +227,21 @@ def test_rolling_restart_pages_nobody_and_a_crash_still_pages(stack):
     killed = time.time()
     cluster.kill(victim)
     try:
-        fired = wait_for(lambda: stack.firing("KafkaBrokerDown"), 90, "KafkaBrokerDown firing")
-        print(f"\n[{cluster.mode}] SIGKILL -> KafkaBrokerDown firing {time.time() - killed:.1f}s")
+        fired = wait_for(lambda: stack.firing("KafkaBrokerDeregistered"), 90, "KafkaBrokerDeregistered firing")
+        print(f"\n[{cluster.mode}] SIGKILL -> KafkaBrokerDeregistered firing {time.time() - killed:.1f}s")
         assert [(a["broker"], a["cause"]) for a in fired] == [(str(victim), "not_registered")]
+        # the controller has moved its load (it deregistered it): Kafka's view, then krm's incident of the
+        # partition it led, opened after the kill and resolved by the election
+        wait_for(lambda: _describe(cluster, topic)[0]["Leader"] not in (str(victim), "none", "-1"), 60, "a new leader")
+
+        def unavailable() -> list[dict]:
+            return [i for i in stored_incidents("--config", str(stack.config_path), "--type", "PARTITION_UNAVAILABLE")
+                    if i["cluster"] == cluster.name and i["topic"] == topic and i["partition"] == 0
+                    and _epoch_s(i["opened_at"]) > killed]
+        led = wait_for(lambda: [i for i in unavailable() if i["status"] == "resolved"], 60,
+                       "the partition it led: PARTITION_UNAVAILABLE opened and resolved")
+        assert {(i["cause"], i["severity"]) for i in led} == {("leader_unreachable", "critical")}, led
+        assert "KafkaBrokerDown" not in {a["alertname"] for a in stack.critical_fired(killed)}
     finally:
         cluster.start(victim)
         assert stack.krm("check", "ready", "--broker", str(victim), "--wait", "180").returncode == 0
@@ -242,6 +256,7 @@ def test_rolling_restart_pages_nobody_and_a_crash_still_pages(stack):
           f"departure {crash['details'].get('departure')}")
     assert "not_registered" in since_kill and "stopped" not in since_kill, crash
     assert (crash["details"]["controlled_shutdown"], crash["details"]["departure"]) == (False, "crash"), crash
+    assert crash["severity"] == "warning", crash
 
 
 def _epoch_s(iso: str) -> float:

@@ -36,8 +36,9 @@ def down_brokers(brokers: Iterable[dict[str, Any]]) -> list[tuple[int, str]]:
 
 
 def broker_down_severity(cause: str, down_for_ms: int | None, planned_stop_max_ms: int) -> str:
-    """A controlled stop (or one nothing explains) is a warning until it lasts longer than planned_stop_max_ms."""
-    if cause in (STOPPED, UNKNOWN) and down_for_ms is not None and down_for_ms > planned_stop_max_ms:
+    """A broker not registered (a crash, a controlled stop, or one nothing explains) is a warning until it
+    has been down longer than planned_stop_max_ms; one still registered but silent stays a warning."""
+    if cause in (NOT_REGISTERED, STOPPED, UNKNOWN) and down_for_ms is not None and down_for_ms > planned_stop_max_ms:
         return "critical"
     return BROKER_DOWN.severity_of(cause)
 

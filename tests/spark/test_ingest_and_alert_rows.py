@@ -198,10 +198,11 @@ def test_registered_but_unanswering_broker_is_down_unreachable(spark):
 @pytest.mark.parametrize("controlled, departure, down_since, expected", [
     (True, None, 900_000, ("stopped", "warning")),  # down 100 s after a controlled shutdown: routine
     (True, None, 100_000, ("stopped", "critical")),  # down 900 s, past planned_stop_max_s (600 s)
-    (False, None, 900_000, ("not_registered", "critical")),  # went down holding leaderships: a crash
-    (None, None, None, ("not_registered", "critical")),  # an older collector: as before
+    (False, None, 900_000, ("not_registered", "warning")),  # went down holding leaderships: a crash, its load moved
+    (None, None, None, ("not_registered", "warning")),  # an older collector: a crash, since unknown
     (True, "controlled", 900_000, ("stopped", "warning")),
-    (False, "crash", 900_000, ("not_registered", "critical")),
+    (False, "crash", 900_000, ("not_registered", "warning")),
+    (False, "crash", 100_000, ("not_registered", "critical")),  # a crash nobody restarted: past planned_stop_max_s
     (None, "unknown", 900_000, ("unknown", "warning")),  # nothing to hand over: no evidence, never "stopped"
     (None, "unknown", 100_000, ("unknown", "critical")),  # and past planned_stop_max_s, as a stop
 ])

@@ -20,10 +20,10 @@ def _batch(spark, records):
         "*", "current_timestamp() as timestamp")
 
 
-def _record(topic, now, leader, isr, replicas, **fields):
+def _record(topic, now, leader, isr, replicas, unreachable_brokers=(), **fields):
     part = {"partition": 0, "leader": leader, "leader_epoch": 5, "replicas": replicas, "isr": isr, **fields}
     return topic_record("c1", "admin", 1, now, topic=topic, live_brokers=replicas, partitions=[part],
-                        min_insync_replicas=1, unclean_leader_election=True)
+                        min_insync_replicas=1, unclean_leader_election=True, unreachable_brokers=unreachable_brokers)
 
 
 def _offsets(leos):
@@ -41,8 +41,8 @@ def _findings(spark, records, settings):
 
 def test_hw_stall_plan_matches_golden_cases(spark):
     records = [_record(f"stall-{n}", now, leader, isr, [1, 2, 3], high_watermark=hw, replica_offsets=_offsets(leos),
-                       hw_stalled_since_ms=since)
-               for n, leader, isr, hw, leos, since, now, _w, _e, _r in STALL]
+                       hw_stalled_since_ms=since, unreachable_brokers=judged)
+               for n, leader, isr, hw, leos, since, now, _w, judged, _e, _r in STALL]
     found = _findings(spark, records, DetectorSettings(hw_stall_window_ms=30_000))
     for n, *_rest, expected, reason in STALL:
         got = [f for f in found.get(f"stall-{n}", []) if f.type == "HW_STALL"]

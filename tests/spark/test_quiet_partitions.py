@@ -11,7 +11,7 @@ import pytest
 from collectors.records import leave_out_quiet, topic_record
 from pipelines.findings import DetectorSettings, alert_rows
 from pipelines.ingest import parse, valid
-from schemas.quiet import Thresholds, is_quiet
+from schemas.quiet import SILENT_FOLLOWER_WINDOW_MS, Thresholds, is_quiet
 
 pytestmark = pytest.mark.spark
 
@@ -42,7 +42,9 @@ def _partition(rng: random.Random, pid: int) -> dict:
     rate = rng.choice([None, 0.0, 100.0, 250.0, 10_000.0])
     if rate is not None:
         p["write_rate"] = rate
-    p["hw_stalled_since_ms"] = rng.choice([None, None, NOW - 1, NOW - WINDOW_MS + 1, NOW - WINDOW_MS, NOW - 60_000])
+    p["hw_stalled_since_ms"] = rng.choice([None, None, NOW - 1, NOW - SILENT_FOLLOWER_WINDOW_MS + 1,
+                                           NOW - SILENT_FOLLOWER_WINDOW_MS, NOW - WINDOW_MS + 1, NOW - WINDOW_MS,
+                                           NOW - 60_000])
     if rng.random() < 0.05:
         p["offline_replicas"] = [replicas[-1]]
     if rng.random() < 0.05 and leader >= 0:

@@ -51,6 +51,7 @@ def test_isr_during_reassignment(case):
 
 @pytest.mark.parametrize("cause,down_for,expected", [
     ("stopped", 60_000, "warning"), ("stopped", 601_000, "critical"), ("stopped", None, "warning"),
-    ("not_registered", 1_000, "critical"), ("unreachable", 10_000_000, "warning")])
+    ("not_registered", 1_000, "warning"), ("not_registered", 601_000, "critical"), ("not_registered", None, "warning"),
+    ("unreachable", 10_000_000, "warning")])
 def test_broker_down_severity(cause, down_for, expected):
     assert broker_severity(cause, down_for, 600_000) == expected

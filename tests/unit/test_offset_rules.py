@@ -11,8 +11,8 @@ pytestmark = pytest.mark.unit
 
 @pytest.mark.parametrize("case", STALL, ids=[f"stall-{c[0]}" for c in STALL])
 def test_hw_stall(case):
-    _n, leader, isr, hw, leos, since, now, window, expected, reason = case
-    got = classify_stall(leader, isr, hw, leos, since, now, window)
+    _n, leader, isr, hw, leos, since, now, window, judged, expected, reason = case
+    got = classify_stall(leader, isr, hw, leos, since, now, window, judged)
     assert (None if got is None else (got.cause, list(got.holding_back))) == expected, reason
 
 
