@@ -4,6 +4,10 @@ A partition is hurt while its writes fail or take longer than `slow_s`; the lab'
 benchmarks/impact_oracle.py hold krm's pages against it. One producer per partition, so a stuck
 metadata refresh or a dead connection of one partition's client never counts against another
 partition; writes go out every `every_s`, each judged on its own acknowledgement (a callback).
+
+A write still unacknowledged `slow_s` after it went out is hurt from then on, whenever its callback
+comes: a producer whose connection the network silently dropped keeps its batches until its
+delivery timeout (minutes), so counting only the callbacks missed every write of a cut in progress.
 """
 
 from __future__ import annotations
@@ -22,6 +26,8 @@ class ClientJudge:
         self.every_s = every_s
         self.failed: dict[int, list[float]] = {p: [] for p in partitions}  # send times of hurt writes
         self.ok: dict[int, list[float]] = {p: [] for p in partitions}  # send times of quick acknowledgements
+        self.pending: dict[int, dict[int, float]] = {p: {} for p in partitions}  # sent, not acknowledged yet
+        self._sent = 0
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._producers = {p: KafkaProducer(bootstrap_servers=bootstrap_servers, acks="all", retries=0,
@@ -34,30 +40,43 @@ class ClientJudge:
         for t in self._threads:
             t.start()
 
-    def _note(self, p: int, sent: float, ok: bool) -> None:
+    def _note(self, p: int, sent: float, ok: bool, seq: int | None = None) -> None:
         done = time.monotonic()
         with self._lock:
+            if seq is not None:
+                self.pending[p].pop(seq, None)
             (self.ok if ok and done - sent <= self.slow_s else self.failed)[p].append(sent)
 
     def _run(self, p: int) -> None:
         producer = self._producers[p]
         while not self._stop.is_set():
             sent = time.monotonic()
+            with self._lock:
+                self._sent += 1
+                seq = self._sent
+                self.pending[p][seq] = sent
             try:
                 f = producer.send(self._topic, b"x", partition=p)
-                f.add_callback(lambda _m, s=sent: self._note(p, s, True))
-                f.add_errback(lambda _e, s=sent: self._note(p, s, False))
+                f.add_callback(lambda _m, s=sent, q=seq: self._note(p, s, True, q))
+                f.add_errback(lambda _e, s=sent, q=seq: self._note(p, s, False, q))
             except Exception:  # noqa: BLE001 - metadata or buffer timeout: a failed write
-                self._note(p, sent, False)
+                self._note(p, sent, False, seq)
             self._stop.wait(self.every_s)
+
+    def _hurt(self, p: int) -> list[float]:
+        """Send times of partition `p`'s hurt writes: failed or slow, and those unacknowledged for longer
+        than `slow_s` by now (their callback, if it ever comes, can only say hurt). Under the lock."""
+        overdue = time.monotonic() - self.slow_s
+        late = [t for t in self.pending.get(p, {}).values() if t < overdue]
+        return self.failed[p] + late if late else self.failed[p]
 
     def hurt_between(self, start: float, end: float, min_run_s: float = 0.0) -> set[int]:
         """Partitions with hurt writes sent within [start, end]; with `min_run_s`, only those whose
         writes were hurt without a quick one between for at least that long."""
         with self._lock:
             out = set()
-            for p, bad in self.failed.items():
-                bad = sorted(t for t in bad if start <= t <= end)
+            for p in self.failed:
+                bad = sorted(t for t in self._hurt(p) if start <= t <= end)
                 if not bad:
                     continue
                 if min_run_s <= 0:
@@ -78,18 +97,18 @@ class ClientJudge:
     def counts_between(self, start: float, end: float) -> dict[int, tuple[int, int]]:
         """partition -> (quick writes, hurt writes) sent within [start, end]: what a verdict rests on."""
         with self._lock:
-            return {p: (sum(1 for t in self.ok[p] if start <= t <= end), sum(1 for t in self.failed[p] if start <= t <= end))
+            return {p: (sum(1 for t in self.ok[p] if start <= t <= end), sum(1 for t in self._hurt(p) if start <= t <= end))
                     for p in self.ok}
 
     def last_hurt(self, start: float) -> float | None:
         """When the last hurt write after `start` was sent."""
         with self._lock:
-            return max((t for ts in self.failed.values() for t in ts if t >= start), default=None)
+            return max((t for p in self.failed for t in self._hurt(p) if t >= start), default=None)
 
     def all_ok_since(self, t: float) -> bool:
         """Every partition has had a quick acknowledgement of a write sent after `t`, and no hurt one."""
         with self._lock:
-            return all(any(s >= t for s in self.ok[p]) and not any(s >= t for s in self.failed[p]) for p in self.ok)
+            return all(any(s >= t for s in self.ok[p]) and not any(s >= t for s in self._hurt(p)) for p in self.ok)
 
     def stop(self) -> None:
         from kafka.errors import KafkaTimeoutError

@@ -1,6 +1,7 @@
 """The ground truth of client harm (lab/client_judge.py): runs of hurt writes, without a producer."""
 
 import threading
+import time
 
 import pytest
 
@@ -9,10 +10,11 @@ from lab.client_judge import ClientJudge
 pytestmark = pytest.mark.unit
 
 
-def judge(failed, ok):
+def judge(failed, ok, pending=None, slow_s=2.0):
     j = ClientJudge.__new__(ClientJudge)  # the bookkeeping alone: no producer, no thread
     j._lock = threading.Lock()
-    j.failed, j.ok = failed, ok
+    j.failed, j.ok, j.slow_s = failed, ok, slow_s
+    j.pending = pending if pending is not None else {p: {} for p in failed}
     return j
 
 
@@ -39,3 +41,17 @@ def test_all_ok_since_needs_a_quick_write_and_no_hurt_one():
 def test_counts_between_say_what_a_verdict_rests_on():
     j = judge({0: [1.0, 5.0], 1: []}, {0: [2.0], 1: [0.5, 3.0]})
     assert j.counts_between(0.9, 4.0) == {0: (1, 1), 1: (1, 0)}
+
+
+def test_a_write_unacknowledged_past_slow_s_is_hurt_before_its_callback():
+    """A silently dropped connection keeps the producer's batches for minutes: the writes of a cut in
+    progress have no callback yet, and must count as hurt once older than slow_s."""
+    now = time.monotonic()
+    stuck = {i: now - 6.0 + 0.3 * i for i in range(20)}  # sent over the last 6 s, none acknowledged
+    j = judge({0: []}, {0: [now - 10.0]}, pending={0: stuck})
+    assert j.hurt_between(now - 7, now, min_run_s=3.0) == {0}
+    assert j.counts_between(now - 7, now)[0][1] == 14, "only those older than slow_s (sent 6.0 ... 2.1 s ago)"
+    assert not j.all_ok_since(now - 7)
+    first = stuck[0]
+    j._note(0, first, True, 0)  # a late acknowledgement: still hurt, no longer pending
+    assert 0 not in j.pending[0] and j.failed[0] == [first]
