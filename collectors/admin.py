@@ -17,8 +17,8 @@ import time
 import zlib
 from typing import Any, Iterable
 
-from collectors import access, capabilities, gc_pause, kraft, metadata, offsets, reassignments, tiered
-from collectors.departures import Departures
+from collectors import access, capabilities, gc_pause, kraft, metadata, offsets, reassignments, tiered, topic_share
+from collectors.departures import Departures, holders
 from collectors.kraft_protocol import DESCRIBE_QUORUM_KEY, DESCRIBE_TOPIC_PARTITIONS_KEY
 from collectors.memory import PartitionMemory
 from collectors.metadata import ask
@@ -122,6 +122,8 @@ class AdminSource:
         # broker -> (reachable, partitions it leads) as the last poll saw it: the collector's own /metrics
         # (collectors/stats.py) says it even while the observations path is down
         self.broker_view: dict[int, tuple[bool, int]] = {}
+        # `krm collect --topic-share I/N`: only these topics' offsets and records (collectors/topic_share.py)
+        self._share = topic_share.parse(settings.topic_share) if settings.topic_share else None
 
     @property
     def zk(self) -> ZkState | None:
@@ -137,7 +139,13 @@ class AdminSource:
         if self._zk_state is not None:
             self._zk_state.note_phase()
         with gc_pause.paused():
-            return self._poll()
+            records = self._poll()
+        return self._share.stamp(records) if self._share is not None else records
+
+    def _mine(self, topics: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The topics this process polls: its share's (`--topic-share`), else all."""
+        share = self._share
+        return topics if share is None else [t for t in topics if share.holds(t["topic"])]
 
     def _poll(self) -> list[dict[str, Any]]:
         with self._poll_lock:  # quick_records (another thread) numbers its records from the same sequence
@@ -169,11 +177,12 @@ class AdminSource:
         self._capabilities = capabilities.of(admin._client.get_api_versions(), kraft=self.zk is None)
         if self._configs.tiered:  # only said where it matters: a cluster with tiered topics
             self._capabilities["tiered_offsets"] = tiered.supported(admin._client.get_api_versions())
+        mine = self._mine(topics)  # the topics this process asks about and publishes (all unless split)
         if self._configs.may_ask(self.zk is None or self.zk.connected):
-            self._configs.refresh_or_back_off(admin._client, self._last_node, [t["topic"] for t in topics],
+            self._configs.refresh_or_back_off(admin._client, self._last_node, [t["topic"] for t in mine],
                                               [b["node_id"] for b in md["brokers"]])
         if self.zk is None:
-            self._kraft_view(admin, topics)
+            self._kraft_view(admin, mine)
         # to the controller in ZooKeeper mode (a broker answers NOT_CONTROLLER otherwise), else to the
         # broker that answered the Metadata request (KRaft brokers forward it)
         controller = md.get("controller_id")
@@ -186,8 +195,8 @@ class AdminSource:
             live &= zk_live  # a broker whose registration vanished is not asked (it cannot answer)
         self._note_live(zk_live if zk_live is not None else live)
         replica_of, leader_of = offsets.plan(
-            ((t["topic"], p["partition"], p["leader"], p["replicas"]) for t in topics for p in t["partitions"]), live)
-        tiered_of = self._tiered_plan(topics, live)
+            ((t["topic"], p["partition"], p["leader"], p["replicas"]) for t in mine for p in t["partitions"]), live)
+        tiered_of = self._tiered_plan(mine, live)
         try:
             found = offsets.fetch(admin._client, replica_of, leader_of, self.settings.offsets_timeout_ms / 1000,
                                   self._offset_requests, tiered_of)
@@ -260,7 +269,8 @@ class AdminSource:
         # could hand nothing over, and only these records look at it once the polls fail
         self._judged(brokers, int(time.time() * 1000))
         failure = self._failure_record(poll_id, brokers)
-        return [failure, *self._mirror_topics(topics, poll_id, failure["observed_at_ms"], live, None, resolves=False)]
+        mine = topics if self._share is None else [t for t in topics if self._share.holds(t)]
+        return [failure, *self._mirror_topics(mine, poll_id, failure["observed_at_ms"], live, None, resolves=False)]
 
     def _failure_record(self, poll_id: int, brokers: list[dict[str, Any]] | None = None) -> dict[str, Any]:
         problem = self._problem
@@ -333,6 +343,9 @@ class AdminSource:
     def _records(self, md: dict[str, Any], topics: list[dict[str, Any]], observed_at_ms: int,
                  found: offsets.OffsetsRound, poll_id: int, quorum: dict[str, Any] | None = None,
                  unreachable: set[int] | frozenset[int] = frozenset()) -> list[dict[str, Any]]:
+        """The poll's records from every topic Metadata listed (`topics`): the cluster record counts them
+        all; topic records only for this process's share of them (all unless `--topic-share`)."""
+        everything, topics = topics, self._mine(topics)
         live = {b["node_id"]: b for b in md["brokers"]}
         for bid, b in live.items():
             self._known_brokers[bid] = b
@@ -342,7 +355,7 @@ class AdminSource:
         if zk_live is not None:  # registered in ZooKeeper: what the controller acts on
             live = {bid: self._known_brokers.get(bid, {}) for bid in zk_live}
         live = self._mixed_liveness(live)
-        referenced = {r for t in topics for p in t["partitions"] for r in p["replicas"]}
+        referenced = {r for t in everything for p in t["partitions"] for r in p["replicas"]}
         brokers: list[dict[str, Any]] = [
             {"id": bid, "host": b.get("host") if b else None, "port": b.get("port") if b else None,
              "rack": b.get("rack") if b else None, "live": bid in live,
@@ -356,7 +369,7 @@ class AdminSource:
         records = [cluster_record(
             self.cluster.name, self.source, poll_id, observed_at_ms,
             controller_id=controller if controller is not None and controller >= 0 else None, brokers=brokers,
-            topic_count=len(topics), partition_count=sum(len(t["partitions"]) for t in topics),
+            topic_count=len(everything), partition_count=sum(len(t["partitions"]) for t in everything),
             replica_lag_time_max_ms=self._configs.replica_lag_time_max_ms,
             leader_imbalance_per_broker_percentage=self._configs.leader_imbalance_pct,
             reassignment_in_progress=self.zk.reassigning if zk_live is not None else None,  # type: ignore[union-attr]
@@ -495,7 +508,11 @@ class AdminSource:
         # How each down broker went: judged on the partitions as published (ZooKeeper mode: leader and
         # ISR as the controller wrote them, which the brokers' metadata caches trail; its brokers' live
         # flags come from ZooKeeper too), so one consistent view. The cluster record holds these dicts.
-        # `held` covers every partition, so the partitions themselves are never asked for.
+        # `held` covers every partition, so the partitions themselves are never asked for (a split
+        # cluster's share 1 speaks for the cluster: the other shares' topics count too).
+        if self._share is not None and self._share.speaks_for_cluster and len(topics) < len(everything):
+            share = self._share
+            held |= holders(p for t in everything if not share.holds(t["topic"]) for p in t["partitions"])
         self._departures.annotate(brokers, lambda: (), observed_at_ms, held=held)
         self.broker_view = {b["id"]: (b["live"] and b["id"] not in unreachable, leads.get(b["id"], 0)) for b in brokers}
         polled = {t["topic"] for t in topics}
@@ -635,6 +652,8 @@ class AdminSource:
         live = self.zk.live_brokers()
         if live is None:
             return []
+        if self._share is not None:
+            topics = {t for t in topics if self._share.holds(t)}
         with self._poll_lock:
             self._poll_id += 1
             poll_id = self._poll_id
@@ -650,7 +669,8 @@ class AdminSource:
                 replica_lag_time_max_ms=last.get("replica_lag_time_max_ms"),
                 leader_imbalance_per_broker_percentage=last.get("leader_imbalance_per_broker_percentage"),
                 reassignment_in_progress=self.zk.reassigning))
-        return out + self._mirror_topics(topics, poll_id, at, live, arrived, resolves=not self._degraded)
+        out += self._mirror_topics(topics, poll_id, at, live, arrived, resolves=not self._degraded)
+        return self._share.stamp(out) if self._share is not None else out
 
     def _mirror_topics(self, topics: Iterable[str], poll_id: int, at: int, live: set[int],
                        arrived: dict[str, list[dict[str, Any]]] | None, resolves: bool = True) -> list[dict[str, Any]]:

@@ -136,6 +136,17 @@ class CollectorConfig(Table):
     canary_replication_factor: int = Field(3, ge=1)  # of the canary topic, at most the number of brokers
     # `krm collect`'s own /metrics; -1: [pipeline] metrics_port + 1, so both halves run on one host with one file
     metrics_port: int = Field(-1, ge=-1, le=65535)
+    # "I/N": this process polls the I-th of N shares of each cluster's topics (collectors/topic_share.py;
+    # `krm collect --topic-share`); unset: every topic
+    topic_share: str | None = None
+
+    @field_validator("topic_share")
+    @classmethod
+    def _topic_share(cls, value: str | None) -> str | None:
+        m = re.fullmatch(r"(\d+)/(\d+)", value) if value is not None else None
+        if value is not None and not (m and 1 <= int(m.group(1)) <= int(m.group(2))):
+            raise ValueError(f"expected I/N with 1 <= I <= N, such as 2/3; got {value!r}")
+        return value
 
     def for_cluster(self, cluster: ClusterConfig) -> CollectorConfig:
         """These settings with the cluster's own `poll_interval_s` / `request_timeout_ms` /
@@ -145,10 +156,13 @@ class CollectorConfig(Table):
         return self.model_copy(update=own) if own else self
 
     def serve_port(self, pipeline_port: int) -> int:
-        """The port `krm collect` serves on (0: any free port)."""
+        """The port `krm collect` serves on (0: any free port). Derived from the pipeline's, the I-th
+        topic share (`topic_share`) takes the I-th port after it, so the shares of one config share a
+        host."""
         if self.metrics_port >= 0:
             return self.metrics_port
-        return pipeline_port + 1 if 0 < pipeline_port < 65535 else 0
+        after = int(self.topic_share.split("/")[0]) if self.topic_share else 1
+        return pipeline_port + after if 0 < pipeline_port < 65536 - after else 0
 
 
 class PipelineConfig(Table):

@@ -227,7 +227,7 @@ class Console:
             reason = view.unreachable_reason
             rows.append({"name": name, "reachable": reason is None, "reason": reason, "brokers": view.brokers,
                          "up": sum(1 for _, live in view.brokers if live), "controller": view.controller_id,
-                         "age": f"{max(0.0, time.time() - view.newest_observed_ms / 1000):.0f}s",
+                         "age": f"{max(0.0, time.time() - view.fresh_ms / 1000):.0f}s",
                          "stale": name in stale,
                          "open": [(s, sev[s]) for s in ("critical", "warning", "info") if sev[s]]})
         return self._page("clusters", "overview.html", clusters=rows)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import logging
 import time
+from dataclasses import replace
 from typing import Any
 
 from foundation.config import Config
@@ -70,6 +71,14 @@ class AlertPath:
         self.counts = BrokerLoad()
         self.balance = balance or BalanceCheck()
         self.jmx = JmxView()
+        self.shares: dict[str, dict[int, int]] = {}  # split clusters: share index (>= 2) -> newest observation
+
+    def _with_shares(self, view: ClusterView, name: str) -> ClusterView:
+        """`view` with what the other shares of a split cluster said last (collectors/topic_share.py)."""
+        seen = self.shares.get(name)
+        if view.share_count <= 1 and not seen:
+            return view
+        return replace(view, share_newest=tuple(sorted((seen or {}).items())))
 
     def __call__(self, batch: Any, batch_id: int) -> None:
         t0 = time.perf_counter()
@@ -77,12 +86,17 @@ class AlertPath:
         t_collect = time.perf_counter() - t0
         canaries: list[Any] = []
         tiered: list[Any] = []
-        polls, found, clusters, counts, jmx = split_rows(rows, canaries, tiered)
+        shares: dict[str, dict[int, int]] = {}
+        polls, found, clusters, counts, jmx = split_rows(rows, canaries, tiered, shares)
+        for name, newest in shares.items():
+            mine = self.shares.setdefault(name, {})
+            for i, at in newest.items():
+                mine[i] = max(at, mine.get(i, at))
         changed = self.book.apply(polls, found)
         self.counts.update(counts)
         for name, view in clusters.items():  # deleted topics leave the per-broker totals
-            if view.error is None:
-                self.counts.forget_stale(name, view.newest_observed_ms - self.deleted_after_ms)
+            if view.error is None:  # (a split cluster's topics: only once every share has polled since)
+                self.counts.forget_stale(name, self._with_shares(view, name).fresh_ms - self.deleted_after_ms)
         changed += self.book.apply(*self.balance.evaluate(self.counts, counts, clusters))
         if jmx:
             changed += self.book.apply(*self.jmx.update(jmx))
@@ -91,9 +105,12 @@ class AlertPath:
         for name, view in clusters.items():
             if name not in views or view.newest_observed_ms >= views[name].newest_observed_ms:
                 views[name] = view
+        for name, view in views.items():  # a split cluster's view: its other shares as last seen
+            if view.share_count > 1 or name in self.shares:
+                views[name] = self._with_shares(view, name)
         tiered_topics = snap.tiered
         if tiered or snap.tiered:  # a cluster without tiered topics pays nothing here
-            stale = {name: view.newest_observed_ms - self.deleted_after_ms for name, view in views.items()
+            stale = {name: view.fresh_ms - self.deleted_after_ms for name, view in views.items()
                      if view.error is None}
             tiered_topics = tiered_view.newest(snap.tiered, tiered, stale)
         latest = snap.canary
@@ -109,14 +126,17 @@ class AlertPath:
                   t_collect, t_metrics, time.perf_counter() - t0)
 
 
-def split_rows(rows: list[Any], canaries: list[Any] | None = None, tiered: list[Any] | None = None) -> tuple[
+def split_rows(rows: list[Any], canaries: list[Any] | None = None, tiered: list[Any] | None = None,
+               shares: dict[str, dict[int, int]] | None = None) -> tuple[
         list[ScopePoll], list[Finding], dict[str, ClusterView], list[TopicLoad], list[JmxSample]]:
     """The collected alert rows sorted by kind. Fields are read by position: a pyspark Row's
     attribute access searches its field names each time, and a broker death at 200k partitions
     brings 40k findings here in one batch. Canary samples are appended to `canaries`, tiered topics'
-    offsets to `tiered`."""
+    offsets to `tiered`, a split cluster's other shares' newest observations to `shares` (cluster ->
+    share index -> observed_at_ms)."""
     canaries = [] if canaries is None else canaries
     tiered = [] if tiered is None else tiered
+    shares = {} if shares is None else shares
     polls: list[ScopePoll] = []
     found: list[Finding] = []
     clusters: dict[str, ClusterView] = {}
@@ -156,6 +176,11 @@ def split_rows(rows: list[Any], canaries: list[Any] | None = None, tiered: list[
             canaries.extend(canary.samples(r[cluster], d, r[at]))
         else:
             cs = loads(r[details])
+            share = cs.get("topic_share")
+            if share is not None and share["index"] > 1:  # another share of a split cluster: alive, nothing more
+                newest = shares.setdefault(r[cluster], {})
+                newest[share["index"]] = max(r[at], newest.get(share["index"], r[at]))
+                continue
             if cs.get("quorum") is not None and cs.get("error") is None:  # KRaft: judged on every record
                 polls.append(ScopePoll(r[cluster], quorum.SCOPE, r[poll_id], r[at]))
                 found.extend(Finding(r[cluster], quorum.SCOPE, quorum.TYPE, q.severity, quorum.TOPIC, 0, q.voter,
@@ -170,5 +195,6 @@ def split_rows(rows: list[Any], canaries: list[Any] | None = None, tiered: list[
                     reassigning=bool(cs.get("reassignment_in_progress")), quorum=cs.get("quorum"),
                     error_reason=cs.get("error_reason"), denied=tuple(cs.get("denied") or ()),
                     capabilities=tuple([(c, True) for c in cs.get("capabilities") or ()]
-                                       + [(c, False) for c in cs.get("unsupported") or ()]))
+                                       + [(c, False) for c in cs.get("unsupported") or ()]),
+                    share_count=share["count"] if share is not None else 1)
     return polls, found, clusters, counts, jmx

@@ -141,7 +141,11 @@ def cluster_rows(obs: Any, observed_at_ms: Any = None, settings: DetectorSetting
     rules = registry.of_subject("cluster")
     found = present(F.concat(*[r.plan(view) for r in rules if r.plan is not None]))
     on_failure = present(F.concat(*[r.plan(view) for r in rules if r.failed_polls and r.plan is not None]))
-    return F.when(cs["error"].isNull(), F.concat(F.array(state, marker), found)) \
+    # a split cluster (collectors/topic_share.py): only share 1 speaks for it; another share's record
+    # says only that the share is alive (its state row: the view's freshness), judged by no rule
+    other_share = F.coalesce(cs["topic_share"]["index"], F.lit(1)) > 1
+    return F.when(other_share, F.array(state)) \
+        .when(cs["error"].isNull(), F.concat(F.array(state, marker), found)) \
         .otherwise(F.concat(F.array(state), on_failure))
 
 

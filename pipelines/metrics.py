@@ -32,6 +32,20 @@ class ClusterView:
     error_reason: str | None = None  # why `error` (collectors/access.py)
     denied: tuple[str, ...] = ()  # ACLs the poll found missing
     capabilities: tuple[tuple[str, bool], ...] = ()  # (capability, usable): collectors/capabilities.py
+    # a cluster split across collector processes (collectors/topic_share.py): how many shares, and the
+    # newest observation of each share but the first (whose records are the rest of this view)
+    share_count: int = 1
+    share_newest: tuple[tuple[int, int], ...] = ()  # (share index >= 2, newest observed_at_ms)
+
+    @property
+    def fresh_ms(self) -> int:
+        """Observation time of the view as a whole: the newest observation, or for a split cluster the
+        stalest share's newest (a share never seen counts as 0): the view is as fresh as its least
+        fresh part, so a dead share ages the cluster's view instead of hiding its topics."""
+        if self.share_count <= 1:
+            return self.newest_observed_ms
+        seen = dict(self.share_newest)
+        return min([self.newest_observed_ms] + [seen.get(i, 0) for i in range(2, self.share_count + 1)])
 
     @property
     def unreachable_reason(self) -> str | None:
@@ -90,7 +104,7 @@ class PipelineState:
         for each cluster whose view is older than its `stale_after_s` (default STALE_DEFAULT_S): krm
         is blind to it now, whatever its pages and series still say."""
         now = time.time() if now is None else now
-        ages = {name: max(0.0, now - view.newest_observed_ms / 1000) for name, view in self._snapshot.clusters.items()}
+        ages = {name: max(0.0, now - view.fresh_ms / 1000) for name, view in self._snapshot.clusters.items()}
         return {name: age for name, age in sorted(ages.items())
                 if age > self.stale_after_s.get(name, STALE_DEFAULT_S)}
 
@@ -167,7 +181,8 @@ class KrmCollector:
         yield from _tiered_series(snap.tiered)
 
         age = GaugeMetricFamily("krm_observation_age_seconds",
-                                "Seconds since the newest observation the pipeline processed was taken.",
+                                "Seconds since the newest observation the pipeline processed was taken (a cluster split "
+                                "across collector processes: its stalest share's).",
                                 labels=["cluster"])
         reachable = GaugeMetricFamily("krm_cluster_reachable",
                                       "1 if the last poll of the cluster succeeded with every ACL krm needs; 0 with "
@@ -185,7 +200,7 @@ class KrmCollector:
         for name, view in sorted(snap.clusters.items()):
             for what, usable in view.capabilities:
                 capability.add_metric([name, what], 1 if usable else 0)
-            age.add_metric([name], max(0.0, now - view.newest_observed_ms / 1000))
+            age.add_metric([name], max(0.0, now - view.fresh_ms / 1000))
             reason = view.unreachable_reason
             reachable.add_metric([name, reason or ""], 0 if reason else 1)
             load = snap.broker_load.get(name, {})

@@ -30,7 +30,10 @@ it writes every partition of a v1 or v2 record, whose collector did not say. Als
 later: a topic's `remote_storage` and a partition's `local_log_start_offset` / `highest_remote_offset`
 (tiered storage), and a cluster's `migration_phase` / `migration_phase_since_ms` (ZooKeeper → KRaft);
 a record without them is read as "not tiered", "no migration known"; and a down broker's
-`departure` (`controlled`, `crash`, `unknown`), read from `controlled_shutdown` when absent. 4: a topic record
+`departure` (`controlled`, `crash`, `unknown`), read from `controlled_shutdown` when absent. Optional in v4,
+added later: a cluster's `topic_share` (a cluster split across collector processes; absent: one process
+polls it whole). A pipeline that predates it must not be fed by a split collector: it would judge every
+share's cluster record. 4: a topic record
 may leave out its quiet partitions (schemas/quiet.py: healthy, unchanged, no rule can judge them), and then
 says what the pipeline counted from all of them: `partition_count` (the topic's size) and `broker_load`
 (per broker: leaders, replicas, preferred, preferred not leading). A topic record without `broker_load`
@@ -166,6 +169,11 @@ PROTOCOL_MISMATCH = "protocol_mismatch"  # the listener speaks another security 
 AUTHORIZATION_FAILED = "authorization_failed"  # logged in, but an ACL krm needs is missing
 UNREACHABLE = "unreachable"  # nothing answered (down, wrong address, firewall)
 
+TOPIC_SHARE = Struct((
+    ("index", INT, True),  # 1-based
+    ("count", INT, True),
+))
+
 CLUSTER_STATE = Struct((
     ("controller_id", INT, False),  # -1 or null: no active controller known
     ("brokers", Array(BROKER), True),
@@ -184,6 +192,9 @@ CLUSTER_STATE = Struct((
     # ZkMigrationState numbers (4 none, 2 copying, 1 dual writes, 3 finalized) and when krm first saw it
     ("migration_phase", INT, False),
     ("migration_phase_since_ms", LONG, False),
+    # v4, optional: one cluster's topics split across collector processes (collectors/topic_share.py):
+    # {index, count}; only share 1's record is judged, the others' say their share is alive
+    ("topic_share", TOPIC_SHARE, False),
 ))
 
 TOPIC_STATE = Struct((

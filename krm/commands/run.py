@@ -21,6 +21,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     config = load_config(resolve_config(args.config))
     if getattr(args, "cluster", None) or getattr(args, "shard", None):  # `krm collect`: this process's clusters
         config = config.only(args.cluster, args.shard)
+    if getattr(args, "topic_share", None):  # `krm collect`: a share of each cluster's topics
+        i, n = args.topic_share
+        config = config.model_copy(update={"collector": config.collector.model_copy(update={"topic_share": f"{i}/{n}"})})
     faulthandler.register(signal.SIGUSR1, all_threads=True)  # `kill -USR1`: every thread's stack on stderr
     collect, pipeline = {"run": (True, True), "collect": (True, False), "pipeline": (False, True)}[args.command]
     monitor = Monitor(config, collect=collect, pipeline=pipeline).start()
@@ -52,4 +55,8 @@ def add(sub: Any) -> None:
             r.add_argument("--shard", type=_shard, metavar="I/N",
                            help="poll the I-th of N shares of the config's clusters (sorted by name, every N-th): "
                                 "N processes with the same config and shards 1/N ... N/N poll each cluster once")
+            r.add_argument("--topic-share", type=_shard, metavar="I/N",
+                           help="poll only the I-th of N shares of each cluster's topics (by a hash of the name): N "
+                                "processes with --topic-share 1/N ... N/N poll one cluster too large for one "
+                                "(docs/scale.md); share 1 also speaks for the cluster (brokers, controller)")
         r.set_defaults(func=cmd_run)

@@ -268,3 +268,23 @@ def test_a_tiered_topic_brings_its_offsets_to_the_driver(spark):
     ((t,),) = [found]
     assert (t.cluster, t.topic, t.observed_at_ms) == ("c1", "tiered", 1_000)
     assert [(p.partition, p.remote_copy_lag) for p in t.partitions] == [(0, 928), (1, 10)]
+
+
+def test_another_share_of_a_split_cluster_is_judged_by_no_rule(spark):
+    """collectors/topic_share.py: share 2's cluster record (a broker down in it, as that process saw it)
+    yields its state row only: no finding, no poll marker that could resolve share 1's incidents."""
+    from pipelines.alert_path import split_rows
+
+    brokers = [{"id": 1, "live": True, "reachable": True}, {"id": 2, "live": False, "reachable": None}]
+    first = cluster_record("c1", "admin", 7, 1_000, controller_id=1, brokers=brokers, topic_count=2, partition_count=8)
+    second = cluster_record("c1", "admin", 9, 1_500, controller_id=1, brokers=brokers, topic_count=2, partition_count=8)
+    first["cluster_state"]["topic_share"] = {"index": 1, "count": 2}
+    second["cluster_state"]["topic_share"] = {"index": 2, "count": 2}
+    rows = alert_rows(valid(parse(_batch(spark, [json.dumps(first), json.dumps(second)])))).collect()
+    by_poll = sorted((r.poll_id, r.row_type, r.type) for r in rows)
+    assert by_poll == [(7, "cluster", None), (7, "finding", "BROKER_DOWN"), (7, "poll", None), (9, "cluster", None)]
+    shares: dict = {}
+    polls, found, clusters, _counts, _jmx = split_rows(rows, shares=shares)
+    assert [p.poll_id for p in polls] == [7] and [f.poll_id for f in found] == [7]
+    assert clusters["c1"].newest_observed_ms == 1_000 and clusters["c1"].share_count == 2
+    assert shares == {"c1": {2: 1_500}}

@@ -240,6 +240,10 @@ def test_krm_collect_serves_beside_the_pipeline_not_on_its_port():
     assert ports({"metrics_port": 9400}, {}) == (9308, 9400)
     with pytest.raises(ConfigError, match=r"\[collector\] metrics_port"):
         ports({"metrics_port": 70000}, {})
+    # the topic shares of one cluster (`krm collect --topic-share I/N`) on one host: one port each
+    assert [ports({"topic_share": f"{i}/3"}, {})[1] for i in (1, 2, 3)] == [9309, 9310, 9311]
+    with pytest.raises(ConfigError, match=r"\[collector\] topic_share.*1 <= I <= N"):
+        ports({"topic_share": "4/3"}, {})
 
 
 def test_console_url_defaults_to_where_metrics_are_served(tmp_path):
