@@ -179,7 +179,8 @@ def split_rows(rows: list[Any], canaries: list[Any] | None = None, tiered: list[
             share = cs.get("topic_share")
             if share is not None and share["index"] > 1:  # another share of a split cluster: alive, nothing more
                 newest = shares.setdefault(r[cluster], {})
-                newest[share["index"]] = max(r[at], newest.get(share["index"], r[at]))
+                if cs.get("error") is None:  # a share whose polls fail sees nothing: it stays as stale as it is
+                    newest[share["index"]] = max(r[at], newest.get(share["index"], r[at]))
                 continue
             if cs.get("quorum") is not None and cs.get("error") is None:  # KRaft: judged on every record
                 polls.append(ScopePoll(r[cluster], quorum.SCOPE, r[poll_id], r[at]))

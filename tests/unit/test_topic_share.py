@@ -105,14 +105,14 @@ class _Store:  # the incidents table is not this test's subject
         pass
 
 
-def _cluster_row(at: int, index: int, count: int = 2, poll_id: int = 1):
+def _cluster_row(at: int, index: int, count: int = 2, poll_id: int = 1, error: str | None = None):
     import json
 
     from collectors.records import cluster_record
     from tests.unit.test_capabilities import _row
 
     rec = cluster_record("c", "admin", poll_id, at, controller_id=1, brokers=[{"id": 1, "live": True}],
-                         topic_count=1, partition_count=1)
+                         topic_count=1, partition_count=1, error=error)
     rec["cluster_state"]["topic_share"] = {"index": index, "count": count}
     return _row(cluster="c", poll_id=poll_id, observed_at_ms=at, row_type="cluster", scope="cluster",
                 details=json.dumps(rec["cluster_state"]))
@@ -133,8 +133,10 @@ def test_the_pipeline_ages_a_split_cluster_by_its_stalest_share():
     assert state.snapshot.clusters["c"].fresh_ms == 10_400
     path(_Batch([_cluster_row(14_000, 1), _cluster_row(13_900, 2)]), 2)
     assert state.snapshot.clusters["c"].fresh_ms == 13_900
-    for at in (16_000, 18_000, 20_000):  # share 2's process is gone
-        path(_Batch([_cluster_row(at, 1)]), 3)
+    path(_Batch([_cluster_row(16_000, 1), _cluster_row(16_100, 2, error="no broker answered")]), 3)
+    assert state.snapshot.clusters["c"].fresh_ms == 13_900, "a share whose poll failed saw nothing"
+    for at in (18_000, 20_000):  # share 2's process is gone
+        path(_Batch([_cluster_row(at, 1)]), 4)
     view = state.snapshot.clusters["c"]
     assert (view.newest_observed_ms, view.fresh_ms) == (20_000, 13_900)
     assert state.stale(now=20.5) == {"c": pytest.approx(6.6)}
