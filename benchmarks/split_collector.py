@@ -71,7 +71,7 @@ class Collector:
 
     def polls(self) -> float:
         try:
-            return value(scrape(self.url, timeout_s=5), "krm_collector_polls_total", cluster=CLUSTER) or 0.0
+            return value(scrape(self.url, timeout_s=5), "krm_collector_polls_total") or 0.0  # the process's, all clusters
         except Exception:  # noqa: BLE001 - not serving yet
             return 0.0
 
@@ -94,7 +94,13 @@ def wait(check: Any, timeout_s: float, what: str) -> float:
 
 
 def whole(metrics_url: str) -> tuple[float, float, float | None]:
-    text = scrape(metrics_url, timeout_s=30)
+    for attempt in range(3):  # a scrape can wait on the driver (counted in the phases as slow scrapes)
+        try:
+            text = scrape(metrics_url, timeout_s=60)
+            break
+        except OSError:
+            if attempt == 2:
+                raise
     leaders = sum(s.value for s in series(text, "krm_broker_leaders", cluster=CLUSTER))
     replicas = sum(s.value for s in series(text, "krm_broker_replicas", cluster=CLUSTER))
     return leaders, replicas, value(text, "krm_cluster_view_stale", cluster=CLUSTER)
@@ -108,13 +114,14 @@ def phase(name: str, collectors: list[Collector], metrics_url: str, minutes: flo
     start = [(c.polls(), cpu_s(c.proc.pid)) for c in collectors]
     ages: list[float] = []
     durations: dict[int, list[float]] = {i: [] for i in range(len(collectors))}
-    stale_seen = 0
+    stale_seen = slow_scrapes = 0
     end = time.monotonic() + minutes * 60
     while time.monotonic() < end:
         time.sleep(1.0)
         try:
             text = scrape(metrics_url, timeout_s=10)
-        except Exception:  # noqa: BLE001 - a slow scrape is skipped
+        except Exception:  # noqa: BLE001 - a slow scrape is skipped, and counted
+            slow_scrapes += 1
             continue
         age = value(text, "krm_observation_age_seconds", cluster=CLUSTER)
         if age is not None:
@@ -137,6 +144,7 @@ def phase(name: str, collectors: list[Collector], metrics_url: str, minutes: flo
                             "poll_p50_s": round(pct(durations[i], 0.5), 3)})
     out = {"phase": name, "processes": per_process, "age_p50_s": round(pct(ages, 0.5), 1),
            "age_p95_s": round(pct(ages, 0.95), 1), "samples": len(ages), "stale_samples": stale_seen,
+           "scrapes_over_10s": slow_scrapes,
            "leaders": leaders, "replicas": replicas, "whole_cluster": (leaders, replicas) == expected,
            "view_stale_at_end": stale}
     print(json.dumps(out), file=sys.stderr, flush=True)
