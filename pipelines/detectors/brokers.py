@@ -10,10 +10,13 @@ by broker as they return; a failed poll resolves nothing).
   past `planned_stop_max_s`: the clients it hurt were hurt *before* this, while it was registered and
   silent, and page on their partitions (PARTITION_UNAVAILABLE for the ones it led, HW_STALL for the ones
   whose HW it held); deregistering it is the controller's cure, which moves its leaderships and takes
-  it out of every ISR in the same step (ZooKeeper mode: KafkaController.onBrokerFailure ->
-  onReplicasBecomeOffline; KRaft: ReplicationControlManager.handleBrokerFenced). What it still hurts
-  afterwards pages on its own (OFFLINE_PARTITION, UNDER_MIN_ISR), so a crash's page ends with the
-  harm, not with the broker's return.
+  it out of every ISR in the same step (ZooKeeper mode: `onBrokerFailure` -> `onReplicasBecomeOffline`
+  in core/src/main/scala/kafka/controller/KafkaController.scala, which elects new leaders and moves
+  its replicas to OfflineReplica, out of the ISRs; KRaft: `handleBrokerFenced` in
+  metadata/src/main/java/org/apache/kafka/controller/ReplicationControlManager.java, which removes it
+  from the ISRs it is in, an ISR of one excepted in older releases). What it still hurts afterwards
+  pages on its own (OFFLINE_PARTITION, UNDER_MIN_ISR), so a crash's page ends with the harm, not with
+  the broker's return.
   Before that, cause `unreachable` (warning): still registered, but it did not answer the
   collector's offsets requests in time (collectors/offsets.py): dead, paused or overloaded, and the
   controller has not noticed yet (it waits for the ZooKeeper session, 18 s by default, or the KRaft
