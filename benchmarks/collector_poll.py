@@ -30,11 +30,12 @@ in a child process), `source` (`cluster` or `stand-in`), `bytes_per_partition` (
 partition per steady poll), and on the stand-in `decode_floor_cpu_s` (the CPU of merely decoding that
 poll's Metadata and ListOffsets answers, each dropped before the next, measured in the same run) and
 `cpu_over_floor` (cpu_s over it), with `decode_floor_kept_cpu_s` / `cpu_over_floor_kept` the floor as
-measured before 2026-11-28 (every answer held until all are decoded: see decode_floor); plus `results`
-(every count).
+measured before 2026-11-28 (every answer held until all are decoded: see decode_floor), `written` (the
+share of the stand-in's topics written between polls: `--written`) and `polls_rss_mb` (this process's
+peak RSS after the measured polls, before the floor's measurement); plus `results` (every count).
 
 Usage: .venv/bin/python benchmarks/collector_poll.py [--counts 1000,5000] [--polls 20] [--json]
-       [--source auto|cluster|stand-in] [--cluster-max 10000] [--brokers B (stand-in)]
+       [--source auto|cluster|stand-in] [--cluster-max 10000] [--brokers B (stand-in)] [--written F (stand-in)]
        [--mode zk|kraft] [--kafka-version V] [--broker-heap-mb 1024]
        [--kafka-exporter PATH | --install-kafka-exporter]
 """
@@ -234,16 +235,20 @@ def decode_floor(source: AdminSource, repeats: int = 5) -> tuple[float, float]:
     originals = wire.decode_metadata_v8, wire.decode_list_offsets_v4
 
     def capturing(decode):  # type: ignore[no-untyped-def]
-        def run(data: bytes):  # type: ignore[no-untyped-def]
+        def run(data: bytes, *rest):  # type: ignore[no-untyped-def]
             captured.append((decode, bytes(data)))
-            return decode(data)
+            return decode(data, *rest)
         return run
 
+    # every answer decoded in full for this poll, the unchanged ones too (the collector's own polls
+    # hand those back undecoded: collectors/wire.py), so each is captured
     wire.decode_metadata_v8, wire.decode_list_offsets_v4 = (capturing(f) for f in originals)
+    wire.reuse_unchanged = False
     try:
         source.poll()
     finally:
         wire.decode_metadata_v8, wire.decode_list_offsets_v4 = originals
+        wire.reuse_unchanged = True
     dropped, kept = [], []
     for _ in range(repeats):
         c0 = time.process_time()
@@ -266,17 +271,20 @@ def run_standin(args: argparse.Namespace, counts: list[int], results: list[dict[
     fill the stand-in's answer cache (it encodes each answer once), so they are not measured."""
     for target in counts:
         t0 = time.perf_counter()
-        with StandIn(target, args.brokers or None) as standin:
+        with StandIn(target, args.brokers or None, args.written) as standin:
             source = AdminSource(ClusterConfig(name="bench", bootstrap_servers=standin.bootstrap_servers), CollectorConfig())
             try:
                 for _ in range(args.warmup):
                     source.poll()
                 ready = time.perf_counter() - t0
                 m = measure(source, args.polls)
+                m["polls_rss_mb"] = rss_mb()  # the peak so far: the collector's polls (the floor below holds more)
                 m["decode_floor_cpu_s"], m["decode_floor_kept_cpu_s"] = decode_floor(source)
             finally:
                 source.close()
         r = result("stand-in", target, standin.brokers, m)
+        r["written"] = args.written
+        r["polls_rss_mb"] = round(m["polls_rss_mb"], 1)
         results.append(r)
         print(f"{'krm collector':<15} partitions={target:>6} brokers={standin.brokers} (stand-in, ready in {ready:.0f}s) "
               f"p50={m['p50_s']:.3f}s p95={m['p95_s']:.3f}s max={m['max_s']:.3f}s encode={m['encode_s']:.3f}s "
@@ -365,6 +373,8 @@ def main() -> int:
                     help="auto (default): a local cluster up to --cluster-max partitions, the stand-in above")
     ap.add_argument("--cluster-max", type=int, default=10_000, help="the most partitions asked of a local cluster")
     ap.add_argument("--brokers", type=int, default=0, help="stand-in brokers (default: ~10,000 replicas each, 3-60)")
+    ap.add_argument("--written", type=float, default=0.0,
+                    help="stand-in: the share of topics written between any two polls (default 0: an idle cluster)")
     ap.add_argument("--warmup", type=int, default=3, help="unmeasured stand-in polls (its answers get cached)")
     ap.add_argument("--mode", choices=["zk", "kraft"], default="zk")
     ap.add_argument("--kafka-version", default="", help="default: 3.9.1 in zk mode, the newest 4.x in KRaft mode")

@@ -11,11 +11,15 @@ schemas a real broker's are decoded with, at the versions a Kafka 3.9.1 KRaft br
 Kafka's: 100-partition topics, RF 3, replicas placed round robin from a per-topic start, the first
 replica leads, every replica in the ISR, LEO = HW.
 
-What it is not: a broker. Offsets do not move (an idle cluster), and every answer is cached by its
-request's bytes, so after the first poll the stand-in spends its time sending, not encoding, and
-the measured time is the collector's.
+What it is not: a broker. By default offsets do not move (an idle cluster), and every answer is
+cached by its request's bytes, so after the first poll the stand-in spends its time sending, not
+encoding, and the measured time is the collector's. With `--written F` a share F of the topics
+(chosen by a hash of the name) is written between any two polls: each full Metadata request (one a
+collector poll) starts a new poll, and every replica's LEO and the HW of those topics' partitions
+grow by WRITES_PER_POLL in the answers that follow (replication keeps up: a busy, healthy cluster).
+Those topics' parts of the ListOffsets answers are encoded anew for each poll, the rest cached.
 
-Run alone: .venv/bin/python benchmarks/standin_broker.py --partitions 200000 [--brokers 60]
+Run alone: .venv/bin/python benchmarks/standin_broker.py --partitions 200000 [--brokers 60] [--written F]
 (prints one JSON line with bootstrap_servers once listening; serves until killed), or from Python
 with `StandIn(partitions, brokers)` as a context manager (a child process).
 """
@@ -38,6 +42,9 @@ from typing import Any
 
 API_VERSIONS_FILE = Path(__file__).with_name("data") / "kafka-3.9.1-kraft-broker-api-versions.json"
 TOPIC_PARTITIONS = 100
+WRITES_PER_POLL = 7  # messages appended to each partition of a written topic between two polls
+_OFFSETS_HEAD = struct.Struct(">ii")  # throttle_time_ms, topic count
+_OFFSETS_ENTRY = struct.Struct(">ihqqi")  # partition, error_code, timestamp, offset, leader_epoch (v4+)
 CONTROLLER_ID = 3000
 UNSUPPORTED_VERSION = 35
 NOT_LEADER_OR_FOLLOWER = 6
@@ -57,7 +64,7 @@ def default_brokers(partitions: int, rf: int = 3) -> int:
 class Layout:
     """The cluster the stand-in pretends to be: which broker holds which replica."""
 
-    def __init__(self, partitions: int, brokers: int, rf: int = 3) -> None:
+    def __init__(self, partitions: int, brokers: int, rf: int = 3, written: float = 0.0) -> None:
         self.brokers = list(range(1, brokers + 1))
         self.rf = min(rf, brokers)
         self.topics: dict[str, list[list[int]]] = {}
@@ -67,6 +74,8 @@ class Layout:
             start = t % brokers
             self.topics[f"standin-{t:05d}"] = [
                 [self.brokers[(start + p + k) % brokers] for k in range(self.rf)] for p in range(count)]
+        # the topics written between polls (the same in every process)
+        self.written = {t for t in self.topics if zlib.crc32(t.encode()) % 10_000 < written * 10_000}
 
     def offset(self, topic: str, partition: int) -> int:
         return 1_000 + (zlib.crc32(f"{topic}/{partition}".encode()) & 0xFFFF)  # the same in every process
@@ -104,8 +113,14 @@ class Answers:
         self.versions = {int(k): (lo, min(hi, len(self.classes[int(k)][1]) - 1)) for k, (lo, hi) in real.items()
                          if int(k) in self.classes}
         self.cache: dict[tuple[int, int, int, bytes], bytes] = {}
+        self.polls = 0  # full Metadata requests so far: the written topics' offsets grow with it
+        self.offset_plans: dict[tuple[int, int, bytes], tuple[bytes, list[Any]]] = {}
 
     def answer(self, broker: int, api_key: int, version: int, flexible_header: bool, body: bytes) -> bytes | None:
+        if api_key == 3 and body[:4] == b"\xff\xff\xff\xff":  # Metadata for every topic (null list): a poll
+            self.polls += 1
+        if api_key == 2 and version >= 4 and self.layout.written:
+            return self._offsets_now(broker, version, body)
         key = (broker, api_key, version, body)
         hit = self.cache.get(key)
         if hit is None:
@@ -186,6 +201,41 @@ class Answers:
             topics.append((t["topic"], out))
         return cls(throttle_time_ms=0, topics=topics) if version >= 2 else cls(topics=topics)
 
+    def _offsets_now(self, broker: int, version: int, body: bytes) -> bytes:
+        """A ListOffsets answer as of this poll: the idle topics' parts encoded once, the written
+        topics' again with their offsets grown (encoded by hand, in the layout the protocol fixes)."""
+        key = (broker, version, body)
+        plan = self.offset_plans.get(key)
+        if plan is None:
+            requests = self.classes[2][0]
+            message = requests[version].decode(io.BytesIO(body))
+            request = _as_dict(message.SCHEMA, [getattr(message, n) for n in message.SCHEMA.names])
+            blocks: list[Any] = []
+            for t in request["topics"]:
+                name = t["topic"]
+                answered = self._api_2(broker, version, {"replica_id": request["replica_id"], "topics": [t]},
+                                       _rows)[0][1]
+                raw = name.encode()
+                head = struct.pack(">h", len(raw)) + raw + struct.pack(">i", len(answered))
+                # (a log start offset, asked with timestamp -2, does not move with writes)
+                moving = name in self.layout.written and any(p["timestamp"] != -2 for p in t["partitions"])
+                if moving:
+                    blocks.append((head, answered))
+                else:
+                    blocks.append(head + b"".join(_OFFSETS_ENTRY.pack(*row) for row in answered))
+            plan = self.offset_plans[key] = (_OFFSETS_HEAD.pack(0, len(request["topics"])), blocks)
+        grown = self.polls * WRITES_PER_POLL
+        out = [plan[0]]
+        pack = _OFFSETS_ENTRY.pack
+        for block in plan[1]:
+            if isinstance(block, bytes):
+                out.append(block)
+            else:
+                head, rows = block
+                out.append(head + b"".join(pack(pid, error, ts, offset + grown if error == 0 else offset, epoch)
+                                           for pid, error, ts, offset, epoch in rows))
+        return b"".join(out)
+
     def _api_32(self, broker: int, version: int, request: dict[str, Any], cls: Any) -> Any:  # DescribeConfigs
         resources = []
         for r in request["resources"]:
@@ -224,6 +274,11 @@ def _as_dict(schema: Any, values: Any) -> dict[str, Any]:
             value = [_as_dict(inner, v) for v in value]
         out[name] = value
     return out
+
+
+def _rows(**fields: Any) -> Any:
+    """In place of a response class: the answer's topics as built, not encoded."""
+    return fields["topics"]
 
 
 def _encode(message: Any) -> bytes:
@@ -281,8 +336,8 @@ async def _serve(answers: Answers, broker: int, reader: asyncio.StreamReader, wr
         writer.close()
 
 
-async def _main(partitions: int, brokers: int) -> None:
-    layout = Layout(partitions, brokers)
+async def _main(partitions: int, brokers: int, written: float = 0.0) -> None:
+    layout = Layout(partitions, brokers, written=written)
     servers, ports = [], {}
     answers = Answers(layout, ports)
     for b in layout.brokers:
@@ -291,7 +346,7 @@ async def _main(partitions: int, brokers: int) -> None:
         servers.append(server)
     print(json.dumps({"bootstrap_servers": ",".join(f"127.0.0.1:{p}" for p in ports.values()),
                       "brokers": len(ports), "partitions": sum(len(p) for p in layout.topics.values()),
-                      "topics": len(layout.topics)}), flush=True)
+                      "topics": len(layout.topics), "written_topics": len(layout.written)}), flush=True)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -302,15 +357,17 @@ async def _main(partitions: int, brokers: int) -> None:
 class StandIn:
     """The stand-in in a child process (its CPU is not the collector's), as a context manager."""
 
-    def __init__(self, partitions: int, brokers: int | None = None) -> None:
+    def __init__(self, partitions: int, brokers: int | None = None, written: float = 0.0) -> None:
         self.partitions = partitions
         self.brokers = brokers or default_brokers(partitions)
+        self.written = written
         self.proc: subprocess.Popen[str] | None = None
         self.bootstrap_servers = ""
 
     def __enter__(self) -> StandIn:
         self.proc = subprocess.Popen([sys.executable, __file__, "--partitions", str(self.partitions),
-                                      "--brokers", str(self.brokers)], stdout=subprocess.PIPE, text=True)
+                                      "--brokers", str(self.brokers), "--written", str(self.written)],
+                                     stdout=subprocess.PIPE, text=True)
         assert self.proc.stdout is not None
         first = self.proc.stdout.readline()
         if not first:
@@ -331,8 +388,12 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--partitions", type=int, required=True)
     ap.add_argument("--brokers", type=int, default=0, help="default: about 10,000 replicas per broker (3 to 60)")
+    ap.add_argument("--written", type=float, default=0.0,
+                    help="the share of topics written between any two polls (0: an idle cluster, 1: every topic)")
     args = ap.parse_args()
-    asyncio.run(_main(args.partitions, args.brokers or default_brokers(args.partitions)))
+    if not 0.0 <= args.written <= 1.0:
+        ap.error(f"--written must be between 0 and 1, not {args.written}")
+    asyncio.run(_main(args.partitions, args.brokers or default_brokers(args.partitions), args.written))
     return 0
 
 

@@ -17,7 +17,7 @@ import time
 import zlib
 from typing import Any, Iterable
 
-from collectors import access, capabilities, gc_pause, kraft, metadata, offsets, reassignments, tiered, topic_share
+from collectors import access, capabilities, gc_pause, kraft, metadata, offsets, reassignments, tiered, topic_share, wire
 from collectors.departures import Departures, holders
 from collectors.kraft_protocol import DESCRIBE_QUORUM_KEY, DESCRIBE_TOPIC_PARTITIONS_KEY
 from collectors.memory import PartitionMemory
@@ -64,6 +64,25 @@ def _later_election(part: dict[str, Any], epoch: int, replicas: Any) -> bool:
     return mine is not None and mine > epoch and set(part["isr"]) | ({part["leader"]} - {-1}) <= set(replicas)
 
 
+class Frozen:
+    """A topic whose every partition was steady and idle at the poll that built it (no replica behind
+    the leader, the HW at the leader's LEO): while the brokers' answers about it stay the same bytes
+    (the same objects back from collectors/wire.py and offsets.py), the world around it the same and its
+    keyframe interval not over, the next poll would judge every partition as that one did. Such a
+    poll only re-stamps what `still_quiet` would have re-stamped (`seen`, `keys`) and publishes the
+    same summary: nothing per partition is read, compared or built."""
+
+    __slots__ = ("parts", "config", "start_ms", "end_ms", "seq", "seen", "keys")
+
+    def __init__(self, parts: list[dict[str, Any]], config: tuple[Any, ...], interval: tuple[int, int], seq: int,
+                 seen: list[Any], keys: list[tuple[str, int]]) -> None:
+        self.parts = parts  # Metadata's decoded partitions (the same object while the bytes are the same)
+        self.config = config  # min ISR, unclean election, remote storage: what the record says of the topic
+        self.start_ms, self.end_ms = interval  # the keyframe interval it was built in
+        self.seq = seq  # the offsets round it was last judged at (OffsetsRound.seq)
+        self.seen, self.keys = seen, keys  # its partitions' memory (collectors/memory.py Seen) and keys
+
+
 class AdminSource:
     """Polls one cluster. Construct validates nothing and opens nothing; the first poll connects."""
 
@@ -96,6 +115,10 @@ class AdminSource:
         self._live_last_ids: set[int] | None = None  # their ids, for brokers_changed
         self._memory = PartitionMemory(settings.history_keyframe_s, settings.history_lag_floor_s)
         self._offset_requests = offsets.Requests()  # the previous poll's ListOffsets requests, reused when unchanged
+        self._topic_blocks = wire.TopicBlocks()  # the last Metadata answer's healthy topics, reused when unchanged
+        self._frozen: dict[str, Frozen] = {}  # topics the next poll may pass over (Frozen)
+        self._frozen_world: tuple[Any, ...] | None = None  # what the frozen topics were judged against
+        self.frozen_topics = 0  # how many topics the last poll passed over (benchmarks, tests)
         self._last_cluster_state: dict[str, Any] | None = None  # for the ZooKeeper-triggered cluster record
         # topic -> partition -> replicas as last published (a new dict per topic per poll, never changed after)
         self._assignments: dict[str, dict[int, list[int]]] = {}
@@ -387,6 +410,15 @@ class AdminSource:
         elr_known = self.zk is None and self._elr_known
         side_moves, applied, published_of, published_at = self._side.moves, self._applied, self._published, self._published_at
         offline_now: dict[tuple[str, int], list[int]] = {}
+        # Topics passed over (Frozen): only where the short way runs and the offsets round knows what moved
+        moved, frozen, memory = found.moved, self._frozen, self._memory
+        freeze = self.short_way and self.zk is None and self.settings.leave_out_quiet and moved is not None
+        world = (frozenset(live), frozenset(unreachable), window, elr_known, self._configs.replica_lag_time_max_ms)
+        if not freeze or world != self._frozen_world:
+            frozen.clear()
+        self._frozen_world = world
+        moving = {k[0] for k in side_moves} | {k[0] for k in applied} if side_moves or applied else set()
+        self.frozen_topics = 0
         for t in topics:
             min_isr, unclean = self._configs.of(t["topic"])
             name = t["topic"]
@@ -405,6 +437,31 @@ class AdminSource:
             slot = (observed_at_ms + zlib.crc32(name.encode())) // snapshot_ms
             snapshot = self._snapshot_slot.get(name, slot) != slot
             self._snapshot_slot[name] = slot
+            fz = frozen.get(name) if freeze else None
+            if fz is not None:
+                if (fz.parts is t["partitions"] and name not in moved and fz.seq == found.seq - 1  # type: ignore[operator]
+                        and fz.start_ms <= observed_at_ms < fz.end_ms and not snapshot and name not in moving
+                        and fz.config == (min_isr, unclean, remote_storage)):
+                    fz.seq = found.seq
+                    for seen in fz.seen:  # what still_quiet stamps on an idle partition
+                        seen.at_ms = observed_at_ms
+                    for key in fz.keys:
+                        published_at[key] = now
+                    topic_load, topic_leads, topic_held = self._topic_view[name][0]
+                    for b, n in topic_leads.items():
+                        leads[b] = leads.get(b, 0) + n
+                    held |= topic_held
+                    rec = topic_record(
+                        self.cluster.name, self.source, poll_id, observed_at_ms, topic=name, live_brokers=live,
+                        partitions=(), min_insync_replicas=min_isr, unclean_leader_election=unclean,
+                        replica_lag_time_max_ms=self._configs.replica_lag_time_max_ms,
+                        unreachable_brokers=unreachable, remote_storage=remote_storage)
+                    rec["topic_state"]["assignment"] = None
+                    records.append(summarized(rec, len(t["partitions"]), topic_load, []))
+                    self.frozen_topics += 1
+                    continue
+                del frozen[name]
+            idle_before, quick = memory.idle, 0
             # The short way (PartitionMemory.still_quiet) for a record that may leave quiet partitions out:
             # not where ZooKeeper's view overlays the brokers' (the full way reads both), nor for a record
             # that carries every partition anyway (a snapshot, a tiered topic, an assignment changed: without
@@ -437,6 +494,7 @@ class AdminSource:
                                         published_of[key] = (epoch, leader, isr)
                                     published_at[key] = now
                                 steady += 1
+                                quick += 1
                                 continue
                 # the decoded lists are this poll's own and no one changes a list in place: not copied
                 part = {"partition": pid, "leader": p["leader"], "leader_epoch": p.get("leader_epoch"),
@@ -505,6 +563,11 @@ class AdminSource:
             if not whole:
                 summarized(rec, len(t["partitions"]), topic_load, loud)
             records.append(rec)
+            if freeze and not whole and quick == count and memory.idle - idle_before == count:
+                frozen[name] = Frozen(t["partitions"], (min_isr, unclean, remote_storage),
+                                      memory.keyframe_interval(name, observed_at_ms), found.seq,
+                                      [memory.seen((name, p["partition"])) for p in t["partitions"]],
+                                      [(name, p["partition"]) for p in t["partitions"]])
         # How each down broker went: judged on the partitions as published (ZooKeeper mode: leader and
         # ISR as the controller wrote them, which the brokers' metadata caches trail; its brokers' live
         # flags come from ZooKeeper too), so one consistent view. The cluster record holds these dicts.
@@ -520,6 +583,7 @@ class AdminSource:
             del self._assignments[topic]
             self._snapshot_slot.pop(topic, None)
             self._topic_view.pop(topic, None)
+            frozen.pop(topic, None)
         # What is remembered of partitions no longer listed goes: looked for when the topics or their sizes
         # changed, and every 64 polls (quick records may have published a partition no poll lists)
         layout = [(t["topic"], len(t["partitions"])) for t in topics]
@@ -712,7 +776,7 @@ class AdminSource:
         timed_out: dict[int, float] = {}
         try:
             self._last_node, md = metadata.metadata(admin._client, self._last_node, silent,
-                                                    self.settings.request_timeout_ms, timed_out)
+                                                    self.settings.request_timeout_ms, timed_out, self._topic_blocks)
         finally:
             self._reach.note_silent(timed_out)
         return md

@@ -14,8 +14,9 @@ partition observation carries what only consecutive polls reveal:
   unknown or 0): the history path keeps their replica_lag rows at every poll;
 - `changed` (true, else absent): the leader, epoch, replicas, ISR or lagging followers differ from
   the previous poll, or there is none; `keyframe` (true, else absent): the first poll of the
-  partition's own `history_keyframe_s` interval (each partition's intervals start at an offset of
-  its own, so a poll carries a share of the keyframes, not all of them at once). The history path
+  topic's `history_keyframe_s` interval (each topic's intervals start at an offset of its own, so a
+  poll carries a share of the keyframes, not all of them at once; one offset per topic, so a topic
+  whose partitions do not move has nothing to publish between its keyframes). The history path
   writes a partition's row only on those (docs/history.md), with no state of its own.
 A restarted collector starts with an empty memory: the first poll carries none of the three and
 marks every partition `changed`.
@@ -89,6 +90,9 @@ class PartitionMemory:
         self._keyframe_ms = max(1, int(keyframe_s * 1000))
         self._floor_s = lag_floor_s
         self._seen: dict[tuple[str, int], Seen] = {}
+        # still_quiet's partitions that were also idle: every replica at the leader's LEO, the HW there
+        # too (no lag, no stall clock), so the same answers at a later poll would be judged the same
+        self.idle = 0
         # partitions being moved: (adding replicas, their highest LEOs seen, when one last grew)
         self._moves: dict[tuple[str, int], tuple[tuple[int, ...], dict[int, int], int]] = {}
 
@@ -140,7 +144,7 @@ class PartitionMemory:
                 p["lagging"] = behind
             p["changed"] = True
             self._seen[key] = Seen(at_ms, leader, epoch, p["isr"], hw, leos, since, hw, elr, lk_elr, replicas, adding,
-                                   behind, zlib.crc32(f"{topic}/{key[1]}".encode()) % self._keyframe_ms)
+                                   behind, self._phase(topic))
             return p
         prev_leos = prev.leos
         prev_leader_leo = prev_leos.get(prev.leader)
@@ -250,7 +254,22 @@ class PartitionMemory:
         prev.at_ms, prev.hw, prev.hw_since_ms = at_ms, hw, since
         if prev.hw_peak is None or hw > prev.hw_peak:
             prev.hw_peak = hw
+        if behind == 0 and since is None:
+            self.idle += 1
         return True
+
+    def _phase(self, topic: str) -> int:
+        return zlib.crc32(topic.encode()) % self._keyframe_ms
+
+    def keyframe_interval(self, topic: str, at_ms: int) -> tuple[int, int]:
+        """[start, end) in ms of the topic's keyframe interval holding `at_ms`: a partition of it
+        remembered at `at_ms` is at its keyframe at its first poll outside it."""
+        phase, k = self._phase(topic), self._keyframe_ms
+        start = (at_ms + phase) // k * k - phase
+        return start, start + k
+
+    def seen(self, key: tuple[str, int]) -> Seen | None:
+        return self._seen.get(key)
 
     def mark_change(self, topic: str, p: dict[str, Any]) -> dict[str, Any]:
         """Mark `changed` on a partition of a metadata-only record (ZooKeeper's mirror, published the

@@ -61,13 +61,15 @@ def admin_client(cluster: ClusterConfig, settings: CollectorConfig, first: list[
 
 
 def metadata(client: Any, last_node: Any, silent: set[int], timeout_ms: int,
-             timed_out: dict[int, float] | None = None) -> tuple[int, dict[str, Any]]:
+             timed_out: dict[int, float] | None = None,
+             memory: wire.TopicBlocks | None = None) -> tuple[int, dict[str, Any]]:
     """(the broker that answered, its answer) to one MetadataRequest for all topics: the broker that
     answered last first, those `silent` in the last offsets round last; on a failure or after
     `timeout_ms`, the next broker the client knows. A dead or paused broker costs one poll at most
     that timeout once, not a failed poll. `timed_out` (filled in): broker -> time.monotonic() the
     request went out, for each broker asked that did not answer in time (not one that refused):
-    silence krm saw, the earliest sign of a broker nobody can reach."""
+    silence krm saw, the earliest sign of a broker nobody can reach. `memory`: the cluster's last
+    answer's healthy topics (collectors/wire.py TopicBlocks), handed back undecoded when unchanged."""
     from kafka.errors import KafkaTimeoutError, RequestTimedOutError
     from kafka.protocol.metadata import MetadataRequest
 
@@ -76,6 +78,8 @@ def metadata(client: Any, last_node: Any, silent: set[int], timeout_ms: int,
         request = wire.MetadataRequestV8(topics=None, allow_auto_topic_creation=False,
                                          include_cluster_authorized_operations=False,
                                          include_topic_authorized_operations=False)
+        if memory is not None:
+            request.remembering(memory)
     else:
         request = MetadataRequest[version](topics=None, allow_auto_topic_creation=False)
     known = [b.nodeId for b in client.cluster.brokers()] or [client.least_loaded_node()]

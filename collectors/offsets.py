@@ -59,6 +59,11 @@ class OffsetsRound:
     asked: set[int] = field(default_factory=set)
     requests: int = 0
     sent_at: float | None = None  # time.monotonic() when the round's requests went out
+    # the topics whose answers are not the previous round's (`seq` - 1, of the same Requests) byte for
+    # byte; None: not known, every topic may have moved. A topic not in it got the previous round's
+    # maps back, the same objects.
+    moved: set[str] | None = None
+    seq: int = 0
 
     @property
     def unanswered(self) -> set[int]:
@@ -152,6 +157,11 @@ class Requests:
     def __init__(self) -> None:
         self._last: dict[tuple[int, str, int], tuple[list[TopicPartition], Any]] = {}
         self.announced = Announced()  # which brokers may be asked the tiered questions
+        # the last round: per (broker, kind) its decoded answer and topic -> (that topic's part of the
+        # answer, partition -> offset); and the round's maps, handed on for topics that did not move
+        self.pieces: dict[tuple[int, str], tuple[Any, dict[str, tuple[Any, dict[int, int]]]]] = {}
+        self.last_round: OffsetsRound | None = None
+        self.seq = 0
 
     def get(self, broker: int, kind: str, version: int, tps: list[TopicPartition]) -> Any:
         key = (broker, kind, version)
@@ -227,35 +237,94 @@ def fetch(client: Any, replica_of: dict[int, list[TopicPartition]], leader_of: d
             break
         client.poll(timeout_ms=max(1, min(50, int(remaining * 1000))))
     failed = {b for b, kind, _ in todo if kind not in tiered.KINDS} | refused  # reachability: core questions only
+    answers: dict[tuple[int, str], Any] = {}
     for b, kind, f in sent:
         if not f.is_done or f.failed():
             if kind not in tiered.KINDS:  # reachability is judged on the core questions alone
                 failed.add(b)
             continue
-        # an error or a negative offset: not (or no longer) a replica / the leader: skip, never guess
-        into = {"hw": result.hw, "log_start": result.log_start, "local_start": result.local_start,
-                "remote": result.remote}.get(kind)
-        answer = f.value
-        columns = answer.columns() if hasattr(answer, "columns") else [
-            (t, tuple(p[0] for p in ps), tuple(p[1] for p in ps), tuple(p[3] for p in ps)) for t, ps in answer.topics]
-        for topic, pids, errors, offs in columns:
-            # (the highest remote offset is -1 while no segment is copied: kept, it says so)
-            if not any(errors) and (kind == "remote" or not offs or min(offs) >= 0):
-                found = dict(zip(pids, offs))  # every partition answered (the usual case): at C speed
-            else:
-                found = {p: o for p, e, o in zip(pids, errors, offs) if e == 0 and (o >= 0 or kind == "remote")}
-            if into is None:
-                result.leo.setdefault(topic, {})[b] = found
-            elif topic in into:
-                into[topic].update(found)
-            else:
-                into[topic] = found
+        answers[(b, kind)] = f.value
+    _gather(result, answers, made)
     result.answered = result.asked - failed
     if failed:
         log.debug("offsets: no answer within %.1fs from brokers %s", timeout_s, sorted(failed))
         for b in failed:
             redial(client, b)
     return result
+
+
+def _pieces(answer: Any, kind: str, last: dict[str, tuple[Any, dict[int, int]]]
+            ) -> tuple[dict[str, tuple[Any, dict[int, int]]], set[str]]:
+    """One answer by topic: topic -> (its part of the answer, partition -> offset), and the topics
+    whose part differs from `last` (the same broker's answer of that kind a round ago) or is new or
+    gone. A topic's part as it was keeps its map (the same object)."""
+    flat = getattr(answer, "flat", None)  # collectors/wire.py's v4/v5 answers: a flat tuple per topic
+    out: dict[str, tuple[Any, dict[int, int]]] = {}
+    moved: set[str] = set()
+    for topic, raw in (flat if flat is not None else answer.topics):
+        was = last.get(topic)
+        if was is not None and was[0] == raw:  # compared whole, at C speed
+            out[topic] = was
+            continue
+        moved.add(topic)
+        if flat is not None:
+            pids, errors, offs = raw[0::5], raw[1::5], raw[3::5]
+        else:
+            pids, errors, offs = (tuple(p[0] for p in raw), tuple(p[1] for p in raw), tuple(p[3] for p in raw))
+        # an error or a negative offset: not (or no longer) a replica / the leader: skip, never guess
+        # (the highest remote offset is -1 while no segment is copied: kept, it says so)
+        if not any(errors) and (kind == "remote" or not offs or min(offs) >= 0):
+            found = dict(zip(pids, offs))  # every partition answered (the usual case): at C speed
+        else:
+            found = {p: o for p, e, o in zip(pids, errors, offs) if e == 0 and (o >= 0 or kind == "remote")}
+        out[topic] = (raw, found)
+    moved.update(t for t in last if t not in out)
+    return out, moved
+
+
+def _gather(result: OffsetsRound, answers: dict[tuple[int, str], Any], made: Requests) -> None:
+    """The round's maps from its answers ((broker, kind) -> decoded answer). A topic whose every part
+    of every answer is the last round's takes the last round's maps (the same objects: nothing is
+    built for it, and the caller may test them with `is`); the others are built from their parts."""
+    last_round = made.last_round
+    moved: set[str] = set()
+    now: dict[tuple[int, str], tuple[Any, dict[str, tuple[Any, dict[int, int]]]]] = {}
+    for key, answer in answers.items():
+        last = made.pieces.get(key)
+        if last is not None and last[0] is answer:  # the same bytes as a round ago (wire.SameAnswer)
+            now[key] = last
+            continue
+        by_topic, changed = _pieces(answer, key[1], last[1] if last is not None else {})
+        moved |= changed
+        now[key] = (answer, by_topic)
+    for key, (_, by_topic) in made.pieces.items():
+        if key not in now:  # not asked or not answered this round: whatever it said is gone
+            moved.update(by_topic)
+    maps: dict[str, dict[str, Any]] = {"leo": result.leo, "hw": result.hw, "log_start": result.log_start,
+                                       "local_start": result.local_start, "remote": result.remote}
+    if last_round is not None:
+        before: dict[str, dict[str, Any]] = {"leo": last_round.leo, "hw": last_round.hw, "log_start": last_round.log_start,
+                  "local_start": last_round.local_start, "remote": last_round.remote}
+        for kind, into in maps.items():
+            into.update((t, m) for t, m in before[kind].items() if t not in moved)
+    else:
+        moved = {t for _, by_topic in now.values() for t in by_topic}
+    if moved:
+        for (b, kind), (_, by_topic) in now.items():
+            into = maps[kind]
+            for topic in moved.intersection(by_topic):
+                found = by_topic[topic][1]
+                if kind == "leo":
+                    into.setdefault(topic, {})[b] = found
+                elif topic in into:
+                    into[topic].update(found)
+                else:
+                    into[topic] = dict(found)  # a fresh map: the part's own may be handed on next round
+    made.seq += 1
+    result.seq = made.seq
+    result.moved = moved if last_round is not None and last_round.seq == made.seq - 1 else None
+    made.pieces = now
+    made.last_round = result
 
 
 def redial(client: Any, broker: int) -> None:

@@ -10,12 +10,20 @@ through kafka-python as before.
 
 The classes plug into kafka-python's client unchanged: a request names its RESPONSE_TYPE, and the
 client's parser hands the frame to that type's `decode`.
+
+Most of a steady cluster's answers are the last poll's, byte for byte (idle partitions, a healthy
+assignment). So a request can carry a memory of its last answer: ListOffsets requests, reused poll
+after poll while they ask the same partitions (collectors/offsets.py `Requests`), hand back the same
+decoded object when the bytes are the same (`SameAnswer`); Metadata hands back each healthy topic's
+partitions from the last answer when that topic's block of bytes is the same (`TopicBlocks`). The
+same object back is what tells the collector that nothing moved (collectors/admin.py): an unchanged
+topic costs a comparison of bytes, not a decode and a walk over its partitions.
 """
 
 from __future__ import annotations
 
 import struct
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from kafka.protocol.list_offsets import ListOffsetsRequest, ListOffsetsResponse
 from kafka.protocol.metadata import MetadataRequest, MetadataResponse
@@ -26,6 +34,10 @@ _PARTITION_HEAD = struct.Struct(">hiiii")  # error_code, partition, leader, lead
 _TOPIC_HEAD_AFTER_NAME = struct.Struct(">bi")  # is_internal, partition count
 _OFFSETS_PARTITION = struct.Struct(">ihqqi")  # partition, error_code, timestamp, offset, leader_epoch
 _INTS: dict[int, struct.Struct] = {}
+
+# Off: every answer decoded in full and nothing remembered (the decode floor's measurement in
+# benchmarks/collector_poll.py, and tests holding both ways equal).
+reuse_unchanged = True
 
 
 def _ints(n: int) -> struct.Struct:
@@ -72,7 +84,19 @@ class MetadataAnswer:
                 "cluster_id": self.cluster_id, "controller_id": self.controller_id, "topics": self._topics}
 
 
-def decode_metadata_v8(data: bytes) -> MetadataAnswer:
+class TopicBlocks:
+    """The last Metadata answer's healthy topics (every partition led, its whole replica set in the
+    ISR, nothing offline, no error): each topic's bytes and decoded partitions. Only those, because
+    only those are never written to afterwards (collectors/kraft.py overlays ELR on the others, in
+    place). One per cluster, kept by its collector."""
+
+    def __init__(self) -> None:
+        self.blocks: dict[str, tuple[bytes, list[dict[str, Any]]]] = {}
+
+
+def decode_metadata_v8(data: bytes, memory: TopicBlocks | None = None) -> MetadataAnswer:
+    """`memory`: a topic whose bytes are the last answer's gets the same partitions list back (the
+    same object, which the caller may test with `is`), undecoded; the memory then holds this answer's."""
     at = 4  # throttle_time_ms
     (n,) = _I.unpack_from(data, at)
     at += 4
@@ -90,12 +114,23 @@ def decode_metadata_v8(data: bytes) -> MetadataAnswer:
     at += 4
     topics = []
     head, ints, int_array = _PARTITION_HEAD.unpack_from, _ints, _int_array
+    known = memory.blocks if memory is not None else None
+    kept: dict[str, tuple[bytes, list[dict[str, Any]]]] = {}
     for _ in range(max(n_topics, 0)):
+        start = at
         (error,) = _H.unpack_from(data, at)
         name, at = _string(data, at + 2)
         internal, n_parts = _TOPIC_HEAD_AFTER_NAME.unpack_from(data, at)
+        if (known is not None and name is not None and (last := known.get(name)) is not None
+                and data.startswith(last[0], start)):
+            # the same bytes decode to the same values and end where they ended then
+            at = start + len(last[0])
+            kept[name] = last  # type: ignore[index]
+            topics.append({"error_code": error, "topic": name, "is_internal": bool(internal), "partitions": last[1]})
+            continue
         at += 5
         parts = []
+        healthy = error == 0
         for _ in range(n_parts if n_parts > 0 else 0):
             p_error, pid, leader, epoch, nr = head(data, at)
             at += 18
@@ -106,10 +141,16 @@ def decode_metadata_v8(data: bytes) -> MetadataAnswer:
                 replicas = []
             isr, at = int_array(data, at)
             offline, at = int_array(data, at)
+            if healthy and (p_error or leader < 0 or offline or len(isr) != nr):
+                healthy = False
             parts.append({"error_code": p_error, "partition": pid, "leader": leader, "leader_epoch": epoch,
                           "replicas": replicas, "isr": isr, "offline_replicas": offline})
         at += 4  # topic_authorized_operations
+        if known is not None and healthy and name is not None:
+            kept[name] = (data[start:at], parts)
         topics.append({"error_code": error, "topic": name, "is_internal": bool(internal), "partitions": parts})
+    if memory is not None:
+        memory.blocks = kept
     return MetadataAnswer(brokers, cluster_id, controller, topics)
 
 
@@ -120,9 +161,47 @@ class _MetadataResponseV8(MetadataResponse[8]):  # type: ignore[misc,valid-type]
 
 
 class MetadataRequestV8(MetadataRequest[8]):  # type: ignore[misc,valid-type]
-    """Metadata v8 for every topic (or none), its answer decoded by decode_metadata_v8."""
+    """Metadata v8 for every topic (or none), its answer decoded by decode_metadata_v8 (with
+    `remembering(memory)`, against the last answer's healthy topics)."""
 
     RESPONSE_TYPE = _MetadataResponseV8
+
+    def remembering(self, memory: TopicBlocks) -> MetadataRequestV8:
+        self.RESPONSE_TYPE = _Decoding(_MetadataResponseV8, lambda raw: decode_metadata_v8(  # type: ignore[assignment]
+            raw, memory if reuse_unchanged else None))
+        return self
+
+
+class _Decoding:
+    """A RESPONSE_TYPE of one request object: kafka-python's parser reads the header with the
+    protocol class, logs its name, and hands the body to `decode`."""
+
+    def __init__(self, base: Any, decode: Callable[[bytes], Any]) -> None:
+        self._base = base
+        self.__name__ = base.__name__
+        self._decode = decode
+
+    def parse_header(self, read_buffer: Any) -> Any:
+        return self._base.parse_header(read_buffer)
+
+    def decode(self, data: Any) -> Any:
+        return self._decode(data.read())
+
+
+class SameAnswer:
+    """One request's last answer: the same bytes again give the same decoded object back (the
+    caller tells "nothing moved" by identity), other bytes are decoded afresh."""
+
+    def __init__(self) -> None:
+        self._last: tuple[bytes, OffsetsAnswer] | None = None
+
+    def decode(self, raw: bytes) -> OffsetsAnswer:
+        last = self._last
+        if last is not None and reuse_unchanged and last[0] == raw:
+            return last[1]
+        answer = decode_list_offsets_v4(raw)
+        self._last = (raw, answer) if reuse_unchanged else None
+        return answer
 
 
 class OffsetsAnswer:
@@ -201,7 +280,7 @@ class ListOffsetsRequestV4(ListOffsetsRequest[4]):  # type: ignore[misc,valid-ty
 
     def __init__(self, version: int, body: bytes) -> None:  # noqa: D107 - no Struct fields: the body is ready
         self.API_VERSION = version
-        self.RESPONSE_TYPE = _OFFSETS_RESPONSES[version]
+        self.RESPONSE_TYPE = _Decoding(_OFFSETS_RESPONSES[version], SameAnswer().decode)  # this request's last answer
         self._body = body
 
     def encode(self) -> bytes:  # type: ignore[override]

@@ -108,3 +108,135 @@ def test_offsets_answered_with_an_error_or_no_offset_are_left_out_never_guessed(
     assert found.hw == {"clean": {0: 100, 1: 101, 2: 102}, "mixed": {0: 5}}
     assert found.leo == {"clean": {1: {0: 100, 1: 101, 2: 102}}, "mixed": {1: {0: 5}}}
     assert found.answered == {1}
+
+
+def _healthy(parts):
+    return all(e == 0 and leader >= 0 and not offline and len(isr) == len(replicas)
+               for e, _p, leader, _epoch, replicas, isr, offline in parts)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_metadata_topics_whose_bytes_are_the_last_answers_come_back_undecoded(seed):
+    """With a memory, a healthy topic whose bytes are the last answer's gets the same partitions object
+    back (the collector's "nothing moved"); every answer still reads exactly as a decode without one."""
+    rng = random.Random(seed)
+    memory = wire.TopicBlocks()
+    topics = {}
+    for t in range(8):
+        replicas = [1, 2, 30]
+        topics[f"t{t}"] = [(0, p, replicas[p % 3], 0, replicas, list(replicas), []) for p in range(rng.randint(1, 5))]
+    last: dict = {}
+    reused = 0
+    for _ in range(40):
+        for name in list(topics):
+            roll = rng.random()
+            parts = topics[name]
+            if roll < 0.1:  # an ISR shrinks or grows back, a leader goes, a replica's log dir fails
+                i = rng.randrange(len(parts))
+                e, p, leader, epoch, replicas, isr, offline = parts[i]
+                parts[i] = rng.choice([(e, p, leader, epoch, replicas, isr[:1], offline),
+                                       (e, p, -1, epoch + 1, replicas, isr, offline),
+                                       (e, p, leader, epoch, replicas, isr, replicas[-1:]),
+                                       (e, p, replicas[0], epoch + 1, replicas, list(replicas), [])])
+            elif roll < 0.13:
+                del topics[name]
+        if rng.random() < 0.1:
+            topics[f"n{rng.randrange(1000)}"] = [(0, 0, 1, 0, [1], [1], [])]
+        encoded = [(0, name, False, parts, {31}) for name, parts in topics.items()]
+        message = MetadataResponse[8](throttle_time_ms=0, brokers=[(1, "h", 1, None)], cluster_id="c",
+                                      controller_id=1, topics=encoded, authorized_operations={31})
+        data = message.encode()
+        ours = wire.decode_metadata_v8(data, memory).to_object()
+        assert ours == wire.decode_metadata_v8(data).to_object()
+        for t in ours["topics"]:
+            name, got = t["topic"], t["partitions"]
+            same = last.get(name) is got
+            was_healthy_and_unchanged = name in last and _healthy(topics[name]) and last[name] == got
+            assert same == was_healthy_and_unchanged, name
+            reused += same
+        last = {t["topic"]: t["partitions"] for t in ours["topics"]}
+        assert set(memory.blocks) == {n for n, ps in topics.items() if _healthy(ps)}
+    assert reused > 40  # the case was met often
+
+
+def test_the_same_offsets_answer_bytes_give_the_same_object_back():
+    request = wire.offsets_request(4, -1, 0, [("a", [0, 1])], -1)
+    first = ListOffsetsResponse[4](throttle_time_ms=0, topics=[("a", [(0, 0, -1, 5, 0), (1, 0, -1, 7, 0)])])
+    second = ListOffsetsResponse[4](throttle_time_ms=0, topics=[("a", [(0, 0, -1, 5, 0), (1, 0, -1, 8, 0)])])
+    a, b = first.encode(), second.encode()
+    decode = request.RESPONSE_TYPE.decode
+    one = decode(io.BytesIO(a))
+    assert decode(io.BytesIO(a)) is one
+    other = decode(io.BytesIO(b))
+    assert other is not one and other.columns() == [("a", (0, 1), (0, 0), (5, 8))]
+    assert decode(io.BytesIO(b)) is other
+    try:
+        wire.reuse_unchanged = False  # the decode floor's measurement: everything decoded
+        assert decode(io.BytesIO(b)) is not other
+    finally:
+        wire.reuse_unchanged = True
+    # another request object (other partitions asked) remembers its own answers
+    assert wire.offsets_request(4, -1, 0, [("a", [0, 1])], -1).RESPONSE_TYPE.decode(io.BytesIO(b)) is not other
+
+
+class _AnswersClient(_OneAnswerClient):
+    """Each (broker, request) answered from `answers` (bytes, decoded by the request's own RESPONSE_TYPE
+    as kafka-python's parser would); a broker in `silent` leaves its requests unanswered."""
+
+    def __init__(self):
+        super().__init__(None)
+        self.answers: dict = {}
+        self.silent: set = set()
+
+    def send(self, broker, request, wakeup=False, request_timeout_ms=0):
+        body = request.encode()
+        # replica id -2: the LEO question; timestamp -2 (the last field): the log start one
+        kind = "leo" if body[:4] == b"\xff\xff\xff\xfe" else ("log_start" if body.endswith(b"\xff" * 7 + b"\xfe") else "hw")
+        data = self.answers[(broker, kind)]
+        if broker in self.silent:
+            return type("F", (), {"is_done": False, "value": None, "failed": lambda self: False})()
+        value = request.RESPONSE_TYPE.decode(io.BytesIO(data))
+        return type("F", (), {"is_done": True, "value": value, "failed": lambda self: False})()
+
+
+def test_an_offsets_round_says_which_topics_moved_and_hands_the_others_on():
+    from collectors import offsets
+
+    client = _AnswersClient()
+    offsets_of = {("a", 0): 10, ("a", 1): 11, ("b", 0): 20, ("c", 0): 30}
+    leader = {("a", 0): 1, ("a", 1): 2, ("b", 0): 1, ("c", 0): 2}
+
+    def answer():
+        for b in (1, 2):
+            led = [tp for tp, lb in leader.items() if lb == b]
+            for kind, value in (("leo", offsets_of), ("hw", offsets_of), ("log_start", dict.fromkeys(offsets_of, 0))):
+                by_topic: dict = {}
+                for t, p in (led if kind != "leo" else list(offsets_of)):
+                    by_topic.setdefault(t, []).append((p, 0, -1, value[(t, p)], 0))
+                message = ListOffsetsResponse[4](throttle_time_ms=0, topics=list(by_topic.items()))
+                client.answers[(b, kind)] = message.encode()
+
+    replica_of = {b: list(offsets_of) for b in (1, 2)}
+    leader_of = {b: [tp for tp, lb in leader.items() if lb == b] for b in (1, 2)}
+    made = offsets.Requests()
+    answer()
+    first = offsets.fetch(client, replica_of, leader_of, 1.0, made)
+    assert first.moved is None  # nothing to compare with
+    assert first.hw == {"a": {0: 10, 1: 11}, "b": {0: 20}, "c": {0: 30}}
+    again = offsets.fetch(client, replica_of, leader_of, 1.0, made)
+    assert again.moved == set() and again.seq == first.seq + 1
+    assert all(again.leo[t] is first.leo[t] and again.hw[t] is first.hw[t] for t in "abc")
+    offsets_of[("a", 1)] = 12  # written on broker 2's partition
+    answer()
+    third = offsets.fetch(client, replica_of, leader_of, 1.0, made)
+    assert third.moved == {"a"}
+    assert third.hw["a"] == {0: 10, 1: 12} and third.leo["a"] == {1: {0: 10, 1: 12}, 2: {0: 10, 1: 12}}
+    assert third.hw["b"] is first.hw["b"] and third.leo["c"] is first.leo["c"]
+    assert first.hw["a"] == {0: 10, 1: 11}  # what was handed on is never written to
+    client.silent = {2}  # broker 2 leaves the round unanswered: whatever it said is gone
+    fourth = offsets.fetch(client, replica_of, leader_of, 0.05, made)
+    assert fourth.moved == {"a", "b", "c"}
+    assert fourth.hw == {"a": {0: 10}, "b": {0: 20}} and fourth.leo["c"] == {1: {0: 30}}
+    client.silent = set()
+    fifth = offsets.fetch(client, replica_of, leader_of, 1.0, made)
+    assert fifth.moved == {"a", "b", "c"} and fifth.hw == third.hw
