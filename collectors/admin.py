@@ -115,6 +115,8 @@ class AdminSource:
         self._live_last_ids: set[int] | None = None  # their ids, for brokers_changed
         self._memory = PartitionMemory(settings.history_keyframe_s, settings.history_lag_floor_s)
         self._offset_requests = offsets.Requests()  # the previous poll's ListOffsets requests, reused when unchanged
+        self._plans = offsets.Plans()  # each topic's part of the offsets plan, kept while unchanged
+        self._replica_sets: dict[str, tuple[Any, set[int]]] = {}  # topic -> (partitions, every replica named)
         self._topic_blocks = wire.TopicBlocks()  # the last Metadata answer's healthy topics, reused when unchanged
         self._frozen: dict[str, Frozen] = {}  # topics the next poll may pass over (Frozen)
         self._frozen_world: tuple[Any, ...] | None = None  # what the frozen topics were judged against
@@ -217,12 +219,11 @@ class AdminSource:
         if zk_live is not None:
             live &= zk_live  # a broker whose registration vanished is not asked (it cannot answer)
         self._note_live(zk_live if zk_live is not None else live)
-        replica_of, leader_of = offsets.plan(
-            ((t["topic"], p["partition"], p["leader"], p["replicas"]) for t in mine for p in t["partitions"]), live)
+        replica_of, leader_of = self._plans.plan(mine, live)
         tiered_of = self._tiered_plan(mine, live)
         try:
             found = offsets.fetch(admin._client, replica_of, leader_of, self.settings.offsets_timeout_ms / 1000,
-                                  self._offset_requests, tiered_of)
+                                  self._offset_requests, tiered_of, self._reach.judged_at())
         except Exception as e:  # noqa: BLE001 - metadata without offsets is still worth publishing
             log.warning("cluster %s: offsets not fetched (%s)", self.cluster.name, e)
             found = offsets.OffsetsRound()
@@ -378,7 +379,7 @@ class AdminSource:
         if zk_live is not None:  # registered in ZooKeeper: what the controller acts on
             live = {bid: self._known_brokers.get(bid, {}) for bid in zk_live}
         live = self._mixed_liveness(live)
-        referenced = {r for t in everything for p in t["partitions"] for r in p["replicas"]}
+        referenced = self._referenced(everything)
         brokers: list[dict[str, Any]] = [
             {"id": bid, "host": b.get("host") if b else None, "port": b.get("port") if b else None,
              "rack": b.get("rack") if b else None, "live": bid in live,
@@ -599,6 +600,21 @@ class AdminSource:
             self._arrived = None  # its epochs are in _published now
         return records
 
+    def _referenced(self, topics: list[dict[str, Any]]) -> set[int]:
+        """Every broker a replica list names, each topic's set kept while its partitions are the same
+        object (collectors/wire.py hands an unchanged topic's back)."""
+        out: set[int] = set()
+        kept = {}
+        for t in topics:
+            name, parts = t["topic"], t["partitions"]
+            known = self._replica_sets.get(name)
+            if known is None or known[0] is not parts:
+                known = (parts, {r for p in parts for r in p["replicas"]})
+            kept[name] = known
+            out |= known[1]
+        self._replica_sets = kept
+        return out
+
     def _note_live(self, live: set[int]) -> None:
         self._reach.note_live(live)
 
@@ -647,7 +663,9 @@ class AdminSource:
 
         self._elr_known = False
         if kraft.supports(versions, DESCRIBE_TOPIC_PARTITIONS_KEY):
-            wanted = [t["topic"] for t in topics if kraft.needs_elr(t["partitions"])]
+            blocks = self._topic_blocks  # (a topic it remembers is healthy: no ELR to ask for)
+            wanted = [t["topic"] for t in topics
+                      if not blocks.healthy(t["topic"], t["partitions"]) and kraft.needs_elr(t["partitions"])]
             overlay = (self._notes.call("DescribeTopicPartitions", lambda: kraft.describe_partitions(send, wanted))
                        if wanted else {})
             if overlay is not None:

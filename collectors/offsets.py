@@ -28,6 +28,7 @@ ZooKeeper session or KRaft heartbeat timeout).
 from __future__ import annotations
 
 import logging
+import math
 import time
 from dataclasses import dataclass, field
 from typing import Any, Iterable
@@ -87,6 +88,42 @@ def plan(partitions: Iterable[tuple[str, int, int, list[int]]], live: set[int]
         if asked is not None:
             asked.append(tp)
     return {b: tps for b, tps in replica_of.items() if tps}, {b: tps for b, tps in leader_of.items() if tps}
+
+
+class Plans:
+    """`plan` topic by topic, each topic's part kept while Metadata hands back the same partitions
+    object (an unchanged healthy topic: collectors/wire.py TopicBlocks) and the live brokers are the
+    same: a steady poll plans only what changed. The lists come out as `plan` builds them."""
+
+    def __init__(self) -> None:
+        self._by_topic: dict[str, tuple[Any, dict[int, list[TopicPartition]], dict[int, list[TopicPartition]]]] = {}
+        self._live: set[int] = set()
+
+    def plan(self, topics: list[dict[str, Any]], live: set[int]
+             ) -> tuple[dict[int, list[TopicPartition]], dict[int, list[TopicPartition]]]:
+        if live != self._live:
+            self._by_topic, self._live = {}, set(live)
+        replica_of: dict[int, list[TopicPartition]] = {}
+        leader_of: dict[int, list[TopicPartition]] = {}
+        kept = {}
+        for t in topics:
+            name, parts = t["topic"], t["partitions"]
+            mine = self._by_topic.get(name)
+            if mine is None or mine[0] is not parts:
+                mine = (parts, *plan(((name, p["partition"], p["leader"], p["replicas"]) for p in parts), live))
+            kept[name] = mine
+            for b, tps in mine[1].items():
+                if b in replica_of:
+                    replica_of[b] += tps
+                else:
+                    replica_of[b] = list(tps)  # (never the kept list itself: it is extended)
+            for b, tps in mine[2].items():
+                if b in leader_of:
+                    leader_of[b] += tps
+                else:
+                    leader_of[b] = list(tps)
+        self._by_topic = kept
+        return replica_of, leader_of
 
 
 def _request(version: int, replica_id: int, tps: list[TopicPartition], timestamp: int = LATEST_TIMESTAMP) -> Any:
@@ -186,13 +223,19 @@ class Requests:
 
 def fetch(client: Any, replica_of: dict[int, list[TopicPartition]], leader_of: dict[int, list[TopicPartition]],
           timeout_s: float, requests: Requests | None = None,
-          tiered_of: dict[int, list[TopicPartition]] | None = None) -> OffsetsRound:
+          tiered_of: dict[int, list[TopicPartition]] | None = None,
+          judged_at: dict[int, float] | None = None) -> OffsetsRound:
     """Send both kinds of request to every broker concurrently; collect answers until `timeout_s`.
 
     `client` is kafka-python's KafkaClient (the admin client's). Requests still unanswered at the
     deadline are abandoned: the client fails them after the same timeout and drops the connection.
     `requests`: the caller's memory of the previous poll's requests, reused when unchanged.
     `tiered_of`: leader -> its partitions of tiered topics (asked their local start and remote offset).
+    `judged_at`: broker -> when (time.monotonic()) its silence so far will have lasted long enough to
+    call it unreachable (collectors/reachability.py). Once every broker still awaited is one whose
+    moment falls inside this round and has come, the round ends there, not at the deadline: the
+    verdict is out, and waiting longer only delays it. A broker judged before the round began is
+    waited for until the deadline, so one that is back can answer on a fresh connection.
     """
     from kafka.protocol.list_offsets import ListOffsetsRequest
 
@@ -212,8 +255,8 @@ def fetch(client: Any, replica_of: dict[int, list[TopicPartition]], leader_of: d
     result.asked = {b for b, _, _ in todo}
     result.requests = len(todo)
     timeout_ms = max(1, int(timeout_s * 1000))
-    result.sent_at = time.monotonic()
-    deadline = result.sent_at + timeout_s
+    result.sent_at = sent_at = time.monotonic()
+    deadline = sent_at + timeout_s
     sent: list[tuple[int, str, Any]] = []
     refused: set[int] = set()
     while True:
@@ -232,9 +275,13 @@ def fetch(client: Any, replica_of: dict[int, list[TopicPartition]], leader_of: d
             elif client.connection_failed(b):
                 refused.add(b)  # connection refused: a dead broker answers nothing, stop waiting for it
                 todo.remove(item)
-        remaining = deadline - time.monotonic()
-        if (not todo and all(f.is_done for _, _, f in sent)) or remaining <= 0:
+        now = time.monotonic()
+        remaining = deadline - now
+        waiting = {b for b, _, _ in todo} | {b for b, _, f in sent if not f.is_done}
+        if not waiting or remaining <= 0:
             break
+        if judged_at and all(sent_at < judged_at.get(b, math.inf) <= now for b in waiting):
+            break  # every broker still awaited has now been silent long enough: judged (see above)
         client.poll(timeout_ms=max(1, min(50, int(remaining * 1000))))
     failed = {b for b, kind, _ in todo if kind not in tiered.KINDS} | refused  # reachability: core questions only
     answers: dict[tuple[int, str], Any] = {}

@@ -80,6 +80,11 @@ class Reachability:
             self._silent_since.setdefault(b, t)
         self._noted = set(since)
 
+    def judged_at(self) -> dict[int, float]:
+        """broker -> when (time.monotonic()) its silence so far reaches `after_s`: the offsets round
+        need not wait past that moment for it (collectors/offsets.py fetch)."""
+        return {b: t + self.after_s for b, t in self._silent_since.items()}
+
     def unreachable(self, found: OffsetsRound, known: dict[int, dict[str, Any]]) -> set[int]:
         """Registered brokers clients cannot use now, among those that did not answer this poll's
         offsets requests (`known`: each broker's host and port, as Metadata last named them)."""

@@ -93,6 +93,11 @@ class TopicBlocks:
     def __init__(self) -> None:
         self.blocks: dict[str, tuple[bytes, list[dict[str, Any]]]] = {}
 
+    def healthy(self, topic: str, parts: Any) -> bool:
+        """`parts` are the last answer's for `topic`, remembered: every partition led, full ISR."""
+        known = self.blocks.get(topic)
+        return known is not None and known[1] is parts
+
 
 def decode_metadata_v8(data: bytes, memory: TopicBlocks | None = None) -> MetadataAnswer:
     """`memory`: a topic whose bytes are the last answer's gets the same partitions list back (the

@@ -3,7 +3,7 @@
 import pytest
 
 from collectors.memory import PartitionMemory
-from collectors.offsets import Requests, plan
+from collectors.offsets import Plans, Requests, plan
 
 pytestmark = pytest.mark.unit
 
@@ -57,6 +57,32 @@ def test_forget_missing_drops_deleted_partitions():
     m.annotate("t", part(hw=100), 1_000)
     m.forget_missing(set())
     assert "write_rate" not in m.annotate("t", part(hw=200), 2_000)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_a_plan_kept_topic_by_topic_is_the_plan(seed):
+    """Plans keeps a topic's part while its partitions are the same object and the live brokers the
+    same; whatever changes, its plan equals `plan` over every partition, list for list."""
+    import random
+
+    rng = random.Random(seed)
+    topics = {f"t{i}": [{"partition": p, "leader": 1, "replicas": [1, 2, 3]} for p in range(3)] for i in range(6)}
+    plans, live = Plans(), {1, 2, 3, 4}
+    for _ in range(60):
+        for name in list(topics):
+            if rng.random() < 0.15:  # a new partitions object: an election, a move, a topic grown
+                topics[name] = [{"partition": p, "leader": rng.choice([-1, 1, 2, 3, 4]),
+                                 "replicas": rng.sample([1, 2, 3, 4], 3)} for p in range(rng.randint(1, 4))]
+            elif rng.random() < 0.03:
+                del topics[name]
+        if rng.random() < 0.1:
+            topics[f"n{rng.randrange(100)}"] = [{"partition": 0, "leader": 2, "replicas": [2]}]
+        if rng.random() < 0.1:
+            live = set(rng.sample([1, 2, 3, 4], rng.randint(1, 4)))
+        listed = [{"topic": t, "partitions": ps} for t, ps in topics.items()]
+        expected = plan(((t["topic"], p["partition"], p["leader"], p["replicas"]) for t in listed
+                         for p in t["partitions"]), live)
+        assert plans.plan(listed, live) == expected
 
 
 def test_plan_asks_live_replicas_for_leos_and_live_leaders_for_hws():

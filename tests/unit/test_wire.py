@@ -8,7 +8,7 @@ import pytest
 from kafka.protocol.list_offsets import ListOffsetsRequest, ListOffsetsResponse
 from kafka.protocol.metadata import MetadataResponse
 
-from collectors import wire
+from collectors import kraft, wire
 
 
 def _metadata_fields(rng):
@@ -156,6 +156,9 @@ def test_metadata_topics_whose_bytes_are_the_last_answers_come_back_undecoded(se
             reused += same
         last = {t["topic"]: t["partitions"] for t in ours["topics"]}
         assert set(memory.blocks) == {n for n, ps in topics.items() if _healthy(ps)}
+        # what it remembers has no ELR to ask for (the collector skips DescribeTopicPartitions for it)
+        assert all(memory.healthy(t["topic"], t["partitions"]) == (t["topic"] in memory.blocks) for t in ours["topics"])
+        assert not any(kraft.needs_elr(parts) for _, parts in memory.blocks.values())
     assert reused > 40  # the case was met often
 
 
@@ -240,3 +243,30 @@ def test_an_offsets_round_says_which_topics_moved_and_hands_the_others_on():
     client.silent = set()
     fifth = offsets.fetch(client, replica_of, leader_of, 1.0, made)
     assert fifth.moved == {"a", "b", "c"} and fifth.hw == third.hw
+
+
+def test_a_round_ends_when_the_broker_it_awaits_has_been_silent_long_enough():
+    """The verdict on a silent broker is out the moment its silence reaches unreachable_after_s
+    (judged_at): the round stops waiting then, not at its deadline. A broker judged before the round
+    began is waited for until the deadline (it may be back, on a fresh connection)."""
+    import time
+
+    from collectors import offsets
+
+    client = _AnswersClient()
+    message = ListOffsetsResponse[4](throttle_time_ms=0, topics=[("a", [(0, 0, -1, 5, 0)])])
+    data = message.encode()
+    for key in ((1, "leo"), (1, "hw"), (1, "log_start"), (2, "leo")):
+        client.answers[key] = data
+    client.silent = {2}
+    replica_of, leader_of = {1: [("a", 0)], 2: [("a", 0)]}, {1: [("a", 0)]}
+    t0 = time.monotonic()
+    found = offsets.fetch(client, replica_of, leader_of, 30.0, judged_at={2: t0 + 0.2})
+    assert time.monotonic() - t0 < 15  # far from the 30 s deadline
+    assert found.answered == {1} and found.unanswered == {2}
+    t0 = time.monotonic()
+    found = offsets.fetch(client, replica_of, leader_of, 0.5, judged_at={2: t0 - 1})  # judged before the round
+    assert time.monotonic() - t0 >= 0.5 and found.unanswered == {2}
+    t0 = time.monotonic()
+    found = offsets.fetch(client, replica_of, leader_of, 0.5, judged_at={1: t0 + 0.1})  # not the one awaited
+    assert time.monotonic() - t0 >= 0.5
