@@ -16,7 +16,7 @@ whether the pipeline sees the whole cluster: the sums of krm_broker_leaders and 
 against the stand-in's partitions and replicas, and krm_cluster_view_stale.
 
 Usage: .venv/bin/python benchmarks/split_collector.py [--partitions 200000] [--shares 2] [--minutes 2]
-       [--poll-s 10] [--json]   (with --json the last stdout line is one JSON object)
+       [--poll-s 10] [--written F] [--json]   (with --json the last stdout line is one JSON object)
 """
 
 from __future__ import annotations
@@ -158,13 +158,15 @@ def main() -> int:
     ap.add_argument("--minutes", type=float, default=2.0, help="measured minutes of each phase")
     ap.add_argument("--poll-s", type=float, default=10.0)
     ap.add_argument("--driver-memory", default="4g")
+    ap.add_argument("--written", type=float, default=0.0,
+                    help="the share of the stand-in's topics written between polls (benchmarks/standin_broker.py)")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     work = Path(tempfile.mkdtemp(prefix="krm-split-"))
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     expected = (args.partitions, args.partitions * 3)  # the stand-in's layout: RF 3, every partition led
     results: list[dict[str, Any]] = []
-    with StandIn(args.partitions) as standin:
+    with StandIn(args.partitions, None, args.written) as standin:
         obs = LocalCluster(root=work / "obs", mode="kraft", brokers=1).up()
         spark = build_session("local[2]", log_dir=work / "logs", extra={"spark.driver.memory": args.driver_memory})
         monitor = None
@@ -222,7 +224,7 @@ def main() -> int:
     print(f"\nshare {d['share']} SIGKILLed: view stale after {d['stale_after_kill_s']} s; restarted: fresh after "
           f"{d['fresh_after_restart_s']} s; whole cluster after: {d['whole_cluster_after']}")
     if args.json:
-        print(json.dumps({"partitions": args.partitions, "shares": args.shares, "poll_s": args.poll_s,
+        print(json.dumps({"partitions": args.partitions, "shares": args.shares, "poll_s": args.poll_s, "written": args.written,
                           "phases": results}))
     return 0
 

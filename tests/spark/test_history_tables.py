@@ -111,8 +111,8 @@ def test_history_keeps_changes_keyframes_and_lagging_followers_only(spark, tmp_p
     from foundation.storage import Location
     from krm.sql import run
 
-    # on the partition's keyframe boundary: its intervals start at an offset of its own (collectors/memory.py)
-    t0 = (int(dt.datetime.now(dt.timezone.utc).timestamp() * 1000) // 10_000 - 30) * 10_000 - zlib.crc32(b"orders/0") % 10_000
+    # on the topic's keyframe boundary: its intervals start at an offset of its own (collectors/memory.py)
+    t0 = (int(dt.datetime.now(dt.timezone.utc).timestamp() * 1000) // 10_000 - 30) * 10_000 - zlib.crc32(b"orders") % 10_000
     memory = PartitionMemory(keyframe_s=10)
     full, short = [1, 2, 3], [1, 2]
     polls = [_poll(memory, t0, i, full, 1000 + i) for i in range(7)]  # 0..12 s in sync
