@@ -300,32 +300,46 @@ def fetch(client: Any, replica_of: dict[int, list[TopicPartition]], leader_of: d
     return result
 
 
-def _pieces(answer: Any, kind: str, last: dict[str, tuple[Any, dict[int, int]]]
+def _offsets_of(raw: Any, flat: bool, kind: str) -> dict[int, int]:
+    """partition -> offset of one topic's part of an answer. An error or a negative offset: not (or no
+    longer) a replica / the leader: left out, never guessed (the highest remote offset is -1 while no
+    segment is copied: kept, it says so)."""
+    if flat:
+        pids, errors, offs = raw[0::5], raw[1::5], raw[3::5]
+    else:
+        pids, errors, offs = (tuple(p[0] for p in raw), tuple(p[1] for p in raw), tuple(p[3] for p in raw))
+    if not any(errors) and (kind == "remote" or not offs or min(offs) >= 0):
+        return dict(zip(pids, offs))  # every partition answered (the usual case): at C speed
+    return {p: o for p, e, o in zip(pids, errors, offs) if e == 0 and (o >= 0 or kind == "remote")}
+
+
+def _pieces(answer: Any, kind: str, last: tuple[Any, dict[str, tuple[Any, dict[int, int]]]] | None
             ) -> tuple[dict[str, tuple[Any, dict[int, int]]], set[str]]:
     """One answer by topic: topic -> (its part of the answer, partition -> offset), and the topics
-    whose part differs from `last` (the same broker's answer of that kind a round ago) or is new or
-    gone. A topic's part as it was keeps its map (the same object)."""
+    whose part differs from `last`'s (the same broker's answer of that kind a round ago: (answer,
+    its parts)) or is new or gone. A topic's part as it was keeps its map (the same object)."""
     flat = getattr(answer, "flat", None)  # collectors/wire.py's v4/v5 answers: a flat tuple per topic
-    out: dict[str, tuple[Any, dict[int, int]]] = {}
-    moved: set[str] = set()
+    before = last[1] if last is not None else {}
+    base = getattr(answer, "base", None)
+    if flat is not None and base is not None and last is not None and base() is last[0]:
+        # read against last round's answer (wire.decode_like): it says which topics differ
+        out = dict(before)
+        moved: set[str] = set()
+        for i in answer.changed:
+            topic, raw = flat[i]
+            out[topic] = (raw, _offsets_of(raw, True, kind))
+            moved.add(topic)
+        return out, moved
+    out = {}
+    moved = set()
     for topic, raw in (flat if flat is not None else answer.topics):
-        was = last.get(topic)
+        was = before.get(topic)
         if was is not None and was[0] == raw:  # compared whole, at C speed
             out[topic] = was
             continue
         moved.add(topic)
-        if flat is not None:
-            pids, errors, offs = raw[0::5], raw[1::5], raw[3::5]
-        else:
-            pids, errors, offs = (tuple(p[0] for p in raw), tuple(p[1] for p in raw), tuple(p[3] for p in raw))
-        # an error or a negative offset: not (or no longer) a replica / the leader: skip, never guess
-        # (the highest remote offset is -1 while no segment is copied: kept, it says so)
-        if not any(errors) and (kind == "remote" or not offs or min(offs) >= 0):
-            found = dict(zip(pids, offs))  # every partition answered (the usual case): at C speed
-        else:
-            found = {p: o for p, e, o in zip(pids, errors, offs) if e == 0 and (o >= 0 or kind == "remote")}
-        out[topic] = (raw, found)
-    moved.update(t for t in last if t not in out)
+        out[topic] = (raw, _offsets_of(raw, flat is not None, kind))
+    moved.update(t for t in before if t not in out)
     return out, moved
 
 
@@ -341,7 +355,7 @@ def _gather(result: OffsetsRound, answers: dict[tuple[int, str], Any], made: Req
         if last is not None and last[0] is answer:  # the same bytes as a round ago (wire.SameAnswer)
             now[key] = last
             continue
-        by_topic, changed = _pieces(answer, key[1], last[1] if last is not None else {})
+        by_topic, changed = _pieces(answer, key[1], last)
         moved |= changed
         now[key] = (answer, by_topic)
     for key, (_, by_topic) in made.pieces.items():

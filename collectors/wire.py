@@ -23,6 +23,7 @@ topic costs a comparison of bytes, not a decode and a walk over its partitions.
 from __future__ import annotations
 
 import struct
+import weakref
 from typing import Any, Callable, Iterable
 
 from kafka.protocol.list_offsets import ListOffsetsRequest, ListOffsetsResponse
@@ -195,17 +196,27 @@ class _Decoding:
 
 class SameAnswer:
     """One request's last answer: the same bytes again give the same decoded object back (the
-    caller tells "nothing moved" by identity), other bytes are decoded afresh."""
+    caller tells "nothing moved" by identity); other bytes in the same layout are read against it
+    (decode_like: only the topics whose bytes differ are unpacked, and the answer says which), any
+    other answer is decoded afresh."""
 
     def __init__(self) -> None:
         self._last: tuple[bytes, OffsetsAnswer] | None = None
 
     def decode(self, raw: bytes) -> OffsetsAnswer:
+        if not reuse_unchanged:
+            self._last = None
+            return decode_list_offsets_v4(raw)
         last = self._last
-        if last is not None and reuse_unchanged and last[0] == raw:
-            return last[1]
-        answer = decode_list_offsets_v4(raw)
-        self._last = (raw, answer) if reuse_unchanged else None
+        if last is not None:
+            if last[0] == raw:
+                return last[1]
+            answer = decode_like(raw, last[1])  # most topics as then: only the others unpacked
+            if answer is not None:
+                self._last = (raw, answer)
+                return answer
+        answer = decode_list_offsets_v4(raw, [])
+        self._last = (raw, answer)
         return answer
 
 
@@ -219,6 +230,13 @@ class OffsetsAnswer:
                  flat: list[tuple[str, tuple[int, ...]]] | None = None) -> None:
         self._topics = topics
         self.flat = flat
+        # where each topic sits in the bytes (SameAnswer): (header position, header bytes, entries
+        # position, entries bytes), in the order of `flat`
+        self.layout: list[tuple[int, bytes, int, bytes]] | None = None
+        # read against an earlier answer of the same layout (SameAnswer): that answer, and the indexes
+        # in `flat` of the topics whose entries differ from its; every other topic's flat tuple is its
+        self.base: weakref.ref[OffsetsAnswer] | None = None
+        self.changed: list[int] = []
 
     @property
     def topics(self) -> list[tuple[str, list[tuple[int, int, int, int, int]]]]:
@@ -248,13 +266,15 @@ def _entries(n: int) -> struct.Struct:
     return s
 
 
-def decode_list_offsets_v4(data: bytes) -> OffsetsAnswer:
+def decode_list_offsets_v4(data: bytes, layout: list[tuple[int, bytes, int, bytes]] | None = None) -> OffsetsAnswer:
+    """`layout` (filled in when given): where each topic sits (OffsetsAnswer.layout)."""
     at = 4  # throttle_time_ms
     (n,) = _I.unpack_from(data, at)
     at += 4
     flat = []
     size = _OFFSETS_PARTITION.size
     for _ in range(max(n, 0)):
+        head = at
         name, at = _string(data, at)
         (n_parts,) = _I.unpack_from(data, at)
         at += 4
@@ -263,8 +283,38 @@ def decode_list_offsets_v4(data: bytes) -> OffsetsAnswer:
             raise ValueError(f"ListOffsets answer truncated: topic {name!r} says {n_parts} partitions, "
                              f"{len(data) - at} bytes left")
         flat.append((name or "", _entries(n_parts).unpack_from(data, at)))
+        if layout is not None:
+            layout.append((head, data[head:at], at, data[at:at + size * n_parts]))
         at += size * n_parts
-    return OffsetsAnswer(flat=flat)
+    answer = OffsetsAnswer(flat=flat)
+    answer.layout = layout
+    return answer
+
+
+def decode_like(data: bytes, base: OffsetsAnswer) -> OffsetsAnswer | None:
+    """`data` read against `base`, an answer to the same request: when every topic's header (name,
+    partition count) sits where it sat then, the layout is the same (the entries have a fixed size),
+    and only the topics whose entries' bytes differ are unpacked; the others keep `base`'s flat tuple
+    (the same object). None when the layout differs (decode it in full)."""
+    old, layout = base.flat, base.layout
+    if old is None or layout is None or not data.startswith(_I.pack(len(layout)), 4):
+        return None
+    end = layout[-1][2] + len(layout[-1][3]) if layout else 8
+    if len(data) != end:
+        return None
+    flat, mine, changed = list(old), list(layout), []
+    size = _OFFSETS_PARTITION.size
+    for i, (head_at, head, at, entries) in enumerate(layout):
+        if not data.startswith(head, head_at):
+            return None
+        if data.startswith(entries, at):
+            continue
+        flat[i] = (flat[i][0], _entries(len(entries) // size).unpack_from(data, at))
+        mine[i] = (head_at, head, at, data[at:at + len(entries)])
+        changed.append(i)
+    answer = OffsetsAnswer(flat=flat)
+    answer.layout, answer.base, answer.changed = mine, weakref.ref(base), changed
+    return answer
 
 
 def _offsets_response(version: int) -> Any:

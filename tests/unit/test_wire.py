@@ -270,3 +270,40 @@ def test_a_round_ends_when_the_broker_it_awaits_has_been_silent_long_enough():
     t0 = time.monotonic()
     found = offsets.fetch(client, replica_of, leader_of, 0.5, judged_at={1: t0 + 0.1})  # not the one awaited
     assert time.monotonic() - t0 >= 0.5
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_an_answer_read_against_the_last_one_reads_as_a_full_decode(seed):
+    """Same request, new offsets: read against the last answer (wire.decode_like), it is what a full
+    decode reads, the topics it calls changed are exactly those whose entries differ, and the others
+    keep the last answer's tuple; another layout (a partition more or less, another topic) is left to
+    a full decode."""
+    rng = random.Random(seed)
+    names = [f"t{i}" for i in range(rng.randint(1, 12))]
+    counts = {t: rng.randint(0, 5) for t in names}
+    offsets_of = {(t, p): rng.randint(0, 1000) for t in names for p in range(counts[t])}
+    memory = wire.SameAnswer()
+    last = None
+    for _ in range(30):
+        for key in offsets_of:
+            if rng.random() < 0.1:
+                offsets_of[key] += rng.randint(1, 9)
+        relayout = rng.random() < 0.1
+        if relayout:  # a partition more, or a topic gone
+            t = rng.choice(names)
+            counts[t] += 1
+            offsets_of[(t, counts[t] - 1)] = 0
+        topics = [(t, [(p, 0, -1, offsets_of[(t, p)], 0) for p in range(counts[t])]) for t in names]
+        message = ListOffsetsResponse[4](throttle_time_ms=rng.choice([0, 5]), topics=topics)
+        data = message.encode()
+        got = memory.decode(data)
+        assert got.topics == wire.decode_list_offsets_v4(data).topics
+        if last is not None and got is not last:
+            assert (got.base is None) == relayout  # read against the last answer unless the layout moved
+            if got.base is not None:
+                assert got.base() is last
+                differ = [i for i, ((_, a), (_, b)) in enumerate(zip(got.flat, last.flat)) if a != b]
+                assert got.changed == differ
+                assert all(got.flat[i][1] is last.flat[i][1] for i in range(len(got.flat)) if i not in differ)
+        last = got
+    assert wire.decode_like(data[:-1], last) is None  # cut short: not the same layout
