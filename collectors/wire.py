@@ -201,7 +201,7 @@ class SameAnswer:
     other answer is decoded afresh."""
 
     def __init__(self) -> None:
-        self._last: tuple[bytes, OffsetsAnswer] | None = None
+        self._last: OffsetsAnswer | None = None  # (its bytes in `raw`)
 
     def decode(self, raw: bytes) -> OffsetsAnswer:
         if not reuse_unchanged:
@@ -209,14 +209,13 @@ class SameAnswer:
             return decode_list_offsets_v4(raw)
         last = self._last
         if last is not None:
-            if last[0] == raw:
-                return last[1]
-            answer = decode_like(raw, last[1])  # most topics as then: only the others unpacked
+            if last.raw == raw:
+                return last
+            answer = decode_like(raw, last)  # most topics as then: only the others unpacked
             if answer is not None:
-                self._last = (raw, answer)
+                self._last = answer
                 return answer
-        answer = decode_list_offsets_v4(raw, [])
-        self._last = (raw, answer)
+        self._last = answer = decode_list_offsets_v4(raw, [])
         return answer
 
 
@@ -230,9 +229,10 @@ class OffsetsAnswer:
                  flat: list[tuple[str, tuple[int, ...]]] | None = None) -> None:
         self._topics = topics
         self.flat = flat
-        # where each topic sits in the bytes (SameAnswer): (header position, header bytes, entries
-        # position, entries bytes), in the order of `flat`
-        self.layout: list[tuple[int, bytes, int, bytes]] | None = None
+        # its bytes, and where each topic sits in them (SameAnswer): (header position, entries position,
+        # end), in the order of `flat`
+        self.raw: bytes | None = None
+        self.layout: list[tuple[int, int, int]] | None = None
         # read against an earlier answer of the same layout (SameAnswer): that answer, and the indexes
         # in `flat` of the topics whose entries differ from its; every other topic's flat tuple is its
         self.base: weakref.ref[OffsetsAnswer] | None = None
@@ -266,7 +266,7 @@ def _entries(n: int) -> struct.Struct:
     return s
 
 
-def decode_list_offsets_v4(data: bytes, layout: list[tuple[int, bytes, int, bytes]] | None = None) -> OffsetsAnswer:
+def decode_list_offsets_v4(data: bytes, layout: list[tuple[int, int, int]] | None = None) -> OffsetsAnswer:
     """`layout` (filled in when given): where each topic sits (OffsetsAnswer.layout)."""
     at = 4  # throttle_time_ms
     (n,) = _I.unpack_from(data, at)
@@ -284,10 +284,11 @@ def decode_list_offsets_v4(data: bytes, layout: list[tuple[int, bytes, int, byte
                              f"{len(data) - at} bytes left")
         flat.append((name or "", _entries(n_parts).unpack_from(data, at)))
         if layout is not None:
-            layout.append((head, data[head:at], at, data[at:at + size * n_parts]))
+            layout.append((head, at, at + size * n_parts))
         at += size * n_parts
     answer = OffsetsAnswer(flat=flat)
-    answer.layout = layout
+    if layout is not None:
+        answer.raw, answer.layout = data, layout
     return answer
 
 
@@ -296,24 +297,20 @@ def decode_like(data: bytes, base: OffsetsAnswer) -> OffsetsAnswer | None:
     partition count) sits where it sat then, the layout is the same (the entries have a fixed size),
     and only the topics whose entries' bytes differ are unpacked; the others keep `base`'s flat tuple
     (the same object). None when the layout differs (decode it in full)."""
-    old, layout = base.flat, base.layout
-    if old is None or layout is None or not data.startswith(_I.pack(len(layout)), 4):
+    old, layout, before = base.flat, base.layout, base.raw
+    if old is None or layout is None or before is None or len(data) != len(before) or data[4:8] != before[4:8]:
         return None
-    end = layout[-1][2] + len(layout[-1][3]) if layout else 8
-    if len(data) != end:
-        return None
-    flat, mine, changed = list(old), list(layout), []
+    flat, changed = list(old), []
     size = _OFFSETS_PARTITION.size
-    for i, (head_at, head, at, entries) in enumerate(layout):
-        if not data.startswith(head, head_at):
-            return None
-        if data.startswith(entries, at):
+    for i, (head, at, end) in enumerate(layout):
+        if data.startswith(before[head:end], head):  # the topic as then, header and entries
             continue
-        flat[i] = (flat[i][0], _entries(len(entries) // size).unpack_from(data, at))
-        mine[i] = (head_at, head, at, data[at:at + len(entries)])
+        if not data.startswith(before[head:at], head):  # another topic or partition count: another layout
+            return None
+        flat[i] = (flat[i][0], _entries((end - at) // size).unpack_from(data, at))
         changed.append(i)
     answer = OffsetsAnswer(flat=flat)
-    answer.layout, answer.base, answer.changed = mine, weakref.ref(base), changed
+    answer.raw, answer.layout, answer.base, answer.changed = data, layout, weakref.ref(base), changed
     return answer
 
 
