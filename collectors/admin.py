@@ -420,6 +420,16 @@ class AdminSource:
         self._frozen_world = world
         moving = {k[0] for k in side_moves} | {k[0] for k in applied} if side_moves or applied else set()
         self.frozen_topics = 0
+
+        def record(name: str, partitions: Any, min_isr: int | None, unclean: bool | None, remote_storage: bool,
+                   assignment: str | None) -> dict[str, Any]:
+            rec = topic_record(
+                self.cluster.name, self.source, poll_id, observed_at_ms, topic=name, live_brokers=live,
+                partitions=partitions, min_insync_replicas=min_isr, unclean_leader_election=unclean,
+                replica_lag_time_max_ms=self._configs.replica_lag_time_max_ms, unreachable_brokers=unreachable,
+                remote_storage=remote_storage)
+            rec["topic_state"]["assignment"] = assignment
+            return rec
         for t in topics:
             min_isr, unclean = self._configs.of(t["topic"])
             name = t["topic"]
@@ -452,12 +462,7 @@ class AdminSource:
                     for b, n in topic_leads.items():
                         leads[b] = leads.get(b, 0) + n
                     held |= topic_held
-                    rec = topic_record(
-                        self.cluster.name, self.source, poll_id, observed_at_ms, topic=name, live_brokers=live,
-                        partitions=(), min_insync_replicas=min_isr, unclean_leader_election=unclean,
-                        replica_lag_time_max_ms=self._configs.replica_lag_time_max_ms,
-                        unreachable_brokers=unreachable, remote_storage=remote_storage)
-                    rec["topic_state"]["assignment"] = None
+                    rec = record(name, (), min_isr, unclean, remote_storage, None)
                     records.append(summarized(rec, len(t["partitions"]), topic_load, []))
                     self.frozen_topics += 1
                     continue
@@ -554,13 +559,8 @@ class AdminSource:
                     part["replica_offsets"] = [{"broker": r, "log_end_offset": o} for r, o in leos.items()]
                     if not whole:
                         loud.append(part)
-            rec = topic_record(
-                self.cluster.name, self.source, poll_id, observed_at_ms, topic=t["topic"], live_brokers=live,
-                partitions=loud, min_insync_replicas=min_isr, unclean_leader_election=unclean,
-                replica_lag_time_max_ms=self._configs.replica_lag_time_max_ms, unreachable_brokers=unreachable,
-                remote_storage=remote_storage,
-            )
-            rec["topic_state"]["assignment"] = "changed" if changed else ("snapshot" if snapshot else None)
+            rec = record(name, loud, min_isr, unclean, remote_storage,
+                         "changed" if changed else ("snapshot" if snapshot else None))
             if not whole:
                 summarized(rec, len(t["partitions"]), topic_load, loud)
             records.append(rec)

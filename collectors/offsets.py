@@ -66,6 +66,11 @@ class OffsetsRound:
     moved: set[str] | None = None
     seq: int = 0
 
+    def by_kind(self) -> dict[str, dict[str, Any]]:
+        """Its maps by the kind of question that filled them."""
+        return {"leo": self.leo, "hw": self.hw, "log_start": self.log_start, "local_start": self.local_start,
+                "remote": self.remote}
+
     @property
     def unanswered(self) -> set[int]:
         return self.asked - self.answered
@@ -112,16 +117,12 @@ class Plans:
             if mine is None or mine[0] is not parts:
                 mine = (parts, *plan(((name, p["partition"], p["leader"], p["replicas"]) for p in parts), live))
             kept[name] = mine
-            for b, tps in mine[1].items():
-                if b in replica_of:
-                    replica_of[b] += tps
-                else:
-                    replica_of[b] = list(tps)  # (never the kept list itself: it is extended)
-            for b, tps in mine[2].items():
-                if b in leader_of:
-                    leader_of[b] += tps
-                else:
-                    leader_of[b] = list(tps)
+            for into, part in ((replica_of, mine[1]), (leader_of, mine[2])):
+                for b, tps in part.items():
+                    if b in into:
+                        into[b] += tps
+                    else:
+                        into[b] = list(tps)  # (never the kept list itself: it is extended)
         self._by_topic = kept
         return replica_of, leader_of
 
@@ -361,11 +362,9 @@ def _gather(result: OffsetsRound, answers: dict[tuple[int, str], Any], made: Req
     for key, (_, by_topic) in made.pieces.items():
         if key not in now:  # not asked or not answered this round: whatever it said is gone
             moved.update(by_topic)
-    maps: dict[str, dict[str, Any]] = {"leo": result.leo, "hw": result.hw, "log_start": result.log_start,
-                                       "local_start": result.local_start, "remote": result.remote}
+    maps = result.by_kind()
     if last_round is not None:
-        before: dict[str, dict[str, Any]] = {"leo": last_round.leo, "hw": last_round.hw, "log_start": last_round.log_start,
-                  "local_start": last_round.local_start, "remote": last_round.remote}
+        before = last_round.by_kind()
         for kind, into in maps.items():
             into.update((t, m) for t, m in before[kind].items() if t not in moved)
     else:
@@ -383,7 +382,7 @@ def _gather(result: OffsetsRound, answers: dict[tuple[int, str], Any], made: Req
                     into[topic] = dict(found)  # a fresh map: the part's own may be handed on next round
     made.seq += 1
     result.seq = made.seq
-    result.moved = moved if last_round is not None and last_round.seq == made.seq - 1 else None
+    result.moved = moved if last_round is not None else None
     made.pieces = now
     made.last_round = result
 
