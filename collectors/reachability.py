@@ -90,10 +90,14 @@ class Reachability:
         offsets requests (`known`: each broker's host and port, as Metadata last named them)."""
         now = time.monotonic()
         silent = found.asked - found.answered
-        addresses = {b: (m["host"], m["port"]) for b in silent
+        asked_at = found.sent_at if found.sent_at is not None else now
+        # A broker silent for `after_s` already is unreachable whatever a probe would say (refused: its
+        # process is gone; a start-up's grace covers a broker that never went silent): the verdict
+        # does not wait the probe's timeout for it.
+        judged = {b for b in silent if now - self._silent_since.get(b, asked_at) >= self.after_s}
+        addresses = {b: (m["host"], m["port"]) for b in silent - judged
                      if (m := known.get(b) or {}).get("host") and m.get("port")}
         refused = refusing(addresses) if addresses else set()
-        asked_at = found.sent_at if found.sent_at is not None else now
         for b in silent:
             if b in refused:
                 self._silent_since.pop(b, None)
