@@ -37,9 +37,9 @@ def read_observations(spark: Any, config: Config) -> Any:
         # sent the next fetch, from the end of the log (the consumer pipelines its fetches:
         # KafkaConsumer.poll), and the broker holds a fetch that finds no new data for
         # fetch.max.wait.ms while it serves no other request of that connection (SocketServer mutes a
-        # channel until its response is sent: KafkaChannel.ChannelMuteState). With Kafka's 500 ms
-        # default, every alert batch waited half a second for nothing (benchmarks/BENCHMARKS.md); the fetch
-        # that has data is answered at once either way.
+        # channel until its response is sent: KafkaChannel.ChannelMuteState). At Kafka's default
+        # (500 ms) every alert batch waited that long for nothing (benchmarks/BENCHMARKS.md, "The alert
+        # batch's half second of waiting"); a fetch that finds data is answered at once either way.
         .option("kafka.fetch.max.wait.ms", str(FETCH_MAX_WAIT_MS))
         .load()
     )
