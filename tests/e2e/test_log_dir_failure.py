@@ -36,6 +36,21 @@ def _create_on(cluster, topic, assignment):
              and len(partition_states(cluster, topic)) == len(assignment), 30, f"{topic} to have leaders")
 
 
+def _elect_unclean(cluster, topic, partitions):
+    """An unclean leader election for these partitions (Admin API ElectLeaders, type 1)."""
+    from kafka.admin import KafkaAdminClient
+
+    admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap_servers, client_id="krm-tests",
+                             **cluster.admin_kwargs())
+    try:
+        admin.perform_leader_election(1, {topic: sorted(partitions)}, timeout_ms=30_000)
+        print(f"unclean election of {topic} {sorted(partitions)} asked")
+    except Exception as e:  # noqa: BLE001 - e.g. ELECTION_NOT_NEEDED for one Kafka elected meanwhile: the wait decides
+        print(f"unclean election of {topic} {sorted(partitions)}: {type(e).__name__}: {e}")
+    finally:
+        admin.close()
+
+
 def _offline(url, cluster, topic):
     return {(int(s.labels["partition"]), s.labels["cause"])
             for s in series(scrape(url), "krm_partition_offline", cluster=cluster) if s.labels["topic"] == topic}
@@ -97,8 +112,17 @@ def test_a_failed_log_dir_takes_its_partitions_offline_with_that_cause(mode, ver
         cluster.stop(VICTIM)
         cluster.restore_log_dir(VICTIM, FAILED_DIR)
         cluster.start(VICTIM)
-        wait_equal(lambda: {p for p, (leader, _, _) in partition_states(cluster, topic).items() if leader < 0},
-                   set(), 90, "Kafka to bring the partitions back")
+        leaderless = lambda: {p for p, (leader, _, _) in partition_states(cluster, topic).items() if leader < 0}  # noqa: E731
+        try:
+            wait_equal(leaderless, set(), 30, "Kafka to bring the partitions back on its own")
+        except AssertionError:
+            # KRaft 4.4 can leave a partition whose only replica's directory was replaced without a
+            # leader (the controller elected the other directory's partitions at the restart, not
+            # these, in four runs on 2026-11-28); the operator's step after replacing the only
+            # replica's disk (its data is gone) is an unclean election (kafka-leader-election
+            # --election-type unclean)
+            _elect_unclean(cluster, topic, leaderless())
+        wait_equal(leaderless, set(), 90, "Kafka to bring the partitions back")
         wait_equal(lambda: _offline(url, cluster.name, topic), set(), 60, "the offline series to clear")
         wait_for(lambda: not [i for i in stored_incidents("--open", "--config", str(config_path))
                               if i["topic"] == topic and i["type"] == "OFFLINE_PARTITION"], 30, "the incidents to resolve")
