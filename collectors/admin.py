@@ -22,7 +22,7 @@ from collectors.departures import Departures, holders
 from collectors.kraft_protocol import DESCRIBE_QUORUM_KEY, DESCRIBE_TOPIC_PARTITIONS_KEY
 from collectors.memory import PartitionMemory
 from collectors.metadata import ask
-from collectors.reachability import Reachability, refusing
+from collectors.reachability import Probes, Reachability, refusing
 from collectors.records import cluster_record, summarized, topic_record
 from collectors.side_channel import Notes, SideChannel
 from collectors.topic_configs import TopicConfigs
@@ -34,6 +34,7 @@ from schemas.quiet import Thresholds, is_quiet, load_of
 log = logging.getLogger(__name__)
 
 NO_OLDER_WINDOW_S = 30.0  # far beyond a metadata propagation between the controller and the brokers
+PROBE_SILENT_S = 0.05  # a probe unanswered this long counts as a hint of silence (a healthy broker answers in ms)
 
 
 def topic_view(listed: list[dict[str, Any]], built: list[dict[str, Any]]
@@ -136,6 +137,9 @@ class AdminSource:
         self._notes = Notes(cluster.name)  # side requests' failures, logged once
         self._side = SideChannel(cluster, settings.request_timeout_ms, self._notes)  # DescribeQuorum, moves
         self._reach = Reachability(settings.unreachable_after_s)
+        # between polls, each live broker asked a tiny question (probe()); a probe waits as long as a
+        # silence takes to count, so it never closes a connection a poll would still wait on
+        self._probes = Probes(max(settings.request_timeout_ms, int(settings.unreachable_after_s * 1000)))
         self._problem: access.AccessProblem | None = None  # why the last poll failed (logged once per change)
         self._access = Retry(access.ACCESS_BACKOFF)  # polls refused for credentials, TLS or protocol, in a row
         self._denied_logged: frozenset[str] = frozenset()
@@ -358,6 +362,19 @@ class AdminSource:
         except Exception:  # noqa: BLE001 - the broker that answered last does not: a full poll finds out
             return True
         return live != self._live_last_ids
+
+    def probe(self) -> None:
+        """Between polls: a brokers-only Metadata request to each broker live at the last poll that has
+        none outstanding (collectors/reachability.py Probes). A broker nobody can reach any more is then
+        silent from its first unanswered probe, not from the next poll's request: its partitions are
+        named that much sooner. Nothing is judged here; the next poll's offsets round confirms."""
+        admin, live = self._admin, self._live_last_ids
+        if admin is None or not live:
+            return
+        try:
+            self._probes.tick(admin._client, live, metadata.brokers_request(admin._client))
+        except Exception as e:  # noqa: BLE001 - the next poll finds out what is wrong
+            log.debug("cluster %s: reachability probe not sent: %s", self.cluster.name, e)
 
     def close(self) -> None:
         self._close()
@@ -796,7 +813,15 @@ class AdminSource:
             self._last_node, md = metadata.metadata(admin._client, self._last_node, silent,
                                                     self.settings.request_timeout_ms, timed_out, self._topic_blocks)
         finally:
-            self._reach.note_silent(timed_out)
+            since = dict(timed_out)
+            try:  # and the brokers that left a probe unanswered since the last poll (probe())
+                probed = self._probes.silent(admin._client, PROBE_SILENT_S)
+            except Exception as e:  # noqa: BLE001 - the poll's own requests still find a silent broker
+                log.debug("cluster %s: probes not read: %s", self.cluster.name, e)
+                probed = {}
+            for b, t in probed.items():
+                since[b] = min(t, since.get(b, t))
+            self._reach.note_silent(since)
         return md
 
     def _client(self, avoid: Any = None) -> Any:

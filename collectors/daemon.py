@@ -2,7 +2,9 @@
 mode a watch wakes the thread early: a partition state change publishes that topic at once from
 the ZooKeeper mirror; a broker or controller change runs full polls. Without watches (KRaft), a
 brokers-only Metadata request every `broker_check_s` between polls plays that part: a broker
-fenced or back runs a full poll at once."""
+fenced or back runs a full poll at once. In both modes, every `reach_probe_s` between polls each
+live broker is asked a tiny question (collectors/reachability.py Probes): a broker nobody can
+reach is silent from its first unanswered probe, not from the next poll."""
 
 from __future__ import annotations
 
@@ -108,19 +110,24 @@ class Collector:
         interval = src.settings.poll_interval_s  # the cluster's own, else [collector]'s
         wake = self._wake[src.cluster.name]
         zk = self._zk.get(src.cluster.name)
-        next_at = time.monotonic()
+        probe_every = src.settings.reach_probe_s
+        next_at = next_probe = time.monotonic()
         while not self._stop.is_set():
             wake.clear()
             # KRaft (and a ZooKeeper-mode cluster a KRaft controller took over): no watch on the
             # brokers' registrations, so a cheap check between polls
             check_every = src.settings.broker_check_s if src.zk is None else 0.0
+            tick = min([t for t in (check_every, probe_every) if t > 0], default=0.0)
             poll_asked = zk.take_poll_request() if zk is not None else False
             scheduled = time.monotonic() >= next_at
+            if not poll_asked and not scheduled and probe_every > 0 and time.monotonic() >= next_probe:
+                src.probe()
+                next_probe = time.monotonic() + probe_every
             if not poll_asked and not scheduled and check_every > 0:
                 poll_asked = src.brokers_changed()
             if not poll_asked and not scheduled:
                 wait = next_at - time.monotonic()
-                wake.wait(max(0.0, min(wait, check_every) if check_every > 0 else wait))
+                wake.wait(max(0.0, min(wait, tick) if tick > 0 else wait))
                 continue
             t0 = time.monotonic()
             try:

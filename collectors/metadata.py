@@ -102,14 +102,18 @@ def metadata(client: Any, last_node: Any, silent: set[int], timeout_ms: int,
     raise last_error or RuntimeError("no broker to ask")
 
 
-def live_brokers(client: Any, node: int, timeout_ms: int) -> set[int]:
-    """The live brokers `node` knows: a Metadata request for no topic (a few hundred bytes at any
-    cluster size). A KRaft broker names a random live broker as "controller" (KIP-590): not asked."""
+def brokers_request(client: Any) -> Any:
+    """A Metadata request for no topic: the live brokers only, a few hundred bytes at any cluster size."""
     from kafka.protocol.metadata import MetadataRequest
 
     version = client.api_version(MetadataRequest, max_version=8)
-    request = (MetadataRequest[version](topics=[], allow_auto_topic_creation=False,
-                                        include_cluster_authorized_operations=False,
-                                        include_topic_authorized_operations=False) if version >= 8
-               else MetadataRequest[version](topics=[], allow_auto_topic_creation=False))
-    return {b["node_id"] for b in ask(client, node, request, timeout_ms).to_object()["brokers"]}
+    return (MetadataRequest[version](topics=[], allow_auto_topic_creation=False,
+                                     include_cluster_authorized_operations=False,
+                                     include_topic_authorized_operations=False) if version >= 8
+            else MetadataRequest[version](topics=[], allow_auto_topic_creation=False))
+
+
+def live_brokers(client: Any, node: int, timeout_ms: int) -> set[int]:
+    """The live brokers `node` knows (`brokers_request`). A KRaft broker names a random live broker
+    as "controller" (KIP-590): not asked."""
+    return {b["node_id"] for b in ask(client, node, brokers_request(client), timeout_ms).to_object()["brokers"]}

@@ -8,17 +8,26 @@ counts. Except at start-up: a broker registers in ZooKeeper (KafkaServer.startup
 controller may make it a leader in between; its refusals count only once it has been live for
 `unreachable_after_s` (the fault loops' cluster-down: sub-second critical PARTITION_UNAVAILABLE
 pages at every restart of the cluster).
+
+Silence counts from the first request a broker left unanswered. A poll asks every broker once per
+interval, so a broker cut just after a poll would be silent for up to one interval before anything
+noticed; `Probes` asks each live broker a tiny question between polls, so the silence is seen from
+within `reach_probe_s` of its start. A probe's silence is only a hint: the poll's offsets round
+confirms it (`Reachability.unreachable`), so a slow probe answer never makes a broker unreachable.
 """
 
 from __future__ import annotations
 
 import errno
+import logging
 import select
 import socket
 import time
 from typing import Any
 
 from collectors.offsets import OffsetsRound
+
+log = logging.getLogger(__name__)
 
 
 def refusing(addresses: dict[int, tuple[str, int]], timeout_s: float = 0.2) -> set[int]:
@@ -52,6 +61,72 @@ def refusing(addresses: dict[int, tuple[str, int]], timeout_s: float = 0.2) -> s
     return refused
 
 
+class Probes:
+    """Between polls, a brokers-only Metadata request (a few hundred bytes at any cluster size) to each
+    live broker that has none outstanding. `silent()`: broker -> when the first probe it has not
+    answered went out (or its connection began to be dialled), for Reachability.note_silent.
+
+    Runs on the poll's own thread and client (kafka-python's client is not shared across threads
+    here). A probe waits up to `timeout_ms` for its answer; the client fails it then and closes
+    the connection, as it does a poll's request.
+    """
+
+    def __init__(self, timeout_ms: int) -> None:
+        self.timeout_ms = timeout_ms
+        self._out: dict[int, Any] = {}  # broker -> the probe's future, not yet seen done
+        self._since: dict[int, float] = {}  # broker -> first unanswered probe (time.monotonic())
+        self.sent = 0
+
+    def tick(self, client: Any, brokers: set[int], request: Any) -> None:
+        """Collect answers; send a probe to each of `brokers` without one outstanding."""
+        self._collect(client, brokers)
+        now = time.monotonic()
+        for b in brokers:
+            if b in self._out:
+                continue
+            if client.ready(b, metadata_priority=False):
+                self._out[b] = client.send(b, request, wakeup=False, request_timeout_ms=self.timeout_ms)
+                self.sent += 1
+                self._since.setdefault(b, now)
+            elif client.connection_failed(b):  # refused: no silence (the refusal probe judges it)
+                self._since.pop(b, None)
+            else:  # still dialling (a dropped SYN): nothing has answered since
+                self._since.setdefault(b, now)
+        client.poll(timeout_ms=0)  # the requests onto the wire
+
+    def silent(self, client: Any, older_than_s: float) -> dict[int, float]:
+        """broker -> since when it has answered no probe, for those silent at least `older_than_s`."""
+        self._collect(client, None)
+        now = time.monotonic()
+        silent = {b: t for b, t in self._since.items() if now - t >= older_than_s}
+        if silent and log.isEnabledFor(logging.DEBUG):
+            log.debug("probes: silent %s", {b: f"{now - t:.2f}s" for b, t in silent.items()})
+        return silent
+
+    def _collect(self, client: Any, brokers: set[int] | None) -> None:
+        if self._out:
+            client.poll(timeout_ms=0)  # answers already in the sockets
+        for b, future in list(self._out.items()):
+            if future.is_done:
+                del self._out[b]
+                # an answer, even an error: the broker is there; a timeout or a dropped connection is not
+                if future.succeeded() or not _silence(future.exception):
+                    self._since.pop(b, None)
+        if brokers is not None:  # brokers no longer live are no longer probed
+            for b in [b for b in self._since if b not in brokers]:
+                del self._since[b]
+            for b in [b for b in self._out if b not in brokers]:
+                del self._out[b]
+
+
+def _silence(error: Any) -> bool:
+    """A failed probe that says nothing came back: a timeout, or a connection closed (by the client's
+    own timeout, or by the poll's redial of a silent broker)."""
+    from kafka.errors import KafkaConnectionError, KafkaTimeoutError, RequestTimedOutError
+
+    return isinstance(error, (KafkaConnectionError, KafkaTimeoutError, RequestTimedOutError))
+
+
 class Reachability:
     """What consecutive polls say about each broker: since when it is live, since when it is silent."""
 
@@ -74,8 +149,9 @@ class Reachability:
             self._live_since.setdefault(b, now)
 
     def note_silent(self, since: dict[int, float]) -> None:
-        """Brokers that left a request unanswered (the poll's Metadata request) since these times
-        (time.monotonic()): their silence counts from then, if the offsets round confirms it."""
+        """Brokers that left a request unanswered (the poll's Metadata request, a probe between polls)
+        since these times (time.monotonic()): their silence counts from then, if the offsets round
+        confirms it."""
         for b, t in since.items():
             self._silent_since.setdefault(b, t)
         self._noted = set(since)

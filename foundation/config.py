@@ -124,6 +124,9 @@ class CollectorConfig(Table):
     broker_check_s: float = Field(0.2, ge=0.0)
     # a broker silent (timeouts) this long makes its partitions unavailable
     unreachable_after_s: float = Field(4.0, ge=0.0)
+    # between polls, a brokers-only Metadata request to each live broker this often: a broker's silence
+    # is seen from then, not from the next poll (collectors/reachability.py Probes); 0: off
+    reach_probe_s: float = Field(0.25, ge=0.0)
     # a partition's poll is marked `keyframe` (kept in partition_state, unchanged) once per this many seconds
     history_keyframe_s: float = Field(300.0, ge=1.0)
     # a follower this many seconds behind (or out of the ISR) is marked lagging: replica_lag keeps it every poll

@@ -12,7 +12,8 @@ import logging
 import os
 from typing import Any
 
-LOGGERS = ("collectors.admin", "collectors.offsets", "pipelines.alert_path")
+LOGGERS = ("collectors.admin", "collectors.offsets", "collectors.reachability", "pipelines.alert_path",
+           "lab.packet_filter")
 
 
 def pytest_configure(config: Any) -> None:

@@ -13,11 +13,14 @@ setup` installs it).
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import subprocess
 
 from foundation.errors import ClusterError
+
+log = logging.getLogger(__name__)
 
 
 def _binary() -> str | None:
@@ -44,11 +47,13 @@ def cut(port: int) -> None:
     if done.returncode != 0:
         raise ClusterError(f"could not cut port {port} off with nftables: {done.stderr.strip() or done.stdout.strip()}"
                            " (needs root)")
+    log.debug("port %d cut off", port)
 
 
 def heal(port: int) -> bool:
     """Let packets to `port` through again; False if it was not cut."""
     done = _nft("delete", "table", "inet", _table(port))
+    log.debug("port %d healed", port)
     return done.returncode == 0
 
 

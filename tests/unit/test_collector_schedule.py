@@ -13,15 +13,20 @@ pytestmark = pytest.mark.unit
 
 
 class Source:
-    def __init__(self, poll_interval_s=0.5, broker_check_s=0.2):
+    def __init__(self, poll_interval_s=0.5, broker_check_s=0.2, reach_probe_s=0.0):
         self.cluster = SimpleNamespace(name="c1")
-        self.settings = SimpleNamespace(poll_interval_s=poll_interval_s, broker_check_s=broker_check_s)
+        self.settings = SimpleNamespace(poll_interval_s=poll_interval_s, broker_check_s=broker_check_s,
+                                        reach_probe_s=reach_probe_s)
         self.at: list[float] = []
+        self.probed: list[float] = []
         self.zk = SimpleNamespace()  # ZooKeeper holds the metadata: its watches wake the loop
 
     def poll(self):
         self.at.append(time.monotonic())
         return []
+
+    def probe(self):
+        self.probed.append(time.monotonic())
 
 
 class Watches:
@@ -95,3 +100,26 @@ def test_without_watches_a_broker_change_polls_at_once():
     assert len(offsets) == 2, f"the scheduled first poll and one for the change, nothing else: {offsets}"
     assert 0.7 <= offsets[1] < 0.85, f"the change was polled {offsets[1]}s in, not within a check interval"
     assert src.checks > 10
+
+
+def test_brokers_are_probed_between_polls_with_watches_too():
+    """ZooKeeper mode has no brokers-only check, but the reachability probes run between polls at
+    their own cadence, and never stand in for a poll."""
+    c = Collector.__new__(Collector)
+    wake = threading.Event()
+    src = Source(poll_interval_s=1.0, reach_probe_s=0.1)
+    c.publisher = SimpleNamespace(publish=lambda records: None)
+    c._wake, c._stop = {"c1": wake}, threading.Event()
+    c._zk = {"c1": SimpleNamespace(take_poll_request=lambda: False)}
+    c.polls, c.last_poll_s, c.last_poll_at = 0, {}, {}
+    t = threading.Thread(target=c._loop, args=(src,), daemon=True)
+    t.start()
+    time.sleep(1.5)
+    c._stop.set()
+    wake.set()
+    t.join(timeout=5)
+    assert len(src.at) == 2, f"the two scheduled polls only: {src.at}"
+    between = [a for a in src.probed if src.at[0] < a < src.at[1]]
+    assert 6 <= len(between) <= 10, f"about one probe per 0.1 s between the polls: {len(between)}"
+    gaps = [b - a for a, b in zip(src.probed, src.probed[1:])]
+    assert min(gaps) >= 0.09, f"no faster than reach_probe_s: {min(gaps):.3f}s"

@@ -54,3 +54,74 @@ def test_a_refusal_is_judged_at_once_and_a_silence_only_after_unreachable_after_
     time.sleep(0.6)
     assert silent.unreachable(_round({1}, set(), time.monotonic()), {}) == {1}  # still silent: 4.1 s
     assert silent.unreachable(_round({1}, {1}, time.monotonic()), {}) == set()  # it answered
+
+
+class _Client:
+    """kafka-python's client as Probes uses it: which brokers are connected or refused, and each
+    probe's future, completed by the test."""
+
+    def __init__(self, ready, refused=()):
+        from kafka.future import Future
+
+        self._future = Future
+        self.ready_ = set(ready)
+        self.refused = set(refused)
+        self.sent: dict[int, list] = {}
+
+    def ready(self, node, metadata_priority=True):
+        return node in self.ready_
+
+    def connection_failed(self, node):
+        return node in self.refused
+
+    def send(self, node, request, wakeup=True, request_timeout_ms=None):
+        f = self._future()
+        self.sent.setdefault(node, []).append(f)
+        return f
+
+    def poll(self, timeout_ms=None):
+        return []
+
+
+def test_probes_say_since_when_a_broker_has_answered_nothing():
+    """A broker that answers each probe is never silent; one that stops answering is silent from the
+    first probe it left unanswered, through the client's timeout of that probe and a redial that
+    cannot connect, until it answers again; a refused connection is not silence."""
+    from kafka.errors import KafkaConnectionError, RequestTimedOutError
+
+    client = _Client(ready={1, 2, 3})
+    probes = reachability.Probes(timeout_ms=4000)
+    probes.tick(client, {1, 2, 3}, request="brokers-only")
+    t_first = time.monotonic()
+    assert [len(client.sent[b]) for b in (1, 2, 3)] == [1, 1, 1]
+    client.sent[1][0].success("answer")
+    client.sent[3][0].failure(KafkaConnectionError("refused"))
+    client.ready_.discard(3)
+    client.refused.add(3)
+    time.sleep(0.06)
+    probes.tick(client, {1, 2, 3}, request="brokers-only")
+    assert len(client.sent[1]) == 2, "answered: asked again"
+    assert len(client.sent[2]) == 1, "one probe outstanding at a time"
+    silent = probes.silent(client, 0.05)
+    assert set(silent) == {2} and silent[2] <= t_first, silent
+
+    client.sent[2][0].failure(RequestTimedOutError("no answer in time"))  # the client gives up and closes
+    client.ready_.discard(2)  # the redial's SYN dropped
+    probes.tick(client, {1, 2, 3}, request="brokers-only")
+    probes.tick(client, {1, 2, 3}, request="brokers-only")
+    assert set(probes.silent(client, 0.05)) == {2} and probes.silent(client, 0.05)[2] <= t_first
+    assert probes.silent(client, 10.0) == {}, "only silences at least that old"
+
+    client.ready_.add(2)  # the path is back
+    probes.tick(client, {1, 2, 3}, request="brokers-only")
+    for b in (1, 2):
+        client.sent[b][-1].success("answer")
+    assert probes.silent(client, 0.0) == {}, "answered again: no silence left"
+
+    client.ready_.discard(2)
+    probes.tick(client, {1, 2}, request="brokers-only")  # 2 dialling again: silent from now
+    client.sent[1][-1].success("answer")
+    assert set(probes.silent(client, 0.0)) == {2}
+    probes.tick(client, {1}, request="brokers-only")  # 2 no longer live: no longer probed nor silent
+    client.sent[1][-1].success("answer")
+    assert probes.silent(client, 0.0) == {}
