@@ -807,18 +807,18 @@ class AdminSource:
         return out
 
     def _metadata(self, admin: Any) -> dict[str, Any]:
+        try:  # the brokers that left a probe unanswered since the last poll (probe()): asked last, and
+            probed = self._probes.silent(admin._client, PROBE_SILENT_S)  # silent since that probe
+        except Exception as e:  # noqa: BLE001 - the poll's own requests still find a silent broker
+            log.debug("cluster %s: probes not read: %s", self.cluster.name, e)
+            probed = {}
         silent = self.last_offsets.unanswered if self.last_offsets is not None else set()
         timed_out: dict[int, float] = {}
         try:
-            self._last_node, md = metadata.metadata(admin._client, self._last_node, silent,
+            self._last_node, md = metadata.metadata(admin._client, self._last_node, silent | set(probed),
                                                     self.settings.request_timeout_ms, timed_out, self._topic_blocks)
         finally:
             since = dict(timed_out)
-            try:  # and the brokers that left a probe unanswered since the last poll (probe())
-                probed = self._probes.silent(admin._client, PROBE_SILENT_S)
-            except Exception as e:  # noqa: BLE001 - the poll's own requests still find a silent broker
-                log.debug("cluster %s: probes not read: %s", self.cluster.name, e)
-                probed = {}
             for b, t in probed.items():
                 since[b] = min(t, since.get(b, t))
             self._reach.note_silent(since)

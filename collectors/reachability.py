@@ -120,11 +120,12 @@ class Probes:
 
 
 def _silence(error: Any) -> bool:
-    """A failed probe that says nothing came back: a timeout, or a connection closed (by the client's
-    own timeout, or by the poll's redial of a silent broker)."""
-    from kafka.errors import KafkaConnectionError, KafkaTimeoutError, RequestTimedOutError
+    """A failed probe that says nothing came back: a timeout, or a connection closed under it (by the
+    client's own timeout, or by the poll's redial of a silent broker: kafka-python fails the requests
+    in flight with Cancelled then)."""
+    from kafka.errors import Cancelled, KafkaConnectionError, KafkaTimeoutError, RequestTimedOutError
 
-    return isinstance(error, (KafkaConnectionError, KafkaTimeoutError, RequestTimedOutError))
+    return isinstance(error, (Cancelled, KafkaConnectionError, KafkaTimeoutError, RequestTimedOutError))
 
 
 class Reachability:

@@ -87,7 +87,7 @@ def test_probes_say_since_when_a_broker_has_answered_nothing():
     """A broker that answers each probe is never silent; one that stops answering is silent from the
     first probe it left unanswered, through the client's timeout of that probe and a redial that
     cannot connect, until it answers again; a refused connection is not silence."""
-    from kafka.errors import KafkaConnectionError, RequestTimedOutError
+    from kafka.errors import Cancelled, KafkaConnectionError, RequestTimedOutError
 
     client = _Client(ready={1, 2, 3})
     probes = reachability.Probes(timeout_ms=4000)
@@ -108,6 +108,10 @@ def test_probes_say_since_when_a_broker_has_answered_nothing():
     client.sent[2][0].failure(RequestTimedOutError("no answer in time"))  # the client gives up and closes
     client.ready_.discard(2)  # the redial's SYN dropped
     probes.tick(client, {1, 2, 3}, request="brokers-only")
+    client.ready_.add(2)  # connected again, and the next probe's connection closed by the poll's redial
+    probes.tick(client, {1, 2, 3}, request="brokers-only")
+    client.sent[2][-1].failure(Cancelled("closed by the client"))
+    client.ready_.discard(2)
     probes.tick(client, {1, 2, 3}, request="brokers-only")
     assert set(probes.silent(client, 0.05)) == {2} and probes.silent(client, 0.05)[2] <= t_first
     assert probes.silent(client, 10.0) == {}, "only silences at least that old"
