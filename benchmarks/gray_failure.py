@@ -90,7 +90,8 @@ def one_cut(monitor: Monitor, cluster: LocalCluster, victim_of: int, rng: random
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--mode", choices=["zk", "kraft"], default="zk")
-    ap.add_argument("--probe", default="0,0.25", help="reach_probe_s values, comma separated (0: off)")
+    ap.add_argument("--probe", default="0,0.25",
+                    help="reach_probe_s values, comma separated (0: off; 'default': none written, the code's own)")
     ap.add_argument("--rounds", type=int, default=4, help="cuts per value and repeat")
     ap.add_argument("--repeat", type=int, default=2, help="times the whole list of values runs")
     ap.add_argument("--seed", type=int, default=7)
@@ -99,12 +100,12 @@ def main() -> None:
     logging.basicConfig(level=logging.WARNING)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     rng = random.Random(args.seed)
-    probes = [float(p) for p in args.probe.split(",")]
+    probes = args.probe.split(",")
     work = Path(tempfile.mkdtemp(prefix="krm-gray-"))
     cluster = LocalCluster(root=work / "monitored", mode=args.mode, brokers=3).up()
     obs = LocalCluster(root=work / "observations", mode="kraft", brokers=1).up()
     spark = build_session(master="local[2,4]", app_name="krm-gray-failure", log_dir=work / "spark-logs")
-    results: dict[float, list[dict[str, float]]] = {p: [] for p in probes}
+    results: dict[str, list[dict[str, float]]] = {p: [] for p in probes}
     print(f"{'reach_probe_s':>13} {'victim':>6} {'collector verdict s':>19} {'/metrics s':>10} {'cleared s':>9}",
           flush=True)
     try:
@@ -113,7 +114,7 @@ def main() -> None:
         for _ in range(args.repeat):
             for probe in probes:
                 path = write_config(cluster, work, poll_interval_s=POLL_S, observations_on=obs,
-                                    collector_extra=f"reach_probe_s = {probe}\n")
+                                    collector_extra="" if probe == "default" else f"reach_probe_s = {float(probe)}\n")
                 monitor = Monitor(load_config(path), spark=spark).start()
                 try:
                     url = monitor.metrics_url
@@ -122,7 +123,7 @@ def main() -> None:
                         r = one_cut(monitor, cluster, n, rng)
                         n += 1
                         results[probe].append(r)
-                        print(f"{probe:13.2f} {r['victim']:6d} {r['verdict_s']:19.2f} {r['metrics_s']:10.2f}"
+                        print(f"{probe:>13} {r['victim']:6d} {r['verdict_s']:19.2f} {r['metrics_s']:10.2f}"
                               f" {r['cleared_s']:9.2f}", flush=True)
                 finally:
                     monitor.stop()
@@ -130,7 +131,7 @@ def main() -> None:
         spark.stop()
         cluster.down()
         obs.down()
-    summary = {str(p): {"rounds": rs, **{f"{k}_median": round(statistics.median(r[k] for r in rs), 2)
+    summary = {p: {"rounds": rs, **{f"{k}_median": round(statistics.median(r[k] for r in rs), 2)
                                           for k in ("verdict_s", "metrics_s", "cleared_s")},
                         "metrics_s_max": max(r["metrics_s"] for r in rs)}
                for p, rs in results.items() if rs}

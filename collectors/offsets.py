@@ -233,10 +233,11 @@ def fetch(client: Any, replica_of: dict[int, list[TopicPartition]], leader_of: d
     `requests`: the caller's memory of the previous poll's requests, reused when unchanged.
     `tiered_of`: leader -> its partitions of tiered topics (asked their local start and remote offset).
     `judged_at`: broker -> when (time.monotonic()) its silence so far will have lasted long enough to
-    call it unreachable (collectors/reachability.py). Once every broker still awaited is one whose
-    moment falls inside this round and has come, the round ends there, not at the deadline: the
-    verdict is out, and waiting longer only delays it. A broker judged before the round began is
-    waited for until the deadline, so one that is back can answer on a fresh connection.
+    call it unreachable (collectors/reachability.py), for brokers not yet called so. Once every
+    broker still awaited is one whose moment has come, the round ends there, not at the deadline:
+    the verdict is out, and waiting longer only delays it. A broker an earlier poll already called
+    unreachable has no moment here: it is waited for until the deadline, so one that is back can
+    answer on a fresh connection.
     """
     from kafka.protocol.list_offsets import ListOffsetsRequest
 
@@ -281,7 +282,7 @@ def fetch(client: Any, replica_of: dict[int, list[TopicPartition]], leader_of: d
         waiting = {b for b, _, _ in todo} | {b for b, _, f in sent if not f.is_done}
         if not waiting or remaining <= 0:
             break
-        if judged_at and all(sent_at < judged_at.get(b, math.inf) <= now for b in waiting):
+        if judged_at and all(judged_at.get(b, math.inf) <= now for b in waiting):
             break  # every broker still awaited has now been silent long enough: judged (see above)
         client.poll(timeout_ms=max(1, min(50, int(remaining * 1000))))
     failed = {b for b, kind, _ in todo if kind not in tiered.KINDS} | refused  # reachability: core questions only

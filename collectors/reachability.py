@@ -136,6 +136,7 @@ class Reachability:
         self._silent_since: dict[int, float] = {}  # broker -> first request it left unanswered (timeouts)
         self._noted: set[int] = set()  # silent at this poll's Metadata request (note_silent)
         self._live_since: dict[int, float] | None = None  # broker -> when krm saw it become live
+        self._declared: set[int] = set()  # what the last verdict called unreachable
 
     def note_live(self, live: set[int]) -> None:
         """Remember when each broker became live (registered in ZooKeeper, unfenced in KRaft) as krm
@@ -158,9 +159,12 @@ class Reachability:
         self._noted = set(since)
 
     def judged_at(self) -> dict[int, float]:
-        """broker -> when (time.monotonic()) its silence so far reaches `after_s`: the offsets round
-        need not wait past that moment for it (collectors/offsets.py fetch)."""
-        return {b: t + self.after_s for b, t in self._silent_since.items()}
+        """broker -> when (time.monotonic()) its silence so far reaches `after_s`, for brokers the last
+        poll did not already call unreachable: the offsets round need not wait past that moment for
+        them (collectors/offsets.py fetch), even when it passed before the round began (between two
+        rounds: the verdict would otherwise wait a whole round). One already called unreachable is
+        waited for as any broker is: it may answer again on a fresh connection."""
+        return {b: t + self.after_s for b, t in self._silent_since.items() if b not in self._declared}
 
     def unreachable(self, found: OffsetsRound, known: dict[int, dict[str, Any]]) -> set[int]:
         """Registered brokers clients cannot use now, among those that did not answer this poll's
@@ -185,4 +189,5 @@ class Reachability:
             del self._silent_since[b]
         since = self._live_since or {}
         started = {b for b in refused if now - since.get(b, float("-inf")) >= self.after_s}
-        return started | {b for b, t in self._silent_since.items() if now - t >= self.after_s}
+        self._declared = started | {b for b, t in self._silent_since.items() if now - t >= self.after_s}
+        return self._declared

@@ -129,3 +129,23 @@ def test_probes_say_since_when_a_broker_has_answered_nothing():
     probes.tick(client, {1}, request="brokers-only")  # 2 no longer live: no longer probed nor silent
     client.sent[1][-1].success("answer")
     assert probes.silent(client, 0.0) == {}
+
+
+def test_a_verdict_due_is_offered_to_the_round_until_it_is_out(monkeypatch):
+    """judged_at offers the offsets round each silent broker's moment while no verdict has called it
+    unreachable (so a moment falling between two rounds ends the next round at once); once called
+    unreachable, the round waits for it as for any broker (it may answer again)."""
+    monkeypatch.setattr(reachability, "refusing", lambda addresses: set())
+    r = Reachability(unreachable_after_s=0.5)
+    r.note_live({1, 2})
+    now = time.monotonic()
+    r.note_silent({2: now - 0.3})
+    assert r.unreachable(_round({1, 2}, {1}, now), KNOWN) == set()
+    assert set(r.judged_at()) == {2} and abs(r.judged_at()[2] - (now + 0.2)) < 1e-6
+    time.sleep(0.25)
+    r.note_silent({2: now - 0.3})
+    assert r.unreachable(_round({1, 2}, {1}, time.monotonic()), KNOWN) == {2}
+    assert r.judged_at() == {}, "called unreachable: no moment left to end a round at"
+    assert r.unreachable(_round({1, 2}, {1, 2}, time.monotonic()), KNOWN) == set()  # it answered
+    r.note_silent({2: time.monotonic()})
+    assert set(r.judged_at()) == {2}, "silent again: a new moment"

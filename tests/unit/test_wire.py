@@ -247,8 +247,9 @@ def test_an_offsets_round_says_which_topics_moved_and_hands_the_others_on():
 
 def test_a_round_ends_when_the_broker_it_awaits_has_been_silent_long_enough():
     """The verdict on a silent broker is out the moment its silence reaches unreachable_after_s
-    (judged_at): the round stops waiting then, not at its deadline. A broker judged before the round
-    began is waited for until the deadline (it may be back, on a fresh connection)."""
+    (judged_at): the round stops waiting then, not at its deadline, also when that moment passed
+    between two rounds. A broker already called unreachable has no moment (Reachability.judged_at)
+    and is waited for until the deadline (it may be back, on a fresh connection)."""
     import time
 
     from collectors import offsets
@@ -265,7 +266,10 @@ def test_a_round_ends_when_the_broker_it_awaits_has_been_silent_long_enough():
     assert time.monotonic() - t0 < 15  # far from the 30 s deadline
     assert found.answered == {1} and found.unanswered == {2}
     t0 = time.monotonic()
-    found = offsets.fetch(client, replica_of, leader_of, 0.5, judged_at={2: t0 - 1})  # judged before the round
+    found = offsets.fetch(client, replica_of, leader_of, 30.0, judged_at={2: t0 - 0.1})  # due between rounds
+    assert time.monotonic() - t0 < 15 and found.answered == {1} and found.unanswered == {2}
+    t0 = time.monotonic()
+    found = offsets.fetch(client, replica_of, leader_of, 0.5, judged_at={})  # already called unreachable
     assert time.monotonic() - t0 >= 0.5 and found.unanswered == {2}
     t0 = time.monotonic()
     found = offsets.fetch(client, replica_of, leader_of, 0.5, judged_at={1: t0 + 0.1})  # not the one awaited
