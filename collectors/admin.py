@@ -363,18 +363,22 @@ class AdminSource:
             return True
         return live != self._live_last_ids
 
-    def probe(self) -> None:
+    def probe(self) -> bool:
         """Between polls: a brokers-only Metadata request to each broker live at the last poll that has
         none outstanding (collectors/reachability.py Probes). A broker nobody can reach any more is then
         silent from its first unanswered probe, not from the next poll's request: its partitions are
-        named that much sooner. Nothing is judged here; the next poll's offsets round confirms."""
+        named that much sooner. Nothing is judged here; the next poll's offsets round confirms.
+        True when a broker the last poll called unreachable answered: poll now, its partitions are
+        cleared without waiting for the next interval."""
         admin, live = self._admin, self._live_last_ids
         if admin is None or not live:
-            return
+            return False
         try:
-            self._probes.tick(admin._client, live, metadata.brokers_request(admin._client))
+            back = self._probes.tick(admin._client, live, metadata.brokers_request(admin._client))
         except Exception as e:  # noqa: BLE001 - the next poll finds out what is wrong
             log.debug("cluster %s: reachability probe not sent: %s", self.cluster.name, e)
+            return False
+        return not back.isdisjoint(self._reach.declared)
 
     def close(self) -> None:
         self._close()

@@ -4,7 +4,8 @@ the ZooKeeper mirror; a broker or controller change runs full polls. Without wat
 brokers-only Metadata request every `broker_check_s` between polls plays that part: a broker
 fenced or back runs a full poll at once. In both modes, every `reach_probe_s` between polls each
 live broker is asked a tiny question (collectors/reachability.py Probes): a broker nobody can
-reach is silent from its first unanswered probe, not from the next poll."""
+reach is silent from its first unanswered probe, not from the next poll, and one that answers
+a probe again is polled at once."""
 
 from __future__ import annotations
 
@@ -121,7 +122,7 @@ class Collector:
             poll_asked = zk.take_poll_request() if zk is not None else False
             scheduled = time.monotonic() >= next_at
             if not poll_asked and not scheduled and probe_every > 0 and time.monotonic() >= next_probe:
-                src.probe()
+                poll_asked = src.probe()  # True: a broker called unreachable answers again
                 next_probe = time.monotonic() + probe_every
             if not poll_asked and not scheduled and check_every > 0:
                 poll_asked = src.brokers_changed()

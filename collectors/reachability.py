@@ -77,9 +77,10 @@ class Probes:
         self._since: dict[int, float] = {}  # broker -> first unanswered probe (time.monotonic())
         self.sent = 0
 
-    def tick(self, client: Any, brokers: set[int], request: Any) -> None:
-        """Collect answers; send a probe to each of `brokers` without one outstanding."""
-        self._collect(client, brokers)
+    def tick(self, client: Any, brokers: set[int], request: Any) -> set[int]:
+        """Collect answers; send a probe to each of `brokers` without one outstanding. Returns the
+        brokers whose probe was answered since the last tick."""
+        answered = self._collect(client, brokers)
         now = time.monotonic()
         for b in brokers:
             if b in self._out:
@@ -93,6 +94,7 @@ class Probes:
             else:  # still dialling (a dropped SYN): nothing has answered since
                 self._since.setdefault(b, now)
         client.poll(timeout_ms=0)  # the requests onto the wire
+        return answered
 
     def silent(self, client: Any, older_than_s: float) -> dict[int, float]:
         """broker -> since when it has answered no probe, for those silent at least `older_than_s`."""
@@ -103,20 +105,23 @@ class Probes:
             log.debug("probes: silent %s", {b: f"{now - t:.2f}s" for b, t in silent.items()})
         return silent
 
-    def _collect(self, client: Any, brokers: set[int] | None) -> None:
+    def _collect(self, client: Any, brokers: set[int] | None) -> set[int]:
         if self._out:
             client.poll(timeout_ms=0)  # answers already in the sockets
+        answered = set()
         for b, future in list(self._out.items()):
             if future.is_done:
                 del self._out[b]
                 # an answer, even an error: the broker is there; a timeout or a dropped connection is not
                 if future.succeeded() or not _silence(future.exception):
                     self._since.pop(b, None)
+                    answered.add(b)
         if brokers is not None:  # brokers no longer live are no longer probed
             for b in [b for b in self._since if b not in brokers]:
                 del self._since[b]
             for b in [b for b in self._out if b not in brokers]:
                 del self._out[b]
+        return answered
 
 
 def _silence(error: Any) -> bool:
@@ -157,6 +162,11 @@ class Reachability:
         for b, t in since.items():
             self._silent_since.setdefault(b, t)
         self._noted = set(since)
+
+    @property
+    def declared(self) -> set[int]:
+        """The brokers the last verdict called unreachable."""
+        return self._declared
 
     def judged_at(self) -> dict[int, float]:
         """broker -> when (time.monotonic()) its silence so far reaches `after_s`, for brokers the last

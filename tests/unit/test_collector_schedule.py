@@ -123,3 +123,34 @@ def test_brokers_are_probed_between_polls_with_watches_too():
     assert 6 <= len(between) <= 10, f"about one probe per 0.1 s between the polls: {len(between)}"
     gaps = [b - a for a, b in zip(src.probed, src.probed[1:])]
     assert min(gaps) >= 0.09, f"no faster than reach_probe_s: {min(gaps):.3f}s"
+
+
+def test_a_probe_answered_by_a_broker_called_unreachable_polls_at_once():
+    """The path to a broker krm called unreachable is back when it answers a probe: a poll runs then,
+    not at the next interval, so its partitions are cleared that much sooner."""
+    c = Collector.__new__(Collector)
+    wake = threading.Event()
+    src = Source(poll_interval_s=5.0, reach_probe_s=0.05)
+    start = time.monotonic()
+    back_at = [start + 0.6]
+
+    def probe():
+        src.probed.append(time.monotonic())
+        if back_at and time.monotonic() >= back_at[0]:
+            back_at.clear()
+            return True
+        return False
+
+    src.probe = probe
+    c.publisher = SimpleNamespace(publish=lambda records: None)
+    c._wake, c._stop = {"c1": wake}, threading.Event()
+    c._zk = {"c1": SimpleNamespace(take_poll_request=lambda: False)}
+    c.polls, c.last_poll_s, c.last_poll_at = 0, {}, {}
+    t = threading.Thread(target=c._loop, args=(src,), daemon=True)
+    t.start()
+    time.sleep(1.2)
+    c._stop.set()
+    wake.set()
+    t.join(timeout=5)
+    offsets = [round(a - start, 2) for a in src.at]
+    assert len(offsets) == 2 and 0.6 <= offsets[1] < 0.75, f"the scheduled poll, then one at the answer: {offsets}"

@@ -99,7 +99,7 @@ def test_probes_say_since_when_a_broker_has_answered_nothing():
     client.ready_.discard(3)
     client.refused.add(3)
     time.sleep(0.06)
-    probes.tick(client, {1, 2, 3}, request="brokers-only")
+    assert probes.tick(client, {1, 2, 3}, request="brokers-only") == {1}, "answered since the last tick"
     assert len(client.sent[1]) == 2, "answered: asked again"
     assert len(client.sent[2]) == 1, "one probe outstanding at a time"
     silent = probes.silent(client, 0.05)
@@ -121,6 +121,11 @@ def test_probes_say_since_when_a_broker_has_answered_nothing():
     for b in (1, 2):
         client.sent[b][-1].success("answer")
     assert probes.silent(client, 0.0) == {}, "answered again: no silence left"
+    assert probes.tick(client, {1, 2, 3}, request="brokers-only") == set(), "(seen by silent() already)"
+    client.sent[2][-1].success("answer")
+    assert probes.tick(client, {1, 2, 3}, request="brokers-only") == {2}
+    for b in (1, 2):
+        client.sent[b][-1].success("answer")
 
     client.ready_.discard(2)
     probes.tick(client, {1, 2}, request="brokers-only")  # 2 dialling again: silent from now
