@@ -102,22 +102,27 @@ def test_without_watches_a_broker_change_polls_at_once():
     assert src.checks > 10
 
 
-def test_brokers_are_probed_between_polls_with_watches_too():
-    """ZooKeeper mode has no brokers-only check, but the reachability probes run between polls at
-    their own cadence, and never stand in for a poll."""
+def _run_without_watch_requests(src, seconds):
+    """The poll loop over `src` for `seconds`, in ZooKeeper mode with no watch asking for a poll."""
     c = Collector.__new__(Collector)
     wake = threading.Event()
-    src = Source(poll_interval_s=1.0, reach_probe_s=0.1)
     c.publisher = SimpleNamespace(publish=lambda records: None)
     c._wake, c._stop = {"c1": wake}, threading.Event()
     c._zk = {"c1": SimpleNamespace(take_poll_request=lambda: False)}
     c.polls, c.last_poll_s, c.last_poll_at = 0, {}, {}
     t = threading.Thread(target=c._loop, args=(src,), daemon=True)
     t.start()
-    time.sleep(1.5)
+    time.sleep(seconds)
     c._stop.set()
     wake.set()
     t.join(timeout=5)
+
+
+def test_brokers_are_probed_between_polls_with_watches_too():
+    """ZooKeeper mode has no brokers-only check, but the reachability probes run between polls at
+    their own cadence, and never stand in for a poll."""
+    src = Source(poll_interval_s=1.0, reach_probe_s=0.1)
+    _run_without_watch_requests(src, 1.5)
     assert len(src.at) == 2, f"the two scheduled polls only: {src.at}"
     between = [a for a in src.probed if src.at[0] < a < src.at[1]]
     assert 4 <= len(between) <= 10, f"about one probe per 0.1 s between the polls: {len(between)}"
@@ -128,8 +133,6 @@ def test_brokers_are_probed_between_polls_with_watches_too():
 def test_a_probe_answered_by_a_broker_called_unreachable_polls_at_once():
     """The path to a broker krm called unreachable is back when it answers a probe: a poll runs then,
     not at the next interval, so its partitions are cleared that much sooner."""
-    c = Collector.__new__(Collector)
-    wake = threading.Event()
     src = Source(poll_interval_s=5.0, reach_probe_s=0.05)
     start = time.monotonic()
     back_at = [start + 0.6]
@@ -142,15 +145,6 @@ def test_a_probe_answered_by_a_broker_called_unreachable_polls_at_once():
         return False
 
     src.probe = probe
-    c.publisher = SimpleNamespace(publish=lambda records: None)
-    c._wake, c._stop = {"c1": wake}, threading.Event()
-    c._zk = {"c1": SimpleNamespace(take_poll_request=lambda: False)}
-    c.polls, c.last_poll_s, c.last_poll_at = 0, {}, {}
-    t = threading.Thread(target=c._loop, args=(src,), daemon=True)
-    t.start()
-    time.sleep(1.2)
-    c._stop.set()
-    wake.set()
-    t.join(timeout=5)
+    _run_without_watch_requests(src, 1.2)
     offsets = [round(a - start, 2) for a in src.at]
     assert len(offsets) == 2 and 0.6 <= offsets[1] < 0.9, f"the scheduled poll, then one at the answer: {offsets}"
