@@ -96,13 +96,32 @@ def classify(exc: BaseException | None, cluster: str, sec: KafkaSecurity) -> Acc
 def explain(exc: BaseException, cluster: str, bootstrap_servers: str, sec: KafkaSecurity,
             timeout_s: float = 3.0) -> AccessProblem:
     """Why a poll failed. Asks one broker directly when the exception is not telling."""
-    found = classify(exc, cluster, sec)
+    found = classify(exc, cluster, sec) or credential(cluster, sec)
     if found is None:  # also for PLAINTEXT: a TLS listener answers it with garbage (protocol_mismatch)
         found = probe(cluster, bootstrap_servers, sec, min(timeout_s, 1.0))
     if found is None:
         found = classify(exc.__cause__ or exc.__context__, cluster, sec)
     return found or AccessProblem(UNREACHABLE, f"cluster {cluster} unreachable through the Admin API: "
                                                f"{type(exc).__name__}: {exc}")
+
+
+def credential(cluster: str, sec: KafkaSecurity) -> AccessProblem | None:
+    """The problem with the credential a login would carry, asked for without a broker: an OAuth
+    token (from the token endpoint, or cached) or a Kerberos ticket from the keytab. kafka-python
+    reports a token it could not get as "no brokers available"; asked directly, the endpoint's
+    refusal is named however slowly the brokers answer."""
+    if not sec.uses_sasl:
+        return None
+    try:
+        if sec.sasl_mechanism == "OAUTHBEARER":
+            kafka_python_kwargs(sec)["sasl_oauth_token_provider"].token()
+        elif sec.sasl_mechanism == "GSSAPI":
+            sec.kerberos.credentials()
+    except (OAuthTokenError, KerberosLoginError) as e:
+        return classify(e, cluster, sec)
+    except Exception:  # noqa: BLE001 - anything else is for the connection to show (probe)
+        return None
+    return None
 
 
 def probe(cluster: str, bootstrap_servers: str, sec: KafkaSecurity, timeout_s: float = 3.0) -> AccessProblem | None:

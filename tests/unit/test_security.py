@@ -198,6 +198,43 @@ def test_refused_login_names_cluster_mechanism_and_user():
                                 "Authentication failed")
 
 
+def test_a_refused_token_is_named_without_asking_a_broker(tmp_path, monkeypatch):
+    """kafka-python turns a token it could not get into NoBrokersAvailable; the diagnosis asks the
+    token endpoint itself, so a slow broker cannot turn the refusal into "unreachable"."""
+    import http.server
+    import threading
+
+    from kafka.errors import NoBrokersAvailable
+
+    class Refusing(http.server.BaseHTTPRequestHandler):
+        def do_POST(self):  # noqa: N802 - http.server's name
+            self.rfile.read(int(self.headers["Content-Length"]))
+            body = b'{"error": "invalid_client", "error_description": "wrong secret"}'
+            self.send_response(401)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), Refusing)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        _secret(tmp_path, "client.secret")
+        url = f"http://127.0.0.1:{server.server_port}/token"
+        sec = _load(tmp_path, _config(tmp_path, f'security_protocol = "SASL_PLAINTEXT"\nsasl_mechanism = "OAUTHBEARER"\n'
+                                                f'sasl_oauth_token_endpoint_url = "{url}"\nsasl_oauth_client_id = "krm"\n'
+                                                f'sasl_oauth_client_secret_file = "client.secret"\n')).clusters[0].security
+        monkeypatch.setattr(access, "probe", lambda *a, **k: pytest.fail("a broker was asked"))
+        p = access.explain(NoBrokersAvailable(), "c", "127.0.0.1:1", sec)
+    finally:
+        server.shutdown()
+    assert p == access.AccessProblem(access.AUTHENTICATION, f"authentication failed for cluster c (OAUTHBEARER, client "
+                                                            f"krm): the token endpoint {url} answered HTTP 401 "
+                                                            f"(invalid_client: wrong secret) for client krm")
+
+
 def test_untrusted_certificate_is_a_tls_failure():
     e = ssl.SSLCertVerificationError(1, "certificate verify failed")
     e.verify_message = "self-signed certificate in certificate chain"
