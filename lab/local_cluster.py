@@ -591,20 +591,24 @@ class LocalCluster:
     def wait_for_full_isr(self, timeout_s: float) -> None:
         """Until every partition has a leader and a full ISR (what an operator checks between two
         restarts: `kafka-topics --unavailable-partitions` and `--under-replicated-partitions` empty)."""
-        admin = self.admin_client()
+        admin = None
         try:
             deadline = time.monotonic() + timeout_s
             while time.monotonic() < deadline:
                 try:
+                    admin = admin or self.admin_client()  # its bootstrap broker may be the one restarting
                     topics = admin.describe_topics()
                     if all(p["leader"] >= 0 and len(p["isr"]) == len(p["replicas"])
                            for t in topics for p in t["partitions"]):
                         return
-                except Exception:  # noqa: BLE001 - a broker restarting: ask again
-                    pass
+                except Exception:  # noqa: BLE001 - a broker restarting: ask again, with a new client
+                    if admin is not None:
+                        admin.close()
+                    admin = None
                 time.sleep(0.5)
         finally:
-            admin.close()
+            if admin is not None:
+                admin.close()
         raise ClusterError(f"partitions still without a leader or under-replicated after {timeout_s:.0f}s")
 
     def kill_zookeeper(self) -> None:
