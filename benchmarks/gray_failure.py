@@ -32,7 +32,7 @@ from pathlib import Path
 from foundation.config import load_config
 from krm.runner import Monitor
 from krm.scrape import scrape, series
-from lab.harness import create_topic, every_isr_whole, partition_leaders, wait_for, write_config
+from lab.harness import create_topic, every_isr_whole, settled_leaders, wait_for, write_config
 from lab.local_cluster import LocalCluster
 from pipelines.session import build_session
 
@@ -45,22 +45,9 @@ def unavailable(url: str, cluster: str) -> set[int]:
             if s.labels["topic"] == TOPIC}
 
 
-def settled(cluster: LocalCluster) -> dict[int, int] | None:
-    """partition -> leader once every partition has a leader and a whole ISR, unchanged over two polls."""
-    def leaders() -> dict[int, int] | None:
-        view = partition_leaders(cluster, TOPIC)
-        whole = all(leader >= 0 and len(isr) == len(cluster.broker_ids) for leader, isr in view.values())
-        return {p: leader for p, (leader, _) in view.items()} if whole else None
-    first = leaders()
-    if first is None:
-        return None
-    time.sleep(2 * POLL_S)
-    return first if leaders() == first else None
-
-
 def one_cut(monitor: Monitor, cluster: LocalCluster, victim_of: int, rng: random.Random) -> dict[str, float]:
     url, name = monitor.metrics_url, cluster.name
-    leaders = wait_for(lambda: settled(cluster), 120, "every ISR whole, leaders still")
+    leaders = wait_for(lambda: settled_leaders(cluster, TOPIC, 2 * POLL_S), 120, "every ISR whole, leaders still")
     victims = sorted(set(leaders.values()))
     victim = victims[victim_of % len(victims)]
     led = {p for p, b in leaders.items() if b == victim}

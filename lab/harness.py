@@ -147,6 +147,20 @@ def partition_leaders(cluster: LocalCluster, topic: str, avoid: int = -1) -> dic
         client.close()
 
 
+def settled_leaders(cluster: LocalCluster, topic: str, still_s: float) -> dict[int, int] | None:
+    """partition -> leader once every partition of `topic` has a leader and a whole ISR, unchanged
+    over `still_s` (a wait reads a settled state, not a first sight); None until then."""
+    def leaders() -> dict[int, int] | None:
+        view = partition_leaders(cluster, topic)
+        whole = all(leader >= 0 and len(isr) == len(cluster.broker_ids) for leader, isr in view.values())
+        return {p: leader for p, (leader, _) in view.items()} if whole else None
+    first = leaders()
+    if first is None:
+        return None
+    time.sleep(still_s)
+    return first if leaders() == first else None
+
+
 def every_isr_whole(cluster: LocalCluster) -> bool:
     """Every partition of every topic on the cluster has a leader and its whole replica set in the ISR
     (Kafka's own view): a shared cluster left as the next test expects it after a fault."""

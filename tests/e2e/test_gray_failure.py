@@ -19,7 +19,8 @@ from foundation.config import load_config
 from krm.runner import Monitor
 from krm.scrape import scrape, series
 from lab.client_judge import ClientJudge
-from lab.harness import create_topic, every_isr_whole, partition_leaders, stored_incidents, wait_for, write_config
+from lab.harness import (create_topic, every_isr_whole, partition_leaders, settled_leaders, stored_incidents,
+                         wait_for, write_config)
 
 pytestmark = pytest.mark.e2e
 
@@ -30,19 +31,6 @@ SLOW_S = 2.0  # an acknowledgement later than this is harm, as a failure is
 def _unavailable(url: str, cluster: str, topic: str) -> dict[int, str]:
     return {int(s.labels["partition"]): s.labels["cause"]
             for s in series(scrape(url), "krm_partition_unavailable", cluster=cluster) if s.labels["topic"] == topic}
-
-
-def _settled(cluster, topic: str) -> dict[int, int] | None:
-    """partition -> leader once every partition has a leader and a whole ISR, unchanged over two polls."""
-    def leaders():
-        view = partition_leaders(cluster, topic, avoid=-1)
-        whole = all(leader >= 0 and len(isr) == len(cluster.broker_ids) for leader, isr in view.values())
-        return {p: leader for p, (leader, _) in view.items()} if whole else None
-    first = leaders()
-    if first is None:
-        return None
-    time.sleep(2 * POLL_S)
-    return first if leaders() == first else None
 
 
 @pytest.mark.parametrize("mode", ["zk", "kraft4"])
@@ -60,7 +48,7 @@ def test_a_leader_nobody_can_reach_is_named_and_cleared(mode, request, zk_cluste
     victim = None
     try:
         wait_for(lambda: series(scrape(url), "krm_cluster_offline_partitions", cluster=cluster.name), 90, "/metrics")
-        leaders = wait_for(lambda: _settled(cluster, topic), 90, f"{topic}: every ISR whole, leaders still")
+        leaders = wait_for(lambda: settled_leaders(cluster, topic, 2 * POLL_S), 90, f"{topic}: every ISR whole, leaders still")
         victim = leaders[0]
         led = {p for p, leader in leaders.items() if leader == victim}
         writes = ClientJudge(cluster.bootstrap_servers, topic, set(leaders), slow_s=SLOW_S, **cluster.admin_kwargs())
