@@ -12,7 +12,8 @@ a controlled stop then start, a gray cut of its listener (nftables, 15 s), or no
 it waits until the clients are fine again and Kafka's view is settled (every ISR whole), and until
 no critical alert fires. Per step: hurt & paged, hurt & silent, paged & nobody hurt, quiet (neither);
 per hurt partition, whether a critical page named it (its topic and partition, or its leader or an ISR
-member as the broker); and the time from the clients' recovery to the last page resolving.
+member as the broker); and the time from the clients' recovery to the last page resolving, with the
+pages seen last and the step's moments (fault undone, clients last hurt, page last seen) to explain it.
 
 Usage: .venv/bin/python benchmarks/impact_oracle.py --mode zk|kraft --steps N --seed S [--json]
 (the last stdout line with --json: one JSON object; needs root and nftables for the gray cut).
@@ -58,6 +59,10 @@ class Step:
     pages: list[str] = field(default_factory=list)
     verdict: str = ""
     page_resolved_after_recovery_s: float | None = None
+    last_pages: list[str] = field(default_factory=list)  # the pages still firing when the last one was seen
+    fault_s: float | None = None  # seconds from the step's start: the fault undone (restart, SIGCONT, heal)
+    recovered_s: float | None = None  # the clients' last hurt write
+    last_page_s: float | None = None  # a critical page last seen firing
     writes: dict[int, tuple[int, int]] = field(default_factory=dict)  # partition -> (quick, hurt) writes in the step
 
 
@@ -153,14 +158,21 @@ def run_step(n: int, rng: random.Random, cluster: LocalCluster, judge: ClientJud
     step.writes = judge.counts_between(t0, end)
     step.hurt = sorted(hurt)
     step.named = sorted(p for p in hurt if any(names(labels, p, before) for _, labels in pages))
-    step.pages = sorted({labels["alertname"] + "".join(f" {k}={labels[k]}" for k in ("broker", "topic", "partition",
-                                                                                     "cause") if k in labels)
-                         for _, labels in pages})
+    step.pages = sorted({_page(labels) for _, labels in pages})
+    step.last_pages = sorted({_page(labels) for t, labels in pages if t == last_page})
     step.verdict = ("hurt_and_paged" if hurt and pages else "hurt_silent" if hurt else
                     "paged_unhurt" if pages else "quiet")
+    step.fault_s = round(fault_end - t0, 1)
+    step.recovered_s = round(recovered_at - t0, 1) if recovered_at is not None else None
+    step.last_page_s = round(last_page - t0, 1) if last_page is not None else None
     if pages and recovered_at is not None and last_page is not None:
         step.page_resolved_after_recovery_s = round(max(0.0, last_page - recovered_at), 1)
     return step
+
+
+def _page(labels: dict[str, str]) -> str:
+    return labels["alertname"] + "".join(f" {k}={labels[k]}" for k in ("broker", "topic", "partition", "cause")
+                                         if k in labels)
 
 
 def start_prometheus(folder: Path, target: str) -> tuple[subprocess.Popen, str]:
@@ -219,7 +231,9 @@ def main() -> int:
             step = run_step(n, rng, cluster, judge, prometheus)
             steps.append(step)
             print(f"step {n:2d} {step.action:5s} broker {step.broker}: {step.verdict:14s} hurt {step.hurt} "
-                  f"named {step.named} pages {step.pages} resolved +{step.page_resolved_after_recovery_s}s",
+                  f"named {step.named} pages {step.pages} resolved +{step.page_resolved_after_recovery_s}s"
+                  f"{f' (last: {step.last_pages})' if step.last_pages else ''}; fault undone {step.fault_s}s, clients' last "
+                  f"hurt {step.recovered_s}s, last page {step.last_page_s}s",
                   file=sys.stderr, flush=True)
     finally:
         if judge is not None:
