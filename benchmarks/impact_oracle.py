@@ -58,10 +58,12 @@ class Step:
     named: list[int] = field(default_factory=list)
     pages: list[str] = field(default_factory=list)
     verdict: str = ""
-    page_resolved_after_recovery_s: float | None = None
+    page_resolved_after_recovery_s: float | None = None  # from the clients' last hurt write's send time
+    page_resolved_after_acks_resumed_s: float | None = None  # from their first quick acknowledgement after it
     last_pages: list[str] = field(default_factory=list)  # the pages still firing when the last one was seen
     fault_s: float | None = None  # seconds from the step's start: the fault undone (restart, SIGCONT, heal)
     recovered_s: float | None = None  # the clients' last hurt write
+    acks_resumed_s: float | None = None  # the clients fine again (ClientJudge.recovered_at)
     last_page_s: float | None = None  # a critical page last seen firing
     writes: dict[int, tuple[int, int]] = field(default_factory=dict)  # partition -> (quick, hurt) writes in the step
 
@@ -164,9 +166,13 @@ def run_step(n: int, rng: random.Random, cluster: LocalCluster, judge: ClientJud
                     "paged_unhurt" if pages else "quiet")
     step.fault_s = round(fault_end - t0, 1)
     step.recovered_s = round(recovered_at - t0, 1) if recovered_at is not None else None
+    resumed = judge.recovered_at(t0) if hurt else None
+    step.acks_resumed_s = round(resumed - t0, 1) if resumed is not None else None
     step.last_page_s = round(last_page - t0, 1) if last_page is not None else None
     if pages and recovered_at is not None and last_page is not None:
         step.page_resolved_after_recovery_s = round(max(0.0, last_page - recovered_at), 1)
+        if resumed is not None:
+            step.page_resolved_after_acks_resumed_s = round(max(0.0, last_page - resumed), 1)
     return step
 
 
@@ -233,7 +239,7 @@ def main() -> int:
             print(f"step {n:2d} {step.action:5s} broker {step.broker}: {step.verdict:14s} hurt {step.hurt} "
                   f"named {step.named} pages {step.pages} resolved +{step.page_resolved_after_recovery_s}s"
                   f"{f' (last: {step.last_pages})' if step.last_pages else ''}; fault undone {step.fault_s}s, clients' last "
-                  f"hurt {step.recovered_s}s, last page {step.last_page_s}s",
+                  f"hurt {step.recovered_s}s, acks resumed {step.acks_resumed_s}s, last page {step.last_page_s}s",
                   file=sys.stderr, flush=True)
     finally:
         if judge is not None:
@@ -247,11 +253,14 @@ def main() -> int:
     count = {v: sum(1 for s in steps if s.verdict == v) for v in ("hurt_and_paged", "hurt_silent", "paged_unhurt",
                                                                    "quiet")}
     resolved = [s.page_resolved_after_recovery_s for s in steps if s.page_resolved_after_recovery_s is not None]
+    after_acks = [s.page_resolved_after_acks_resumed_s for s in steps if s.page_resolved_after_acks_resumed_s is not None]
     result = {"mode": args.mode, "kafka_version": cluster.kafka_version, "steps": len(steps), "seed": args.seed,
               **count, "hurt_partitions": sum(len(s.hurt) for s in steps),
               "hurt_partitions_named": sum(len(s.named) for s in steps),
               "page_resolved_after_recovery_p50_s": statistics.median(resolved) if resolved else None,
               "page_resolved_after_recovery_max_s": max(resolved) if resolved else None,
+              "page_resolved_after_acks_resumed_p50_s": statistics.median(after_acks) if after_acks else None,
+              "page_resolved_after_acks_resumed_max_s": max(after_acks) if after_acks else None,
               "per_step": [asdict(s) for s in steps]}
     if args.json:
         print(json.dumps(result))

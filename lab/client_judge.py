@@ -26,6 +26,7 @@ class ClientJudge:
         self.every_s = every_s
         self.failed: dict[int, list[float]] = {p: [] for p in partitions}  # send times of hurt writes
         self.ok: dict[int, list[float]] = {p: [] for p in partitions}  # send times of quick acknowledgements
+        self.acked: dict[int, list[tuple[float, float]]] = {p: [] for p in partitions}  # (sent, acknowledged) of those
         self.pending: dict[int, dict[int, float]] = {p: {} for p in partitions}  # sent, not acknowledged yet
         self._sent = 0
         self._lock = threading.Lock()
@@ -45,7 +46,10 @@ class ClientJudge:
         with self._lock:
             if seq is not None:
                 self.pending[p].pop(seq, None)
-            (self.ok if ok and done - sent <= self.slow_s else self.failed)[p].append(sent)
+            quick = ok and done - sent <= self.slow_s
+            (self.ok if quick else self.failed)[p].append(sent)
+            if quick:
+                self.acked[p].append((sent, done))
 
     def _run(self, p: int) -> None:
         producer = self._producers[p]
@@ -104,6 +108,25 @@ class ClientJudge:
         """When the last hurt write after `start` was sent."""
         with self._lock:
             return max((t for p in self.failed for t in self._hurt(p) if t >= start), default=None)
+
+    def recovered_at(self, start: float) -> float | None:
+        """When the clients were fine again: for each partition hurt after `start`, the acknowledgement
+        of its first quick write sent after its last hurt one; the latest of those. The last hurt
+        write's send time (last_hurt) comes up to `slow_s` before it: a write sent just before the
+        fault ended is slow. None while a hurt partition has no such acknowledgement yet."""
+        with self._lock:
+            out: float | None = None
+            for p in self.failed:
+                hurt = [t for t in self._hurt(p) if t >= start]
+                if not hurt:
+                    continue
+                last = max(hurt)
+                acks = [done for sent, done in self.acked[p] if sent > last]
+                if not acks:
+                    return None
+                first = min(acks)
+                out = first if out is None else max(out, first)
+            return out
 
     def all_ok_since(self, t: float) -> bool:
         """Every partition has had a quick acknowledgement of a write sent after `t`, and no hurt one."""

@@ -10,10 +10,11 @@ from lab.client_judge import ClientJudge
 pytestmark = pytest.mark.unit
 
 
-def judge(failed, ok, pending=None, slow_s=2.0):
+def judge(failed, ok, pending=None, slow_s=2.0, acked=None):
     j = ClientJudge.__new__(ClientJudge)  # the bookkeeping alone: no producer, no thread
     j._lock = threading.Lock()
     j.failed, j.ok, j.slow_s = failed, ok, slow_s
+    j.acked = acked if acked is not None else {p: [] for p in failed}
     j.pending = pending if pending is not None else {p: {} for p in failed}
     return j
 
@@ -36,6 +37,20 @@ def test_all_ok_since_needs_a_quick_write_and_no_hurt_one():
     assert j.all_ok_since(1.5)
     assert not j.all_ok_since(0.9), "partition 0 had a hurt write since"
     assert j.last_hurt(0.0) == 1.0
+
+
+def test_recovery_is_the_first_quick_acknowledgement_after_the_last_hurt_write():
+    """A pause that ends at t=10: writes sent before 8 are acknowledged at 10.1 (slow, hurt), those
+    sent from 8 on at 10.1 too (quick). The clients recovered at 10.1, not at the last hurt send (7.8)."""
+    sends = [round(0.2 * i, 1) for i in range(75)]  # 0 .. 14.8 s
+    hurt = [t for t in sends if 5.0 <= t < 8.0]
+    acked = [(t, 10.1 if 8.0 <= t < 10.1 else t + 0.01) for t in sends if not 5.0 <= t < 8.0]
+    j = judge({0: hurt, 1: []}, {0: [s for s, _ in acked], 1: sends}, acked={0: acked, 1: [(t, t + 0.01) for t in sends]})
+    assert j.last_hurt(0.0) == 7.8
+    assert j.recovered_at(0.0) == 10.1
+    assert j.recovered_at(9.0) is None, "nothing hurt since: no recovery to speak of"
+    still = judge({0: [5.0]}, {0: [1.0]}, acked={0: [(1.0, 1.1)]})
+    assert still.recovered_at(0.0) is None, "no quick write after the hurt one yet"
 
 
 def test_counts_between_say_what_a_verdict_rests_on():
