@@ -55,6 +55,36 @@ def partition_polls(good: Any) -> Any:
         F.to_date(F.timestamp_millis("observed_at_ms")).alias("date"))
 
 
+def contents(parsed: Any) -> Any:
+    """One row saying what a batch of `ingest.parse` output holds for each table: `keep` (a partition
+    poll for partition_state), `lag` (one that may give replica_lag rows), `assignment` (an assignments
+    row) and `rejected` (records refused). One Spark job answers all four; a quiet cluster's batch
+    holds none of the first three, and each would otherwise be a job of its own. `lag` may be true
+    where replica_lag gets no row (a changed partition without replica offsets): it only saves work."""
+    from pyspark.sql import functions as F
+
+    ok = F.col("reject_reason").isNull()
+    ts = F.col("o.topic_state")
+    parts = F.coalesce(ts["partitions"], F.array())
+    topic = ok & (F.col("o.kind") == "topic")
+    unmarked = (F.col("o.v") < 3) & (F.size(parts) > 0)  # every partition of a v1/v2 record is kept
+
+    def anywhere(cond: Any) -> Any:
+        return F.coalesce(F.max((topic & cond).cast("int")), F.lit(0)) > 0
+
+    def flag(p: Any, name: str) -> Any:
+        return F.coalesce(p[name], F.lit(False))
+
+    def lagging(p: Any) -> Any:
+        return F.size(F.coalesce(p["lagging"], F.array())) > 0
+
+    return parsed.agg(
+        anywhere(unmarked | F.exists(parts, lambda p: flag(p, "changed") | flag(p, "keyframe"))).alias("keep"),
+        anywhere(unmarked | F.exists(parts, lambda p: flag(p, "changed") | lagging(p))).alias("lag"),
+        anywhere(ts["assignment"].isNotNull()).alias("assignment"),
+        F.count(F.when(~ok, 1)).alias("rejected"))
+
+
 def partition_state(polls: Any) -> Any:
     from pyspark.sql import functions as F
 

@@ -120,27 +120,27 @@ class HistoryPath:
             return False
 
         try:
+            holds = history.contents(parsed).first()
             good = valid(parsed).withColumn("date", F.to_date(F.timestamp_millis("observed_at_ms")))
             polls = history.partition_polls(good)
-            for name, frame, path in (("observations", good, self.tables.observations),
-                                      ("partition_state", history.partition_state(polls), self.tables.partition_state),
-                                      ("replica_lag", history.replica_lag(polls), self.tables.replica_lag),
-                                      ("assignments", history.assignments(good), self.tables.assignments)):
+            for name, frame, path, held in (
+                    ("observations", good, self.tables.observations, True),
+                    ("partition_state", history.partition_state(polls), self.tables.partition_state, holds.keep),
+                    ("replica_lag", history.replica_lag(polls), self.tables.replica_lag, holds.lag),
+                    ("assignments", history.assignments(good), self.tables.assignments, holds.assignment)):
                 t0 = time.perf_counter()
                 # Most batches of a healthy cluster change no assignment and carry no keyframe or lag: an
                 # empty Delta commit is not free (a table is created by its first append, even empty,
                 # so that readers find it)
-                if (name != "observations" and self._exists(path) and frame.isEmpty()) or written(name, path):
+                if (not held and self._exists(path)) or written(name, path):
                     continue
                 append(frame, path, batch_mark(self.app_id, name, batch_id), self._layout(path))
                 took.append(f"{name} {time.perf_counter() - t0:.2f}s")
-            bad = rejected(parsed).persist()
-            n_bad = bad.count()
+            n_bad = holds.rejected
             if n_bad and not written("quarantine", self.tables.quarantine):
-                append(bad, self.tables.quarantine, batch_mark(self.app_id, "quarantine", batch_id))
+                append(rejected(parsed), self.tables.quarantine, batch_mark(self.app_id, "quarantine", batch_id))
                 log.warning("quarantined %d observation records (see the quarantine table)", n_bad)
                 self.state.add_quarantined(n_bad)
-            bad.unpersist()
             self._maybe_replay, self._last_done = False, max(self._last_done, batch_id)
             log.debug("history batch %d: %s", batch_id, ", ".join(took))
         finally:

@@ -20,6 +20,12 @@ class SparkUnavailable(KrmError):
     """The Spark session could not be created (master unreachable, application refused)."""
 
 
+# The driver at rest runs much code a few times a batch (planning, Delta's commits) and little code
+# many times: compiling only what is hot after 4x the JVM's invocation counts spends a fresh driver's
+# first minutes running krm instead of compiling Spark (benchmarks/BENCHMARKS.md, "The driver's JIT").
+# Code hot at scale crosses the scaled thresholds within its first batch.
+DRIVER_JIT_OPTS = "-XX:CompileThresholdScaling=4"
+
 # What a running driver JVM can no longer take: spark-submit's own options set them
 SUBMIT_OWNS = frozenset({"spark.jars", "spark.driver.memory", "spark.driver.extraJavaOptions"})
 
@@ -115,7 +121,8 @@ def build_session(master: str = "local[2,4]", app_name: str = "krm-pipeline", lo
     log_dir = Path(log_dir or Path.cwd() / "krm-logs")
     log_dir.mkdir(parents=True, exist_ok=True)
     os.environ.setdefault("PYSPARK_PYTHON", os.path.realpath(sys.executable))
-    java_opts = f"-Dlog4j2.configurationFile=file:{CONF_DIR / 'spark-log4j2.properties'} -Dkrm.log.dir={log_dir}"
+    java_opts = (f"-Dlog4j2.configurationFile=file:{CONF_DIR / 'spark-log4j2.properties'} -Dkrm.log.dir={log_dir} "
+                 f"{DRIVER_JIT_OPTS}")
     if driver_java_options:  # e.g. -Djava.security.krb5.conf for GSSAPI (krm/runner.py)
         java_opts += f" {driver_java_options}"
     conf = {

@@ -146,3 +146,38 @@ def test_history_keeps_changes_keyframes_and_lagging_followers_only(spark, tmp_p
         old.append(rec)
     history(parse(_batch(spark, old)), 4)
     assert spark.read.format("delta").load(str(tables.partition_state)).where("changed").count() == 3 + 2
+
+
+def test_what_a_batch_holds_for_each_table(spark):
+    """One job says which derived tables a batch can add rows to (pipelines/history.contents): a quiet
+    poll none, a change all but assignments, a lagging follower only replica_lag, an assignment record
+    assignments, a v2 record (no marks) every partition; refused records are counted."""
+    from pipelines.history import contents
+
+    now_ms = int(dt.datetime.now(dt.timezone.utc).timestamp() * 1000)
+
+    def rec(v=4, assignment=None, **marks):
+        part = {"partition": 0, "leader": 1, "leader_epoch": 2, "replicas": [1, 2], "isr": [1, 2],
+                "high_watermark": 5, **marks}
+        r = topic_record("c1", "admin", 1, now_ms, topic="orders", live_brokers=[1, 2], partitions=[part],
+                         min_insync_replicas=1, unclean_leader_election=False)
+        r["v"] = v
+        if assignment:
+            r["topic_state"]["assignment"] = assignment
+        return r
+
+    def holds(*records, raw=()):
+        rows = [(json.dumps(r).encode(), "krm.observations", 0, i) for i, r in enumerate(records)]
+        rows += [(text, "krm.observations", 0, 100 + i) for i, text in enumerate(raw)]
+        frame = spark.createDataFrame(rows, "value binary, topic string, partition int, offset long").selectExpr(
+            "*", "current_timestamp() as timestamp")
+        h = contents(parse(frame)).first()
+        return h.keep, h.lag, h.assignment, h.rejected
+
+    assert holds(rec()) == (False, False, False, 0)
+    assert holds(rec(changed=True)) == (True, True, False, 0)
+    assert holds(rec(keyframe=True)) == (True, False, False, 0)
+    assert holds(rec(lagging=[2])) == (False, True, False, 0)
+    assert holds(rec(assignment="snapshot")) == (False, False, True, 0)
+    assert holds(rec(v=2)) == (True, True, False, 0)
+    assert holds(rec(), raw=[b"{not json", b'{"v": 99}']) == (False, False, False, 2)
