@@ -21,9 +21,9 @@ class SparkUnavailable(KrmError):
 
 
 # The driver at rest runs much code a few times a batch (planning, Delta's commits) and little code
-# many times: compiling only what is hot after 4x the JVM's invocation counts spends a fresh driver's
-# first minutes running krm instead of compiling Spark (benchmarks/BENCHMARKS.md, "The driver's JIT").
-# Code hot at scale crosses the scaled thresholds within its first batch.
+# many times: compiling only what has run 4x the JVM's default counts spends a fresh driver's first
+# minutes running krm instead of compiling Spark, and at scale (the executors' code runs in this JVM
+# in local mode) the batches kept their speed (benchmarks/BENCHMARKS.md, "The driver's JIT").
 DRIVER_JIT_OPTS = "-XX:CompileThresholdScaling=4"
 
 # What a running driver JVM can no longer take: spark-submit's own options set them
