@@ -12,13 +12,14 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import Any
+from typing import Any, Callable
 
 from collectors import gc_pause
 from collectors.admin import AdminSource
 from collectors.canary import CanarySource
 from collectors.jmx import JmxSource
 from collectors.publisher import Publisher
+from collectors.unchanged import UnchangedPolls
 from collectors.zookeeper import ZkState
 from foundation.config import Config
 from schemas.quiet import Thresholds
@@ -40,6 +41,10 @@ class Collector:
         self.jmx_sources = [JmxSource(c.name, dict(c.jmx_exporter_urls), security=c.jmx_security)
                             for c in config.clusters if c.jmx_exporter_urls]
         self.canaries = [CanarySource(c, config.collector) for c in config.clusters if c.canary]
+        self.unchanged = UnchangedPolls(config.collector.unchanged_publish_s)
+        # set by a pipeline in this process (krm/runner.py): (cluster, last published poll id, observed_at_ms)
+        # -> True when it processed that poll and holds its view at this time (collectors/unchanged.py)
+        self.view_holder: Callable[[str, int, int], bool] | None = None
         self.canary_rounds = 0
         self.jmx_scrapes = 0
         self.quick_publishes = 0
@@ -133,7 +138,9 @@ class Collector:
             t0 = time.monotonic()
             try:
                 with gc_pause.paused():  # the records are freed by reference counting once spooled
-                    self.publisher.publish(src.poll())
+                    records = src.poll()
+                    if not self._kept_home(src.cluster.name, records):
+                        self.publisher.publish(records)
             except Exception:  # noqa: BLE001 - keep polling; the failure is logged with its cause
                 log.exception("poll of cluster %s failed", src.cluster.name)
             self.polls += 1
@@ -141,6 +148,15 @@ class Collector:
             self.last_poll_at[src.cluster.name] = time.time()
             if scheduled:  # fixed rate, no burst after a slow poll; extra (watch-triggered) polls never delay it
                 next_at = max(next_at + interval, time.monotonic())
+
+    def _kept_home(self, cluster: str, records: list[dict[str, Any]]) -> bool:
+        """A healthy poll that found what the last published one did, with the pipeline in this process
+        holding that one: not published (collectors/unchanged.py)."""
+        holder = self.view_holder
+        if holder is None or self.publisher.in_outage:
+            return False
+        return self.unchanged.offer(cluster, records, time.monotonic(),
+                                    lambda poll_id, at_ms: holder(cluster, poll_id, at_ms))
 
     def _canary_loop(self, canary: CanarySource) -> None:
         """Canary rounds on their own thread and cadence: a round waiting on a dead leader never
@@ -177,6 +193,7 @@ class Collector:
             if not dirty or src.zk is None:  # ZooKeeper no longer holds the metadata: no quick records
                 continue
             try:
+                self.unchanged.forget(src.cluster.name)  # the pipeline's view moves past the last full poll
                 self.publisher.publish(src.quick_records(dirty))
                 self.quick_publishes += 1
             except Exception:  # noqa: BLE001 - the next full poll covers it

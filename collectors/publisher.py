@@ -50,6 +50,11 @@ class Publisher:
         self._outage = False
 
     @property
+    def in_outage(self) -> bool:
+        """The observations topic is out of reach (not connected, or the last send failed)."""
+        return self._producer is None or self._outage
+
+    @property
     def dropped(self) -> int:
         return self.spool.dropped
 

@@ -30,6 +30,9 @@ class CollectorMetrics:
         dropped.add_metric(["invalid"], pub.invalid)
         yield dropped
         yield CounterMetricFamily("krm_collector_polls", "Full polls run.", value=c.polls)
+        yield CounterMetricFamily("krm_collector_polls_kept_home",
+                                  "Healthy polls that found what the last published one did, told to the pipeline in "
+                                  "this process instead of published.", value=c.unchanged.kept_home)
         yield CounterMetricFamily("krm_collector_zookeeper_publishes",
                                   "Topics published at once on a ZooKeeper state change.", value=c.quick_publishes)
         zk = GaugeMetricFamily("krm_collector_zookeeper_connected",

@@ -98,6 +98,8 @@ class Monitor:
                 if self.collector is None:
                     self._ensure_observations_topic()
                 self.pipeline = Pipeline(self.config, self._spark, state).start()
+                if self.collector is not None:  # healthy, unchanged polls reach /metrics without a batch
+                    self.collector.view_holder = state.hold_view
         except BaseException:
             self.stop()
             raise

@@ -191,7 +191,7 @@ def split_rows(rows: list[Any], canaries: list[Any] | None = None, tiered: list[
                 clusters[r[cluster]] = ClusterView(
                     brokers=tuple((b["id"], bool(b["live"])) for b in cs.get("brokers", [])),
                     controller_id=cs.get("controller_id"), error=cs.get("error"), newest_observed_ms=r[at],
-                    topic_count=cs.get("topic_count"),
+                    topic_count=cs.get("topic_count"), poll_id=r[poll_id],
                     leader_imbalance_percentage=cs.get("leader_imbalance_per_broker_percentage"),
                     reassigning=bool(cs.get("reassignment_in_progress")), quorum=cs.get("quorum"),
                     error_reason=cs.get("error_reason"), denied=tuple(cs.get("denied") or ()),

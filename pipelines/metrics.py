@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterator
 
 from foundation.web_config import load_web_config, serve_wsgi
@@ -26,6 +26,7 @@ class ClusterView:
     error: str | None
     newest_observed_ms: int
     topic_count: int | None = None
+    poll_id: int = -1  # of the cluster record this view is from (collectors/unchanged.py asks)
     leader_imbalance_percentage: int | None = None  # the cluster's leader.imbalance.per.broker.percentage
     reassigning: bool = False  # a partition reassignment is running (ZooKeeper mode)
     quorum: dict[str, Any] | None = None  # KRaft: the cluster record's DescribeQuorum state
@@ -108,6 +109,20 @@ class PipelineState:
         return {name: age for name, age in sorted(ages.items())
                 if age > self.stale_after_s.get(name, STALE_DEFAULT_S)}
 
+    def hold_view(self, cluster: str, poll_id: int, observed_at_ms: int) -> bool:
+        """A poll the collector in this process kept home, healthy and the same as its poll `poll_id`
+        (collectors/unchanged.py): when the alert path has processed that poll, the cluster's view holds at
+        `observed_at_ms` too (True); else False, and the collector publishes the poll."""
+        with self._lock:
+            cur = self._snapshot
+            view = cur.clusters.get(cluster)
+            if cur.pipeline_error or view is None or view.poll_id < poll_id or view.share_count > 1:
+                return False
+            if observed_at_ms > view.newest_observed_ms:
+                clusters = {**cur.clusters, cluster: replace(view, newest_observed_ms=observed_at_ms)}
+                self._snapshot = Snapshot(**{**cur.__dict__, "clusters": clusters})
+            return True
+
     def readiness(self, now: float | None = None) -> tuple[bool, str]:
         """(ready, why): a micro-batch finished within ready_window_s and nothing stops the pipeline."""
         snap = self._snapshot
@@ -181,7 +196,8 @@ class KrmCollector:
         yield from _tiered_series(snap.tiered)
 
         age = GaugeMetricFamily("krm_observation_age_seconds",
-                                "Seconds since the newest observation the pipeline processed was taken (a cluster split "
+                                "Seconds since the newest observation the pipeline processed was taken, or the newest "
+                                "healthy, unchanged poll the collector in this process kept home (a cluster split "
                                 "across collector processes: its stalest share's).",
                                 labels=["cluster"])
         reachable = GaugeMetricFamily("krm_cluster_reachable",

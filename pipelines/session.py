@@ -151,6 +151,12 @@ def build_session(master: str = "local[2,4]", app_name: str = "krm-pipeline", lo
         "spark.driver.extraJavaOptions": java_opts,
         "spark.sql.streaming.stopGracefullyOnShutdown": "true",
         "spark.sql.streaming.stopTimeout": "30s",  # a stuck batch (cluster) must not hold a shutdown forever
+        # A query with no new records asks its source again after this long (MicroBatchExecution; Spark's
+        # default 10 ms). The alert query waits so most of the time (a healthy, unchanged poll is not
+        # published: collectors/unchanged.py), and each ask is a ListOffsets round trip of the Kafka
+        # source's admin client: at 10 ms that idle loop was most of a quiet driver's CPU. It adds at most
+        # this much to the first sight of a record (benchmarks/BENCHMARKS.md, "Polls that stay home").
+        "spark.sql.streaming.pollingDelay": "100ms",
         "spark.databricks.delta.snapshotPartitions": "2",
         "spark.sql.adaptive.enabled": "false",  # tiny micro-batches: planning overhead, no benefit
         # The generated classes of one alert batch, the history batch and Delta's own queries outnumber

@@ -29,21 +29,12 @@ from pipelines.detectors.controllers import NO_QUORUM_LEADER as NO_LEADER
 from pipelines.detectors.controllers import QUORUM_AT_RISK as AT_RISK
 from pipelines.detectors.controllers import RULE, VOTER_LAGGING
 from pipelines.detectors.controllers import TYPE as TYPE  # re-exported: quorum findings are CONTROLLER_ANOMALY
+# the voters' states (schemas/quorum.py, shared with the collector), re-exported for pipelines/metrics.py
+from schemas.quorum import CAUGHT_UP, FETCH_TIMEOUT_MS, LAGGING, LEADER, NOT_FETCHING  # noqa: F401
+from schemas.quorum import VoterState, voter_states  # noqa: F401
 
 SCOPE = "quorum"  # incidents resolved by each cluster record that carries a quorum
 TOPIC = "__cluster_metadata"  # the subject of quorum findings: the metadata log's only partition
-FETCH_TIMEOUT_MS = 2000  # controller.quorum.fetch.timeout.ms's default
-
-LEADER, CAUGHT_UP, LAGGING, NOT_FETCHING = "leader", "caught_up", "lagging", "not_fetching"
-
-
-@dataclass(frozen=True)
-class VoterState:
-    id: int
-    state: str  # leader | caught_up | lagging | not_fetching
-    records_behind: int | None  # leader's log end offset minus the voter's
-    fetch_age_ms: int | None  # since its last fetch, on the leader's clock (None: never heard of)
-    caught_up_age_ms: int | None
 
 
 @dataclass(frozen=True)
@@ -52,35 +43,6 @@ class QuorumFinding:
     severity: str
     voter: int | None
     details: dict[str, Any]
-
-
-def voter_states(quorum: dict[str, Any], timeout_ms: int = FETCH_TIMEOUT_MS) -> list[VoterState]:
-    voters = quorum.get("voters") or []
-    leader_id = quorum.get("leader_id")
-    leader = next((v for v in voters if v["id"] == leader_id), None)
-    times = [t for v in voters for t in (v.get("last_fetch_ms"), v.get("last_caught_up_ms")) if t is not None]
-    # "now" on the leader's clock: it reports its own last caught-up time as the current time
-    now = (leader or {}).get("last_caught_up_ms") or (max(times) if times else None)
-    leader_leo = leader["log_end_offset"] if leader and leader["log_end_offset"] >= 0 else None
-
-    def age(t: int | None) -> int | None:
-        return None if t is None or now is None else max(0, now - t)
-
-    out = []
-    for v in voters:
-        fetch_age, caught_age = age(v.get("last_fetch_ms")), age(v.get("last_caught_up_ms"))
-        behind = (max(0, leader_leo - v["log_end_offset"])
-                  if leader_leo is not None and v["log_end_offset"] >= 0 else None)
-        if v["id"] == leader_id:
-            state = LEADER
-        elif fetch_age is None or fetch_age > timeout_ms:
-            state = NOT_FETCHING
-        elif caught_age is None or caught_age > timeout_ms:
-            state = LAGGING
-        else:
-            state = CAUGHT_UP
-        out.append(VoterState(v["id"], state, behind, fetch_age, caught_age))
-    return out
 
 
 def judge(quorum: dict[str, Any] | None, timeout_ms: int = FETCH_TIMEOUT_MS) -> list[QuorumFinding]:

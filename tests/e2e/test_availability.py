@@ -27,6 +27,10 @@ def _broker_up(url, cluster, broker):
     return s.value
 
 
+def _kept_home(url):
+    return sum(s.value for s in series(scrape(url), "krm_collector_polls_kept_home_total"))
+
+
 def _settled_leaders(cluster, topic):
     """partition -> leader, once every partition has a leader and its full replica set in the ISR."""
     states = partition_states(cluster, topic)
@@ -54,6 +58,15 @@ def test_dead_leader_is_unavailable_before_the_controller_acts(zk_cluster, kraft
     try:
         wait_for(lambda: series(scrape(url), "krm_cluster_offline_partitions", cluster=cluster.name), 90, "/metrics")
         assert _unavailable(url, cluster.name, topic) == set()
+        # At rest, polls stay home (collectors/unchanged.py) and the view stays fresh without them: the kill
+        # below is seen by a monitor that publishes only what changed.
+        wait_for(lambda: _kept_home(url) >= 3, 90, "healthy, unchanged polls kept home")
+        ages = []
+        for _ in range(10):
+            time.sleep(0.5)
+            (age,) = series(scrape(url), "krm_observation_age_seconds", cluster=cluster.name)
+            ages.append(age.value)
+            assert series(scrape(url), "krm_cluster_view_stale", cluster=cluster.name)[0].value == 0, ages
 
         paused = cluster.broker_ids[-1]
         cluster.pause(paused)  # shorter than unreachable_after_s (4 s) and the session: no page

@@ -91,7 +91,8 @@ def test_a_round_that_cannot_start_is_counted_on_metrics():
     source._connect = refused
     assert source.poll() == [] and source.poll() == []
     collector = SimpleNamespace(publisher=SimpleNamespace(spool=Spool(10), sent=0, dropped=0, invalid=0), polls=0,
-                                quick_publishes=0, last_poll_s={}, canaries=[source], zookeeper_connected=dict,
+                                quick_publishes=0, unchanged=SimpleNamespace(kept_home=0), last_poll_s={},
+                                canaries=[source], zookeeper_connected=dict,
                                 migration_phases=dict)
     samples = {(s.labels["cluster"], s.labels["result"]): s.value for fam in CollectorMetrics(collector).collect()
                for s in fam.samples if s.name == "krm_collector_canary_rounds_total"}

@@ -37,7 +37,8 @@ def exported_names():
                  quality=QualityStats(runs=1, failing=(("expect_x", "col"),), unexpected_total=((("expect_x", "col"), 1),)),
                  canary={("c1", 0): CanarySample("c1", 1, 0, True, 40.0, 45.0, 1)})
     collector = SimpleNamespace(publisher=SimpleNamespace(spool=Spool(10), sent=0, dropped=0, invalid=0), polls=0,
-                                quick_publishes=0, last_poll_s={"c1": 0.1}, zookeeper_connected=lambda: {"c1": True},
+                                quick_publishes=0, unchanged=SimpleNamespace(kept_home=0), last_poll_s={"c1": 0.1},
+                                zookeeper_connected=lambda: {"c1": True},
                                 migration_phases=lambda: {"c1": (4, 3)},
                                 canaries=[SimpleNamespace(cluster=SimpleNamespace(name="c1"), rounds={"ok": 1})])
     reg = CollectorRegistry(auto_describe=False)

@@ -1,0 +1,86 @@
+"""Polls that need not cross Spark: healthy and the same as the last one published.
+
+At rest nearly every poll of a cluster finds what the one before it found, yet each published poll
+costs the pipeline a micro-batch (planning, a Kafka read, the offset and commit logs) whatever it
+carries. When the pipeline runs in this process (`krm run`), such a poll stays home: the collector
+tells the pipeline directly that its view still holds at this poll's time, and the view's age and
+krm_cluster_view_stale stay exact without a batch. Only a poll on which no rule can find anything
+stays home (every partition left out as quiet, schemas/quiet.py; every broker registered and
+answering; the KRaft quorum whole, schemas/quorum.py; no error, nothing denied), so no detection
+waits on one. A poll is still published at least every `resend_s`: the history keeps a trace of the
+cluster, and what the pipeline judges by time passing on a healthy cluster (an event's hold, a
+deleted topic forgotten, /readyz's batches) keeps moving. Pure.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from schemas import quorum
+
+STAMPS = ("poll_id", "observed_at_ms")  # what every poll changes, news or not
+
+
+def healthy_digest(records: list[dict[str, Any]]) -> tuple[Any, ...] | None:
+    """What two healthy polls of one cluster must share to be the same poll; None when this poll has
+    something a rule may find (or is not a full poll's records). The KRaft quorum's offsets and
+    timestamps move at every poll even when nothing happens: it counts by its voters' states."""
+    out: list[Any] = []
+    cluster_records = 0
+    for rec in records:
+        kind = rec.get("kind")
+        if kind == "cluster":
+            cs = rec["cluster_state"]
+            if cs.get("error") is not None or cs.get("denied") or cs.get("controller_id") is None:
+                return None
+            if any(not b.get("live") or b.get("reachable") is False for b in cs["brokers"]):
+                return None
+            q = cs.get("quorum")
+            if not quorum.whole(q):
+                return None
+            # a KRaft broker names a random live broker as "controller" at each Metadata request (KIP-590;
+            # pipelines/detectors/brokers.py): only where the quorum answers is the cluster known to be KRaft
+            kraft = q is not None or "quorum" in (cs.get("capabilities") or ())
+            state = {k: v for k, v in cs.items() if k != "quorum" and not (kraft and k == "controller_id")}
+            voters = None if q is None else (q["leader_id"], q.get("leader_epoch"), q.get("observers"),
+                                             tuple(v["id"] for v in q["voters"]))
+            out.append((kind, rec.get("source"), rec.get("v"), state, voters))
+            cluster_records += 1
+        elif kind == "topic":
+            ts = rec["topic_state"]
+            # a partition in the record is one a rule may find something on, or one the history keeps
+            if ts["partitions"] or ts.get("assignment") or ts.get("unreachable_brokers") or "partition_count" not in ts:
+                return None
+            out.append((kind, rec.get("source"), rec.get("v"), ts))
+        else:
+            return None
+    return tuple(out) if cluster_records == 1 else None
+
+
+class UnchangedPolls:
+    """Each cluster's last published poll: its digest, poll id and when. `offer` says whether a new
+    poll may stay home; the caller publishes it otherwise."""
+
+    def __init__(self, resend_s: float) -> None:
+        self.resend_s = resend_s  # 0: every poll is published
+        self.kept_home = 0
+        self._last: dict[str, tuple[tuple[Any, ...] | None, int, float]] = {}
+
+    def offer(self, cluster: str, records: list[dict[str, Any]], now: float,
+              taken: Callable[[int, int], bool]) -> bool:
+        """True: `records` stay home. That needs a healthy poll equal to the last published one, published
+        less than `resend_s` ago, and `taken(last_poll_id, observed_at_ms)`: the pipeline has processed that
+        poll and takes this one's time as its view's. False: publish them (they are remembered as the last)."""
+        digest = healthy_digest(records) if self.resend_s > 0 else None
+        last = self._last.get(cluster)
+        head = next((r for r in records if r.get("kind") == "cluster"), None)
+        if (digest is not None and head is not None and last is not None and last[0] == digest
+                and now - last[2] < self.resend_s and taken(last[1], head["observed_at_ms"])):
+            self.kept_home += 1
+            return True
+        self._last[cluster] = (digest, head["poll_id"] if head is not None else -1, now)
+        return False
+
+    def forget(self, cluster: str) -> None:
+        """Records other than full polls were published (ZooKeeper's quick records): the next poll goes out."""
+        self._last.pop(cluster, None)

@@ -1,0 +1,135 @@
+"""Which polls may stay home (collectors/unchanged.py), and the pipeline's side of it (PipelineState.hold_view)."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from collectors.records import cluster_record, summarized, topic_record
+from collectors.unchanged import UnchangedPolls, healthy_digest
+from pipelines.metrics import ClusterView, PipelineState
+
+pytestmark = pytest.mark.unit
+
+BROKERS = [{"id": b, "host": "h", "port": 9092, "rack": None, "live": True, "reachable": True} for b in (1, 2, 3)]
+
+
+def quorum(at: int, follower_ages: tuple[int, int] = (100, 100)) -> dict:
+    """A DescribeQuorum state on the leader's (1) clock `at`; followers 2 and 3 fetched `follower_ages` ago."""
+    return {"leader_id": 1, "leader_epoch": 4, "high_watermark": at, "observers": 3,
+            "voters": [{"id": 1, "log_end_offset": at, "last_fetch_ms": at, "last_caught_up_ms": at}]
+            + [{"id": v, "log_end_offset": at - 1, "last_fetch_ms": at - age, "last_caught_up_ms": at - age}
+               for v, age in zip((2, 3), follower_ages)]}
+
+
+def poll(poll_id: int, at: int, controller: int | None = 1, brokers: list | None = None, q: dict | None = None,
+         loud: list | None = None, **cluster: object) -> list[dict]:
+    """A KRaft poll's records as AdminSource publishes them: a cluster record, one summarized topic record."""
+    caps = {"quorum": True} if q is not None else None
+    head = cluster_record("c1", "admin", poll_id, at, controller_id=controller, brokers=copy.deepcopy(brokers or BROKERS),
+                          topic_count=1, partition_count=3, quorum=q, capabilities=caps, **cluster)  # type: ignore[arg-type]
+    topic = topic_record("c1", "admin", poll_id, at, topic="t", live_brokers=[1, 2, 3], partitions=(),
+                         min_insync_replicas=2, unclean_leader_election=False)
+    topic["topic_state"]["assignment"] = None
+    return [head, summarized(topic, 3, [[1, 1, 3, 1, 0], [2, 1, 3, 1, 0], [3, 1, 3, 1, 0]], loud or [])]
+
+
+def test_two_healthy_polls_share_a_digest_whatever_their_stamps_and_the_quorums_offsets():
+    a = poll(1, 10_000, q=quorum(10_000))
+    b = poll(2, 12_000, controller=3, q=quorum(12_000, (300, 50)))  # KRaft: "controller" is any live broker
+    assert healthy_digest(a) is not None
+    assert healthy_digest(a) == healthy_digest(b)
+
+
+def test_in_zookeeper_mode_a_new_controller_is_news():
+    assert healthy_digest(poll(1, 10_000, controller=1)) != healthy_digest(poll(2, 12_000, controller=2))
+
+
+@pytest.mark.parametrize("records, why", [
+    (poll(1, 10_000, brokers=[{**b, "live": b["id"] != 2} for b in BROKERS]), "a broker not registered"),
+    (poll(1, 10_000, brokers=[{**b, "reachable": b["id"] != 2} for b in BROKERS]), "a broker that does not answer"),
+    (poll(1, 10_000, controller=None), "no controller"),
+    (poll(1, 10_000, error="timed out"), "a failed poll"),
+    (poll(1, 10_000, denied=["DESCRIBE_CONFIGS"]), "an ACL missing"),
+    (poll(1, 10_000, q=quorum(10_000, (100, 5000))), "a voter not fetching"),
+    (poll(1, 10_000, q={**quorum(10_000), "leader_id": -1}), "no quorum leader"),
+    (poll(1, 10_000, loud=[{"partition": 0, "leader": 1, "replicas": [1, 2, 3], "isr": [1, 2]}]), "a loud partition"),
+])
+def test_a_poll_a_rule_may_find_something_on_has_no_digest(records, why):
+    assert healthy_digest(records) is None, why
+
+
+def test_a_topic_record_with_an_assignment_or_not_summarized_has_no_digest():
+    snapshot = poll(1, 10_000)
+    snapshot[1]["topic_state"]["assignment"] = "snapshot"
+    whole = poll(1, 10_000)
+    del whole[1]["topic_state"]["partition_count"]  # leave_out_quiet = false: every partition, every poll
+    assert healthy_digest(snapshot) is None and healthy_digest(whole) is None
+
+
+def test_a_changed_topic_count_or_load_is_news():
+    a, b = poll(1, 10_000), poll(2, 12_000)
+    b[1]["topic_state"]["broker_load"] = [[1, 2, 3, 1, 0], [2, 0, 3, 1, 1], [3, 1, 3, 1, 0]]  # a leader moved
+    assert healthy_digest(a) != healthy_digest(b)
+
+
+class Holder:
+    """Stands in for PipelineState.hold_view: which poll it processed last, and what it was told."""
+
+    def __init__(self, processed: int) -> None:
+        self.processed = processed
+        self.told: list[tuple[int, int]] = []
+
+    def __call__(self, poll_id: int, at_ms: int) -> bool:
+        if self.processed < poll_id:
+            return False
+        self.told.append((poll_id, at_ms))
+        return True
+
+
+def test_a_poll_stays_home_only_when_unchanged_recent_and_held():
+    gate, holder = UnchangedPolls(resend_s=15.0), Holder(processed=0)
+    assert not gate.offer("c1", poll(1, 10_000), now=0.0, taken=holder)  # the first poll goes out
+    assert not gate.offer("c1", poll(2, 12_000), now=2.0, taken=holder)  # poll 1 not processed yet: out
+    holder.processed = 2
+    assert gate.offer("c1", poll(3, 14_000), now=4.0, taken=holder)  # same as poll 2, which the pipeline has
+    assert holder.told == [(2, 14_000)]
+    assert not gate.offer("c1", poll(4, 16_000, controller=2), now=6.0, taken=holder)  # news: out
+    holder.processed = 4
+    assert gate.offer("c1", poll(5, 18_000, controller=2), now=8.0, taken=holder)
+    assert not gate.offer("c1", poll(6, 36_000, controller=2), now=21.0, taken=holder)  # resend_s since poll 4
+    assert gate.kept_home == 2
+
+
+def test_after_a_quick_publish_or_with_resend_off_every_poll_goes_out():
+    gate, holder = UnchangedPolls(resend_s=15.0), Holder(processed=10)
+    gate.offer("c1", poll(1, 10_000), now=0.0, taken=holder)
+    gate.forget("c1")
+    assert not gate.offer("c1", poll(2, 12_000), now=2.0, taken=holder)
+    off = UnchangedPolls(resend_s=0.0)
+    assert not any(off.offer("c1", poll(i, 10_000 + i), now=float(i), taken=holder) for i in range(5))
+
+
+def view(poll_id: int, at_ms: int, **kw: object) -> ClusterView:
+    return ClusterView(brokers=((1, True),), controller_id=1, error=None, newest_observed_ms=at_ms, poll_id=poll_id,
+                       **kw)  # type: ignore[arg-type]
+
+
+def test_the_pipeline_holds_its_view_only_for_a_poll_it_processed():
+    state = PipelineState()
+    assert not state.hold_view("c1", 1, 12_000)  # no view yet
+    state.update(clusters={"c1": view(4, 10_000)})
+    assert not state.hold_view("c1", 5, 12_000)  # poll 5 not processed: the collector publishes
+    assert state.hold_view("c1", 4, 12_000)
+    assert state.snapshot.clusters["c1"].newest_observed_ms == 12_000
+    assert state.stale(now=13.0) == {} and state.stale(now=19.0) == {"c1": 7.0}
+    assert state.hold_view("c1", 4, 11_000) and state.snapshot.clusters["c1"].newest_observed_ms == 12_000  # never older
+
+
+def test_a_broken_pipeline_or_a_split_cluster_holds_nothing():
+    state = PipelineState()
+    state.update(clusters={"c1": view(4, 10_000), "c2": view(4, 10_000, share_count=2)}, pipeline_error="no executors")
+    assert not state.hold_view("c1", 4, 12_000)
+    state.update(pipeline_error=None)
+    assert not state.hold_view("c2", 4, 12_000)
