@@ -5,12 +5,18 @@ A 3-broker KRaft cluster with a few topics, krm polling it, observations on the 
 warm-up, the driver JVM's CPU seconds (utime + stime of the process, /proc) are read over a window,
 with the collector in this process counted apart. Each `--case` is POLL_S:HISTORY_TRIGGER_S.
 
+This Python process holds the collector and the pipeline's Python side (the alert batch's handler,
+the data-quality runs, /metrics): the collector is its collector threads (`COLLECTOR_THREADS`, each
+thread's CPU from /proc), the rest of the process is reported beside it (`python_rest_pct`). Records
+before 2026-11-29's twenty-second session counted the whole process as the collector.
+
 Beside krm, in the same run and against the same cluster, kafka_exporter (danielqsj/kafka_exporter, an
 optional benchmark dependency, never vendored; found as benchmarks/collector_poll.py finds it) scraped
 once per poll interval, as a Prometheus would scrape it to alert as fast: its process CPU over the
 same window. With `--json`, the last stdout line is one JSON object: per case `poll_s`, `history_s`,
 `driver_cpu_pct`, `collector_cpu_pct` (percent of one core; also as `driver_pct` / `collector_pct`, the
-names of earlier records), `alert_batches_per_s`, and `exporter_pct` (null when it could not run).
+names of earlier records), `python_rest_pct` (the rest of this process), `alert_batches_per_s`, and
+`exporter_pct` (null when it could not run).
 
 Usage: .venv/bin/python benchmarks/driver_cpu.py --cases 1:5,1:10,2:10 --window 60 [--threads] [--json]
        [--kafka-exporter PATH | --install-kafka-exporter]
@@ -71,6 +77,27 @@ def by_thread_kind(before: dict[str, float], after: dict[str, float]) -> list[tu
         kind = re.sub(r"\d+", "N", key.split(" ", 1)[1])
         kinds[kind] = kinds.get(kind, 0.0) + cpu - before.get(key, 0.0)
     return sorted(kinds.items(), key=lambda kv: -kv[1])
+
+
+# the collector's threads (collectors/daemon.py, publisher.py; kafka-python names a client's I/O thread
+# after its client_id, krm-collector...)
+COLLECTOR_THREADS = ("krm-collect", "krm-zk-publish-", "krm-canary-", "krm-jmx-", "krm-publisher")
+
+
+def own_threads_cpu_s() -> dict[str, float]:
+    """CPU seconds of this process's live Python threads, by thread name."""
+    names = {t.native_id: t.name for t in threading.enumerate()}
+    cpu = {int(key.split(" ", 1)[0]): s for key, s in thread_cpu_s(os.getpid()).items()}
+    out: dict[str, float] = {}
+    for tid, name in names.items():
+        if tid in cpu:
+            out[name] = out.get(name, 0.0) + cpu[tid]
+    return out
+
+
+def collector_cpu_s(before: dict[str, float], after: dict[str, float]) -> float:
+    """CPU seconds the collector's threads used between two `own_threads_cpu_s` readings."""
+    return sum(cpu - before.get(name, 0.0) for name, cpu in after.items() if name.startswith(COLLECTOR_THREADS))
 
 
 def driver_pid(spark) -> int:
@@ -137,11 +164,14 @@ def main() -> None:
                 e0 = cpu_s(exporter.pid) if exporter is not None else 0.0
                 d0, c0, b0, t0 = cpu_s(pid), time.process_time(), monitor.pipeline.state.snapshot.batches, time.time()
                 threads0 = thread_cpu_s(pid) if args.threads else {}
+                own0 = own_threads_cpu_s()
                 time.sleep(args.window)
+                own1 = own_threads_cpu_s()
                 threads1 = thread_cpu_s(pid) if args.threads else {}
                 dt = time.time() - t0
                 driver = (cpu_s(pid) - d0) / dt
-                collector = (time.process_time() - c0) / dt
+                process = (time.process_time() - c0) / dt
+                collector = collector_cpu_s(own0, own1) / dt
                 batches = (monitor.pipeline.state.snapshot.batches - b0) / dt
                 exported = (cpu_s(exporter.pid) - e0) / dt if exporter is not None else None
                 scraping.set()
@@ -151,6 +181,7 @@ def main() -> None:
                 results.append({"poll_s": poll, "history_s": history,
                                 "driver_cpu_pct": round(100 * driver, 1), "collector_cpu_pct": round(100 * collector, 1),
                                 "driver_pct": round(100 * driver, 1), "collector_pct": round(100 * collector, 1),
+                                "python_rest_pct": round(100 * (process - collector), 1),
                                 "alert_batches_per_s": round(batches, 3),
                                 "exporter_pct": None if exported is None else round(100 * exported, 2)})
                 for q in monitor.pipeline.queries:
@@ -159,6 +190,9 @@ def main() -> None:
                     kinds = by_thread_kind(threads0, threads1)
                     print("        driver threads, % of a core: " + ", ".join(
                         f"{kind} {100 * cpu / dt:.0f}" for kind, cpu in kinds[:6] if cpu / dt >= 0.005), flush=True)
+                    own = sorted(((name, cpu - own0.get(name, 0.0)) for name, cpu in own1.items()), key=lambda kv: -kv[1])
+                    print(f"        this process {100 * process:.1f} %; its threads, % of a core: " + ", ".join(
+                        f"{name} {100 * cpu / dt:.1f}" for name, cpu in own[:6] if cpu / dt >= 0.001), flush=True)
             finally:
                 monitor.stop()
     finally:

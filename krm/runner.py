@@ -142,8 +142,9 @@ class Monitor:
 
     @property
     def ready_window_s(self) -> float:
-        """/readyz and krm_pipeline_up want a batch (or a poll) at least this recent: five polls, >= 30 s."""
-        return max(30.0, 5 * self.config.slowest_poll_s)
+        """/readyz and krm_pipeline_up want a batch (or a poll) at least this recent: five polls, >= 30 s, and
+        two of the published polls of a cluster at rest (`[collector] unchanged_publish_s`)."""
+        return max(30.0, 5 * self.config.slowest_poll_s, 2 * self.config.collector.unchanged_publish_s)
 
     def _collector_readiness(self) -> tuple[bool, str]:
         """`krm collect`: ready while every cluster was polled within the window."""
