@@ -9,7 +9,9 @@ stays home (every partition left out as quiet, schemas/quiet.py; every broker re
 answering; the KRaft quorum whole, schemas/quorum.py; no error, nothing denied), so no detection
 waits on one. A poll is still published at least every `resend_s`: the history keeps a trace of the
 cluster, and what the pipeline judges by time passing on a healthy cluster (an event's hold, a
-deleted topic forgotten, /readyz's batches) keeps moving. Pure.
+deleted topic forgotten, /readyz's batches) keeps moving. Meanwhile what /metrics shows of the
+cluster is the last published poll's, numbers included (a KRaft voter's fetch age, say): the same
+states, up to `resend_s` old. Pure.
 """
 
 from __future__ import annotations
@@ -17,9 +19,6 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from schemas import quorum
-
-STAMPS = ("poll_id", "observed_at_ms")  # what every poll changes, news or not
-
 
 def healthy_digest(records: list[dict[str, Any]]) -> tuple[Any, ...] | None:
     """What two healthy polls of one cluster must share to be the same poll; None when this poll has

@@ -50,8 +50,9 @@ def _planned_offsets(checkpoint, batch_id):
 
 def test_maintenance_beside_the_pipeline_loses_nothing(zk_cluster, spark, tmp_path, caplog):
     caplog.set_level(logging.ERROR, logger="pipelines")
+    # every poll published (none kept home: collectors/unchanged.py), so there is an append every second
     config_path = write_config(zk_cluster, tmp_path, poll_interval_s=0.5, history_trigger_s=1.0,
-                               pipeline_extra='starting_offsets = "earliest"\n')
+                               pipeline_extra='starting_offsets = "earliest"\n', collector_extra="unchanged_publish_s = 0\n")
     config = load_config(config_path)
     tables = Tables(config.pipeline.data_dir)
     monitor = Monitor(config, spark=spark).start()
