@@ -25,7 +25,8 @@ def quorum(at: int, follower_ages: tuple[int, int] = (100, 100)) -> dict:
 
 def poll(poll_id: int, at: int, controller: int | None = 1, brokers: list | None = None, q: dict | None = None,
          loud: list | None = None, **cluster: object) -> list[dict]:
-    """A KRaft poll's records as AdminSource publishes them: a cluster record, one summarized topic record."""
+    """A poll's records as AdminSource publishes them: a cluster record, one summarized topic record (a KRaft
+    cluster's when `q` is given, a ZooKeeper-mode cluster's otherwise)."""
     caps = {"quorum": True} if q is not None else None
     head = cluster_record("c1", "admin", poll_id, at, controller_id=controller, brokers=copy.deepcopy(brokers or BROKERS),
                           topic_count=1, partition_count=3, quorum=q, capabilities=caps, **cluster)  # type: ignore[arg-type]
@@ -68,7 +69,7 @@ def test_a_topic_record_with_an_assignment_or_not_summarized_has_no_digest():
     assert healthy_digest(snapshot) is None and healthy_digest(whole) is None
 
 
-def test_a_changed_topic_count_or_load_is_news():
+def test_a_changed_broker_load_is_news():
     a, b = poll(1, 10_000), poll(2, 12_000)
     b[1]["topic_state"]["broker_load"] = [[1, 2, 3, 1, 0], [2, 0, 3, 1, 1], [3, 1, 3, 1, 0]]  # a leader moved
     assert healthy_digest(a) != healthy_digest(b)
