@@ -119,6 +119,8 @@ def main() -> None:
     ap.add_argument("--warmup", type=float, default=30.0)
     ap.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="a Spark setting to try")
     ap.add_argument("--java-opts", default="", help="extra driver JVM options, e.g. for a profiler")
+    ap.add_argument("--collector-set", action="append", default=[], metavar="KEY=VALUE",
+                    help="a [collector] setting of krm's config to try, e.g. unchanged_publish_s=30")
     ap.add_argument("--debug", action="store_true", help="log each alert and history batch's timings")
     ap.add_argument("--threads", action="store_true",
                     help="also print the driver's CPU by kind of thread (JIT compilers, stream execution, tasks)")
@@ -152,7 +154,8 @@ def main() -> None:
               f" {'kafka_exporter CPU %':>21}")
         for case in args.cases.split(","):
             poll, history = (float(x) for x in case.split(":"))
-            path = write_config(cluster, work, poll_interval_s=poll, history_trigger_s=history)
+            path = write_config(cluster, work, poll_interval_s=poll, history_trigger_s=history,
+                                collector_extra="".join(f"{kv}\n" for kv in args.collector_set))
             monitor = Monitor(load_config(path), spark=spark).start()
             try:
                 url = monitor.metrics_url

@@ -7,11 +7,12 @@ tells the pipeline directly that its view still holds at this poll's time, and t
 krm_cluster_view_stale stay exact without a batch. Only a poll on which no rule can find anything
 stays home (every partition left out as quiet, schemas/quiet.py; every broker registered and
 answering; the KRaft quorum whole, schemas/quorum.py; no error, nothing denied), so no detection
-waits on one. A poll is still published at least every `resend_s`: the history keeps a trace of the
-cluster, and what the pipeline judges by time passing on a healthy cluster (an event's hold, a
-deleted topic forgotten, /readyz's batches) keeps moving. Meanwhile what /metrics shows of the
-cluster is the last published poll's, numbers included (a KRaft voter's fetch age, say): the same
-states, up to `resend_s` old. Pure.
+waits on one. What the pipeline judges by time passing on a healthy cluster (an event's hold ending,
+a deleted topic forgotten) it asks for: past the view's `due_ms` it holds no poll, and the next one
+is published (pipelines/metrics.py `hold_view`). A poll is still published at least every
+`resend_s`, so the history keeps a trace of the cluster and /readyz sees batches. Meanwhile what
+/metrics shows of the cluster is the last published poll's, numbers included (a KRaft voter's fetch
+age, say): the same states, up to `resend_s` old. Pure.
 """
 
 from __future__ import annotations

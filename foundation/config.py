@@ -135,7 +135,7 @@ class CollectorConfig(Table):
     leave_out_quiet: bool = True
     # `krm run` (the pipeline in the same process): a healthy poll that found what the last published one
     # did is published only this often; the pipeline is told its view still holds (collectors/unchanged.py); 0: every poll
-    unchanged_publish_s: float = Field(15.0, ge=0.0)
+    unchanged_publish_s: float = Field(60.0, ge=0.0)
     canary_interval_s: float = Field(5.0, ge=0.5)  # clusters with `canary = true`: a write + read-back round this often
     # a canary write not acknowledged (and read back) within this fails the round
     canary_timeout_ms: int = Field(3000, ge=100)

@@ -94,9 +94,12 @@ class AlertPath:
                 mine[i] = max(at, mine.get(i, at))
         changed = self.book.apply(polls, found)
         self.counts.update(counts)
+        snap = self.state.snapshot
         for name, view in clusters.items():  # deleted topics leave the per-broker totals
             if view.error is None:  # (a split cluster's topics: only once every share has polled since)
-                self.counts.forget_stale(name, self._with_shares(view, name).fresh_ms - self.deleted_after_ms)
+                held = snap.clusters.get(name)
+                self.counts.forget_stale(name, self._with_shares(view, name).fresh_ms - self.deleted_after_ms,
+                                         held.vouched if held is not None else None)
         changed += self.book.apply(*self.balance.evaluate(self.counts, counts, clusters))
         if jmx:
             changed += self.book.apply(*self.jmx.update(jmx))
@@ -105,9 +108,11 @@ class AlertPath:
         for name, view in clusters.items():
             if name not in views or view.newest_observed_ms >= views[name].newest_observed_ms:
                 views[name] = view
+        ends = self.book.hold_ends()
         for name, view in views.items():  # a split cluster's view: its other shares as last seen
             if view.share_count > 1 or name in self.shares:
-                views[name] = self._with_shares(view, name)
+                view = self._with_shares(view, name)
+            views[name] = replace(view, due_ms=self._due_ms(name, ends))
         tiered_topics = snap.tiered
         if tiered or snap.tiered:  # a cluster without tiered topics pays nothing here
             stale = {name: view.fresh_ms - self.deleted_after_ms for name, view in views.items()
@@ -124,6 +129,15 @@ class AlertPath:
         self.store.upsert(changed)  # after /metrics: the alert is already visible
         log.debug("alert batch %d: %d rows, collect %.3fs, %.3fs to /metrics, %.3fs total", batch_id, len(rows),
                   t_collect, t_metrics, time.perf_counter() - t0)
+
+
+    def _due_ms(self, cluster: str, hold_ends: dict[str, int]) -> int | None:
+        """When time passing alone changes what the alert path says of `cluster`: a held event ends, a
+        topic missing from its polls is forgotten. Polls kept home past it are published instead."""
+        vanishing = self.counts.vanishing_since(cluster)
+        due = [t for t in (hold_ends.get(cluster), None if vanishing is None else vanishing + self.deleted_after_ms + 1)
+               if t is not None]
+        return min(due, default=None)
 
 
 def split_rows(rows: list[Any], canaries: list[Any] | None = None, tiered: list[Any] | None = None,
@@ -191,6 +205,7 @@ def split_rows(rows: list[Any], canaries: list[Any] | None = None, tiered: list[
                 clusters[r[cluster]] = ClusterView(
                     brokers=tuple((b["id"], bool(b["live"])) for b in cs.get("brokers", [])),
                     controller_id=cs.get("controller_id"), error=cs.get("error"), newest_observed_ms=r[at],
+                    record_ms=r[at],
                     topic_count=cs.get("topic_count"), poll_id=r[poll_id],
                     leader_imbalance_percentage=cs.get("leader_imbalance_per_broker_percentage"),
                     reassigning=bool(cs.get("reassignment_in_progress")), quorum=cs.get("quorum"),

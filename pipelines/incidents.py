@@ -150,6 +150,17 @@ class IncidentBook:
     def open_incidents(self) -> list[Incident]:
         return [i for i in self._by_key.values() if i.status == "open"]
 
+    def hold_ends(self) -> dict[str, int]:
+        """cluster -> the earliest observation time at which a held event of it resolves (`apply` at a
+        poll that late or later): until then no poll can change it by time passing alone."""
+        ends: dict[str, int] = {}
+        for inc in self._by_key.values():
+            hold = self.hold_ms.get(inc.type, 0)
+            if inc.status == "open" and hold > 0:
+                end = inc.last_seen_at_ms + hold
+                ends[inc.cluster] = min(end, ends.get(inc.cluster, end))
+        return ends
+
     def apply(self, polls: Iterable[ScopePoll], findings: Iterable[Finding]) -> list[Incident]:
         """Advance through polls in observation order; return every incident that changed."""
         polls = list(polls)

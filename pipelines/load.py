@@ -51,13 +51,27 @@ class BrokerLoad:
     def topics(self, cluster: str) -> list[TopicLoad]:
         return [t for (c, _), t in self._topics.items() if c == cluster]
 
-    def forget_stale(self, cluster: str, before_ms: int) -> list[str]:
+    def forget_stale(self, cluster: str, before_ms: int, vouched: tuple[int, int] | None = None) -> list[str]:
         """Drop the topics of `cluster` last observed before `before_ms`: every successful poll
-        observes every topic, so a topic missing from polls for that long was deleted. Returns them."""
-        gone = [topic for (c, topic), t in self._topics.items() if c == cluster and t.observed_at_ms < before_ms]
+        observes every topic, so a topic missing from polls for that long was deleted. Returns them.
+        `vouched` (polled_ms, held_ms): polls kept home since the poll of `polled_ms` found the same
+        topics (collectors/unchanged.py), so a topic that poll observed was observed at `held_ms` too."""
+        def seen(t: TopicLoad) -> int:
+            if vouched is not None and t.observed_at_ms >= vouched[0]:
+                return max(t.observed_at_ms, vouched[1])
+            return t.observed_at_ms
+
+        gone = [topic for (c, topic), t in self._topics.items() if c == cluster and seen(t) < before_ms]
         if gone:
             self.forget_topics(cluster, {topic for (c, topic) in self._topics if c == cluster} - set(gone))
         return gone
+
+    def vanishing_since(self, cluster: str) -> int | None:
+        """When the first topic of `cluster` missing from its newest topic records was last observed
+        (None: none missing): `forget_stale` drops it once that is old enough."""
+        times = [t.observed_at_ms for (c, _), t in self._topics.items() if c == cluster]
+        newest = max(times, default=None)
+        return min((t for t in times if t < newest), default=None) if newest is not None else None
 
     def forget_topics(self, cluster: str, keep: set[str]) -> None:
         """Drop deleted topics (not in the cluster's latest topic list) from the totals."""

@@ -37,6 +37,20 @@ class ClusterView:
     # newest observation of each share but the first (whose records are the rest of this view)
     share_count: int = 1
     share_newest: tuple[tuple[int, int], ...] = ()  # (share index >= 2, newest observed_at_ms)
+    # polls kept home (collectors/unchanged.py) move newest_observed_ms past the time of the record the
+    # view is from (record_ms); due_ms: the observation time from which the alert path must see a poll
+    # again because time passing alone changes what it would say (a held event ends, a topic missing
+    # from the polls is forgotten), None when nothing does
+    record_ms: int | None = None
+    due_ms: int | None = None
+
+    @property
+    def vouched(self) -> tuple[int, int] | None:
+        """(record_ms, newest_observed_ms) when polls kept home vouch that what the record observed was
+        still so at newest_observed_ms; else None."""
+        if self.record_ms is None or self.newest_observed_ms <= self.record_ms:
+            return None
+        return self.record_ms, self.newest_observed_ms
 
     @property
     def fresh_ms(self) -> int:
@@ -112,11 +126,13 @@ class PipelineState:
     def hold_view(self, cluster: str, poll_id: int, observed_at_ms: int) -> bool:
         """A poll the collector in this process kept home, healthy and the same as its poll `poll_id`
         (collectors/unchanged.py): when the alert path has processed that poll, the cluster's view holds at
-        `observed_at_ms` too (True); else False, and the collector publishes the poll."""
+        `observed_at_ms` too (True); else False, and the collector publishes the poll: also when the poll
+        is as late as the view's `due_ms` (something ends by time passing, and only a batch can end it)."""
         with self._lock:
             cur = self._snapshot
             view = cur.clusters.get(cluster)
-            if cur.pipeline_error or view is None or view.poll_id < poll_id or view.share_count > 1:
+            if (cur.pipeline_error or view is None or view.poll_id < poll_id or view.share_count > 1
+                    or (view.due_ms is not None and observed_at_ms >= view.due_ms)):
                 return False
             if observed_at_ms > view.newest_observed_ms:
                 clusters = {**cur.clusters, cluster: replace(view, newest_observed_ms=observed_at_ms)}

@@ -134,3 +134,80 @@ def test_a_broken_pipeline_or_a_split_cluster_holds_nothing():
     assert not state.hold_view("c1", 4, 12_000)
     state.update(pipeline_error=None)
     assert not state.hold_view("c2", 4, 12_000)
+
+
+def _rows(at: int, poll_id: int, topics: tuple[str, ...], event_on: str | None = None) -> list[object]:
+    """An alert batch's rows for one full poll of cluster c1: its cluster record, each topic's marker with
+    its per-broker counts, and (`event_on`) an unclean election found on that topic."""
+    import json
+
+    from tests.unit.test_capabilities import _row
+
+    rec = cluster_record("c1", "admin", poll_id, at, controller_id=1, brokers=[{"id": 1, "live": True}],
+                         topic_count=len(topics), partition_count=len(topics))
+    rows = [_row(cluster="c1", poll_id=poll_id, observed_at_ms=at, row_type="cluster", scope="cluster",
+                 details=json.dumps(rec["cluster_state"]))]
+    for t in topics:
+        rows.append(_row(cluster="c1", poll_id=poll_id, observed_at_ms=at, row_type="poll", scope=f"topic:{t}",
+                         topic=t, details=json.dumps({"brokers": [[1, 1, 1, 1, 0]], "partitions": 1})))
+    if event_on is not None:
+        rows.append(_row(cluster="c1", poll_id=poll_id, observed_at_ms=at, row_type="finding", scope=f"topic:{event_on}",
+                         type="UNCLEAN_LEADER_ELECTION", severity="critical", topic=event_on, partition=0,
+                         cause="not_eligible", details="{}"))
+    return rows
+
+
+class _Batch:
+    def __init__(self, rows: list[object]) -> None:
+        self.rows = rows
+
+    def collect(self) -> list[object]:
+        return self.rows
+
+
+class _Store:  # the incidents table is not this test's subject
+    def upsert(self, changed: object) -> None:
+        pass
+
+
+def _alert_path(state: PipelineState) -> object:
+    from pipelines.alert_path import AlertPath
+    from pipelines.incidents import IncidentBook
+
+    book = IncidentBook(flap_window_ms=0, hold_ms={"UNCLEAN_LEADER_ELECTION": 60_000})
+    return AlertPath(state, book, _Store(), deleted_after_ms=30_000)  # type: ignore[arg-type]
+
+
+def test_a_held_event_ending_makes_the_poll_at_its_end_go_out():
+    """An event stays open for its hold; while polls stay home no batch would end it, so the view asks
+    for the poll at the hold's end, and that poll's batch resolves the event."""
+    state = PipelineState()
+    path = _alert_path(state)
+    path(_Batch(_rows(10_000, 1, ("a",), event_on="a")), 0)
+    assert state.snapshot.clusters["c1"].due_ms == 70_000
+    path(_Batch(_rows(12_000, 2, ("a",))), 1)  # the next poll, healthy: the event is held open
+    assert [i.type for i in state.snapshot.open_incidents] == ["UNCLEAN_LEADER_ELECTION"]
+    assert state.hold_view("c1", 2, 14_000) and state.hold_view("c1", 2, 68_000)
+    assert not state.hold_view("c1", 2, 70_000)  # the collector publishes this one
+    path(_Batch(_rows(70_000, 3, ("a",))), 2)
+    assert state.snapshot.open_incidents == () and state.snapshot.clusters["c1"].due_ms is None
+    assert state.hold_view("c1", 3, 72_000)
+
+
+def test_a_deleted_topic_is_forgotten_on_time_and_a_held_one_never():
+    """Polls kept home found every topic of the poll they repeat: a topic that poll observed is not
+    taken for deleted however long they stayed home (a ZooKeeper quick record, listing one topic, comes
+    next). A topic missing from the polls is forgotten 30 s after it was last seen: the view asks for
+    that poll."""
+    state = PipelineState()
+    path = _alert_path(state)
+    path(_Batch(_rows(10_000, 1, ("a", "b", "gone"))), 0)
+    path(_Batch(_rows(12_000, 2, ("a", "b"))), 1)  # "gone" was deleted
+    assert state.snapshot.clusters["c1"].due_ms == 40_001  # unseen for more than 30 s
+    assert state.hold_view("c1", 2, 40_000) and not state.hold_view("c1", 2, 40_001)
+    path(_Batch(_rows(40_001, 3, ("a", "b"))), 2)
+    assert state.snapshot.broker_load["c1"][1] == (2, 2, 2, 0) and state.snapshot.clusters["c1"].due_ms is None
+    assert state.hold_view("c1", 3, 100_000)  # a minute at home
+    path(_Batch(_rows(101_000, 4, ("a",))), 3)  # a quick record of topic a alone
+    assert state.snapshot.broker_load["c1"][1] == (2, 2, 2, 0), "topic b was seen by the polls kept home"
+    assert state.snapshot.clusters["c1"].due_ms == 40_001 + 30_001  # b, as its last published poll saw it
