@@ -804,10 +804,17 @@ class AdminSource:
                 self._carry_move(topic, part, moves.get(pid), before.get(pid))
                 parts.append(self._memory.mark_change(topic, part))
             min_isr, unclean = self._configs.of(topic)
-            out.append(topic_record(self.cluster.name, "zookeeper", poll_id, at, topic=topic, live_brokers=live,
-                                    partitions=parts, min_insync_replicas=min_isr, unclean_leader_election=unclean,
-                                    replica_lag_time_max_ms=self._configs.replica_lag_time_max_ms, has_offsets=False,
-                                    resolves=resolves))
+            rec = topic_record(self.cluster.name, "zookeeper", poll_id, at, topic=topic, live_brokers=live,
+                               partitions=parts, min_insync_replicas=min_isr, unclean_leader_election=unclean,
+                               replica_lag_time_max_ms=self._configs.replica_lag_time_max_ms, has_offsets=False,
+                               resolves=resolves)
+            # A topic no full poll has recorded yet, whole in the mirror (every partition's state written):
+            # its first layout goes to the history's assignments table now. A topic created and grown
+            # between two full polls would otherwise be recorded first with its grown size, and a restarted
+            # pipeline would take its expansion for a topic laid out that way (pipelines/assignment_history.py).
+            if topic not in self._assignments and len(parts) == len(assignment):
+                rec["topic_state"]["assignment"] = "changed"
+            out.append(rec)
         return out
 
     def _metadata(self, admin: Any) -> dict[str, Any]:

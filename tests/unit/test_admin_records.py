@@ -421,3 +421,19 @@ def test_a_broker_left_unanswered_is_dialled_afresh():
     redial(c, 2)
     redial(c, 2)  # no connection left: nothing to close
     assert c.closed == [2] and 2 not in c._conns
+
+
+def test_a_new_topic_whole_in_the_mirror_is_recorded_by_its_quick_record():
+    """A topic created and grown between two full polls: the quick record of its creation carries its
+    first layout to the assignments table (a restarted pipeline then knows it grew); a partial one
+    (a state znode not written yet) or a topic a full poll recorded already carries none."""
+    state = {("t", 0): ZkPartition(leader=1, leader_epoch=0, isr=(1,), controller_epoch=3, mtime_ms=900, version=0)}
+    zk = FakeZk({1, 2}, state, {"t": {0: (1,), 1: (2,)}})
+    src = AdminSource(ClusterConfig(name="c", bootstrap_servers="h:1", zookeeper="zk:2181"), CollectorConfig(), zk)
+    assert topic_state(src.quick_records({"t"})).get("assignment") is None  # partition 1's state not written yet
+    state[("t", 1)] = ZkPartition(leader=2, leader_epoch=0, isr=(2,), controller_epoch=3, mtime_ms=910, version=0)
+    ts = topic_state(src.quick_records({"t"}))
+    assert ts["assignment"] == "changed" and [p["replicas"] for p in ts["partitions"]] == [[1], [2]]
+    m, t = md(replicas=(1,), leader=1, epoch=0)  # a full poll records the topic
+    src._records(m, t, 1000, OffsetsRound(), 1)
+    assert topic_state(src.quick_records({"t"})).get("assignment") is None
