@@ -31,6 +31,28 @@ from pipelines.columns import leo_of
 PARTITION_COLUMNS = ("date", "cluster")
 
 
+def _changed(p: Any, v: Any) -> Any:
+    """A partition poll (`p`, of a record of version `v`) the collector marked changed; every poll of a
+    v1/v2 record, whose collector did not say."""
+    from pyspark.sql import functions as F
+
+    return F.coalesce(p["changed"], F.lit(False)) | (v < 3)
+
+
+def _kept(p: Any, v: Any) -> Any:
+    """A partition poll partition_state keeps: changed, or its topic's keyframe."""
+    from pyspark.sql import functions as F
+
+    return _changed(p, v) | F.coalesce(p["keyframe"], F.lit(False))
+
+
+def _lagging(p: Any) -> Any:
+    """The followers the collector marked lagging at this poll (none when absent)."""
+    from pyspark.sql import functions as F
+
+    return F.coalesce(p["lagging"], F.array().cast("array<int>"))
+
+
 def partition_polls(good: Any) -> Any:
     """One row per partition per poll: partition_state's columns, `keep` (the row is written), the
     poll's replica offsets and `lagging` (module docstring)."""
@@ -39,10 +61,8 @@ def partition_polls(good: Any) -> Any:
     topics = good.where(F.col("kind") == "topic").select(
         "v", "cluster", "source", "poll_id", "observed_at_ms", F.col("topic_state.topic").alias("topic"),
         F.explode("topic_state.partitions").alias("p"))
-    p = F.col("p")
+    p, v = F.col("p"), F.col("v")
     offsets = F.coalesce(p["replica_offsets"], F.array())
-    unmarked = F.col("v") < 3  # the collector did not say: every poll and replica is kept, as then
-    changed = F.coalesce(p["changed"], F.lit(False)) | unmarked
     return topics.select(
         "cluster", "topic", p["partition"].alias("partition"), "observed_at_ms",
         F.timestamp_millis("observed_at_ms").alias("observed_at"), "source", "poll_id",
@@ -50,8 +70,8 @@ def partition_polls(good: Any) -> Any:
         p["isr"].alias("isr"), p["high_watermark"].alias("high_watermark"),
         leo_of(offsets, p["leader"]).alias("leader_leo"),
         p["write_rate"].alias("write_rate"), p["hw_stalled_since_ms"].alias("hw_stalled_since_ms"),
-        changed.alias("changed"), (changed | F.coalesce(p["keyframe"], F.lit(False))).alias("keep"),
-        offsets.alias("replica_offsets"), F.coalesce(p["lagging"], F.array().cast("array<int>")).alias("lagging"),
+        _changed(p, v).alias("changed"), _kept(p, v).alias("keep"),
+        offsets.alias("replica_offsets"), _lagging(p).alias("lagging"),
         F.to_date(F.timestamp_millis("observed_at_ms")).alias("date"))
 
 
@@ -64,23 +84,16 @@ def contents(parsed: Any) -> Any:
     from pyspark.sql import functions as F
 
     ok = F.col("reject_reason").isNull()
-    ts = F.col("o.topic_state")
+    ts, v = F.col("o.topic_state"), F.col("o.v")
     parts = F.coalesce(ts["partitions"], F.array())
     topic = ok & (F.col("o.kind") == "topic")
-    unmarked = (F.col("o.v") < 3) & (F.size(parts) > 0)  # every partition of a v1/v2 record is kept
 
     def anywhere(cond: Any) -> Any:
         return F.coalesce(F.max((topic & cond).cast("int")), F.lit(0)) > 0
 
-    def flag(p: Any, name: str) -> Any:
-        return F.coalesce(p[name], F.lit(False))
-
-    def lagging(p: Any) -> Any:
-        return F.size(F.coalesce(p["lagging"], F.array())) > 0
-
     return parsed.agg(
-        anywhere(unmarked | F.exists(parts, lambda p: flag(p, "changed") | flag(p, "keyframe"))).alias("keep"),
-        anywhere(unmarked | F.exists(parts, lambda p: flag(p, "changed") | lagging(p))).alias("lag"),
+        anywhere(F.exists(parts, lambda p: _kept(p, v))).alias("keep"),
+        anywhere(F.exists(parts, lambda p: _changed(p, v) | (F.size(_lagging(p)) > 0))).alias("lag"),
         anywhere(ts["assignment"].isNotNull()).alias("assignment"),
         F.count(F.when(~ok, 1)).alias("rejected"))
 
