@@ -130,7 +130,6 @@ class AlertPath:
         log.debug("alert batch %d: %d rows, collect %.3fs, %.3fs to /metrics, %.3fs total", batch_id, len(rows),
                   t_collect, t_metrics, time.perf_counter() - t0)
 
-
     def _due_ms(self, cluster: str, hold_ends: dict[str, int]) -> int | None:
         """When time passing alone changes what the alert path says of `cluster`: a held event ends, a
         topic missing from its polls is forgotten. Polls kept home past it are published instead."""
