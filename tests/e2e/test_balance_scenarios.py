@@ -55,9 +55,8 @@ def test_partition_expansion_then_broker_expansion(small_cluster, kraft_cluster,
         wait_for(lambda: replicas() == 2, 60, "the pipeline to see the topic with 2 partitions")
         assert _open(config_path, "REPLICA_IMBALANCE") == []  # 2 replicas cannot cover 3 brokers
         # The restart below restores the topic's growth from the assignments table: it must hold the
-        # 2-partition layout first. In ZooKeeper mode the pipeline may count the new topic from a watch's
-        # quick record, which carries no assignment; a topic grown before the next full poll recorded its
-        # first layout would read as laid out with 4 partitions after a restart.
+        # 2-partition layout first (in ZooKeeper mode it comes with the watch's quick record once every
+        # partition's state is written, else with the next full poll; collectors/admin.py _mirror_topics).
         tables = Tables(load_config(config_path).pipeline.data_dir)
         wait_for(lambda: topic_layouts(tables.assignments).get((cluster.name, "expand")) is not None, 90,
                  "the assignments table to record the topic's first layout")
