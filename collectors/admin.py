@@ -139,7 +139,8 @@ class AdminSource:
         self._reach = Reachability(settings.unreachable_after_s)
         # between polls, each live broker asked a tiny question (probe()); a probe waits as long as a
         # silence takes to count, so it never closes a connection a poll would still wait on
-        self._probes = Probes(max(settings.request_timeout_ms, int(settings.unreachable_after_s * 1000)))
+        self._probes = Probes(max(settings.request_timeout_ms, int(settings.unreachable_after_s * 1000)),
+                              settings.reach_probe_s)
         self._problem: access.AccessProblem | None = None  # why the last poll failed (logged once per change)
         self._access = Retry(access.ACCESS_BACKOFF)  # polls refused for credentials, TLS or protocol, in a row
         self._denied_logged: frozenset[str] = frozenset()

@@ -150,7 +150,7 @@ class Collector:
                 next_at = max(next_at + interval, time.monotonic())
 
     def _kept_home(self, cluster: str, records: list[dict[str, Any]]) -> bool:
-        """A healthy poll that found what the last published one did, with the pipeline in this process
+        """A steady poll that found what the last published one did, with the pipeline in this process
         holding that one: not published (collectors/unchanged.py)."""
         holder = self.view_holder
         if holder is None or self.publisher.in_outage:

@@ -11,9 +11,13 @@ pages at every restart of the cluster).
 
 Silence counts from the first request a broker left unanswered. A poll asks every broker once per
 interval, so a broker cut just after a poll would be silent for up to one interval before anything
-noticed; `Probes` asks each live broker a tiny question between polls, so the silence is seen from
-within `reach_probe_s` of its start. A probe's silence is only a hint: the poll's offsets round
-confirms it (`Reachability.unreachable`), so a slow probe answer never makes a broker unreachable.
+noticed; `Probes` asks each live broker a tiny question every `reach_probe_s` between polls, and a
+broker that answered the probe before is silent since that probe reached it: its last contact, as
+Kafka's controller counts a broker's session from the last heartbeat it received
+(metadata/src/main/java/org/apache/kafka/controller/BrokerHeartbeatTracker.java), never more than
+one probe interval before the probe it left unanswered. A probe's silence is only a hint: the poll's
+offsets round confirms it (`Reachability.unreachable`), so a slow probe answer never makes a broker
+unreachable.
 """
 
 from __future__ import annotations
@@ -71,10 +75,12 @@ class Probes:
     the connection, as it does a poll's request.
     """
 
-    def __init__(self, timeout_ms: int) -> None:
+    def __init__(self, timeout_ms: int, every_s: float = 0.0) -> None:
         self.timeout_ms = timeout_ms
-        self._out: dict[int, Any] = {}  # broker -> the probe's future, not yet seen done
+        self.every_s = every_s  # the probes' cadence: how much earlier than its first unanswered probe a silence may begin
+        self._out: dict[int, tuple[Any, float]] = {}  # broker -> the probe's future and when it went out, not yet seen done
         self._since: dict[int, float] = {}  # broker -> first unanswered probe (time.monotonic())
+        self._contact: dict[int, float] = {}  # broker -> when the newest probe it answered went out
         self.sent = 0
 
     def tick(self, client: Any, brokers: set[int], request: Any) -> set[int]:
@@ -86,7 +92,7 @@ class Probes:
             if b in self._out:
                 continue
             if client.ready(b, metadata_priority=False):
-                self._out[b] = client.send(b, request, wakeup=False, request_timeout_ms=self.timeout_ms)
+                self._out[b] = (client.send(b, request, wakeup=False, request_timeout_ms=self.timeout_ms), now)
                 self.sent += 1
                 self._since.setdefault(b, now)
             elif client.connection_failed(b):  # refused: no silence (the refusal probe judges it)
@@ -97,10 +103,14 @@ class Probes:
         return answered
 
     def silent(self, client: Any, older_than_s: float) -> dict[int, float]:
-        """broker -> since when it has answered no probe, for those silent at least `older_than_s`."""
+        """broker -> since when it has been silent, for those whose first unanswered probe went out at
+        least `older_than_s` ago: since its last contact (the newest probe it answered reached it as it
+        went out, a round trip of the LAN later), or one probe interval before that first unanswered
+        probe where the last contact is older (the poll's own requests came in between)."""
         self._collect(client, None)
         now = time.monotonic()
-        silent = {b: t for b, t in self._since.items() if now - t >= older_than_s}
+        silent = {b: max(self._contact.get(b, t), t - self.every_s) for b, t in self._since.items()
+                  if now - t >= older_than_s}
         if silent and log.isEnabledFor(logging.DEBUG):
             log.debug("probes: silent %s", {b: f"{now - t:.2f}s" for b, t in silent.items()})
         return silent
@@ -109,18 +119,18 @@ class Probes:
         if self._out:
             client.poll(timeout_ms=0)  # answers already in the sockets
         answered = set()
-        for b, future in list(self._out.items()):
+        for b, (future, sent_at) in list(self._out.items()):
             if future.is_done:
                 del self._out[b]
                 # an answer, even an error: the broker is there; a timeout or a dropped connection is not
                 if future.succeeded() or not _silence(future.exception):
                     self._since.pop(b, None)
+                    self._contact[b] = sent_at
                     answered.add(b)
         if brokers is not None:  # brokers no longer live are no longer probed
-            for b in [b for b in self._since if b not in brokers]:
-                del self._since[b]
-            for b in [b for b in self._out if b not in brokers]:
-                del self._out[b]
+            for held in (self._since, self._out, self._contact):
+                for b in [b for b in held if b not in brokers]:
+                    del held[b]
         return answered
 
 

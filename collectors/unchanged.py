@@ -1,15 +1,20 @@
-"""Polls that need not cross Spark: healthy and the same as the last one published.
+"""Polls that need not cross Spark: steady (healthy, or a broker not answering) and the same as the last
+one published.
 
 At rest nearly every poll of a cluster finds what the one before it found, yet each published poll
 costs the pipeline a micro-batch (planning, a Kafka read, the offset and commit logs) whatever it
 carries. When the pipeline runs in this process (`krm run`), such a poll stays home: the collector
 tells the pipeline directly that its view still holds at this poll's time, and the view's age and
-krm_cluster_view_stale stay exact without a batch. Only a poll on which no rule can find anything
-stays home (every partition left out as quiet, schemas/quiet.py; every broker registered and
-answering; the KRaft quorum whole, schemas/quorum.py; no error, nothing denied), so no detection
-waits on one. What the pipeline judges by time passing on a healthy cluster (an event's hold ending,
-a deleted topic forgotten) it asks for: past the view's `due_ms` it holds no poll, and the next one
-is published (pipelines/metrics.py `hold_view`). A poll is still published at least every
+krm_cluster_view_stale stay exact without a batch. Only a steady poll stays home: every partition
+left out as quiet (schemas/quiet.py), every broker registered, the KRaft quorum whole
+(schemas/quorum.py), no error, nothing denied. Such a poll may still say that a registered broker did
+not answer (BROKER_DOWN `unreachable`, pipelines/detectors/brokers.py): that finding has nothing that
+changes with time, and a poll that says it again says nothing new, while its batch would hold up the
+next poll's. So while a broker's silence grows toward `unreachable_after_s`, the poll that first found
+it silent goes out and the ones after it stay home; the verdict's poll (its partitions named in the
+topic records) goes out to an idle alert query. What the pipeline judges by time passing (an event's
+hold ending, a deleted topic forgotten) it asks for: past the view's `due_ms` it holds no poll, and
+the next one is published (pipelines/metrics.py `hold_view`). A poll is still published at least every
 `resend_s`, so the history keeps a trace of the cluster and /readyz sees batches. Meanwhile what
 /metrics shows of the cluster is the last published poll's, numbers included (a KRaft voter's fetch
 age, say): the same states, up to `resend_s` old. Pure.
@@ -21,10 +26,11 @@ from typing import Any, Callable
 
 from schemas import quorum
 
-def healthy_digest(records: list[dict[str, Any]]) -> tuple[Any, ...] | None:
-    """What two healthy polls of one cluster must share to be the same poll; None when this poll has
-    something a rule may find (or is not a full poll's records). The KRaft quorum's offsets and
-    timestamps move at every poll even when nothing happens: it counts by its voters' states."""
+def steady_digest(records: list[dict[str, Any]]) -> tuple[Any, ...] | None:
+    """What two steady polls of one cluster must share to be the same poll; None when this poll has
+    something a rule may find other than a registered broker not answering (or is not a full poll's
+    records). The KRaft quorum's offsets and timestamps move at every poll even when nothing happens:
+    it counts by its voters' states."""
     out: list[Any] = []
     cluster_records = 0
     for rec in records:
@@ -33,7 +39,7 @@ def healthy_digest(records: list[dict[str, Any]]) -> tuple[Any, ...] | None:
             cs = rec["cluster_state"]
             if cs.get("error") is not None or cs.get("denied") or cs.get("controller_id") is None:
                 return None
-            if any(not b.get("live") or b.get("reachable") is False for b in cs["brokers"]):
+            if any(not b.get("live") for b in cs["brokers"]):  # not registered: judged by how long (planned_stop_max_s)
                 return None
             q = cs.get("quorum")
             if not quorum.whole(q):
@@ -68,10 +74,10 @@ class UnchangedPolls:
 
     def offer(self, cluster: str, records: list[dict[str, Any]], now: float,
               taken: Callable[[int, int], bool]) -> bool:
-        """True: `records` stay home. That needs a healthy poll equal to the last published one, published
+        """True: `records` stay home. That needs a steady poll equal to the last published one, published
         less than `resend_s` ago, and `taken(last_poll_id, observed_at_ms)`: the pipeline has processed that
         poll and takes this one's time as its view's. False: publish them (they are remembered as the last)."""
-        digest = healthy_digest(records) if self.resend_s > 0 else None
+        digest = steady_digest(records) if self.resend_s > 0 else None
         last = self._last.get(cluster)
         head = next((r for r in records if r.get("kind") == "cluster"), None)
         if (digest is not None and head is not None and last is not None and last[0] == digest

@@ -124,7 +124,7 @@ class PipelineState:
                 if age > self.stale_after_s.get(name, STALE_DEFAULT_S)}
 
     def hold_view(self, cluster: str, poll_id: int, observed_at_ms: int) -> bool:
-        """A poll the collector in this process kept home, healthy and the same as its poll `poll_id`
+        """A poll the collector in this process kept home, steady and the same as its poll `poll_id`
         (collectors/unchanged.py): when the alert path has processed that poll, the cluster's view holds at
         `observed_at_ms` too (True); else False, and the collector publishes the poll: also when the poll
         is as late as the view's `due_ms` (something ends by time passing, and only a batch can end it)."""
@@ -213,7 +213,7 @@ class KrmCollector:
 
         age = GaugeMetricFamily("krm_observation_age_seconds",
                                 "Seconds since the newest observation the pipeline processed was taken, or the newest "
-                                "healthy, unchanged poll the collector in this process kept home (a cluster split "
+                                "steady, unchanged poll the collector in this process kept home (a cluster split "
                                 "across collector processes: its stalest share's).",
                                 labels=["cluster"])
         reachable = GaugeMetricFamily("krm_cluster_reachable",

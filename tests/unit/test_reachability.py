@@ -136,6 +136,37 @@ def test_probes_say_since_when_a_broker_has_answered_nothing():
     assert probes.silent(client, 0.0) == {}
 
 
+def test_a_broker_probed_on_time_is_silent_since_its_last_answered_probe_went_out(monkeypatch):
+    """Kafka counts a broker's session from its last heartbeat: a broker that answered the previous probe
+    and not this one is silent since that answered probe went out, never more than one probe interval
+    before the probe it left unanswered (a contact older than that: the poll's own requests came in
+    between, and are not counted here)."""
+    clock = [100.0]
+    monkeypatch.setattr(reachability.time, "monotonic", lambda: clock[0])
+    client = _Client(ready={1, 2})
+    probes = reachability.Probes(timeout_ms=4000, every_s=0.25)
+    probes.tick(client, {1, 2}, request="brokers-only")  # both asked at 100.0
+    for b in (1, 2):
+        client.sent[b][0].success("answer")
+    clock[0] = 100.25
+    assert probes.tick(client, {1, 2}, request="brokers-only") == {1, 2}  # asked again at 100.25
+    clock[0] = 100.5
+    client.sent[2][1].success("answer")
+    assert probes.tick(client, {1, 2}, request="brokers-only") == {2}  # 1 is silent; 2 asked at 100.5
+    clock[0] = 101.0  # the poll ran: no probe for half a second
+    client.sent[2][2].success("answer")
+    probes.tick(client, {1, 2}, request="brokers-only")  # 2 asked again at 101.0, and leaves it unanswered
+    clock[0] = 101.5
+    assert probes.silent(client, 0.05) == {1: 100.0, 2: 100.75}, "last contact; at most one interval back"
+    off = reachability.Probes(timeout_ms=4000)  # no cadence given: silence from the unanswered probe itself
+    off.tick(client, {1}, request="brokers-only")
+    client.sent[1][-1].success("answer")
+    clock[0] = 101.75
+    off.tick(client, {1}, request="brokers-only")
+    clock[0] = 102.0
+    assert off.silent(client, 0.05) == {1: 101.75}
+
+
 def test_a_verdict_due_is_offered_to_the_round_until_it_is_out(monkeypatch):
     """judged_at offers the offsets round each silent broker's moment while no verdict has called it
     unreachable (so a moment falling between two rounds ends the next round at once); once called

@@ -7,7 +7,7 @@ import copy
 import pytest
 
 from collectors.records import cluster_record, summarized, topic_record
-from collectors.unchanged import UnchangedPolls, healthy_digest
+from collectors.unchanged import UnchangedPolls, steady_digest
 from pipelines.metrics import ClusterView, PipelineState
 
 pytestmark = pytest.mark.unit
@@ -39,17 +39,16 @@ def poll(poll_id: int, at: int, controller: int | None = 1, brokers: list | None
 def test_two_healthy_polls_share_a_digest_whatever_their_stamps_and_the_quorums_offsets():
     a = poll(1, 10_000, q=quorum(10_000))
     b = poll(2, 12_000, controller=3, q=quorum(12_000, (300, 50)))  # KRaft: "controller" is any live broker
-    assert healthy_digest(a) is not None
-    assert healthy_digest(a) == healthy_digest(b)
+    assert steady_digest(a) is not None
+    assert steady_digest(a) == steady_digest(b)
 
 
 def test_in_zookeeper_mode_a_new_controller_is_news():
-    assert healthy_digest(poll(1, 10_000, controller=1)) != healthy_digest(poll(2, 12_000, controller=2))
+    assert steady_digest(poll(1, 10_000, controller=1)) != steady_digest(poll(2, 12_000, controller=2))
 
 
 @pytest.mark.parametrize("records, why", [
     (poll(1, 10_000, brokers=[{**b, "live": b["id"] != 2} for b in BROKERS]), "a broker not registered"),
-    (poll(1, 10_000, brokers=[{**b, "reachable": b["id"] != 2} for b in BROKERS]), "a broker that does not answer"),
     (poll(1, 10_000, controller=None), "no controller"),
     (poll(1, 10_000, error="timed out"), "a failed poll"),
     (poll(1, 10_000, denied=["DESCRIBE_CONFIGS"]), "an ACL missing"),
@@ -58,7 +57,7 @@ def test_in_zookeeper_mode_a_new_controller_is_news():
     (poll(1, 10_000, loud=[{"partition": 0, "leader": 1, "replicas": [1, 2, 3], "isr": [1, 2]}]), "a loud partition"),
 ])
 def test_a_poll_a_rule_may_find_something_on_has_no_digest(records, why):
-    assert healthy_digest(records) is None, why
+    assert steady_digest(records) is None, why
 
 
 def test_a_topic_record_with_an_assignment_or_not_summarized_has_no_digest():
@@ -66,13 +65,13 @@ def test_a_topic_record_with_an_assignment_or_not_summarized_has_no_digest():
     snapshot[1]["topic_state"]["assignment"] = "snapshot"
     whole = poll(1, 10_000)
     del whole[1]["topic_state"]["partition_count"]  # leave_out_quiet = false: every partition, every poll
-    assert healthy_digest(snapshot) is None and healthy_digest(whole) is None
+    assert steady_digest(snapshot) is None and steady_digest(whole) is None
 
 
 def test_a_changed_broker_load_is_news():
     a, b = poll(1, 10_000), poll(2, 12_000)
     b[1]["topic_state"]["broker_load"] = [[1, 2, 3, 1, 0], [2, 0, 3, 1, 1], [3, 1, 3, 1, 0]]  # a leader moved
-    assert healthy_digest(a) != healthy_digest(b)
+    assert steady_digest(a) != steady_digest(b)
 
 
 class Holder:
@@ -101,6 +100,39 @@ def test_a_poll_stays_home_only_when_unchanged_recent_and_held():
     assert gate.offer("c1", poll(5, 18_000, controller=2), now=8.0, taken=holder)
     assert not gate.offer("c1", poll(6, 36_000, controller=2), now=21.0, taken=holder)  # resend_s since poll 4
     assert gate.kept_home == 2
+
+
+def silent(poll_id: int, at: int, judged: bool = False) -> list[dict]:
+    """A poll of a cluster whose broker 2 is registered and does not answer; `judged`: its silence has
+    reached unreachable_after_s, so the partition it leads is in the topic record."""
+    brokers = [{**b, "reachable": b["id"] != 2, "departure": None if b["id"] != 2 else "unknown",
+                "down_since_ms": None if b["id"] != 2 else 9_000} for b in BROKERS]
+    loud = [{"partition": 1, "leader": 2, "replicas": [2, 3, 1], "isr": [2, 3, 1]}] if judged else []
+    records = poll(poll_id, at, brokers=brokers, loud=loud)
+    if judged:
+        records[1]["topic_state"]["unreachable_brokers"] = [2]
+    return records
+
+
+def test_a_broker_falling_silent_is_published_once_then_its_verdict():
+    """While a broker's silence grows toward unreachable_after_s, each poll says the same: the broker does
+    not answer (BROKER_DOWN `unreachable`, nothing about it changes with time). The first such poll goes
+    out, the ones after it stay home, so the alert query is idle when the verdict's poll comes; a broker
+    that answers again is news."""
+    assert steady_digest(silent(1, 10_000)) is not None
+    assert steady_digest(silent(1, 10_000)) != steady_digest(poll(1, 10_000)), "silence is news"
+    assert steady_digest(silent(1, 10_000, judged=True)) is None, "a partition named: a rule finds it"
+    gate, holder = UnchangedPolls(resend_s=60.0), Holder(processed=0)
+    assert not gate.offer("c1", poll(1, 10_000), now=0.0, taken=holder)
+    holder.processed = 1
+    assert not gate.offer("c1", silent(2, 11_000), now=1.0, taken=holder)  # first silent: out
+    holder.processed = 2
+    assert gate.offer("c1", silent(3, 12_000), now=2.0, taken=holder)  # the same again: home
+    assert gate.offer("c1", silent(4, 13_000), now=3.0, taken=holder)
+    assert not gate.offer("c1", silent(5, 13_900, judged=True), now=3.9, taken=holder)  # the verdict: out
+    holder.processed = 5
+    assert not gate.offer("c1", poll(6, 15_000), now=5.0, taken=holder)  # answered again: out
+    assert holder.told == [(2, 12_000), (2, 13_000)]
 
 
 def test_after_a_quick_publish_or_with_resend_off_every_poll_goes_out():
