@@ -358,9 +358,12 @@ class AdminSource:
         caller polls at once instead of at the next interval. A failure also says "poll now"."""
         if self._admin is None or self._live_last_ids is None:
             return False
+        client, node, sent_at = self._admin._client, self._last_node, time.monotonic()
         try:
-            live = metadata.live_brokers(self._admin._client, self._last_node, min(self.settings.request_timeout_ms, 500))
-        except Exception:  # noqa: BLE001 - the broker that answered last does not: a full poll finds out
+            live = metadata.live_brokers(client, node, min(self.settings.request_timeout_ms, 500))
+        except Exception as e:  # noqa: BLE001 - the broker that answered last does not: a full poll finds out
+            if not client.connection_failed(node):  # silent, not refused: its silence counts from this request
+                self._probes.note_unanswered(node, sent_at, e)
             return True
         return live != self._live_last_ids
 

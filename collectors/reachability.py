@@ -102,6 +102,13 @@ class Probes:
         client.poll(timeout_ms=0)  # the requests onto the wire
         return answered
 
+    def note_unanswered(self, broker: int, sent_at: float, error: Exception) -> None:
+        """A request of the poll loop's own between probes (KRaft's live-broker check) that `broker` left
+        unanswered: silent since `sent_at` (its last contact, if more recent) as if a probe had been. The
+        check blocks the loop for its timeout, and a probe cannot go out meanwhile."""
+        if _silence(error):
+            self._since.setdefault(broker, sent_at)
+
     def silent(self, client: Any, older_than_s: float) -> dict[int, float]:
         """broker -> since when it has been silent, for those whose first unanswered probe went out at
         least `older_than_s` ago: since its last contact (the newest probe it answered reached it as it
