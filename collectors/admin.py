@@ -362,8 +362,7 @@ class AdminSource:
         try:
             live = metadata.live_brokers(client, node, min(self.settings.request_timeout_ms, 500))
         except Exception as e:  # noqa: BLE001 - the broker that answered last does not: a full poll finds out
-            if not client.connection_failed(node):  # silent, not refused: its silence counts from this request
-                self._probes.note_unanswered(node, sent_at, e)
+            self._probes.note_unanswered(node, sent_at, e)  # timed out: its silence counts from this request
             return True
         return live != self._live_last_ids
 

@@ -105,8 +105,11 @@ class Probes:
     def note_unanswered(self, broker: int, sent_at: float, error: Exception) -> None:
         """A request of the poll loop's own between probes (KRaft's live-broker check) that `broker` left
         unanswered: silent since `sent_at` (its last contact, if more recent) as if a probe had been. The
-        check blocks the loop for its timeout, and a probe cannot go out meanwhile."""
-        if _silence(error):
+        check blocks the loop for its timeout, and a probe cannot go out meanwhile. Only a timeout is
+        silence here: a refused connection is judged by the poll's refusal probe."""
+        from kafka.errors import KafkaTimeoutError, RequestTimedOutError
+
+        if isinstance(error, (KafkaTimeoutError, RequestTimedOutError)):
             self._since.setdefault(broker, sent_at)
 
     def silent(self, client: Any, older_than_s: float) -> dict[int, float]:

@@ -158,13 +158,14 @@ def test_a_broker_probed_on_time_is_silent_since_its_last_answered_probe_went_ou
     probes.tick(client, {1, 2}, request="brokers-only")  # 2 asked again at 101.0, and leaves it unanswered
     clock[0] = 101.5
     assert probes.silent(client, 0.05) == {1: 100.0, 2: 100.75}, "last contact; at most one interval back"
-    from kafka.errors import KafkaTimeoutError, UnknownError
+    from kafka.errors import KafkaConnectionError, KafkaTimeoutError, UnknownError
 
     clock[0] = 101.7  # 2 answers; then the loop's own check to it times out (no probe goes out meanwhile)
     client.sent[2][3].success("answer")
     probes.tick(client, {2}, request="brokers-only")
     client.sent[2][4].success("answer")
     probes.note_unanswered(2, 101.8, UnknownError("an error answer: it is there"))
+    probes.note_unanswered(2, 101.8, KafkaConnectionError("refused: judged by the refusal probe"))
     clock[0] = 102.3
     assert probes.silent(client, 0.05) == {}
     probes.note_unanswered(2, 101.8, KafkaTimeoutError("broker 2 did not answer within 500 ms"))
