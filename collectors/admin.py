@@ -362,6 +362,8 @@ class AdminSource:
         try:
             live = metadata.live_brokers(client, node, min(self.settings.request_timeout_ms, 500))
         except Exception as e:  # noqa: BLE001 - the broker that answered last does not: a full poll finds out
+            log.debug("cluster %s: live-broker check to broker %s failed after %.2fs: %r", self.cluster.name, node,
+                      time.monotonic() - sent_at, e)
             self._probes.note_unanswered(node, sent_at, e)  # timed out: its silence counts from this request
             return True
         return live != self._live_last_ids

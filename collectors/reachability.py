@@ -81,6 +81,7 @@ class Probes:
         self._out: dict[int, tuple[Any, float]] = {}  # broker -> the probe's future and when it went out, not yet seen done
         self._since: dict[int, float] = {}  # broker -> first unanswered probe (time.monotonic())
         self._contact: dict[int, float] = {}  # broker -> when the newest probe it answered went out
+        self._checks: dict[int, float] = {}  # broker -> a check of the loop's own it left unanswered (note_unanswered)
         self.sent = 0
 
     def tick(self, client: Any, brokers: set[int], request: Any) -> set[int]:
@@ -110,7 +111,7 @@ class Probes:
         from kafka.errors import KafkaTimeoutError, RequestTimedOutError
 
         if isinstance(error, (KafkaTimeoutError, RequestTimedOutError)):
-            self._since.setdefault(broker, sent_at)
+            self._checks.setdefault(broker, sent_at)  # apart: a probe sent before it may still be answered
 
     def silent(self, client: Any, older_than_s: float) -> dict[int, float]:
         """broker -> since when it has been silent, for those whose first unanswered probe went out at
@@ -119,8 +120,8 @@ class Probes:
         probe where the last contact is older (the poll's own requests came in between)."""
         self._collect(client, None)
         now = time.monotonic()
-        silent = {b: max(self._contact.get(b, t), t - self.every_s) for b, t in self._since.items()
-                  if now - t >= older_than_s}
+        first = {**self._checks, **{b: min(t, self._checks.get(b, t)) for b, t in self._since.items()}}
+        silent = {b: max(self._contact.get(b, t), t - self.every_s) for b, t in first.items() if now - t >= older_than_s}
         if silent and log.isEnabledFor(logging.DEBUG):
             log.debug("probes: silent %s", {b: f"{now - t:.2f}s" for b, t in silent.items()})
         return silent
@@ -136,9 +137,11 @@ class Probes:
                 if future.succeeded() or not _silence(future.exception):
                     self._since.pop(b, None)
                     self._contact[b] = sent_at
+                    if self._checks.get(b, sent_at) <= sent_at:  # asked after the unanswered check: it is back
+                        self._checks.pop(b, None)
                     answered.add(b)
         if brokers is not None:  # brokers no longer live are no longer probed
-            for held in (self._since, self._out, self._contact):
+            for held in (self._since, self._out, self._contact, self._checks):
                 for b in [b for b in held if b not in brokers]:
                     del held[b]
         return answered

@@ -163,20 +163,31 @@ def test_a_broker_probed_on_time_is_silent_since_its_last_answered_probe_went_ou
     clock[0] = 101.7  # 2 answers; then the loop's own check to it times out (no probe goes out meanwhile)
     client.sent[2][3].success("answer")
     probes.tick(client, {2}, request="brokers-only")
-    client.sent[2][4].success("answer")
     probes.note_unanswered(2, 101.8, UnknownError("an error answer: it is there"))
     probes.note_unanswered(2, 101.8, KafkaConnectionError("refused: judged by the refusal probe"))
     clock[0] = 102.3
+    client.sent[2][4].success("answer")  # the probe sent before the checks, answered only now
     assert probes.silent(client, 0.05) == {}
     probes.note_unanswered(2, 101.8, KafkaTimeoutError("broker 2 did not answer within 500 ms"))
     assert probes.silent(client, 0.05) == {2: 101.7}, "from the check; its last contact, the probe at 101.7"
+    clock[0] = 102.5
+    probes.tick(client, {2}, request="brokers-only")
+    client.sent[2][5].success("answer")
+    clock[0] = 102.6
+    assert probes.silent(client, 0.05) == {}, "a probe sent after the check answered: no silence left"
+    clock[0] = 102.7  # the answer to a probe sent before an unanswered check does not end its silence
+    probes.tick(client, {2}, request="brokers-only")
+    probes.note_unanswered(2, 102.8, KafkaTimeoutError("broker 2 did not answer within 500 ms"))
+    client.sent[2][6].success("answer")
+    clock[0] = 103.3
+    assert probes.silent(client, 0.05) == {2: 102.7}
     off = reachability.Probes(timeout_ms=4000)  # no cadence given: silence from the unanswered probe itself
     off.tick(client, {1}, request="brokers-only")
     client.sent[1][-1].success("answer")
-    clock[0] = 102.5
+    clock[0] = 103.5
     off.tick(client, {1}, request="brokers-only")
-    clock[0] = 102.75
-    assert off.silent(client, 0.05) == {1: 102.5}
+    clock[0] = 103.75
+    assert off.silent(client, 0.05) == {1: 103.5}
 
 
 def test_a_verdict_due_is_offered_to_the_round_until_it_is_out(monkeypatch):
