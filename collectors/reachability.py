@@ -67,8 +67,9 @@ def refusing(addresses: dict[int, tuple[str, int]], timeout_s: float = 0.2) -> s
 
 class Probes:
     """Between polls, a brokers-only Metadata request (a few hundred bytes at any cluster size) to each
-    live broker that has none outstanding. `silent()`: broker -> when the first probe it has not
-    answered went out (or its connection began to be dialled), for Reachability.note_silent.
+    live broker that has none outstanding. `silent()`: broker -> since when it has been silent (its last
+    contact, or the first request it has not answered, or when its connection began to be dialled), for
+    Reachability.note_silent.
 
     Runs on the poll's own thread and client (kafka-python's client is not shared across threads
     here). A probe waits up to `timeout_ms` for its answer; the client fails it then and closes
