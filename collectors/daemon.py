@@ -4,8 +4,8 @@ the ZooKeeper mirror; a broker or controller change runs full polls. Without wat
 brokers-only Metadata request every `broker_check_s` between polls plays that part: a broker
 fenced or back runs a full poll at once. In both modes, every `reach_probe_s` between polls each
 live broker is asked a tiny question (collectors/reachability.py Probes): a broker nobody can
-reach is silent from its first unanswered probe, not from the next poll, and one that answers
-a probe again is polled at once."""
+reach is silent from its last contact, not from the next poll (the KRaft check's own unanswered
+request counts too), and one that answers a probe again is polled at once."""
 
 from __future__ import annotations
 
