@@ -9,15 +9,15 @@ controller may make it a leader in between; its refusals count only once it has 
 `unreachable_after_s` (the fault loops' cluster-down: sub-second critical PARTITION_UNAVAILABLE
 pages at every restart of the cluster).
 
-Silence counts from the first request a broker left unanswered. A poll asks every broker once per
-interval, so a broker cut just after a poll would be silent for up to one interval before anything
-noticed; `Probes` asks each live broker a tiny question every `reach_probe_s` between polls, and a
-broker that answered the probe before is silent since that probe reached it: its last contact, as
-Kafka's controller counts a broker's session from the last heartbeat it received
-(metadata/src/main/java/org/apache/kafka/controller/BrokerHeartbeatTracker.java), never more than
-one probe interval before the probe it left unanswered. A probe's silence is only a hint: the poll's
-offsets round confirms it (`Reachability.unreachable`), so a slow probe answer never makes a broker
-unreachable.
+Silence counts from the first request a broker left unanswered, or from its last contact where krm
+asked it often enough to know. A poll asks every broker once per interval, so a broker cut just after
+a poll would be silent for up to one interval before anything noticed; `Probes` asks each live broker
+a tiny question every `reach_probe_s` between polls, and a broker that answered the probe before is
+silent since that probe reached it: its last contact, as Kafka's controller counts a broker's session
+from the last heartbeat it received (metadata/src/main/java/org/apache/kafka/controller/
+BrokerHeartbeatTracker.java), never more than one probe interval before the probe it left unanswered.
+A probe's silence is only a hint: the poll's offsets round confirms it (`Reachability.unreachable`),
+so a slow probe answer never makes a broker unreachable.
 """
 
 from __future__ import annotations
