@@ -76,7 +76,8 @@ class UnchangedPolls:
               taken: Callable[[int, int], bool]) -> bool:
         """True: `records` stay home. That needs a steady poll equal to the last published one, published
         less than `resend_s` ago, and `taken(last_poll_id, observed_at_ms)`: the pipeline has processed that
-        poll and takes this one's time as its view's. False: publish them (they are remembered as the last)."""
+        poll and takes this one's time as its view's, or has it still to process. False: publish them (they
+        are remembered as the last)."""
         digest = steady_digest(records) if self.resend_s > 0 else None
         last = self._last.get(cluster)
         head = next((r for r in records if r.get("kind") == "cluster"), None)

@@ -126,14 +126,19 @@ class PipelineState:
     def hold_view(self, cluster: str, poll_id: int, observed_at_ms: int) -> bool:
         """A poll the collector in this process kept home, steady and the same as its poll `poll_id`
         (collectors/unchanged.py): when the alert path has processed that poll, the cluster's view holds at
-        `observed_at_ms` too (True); else False, and the collector publishes the poll: also when the poll
-        is as late as the view's `due_ms` (something ends by time passing, and only a batch can end it)."""
+        `observed_at_ms` too (True); when that poll is still on its way to the alert path, its batch will
+        say what this one would (True, the view's time left to that batch: a slow batch is not followed by
+        the same poll again, ahead of the next one that says something new); else False, and the collector
+        publishes the poll: also when the poll is as late as the view's `due_ms` (something ends by time
+        passing, and only a batch can end it)."""
         with self._lock:
             cur = self._snapshot
             view = cur.clusters.get(cluster)
-            if (cur.pipeline_error or view is None or view.poll_id < poll_id or view.share_count > 1
+            if (cur.pipeline_error or view is None or view.share_count > 1
                     or (view.due_ms is not None and observed_at_ms >= view.due_ms)):
                 return False
+            if view.poll_id < poll_id:
+                return True
             if observed_at_ms > view.newest_observed_ms:
                 clusters = {**cur.clusters, cluster: replace(view, newest_observed_ms=observed_at_ms)}
                 self._snapshot = Snapshot(**{**cur.__dict__, "clusters": clusters})

@@ -149,11 +149,12 @@ def view(poll_id: int, at_ms: int, **kw: object) -> ClusterView:
                        **kw)  # type: ignore[arg-type]
 
 
-def test_the_pipeline_holds_its_view_only_for_a_poll_it_processed():
+def test_the_pipeline_holds_its_view_for_a_poll_it_processed_or_has_on_its_way():
     state = PipelineState()
     assert not state.hold_view("c1", 1, 12_000)  # no view yet
     state.update(clusters={"c1": view(4, 10_000)})
-    assert not state.hold_view("c1", 5, 12_000)  # poll 5 not processed: the collector publishes
+    assert state.hold_view("c1", 5, 12_000), "poll 5 still on its way: its batch says what this poll would"
+    assert state.snapshot.clusters["c1"].newest_observed_ms == 10_000, "the view's time is that batch's to set"
     assert state.hold_view("c1", 4, 12_000)
     assert state.snapshot.clusters["c1"].newest_observed_ms == 12_000
     assert state.stale(now=13.0) == {} and state.stale(now=19.0) == {"c1": 7.0}
