@@ -75,7 +75,9 @@ def test_a_changed_broker_load_is_news():
 
 
 class Holder:
-    """Stands in for PipelineState.hold_view: which poll it processed last, and what it was told."""
+    """Stands in for PipelineState.hold_view: it takes polls kept home in place of those up to `processed`
+    and refuses the others (as a pipeline with no view yet, or past its view's due time, refuses), and
+    says what it was told. The real one's answer for a poll still on its way is tested below."""
 
     def __init__(self, processed: int) -> None:
         self.processed = processed
@@ -91,7 +93,7 @@ class Holder:
 def test_a_poll_stays_home_only_when_unchanged_recent_and_held():
     gate, holder = UnchangedPolls(resend_s=15.0), Holder(processed=0)
     assert not gate.offer("c1", poll(1, 10_000), now=0.0, taken=holder)  # the first poll goes out
-    assert not gate.offer("c1", poll(2, 12_000), now=2.0, taken=holder)  # poll 1 not processed yet: out
+    assert not gate.offer("c1", poll(2, 12_000), now=2.0, taken=holder)  # refused for poll 1: out
     holder.processed = 2
     assert gate.offer("c1", poll(3, 14_000), now=4.0, taken=holder)  # same as poll 2, which the pipeline has
     assert holder.told == [(2, 14_000)]
