@@ -371,8 +371,8 @@ class AdminSource:
     def probe(self) -> bool:
         """Between polls: a brokers-only Metadata request to each broker live at the last poll that has
         none outstanding (collectors/reachability.py Probes). A broker nobody can reach any more is then
-        silent from its first unanswered probe, not from the next poll's request: its partitions are
-        named that much sooner. Nothing is judged here; the next poll's offsets round confirms.
+        silent from its last contact, not from the next poll's request: its partitions are named that
+        much sooner. Nothing is judged here; the next poll's offsets round confirms.
         True when a broker the last poll called unreachable answered: poll now, its partitions are
         cleared without waiting for the next interval."""
         admin, live = self._admin, self._live_last_ids
