@@ -17,7 +17,8 @@ import time
 import zlib
 from typing import Any, Iterable
 
-from collectors import access, capabilities, gc_pause, kraft, metadata, offsets, reassignments, tiered, topic_share, wire
+from collectors import (access, capabilities, gc_pause, kraft, log_dirs, metadata, offsets, reassignments, tiered,
+                        topic_share, wire)
 from collectors.departures import Departures, holders
 from collectors.kraft_protocol import DESCRIBE_QUORUM_KEY, DESCRIBE_TOPIC_PARTITIONS_KEY
 from collectors.memory import PartitionMemory
@@ -134,6 +135,9 @@ class AdminSource:
         # mirror's records carry them (ZooKeeper holds no log-dir state), so a partition whose copies sit
         # on a failed log directory reads so in every record, not only in the polls'
         self._offline_replicas: dict[tuple[str, int], list[int]] = {}
+        # the live brokers that reported a failed log directory when the last poll asked (None: not asked,
+        # no live broker's replica was offline); the mirror's records carry it with the offline replicas
+        self._failed_dir_brokers: list[int] | None = None
         self._notes = Notes(cluster.name)  # side requests' failures, logged once
         self._side = SideChannel(cluster, settings.request_timeout_ms, self._notes)  # DescribeQuorum, moves
         self._reach = Reachability(settings.unreachable_after_s)
@@ -240,7 +244,27 @@ class AdminSource:
                       sorted(unreachable))
         quorum = self._side.harvest_quorum(found.answered | {self._last_node}) if self.zk is None else None
         self._side.harvest_moves()
-        return self._records(md, topics, observed_at_ms, found, poll_id, quorum, unreachable)
+        records = self._records(md, topics, observed_at_ms, found, poll_id, quorum, unreachable)
+        self._ask_dirs(admin, records, found)
+        return records
+
+    def _ask_dirs(self, admin: Any, records: list[dict[str, Any]], found: offsets.OffsetsRound) -> None:
+        """Where Metadata lists a live broker's replica offline, ask that broker whether a log directory
+        failed (collectors/log_dirs.py): the topic records then say which brokers report one, and the
+        offline rule names a failed directory on that evidence only, never on a restart's moment."""
+        live = {b["id"] for b in records[0]["cluster_state"]["brokers"] if b["live"]}
+        suspects = log_dirs.offline_on_live(self._offline_replicas, live)
+        if not suspects:
+            self._failed_dir_brokers = None
+            return
+        silent = found.asked - found.answered  # just waited for in the offsets round: not asked again
+        reports = log_dirs.describe_dirs(admin._client, suspects - silent, self.settings.offsets_timeout_ms,
+                                         log_dirs.supports_v4(admin._client.get_api_versions()))
+        failed = sorted(b for b, dirs in reports.items() if any(d.failed for d in dirs))
+        for b in sorted(suspects - set(reports)):
+            log.debug("cluster %s: broker %s lists offline replicas and did not say why", self.cluster.name, b)
+        self._failed_dir_brokers = failed
+        log_dirs.with_failed_dirs(records, failed)
 
     def _metadata_arrived(self, topics: list[dict[str, Any]]) -> int:
         """Stamp the poll with the Metadata answer's arrival and hold the answer for quick records
@@ -813,6 +837,8 @@ class AdminSource:
                                partitions=parts, min_insync_replicas=min_isr, unclean_leader_election=unclean,
                                replica_lag_time_max_ms=self._configs.replica_lag_time_max_ms, has_offsets=False,
                                resolves=resolves)
+            if self._failed_dir_brokers is not None:  # as the last poll found them (its offline replicas above)
+                log_dirs.with_failed_dirs([rec], self._failed_dir_brokers)
             # A topic no full poll has recorded yet, whole in the mirror (every partition's state written):
             # its first layout goes to the history's assignments table now. A topic created and grown
             # between two full polls would otherwise be recorded first with its grown size, and a restarted

@@ -33,7 +33,8 @@ a record without them is read as "not tiered", "no migration known"; and a down 
 `departure` (`controlled`, `crash`, `unknown`), read from `controlled_shutdown` when absent. Optional in v4,
 added later: a cluster's `topic_share` (a cluster split across collector processes; absent: one process
 polls it whole). A pipeline that predates it must not be fed by a split collector: it would judge every
-share's cluster record. 4: a topic record
+share's cluster record. Also a topic's `failed_log_dir_brokers` (absent: Metadata's offline replicas read
+as failed directories, as before). 4: a topic record
 may leave out its quiet partitions (schemas/quiet.py: healthy, unchanged, no rule can judge them), and then
 says what the pipeline counted from all of them: `partition_count` (the topic's size) and `broker_load`
 (per broker: leaders, replicas, preferred, preferred not leading). A topic record without `broker_load`
@@ -212,6 +213,10 @@ TOPIC_STATE = Struct((
     # and resolve none, so a restarting cluster's partitions stay in their outage's incident; absent: true
     ("resolves", BOOL, False),
     ("remote_storage", BOOL, False),  # true: the topic has remote.storage.enable=true (tiered storage)
+    # v4, optional: where a partition lists an offline replica on a live broker, the live brokers whose own
+    # DescribeLogDirs answer names a failed log directory (none: []); absent: not asked (an older
+    # collector: Metadata's offline_replicas are read as failed directories)
+    ("failed_log_dir_brokers", Array(INT), False),
     # v4, with broker_load: the partitions that are not quiet (schemas/quiet.py); without it, every partition
     ("partitions", Array(PARTITION), True),
     ("partition_count", INT, False),  # v4: the topic's partitions, published or not

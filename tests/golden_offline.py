@@ -57,3 +57,19 @@ CASES = [
     (28, -1, [1, 2], [1], None, None, {2}, [1], ALL_ISR_DEAD, (1,),
      "offline_replicas also lists a dead broker's replicas (KRaft: fenced ones): a dead broker is no failed disk"),
 ]
+
+# With the brokers' own word on their log directories (the topic record's `failed_log_dir_brokers`, DescribeLogDirs'
+# KAFKA_STORAGE_ERROR): (number, leader, replicas, isr, live brokers, offline replicas, brokers reporting a failed
+# directory, expected cause, must_return, reason). Metadata lists a restarting broker's replicas offline for a
+# moment after it registers; only a broker that reports a failed directory has one.
+WITH_DIR_REPORTS = [
+    (101, -1, [2], [2], {1, 2, 3}, [2], [], LIVE_ISR_NO_LEADER, (),
+     "RF 1, its broker registered again after a kill, logs not yet online: a restart, not a disk (make demo)"),
+    (102, -1, [2], [2], {1, 2, 3}, [2], [2], LOG_DIR_OFFLINE, (2,),
+     "RF 1, its broker up and reporting a failed directory: the disk"),
+    (103, -1, [1, 2, 3], [1], {1, 2, 3}, [1], [2], LIVE_ISR_NO_LEADER, (),
+     "broker 2's failed directory says nothing of broker 1's replica: 1 is coming back"),
+    (104, -1, [1, 2, 3], [1, 2], {1, 3}, [1, 2], [1], LOG_DIR_OFFLINE, (1, 2),
+     "ISR member 1 reports the failed directory, 2 is dead: 1's disk back or 2 back restores it"),
+    (105, -1, [1, 2], [1], {2}, [1], [], ALL_ISR_DEAD, (1,), "a dead broker's replica is offline whatever its disks"),
+]

@@ -26,6 +26,12 @@ controller/ControllerContext.scala) leaves `replicasOnOfflineDirs` out of every 
 KIP-858): `ReplicationControlManager.handleDirectoriesOffline` takes the broker's replicas on the
 failed directory out of leadership and the ISR as a fencing would. Either way Metadata lists them in
 the partition's `offline_replicas` (with those of dead or fenced brokers), and the broker lives on.
+Metadata also lists a restarting broker's replicas there for a moment (registered, its logs not yet
+online), so a live broker's offline replica counts as on a failed directory only where the broker
+itself says one failed: its DescribeLogDirs answer lists a directory with KAFKA_STORAGE_ERROR
+(`ReplicaManager.describeLogDirs`, core/src/main/scala/kafka/server/ReplicaManager.scala), carried in
+the topic record's `failed_log_dir_brokers`. A record without that field (an older collector) trusts
+Metadata's list as is.
 
 Causes, checked in this order (eligible = the ISR, or the ELR when the ISR is empty):
 - `single_replica_on_dead_broker`: replication factor 1 and that one replica's broker is down:
@@ -84,13 +90,16 @@ def eligible(isr: Sequence[int], elr: Sequence[int] | None) -> Sequence[int]:
 def classify_offline(leader: int, replicas: Sequence[int], isr: Sequence[int],
                      live: set[int] | frozenset[int], elr: Sequence[int] | None = None,
                      last_known_elr: Sequence[int] | None = None,
-                     offline_replicas: Sequence[int] | None = None) -> OfflineVerdict | None:
+                     offline_replicas: Sequence[int] | None = None,
+                     failed_dir_brokers: Sequence[int] | None = None) -> OfflineVerdict | None:
     """None when the partition has a live leader; otherwise why it has none. `elr` and
     `last_known_elr` None: not reported (ZooKeeper mode, Kafka 3.x), judged as empty;
-    `offline_replicas`: Metadata's (a live broker's replica in it is on a failed log directory)."""
+    `offline_replicas`: Metadata's; a live broker's replica in it is on a failed log directory when
+    that broker is in `failed_dir_brokers` (None: not asked, Metadata's list is trusted)."""
     if not is_offline(leader, live):
         return None
-    elr, last_known_elr, offline = elr or (), last_known_elr or (), set(offline_replicas or ())
+    elr, last_known_elr = elr or (), last_known_elr or ()
+    offline = {b for b in offline_replicas or () if failed_dir_brokers is None or b in failed_dir_brokers}
     candidates = eligible(isr, elr)
     live_candidates = tuple(b for b in replicas if b in live and b not in offline and b in candidates)  # assignment order
     if len(replicas) == 1 and replicas[0] not in live:
@@ -109,9 +118,11 @@ def classify_offline(leader: int, replicas: Sequence[int], isr: Sequence[int],
 
 
 def offline_columns(leader: Any, replicas: Any, isr: Any, live: Any, elr: Any = None,
-                    last_known_elr: Any = None, offline_replicas: Any = None) -> dict[str, Any]:
+                    last_known_elr: Any = None, offline_replicas: Any = None,
+                    failed_dir_brokers: Any = None) -> dict[str, Any]:
     """The same rule as Spark Columns (built-in expressions only, no UDF), over any columns or
-    lambda variables: {"is_offline", "cause", "must_return", "live_isr"}."""
+    lambda variables: {"is_offline", "cause", "must_return", "live_isr"}. `failed_dir_brokers` a null
+    column (or None): Metadata's offline replicas trusted as in classify_offline."""
     from pyspark.sql import functions as F
 
     is_live = lambda b: F.array_contains(live, b)  # noqa: E731
@@ -119,6 +130,9 @@ def offline_columns(leader: Any, replicas: Any, isr: Any, live: Any, elr: Any = 
     elr = empty if elr is None else F.coalesce(elr, empty)
     lk_elr = empty if last_known_elr is None else F.coalesce(last_known_elr, empty)
     dir_offline = empty if offline_replicas is None else F.coalesce(offline_replicas, empty)
+    if failed_dir_brokers is not None:  # only where the broker itself reports a failed directory
+        dir_offline = F.when(failed_dir_brokers.isNull(), dir_offline).otherwise(
+            F.filter(dir_offline, lambda b: F.array_contains(failed_dir_brokers, b)))
     on_failed_dir = lambda b: is_live(b) & F.array_contains(dir_offline, b)  # noqa: E731
     offline = (leader == -1) | ~is_live(leader)
     isr_empty = F.size(isr) == 0
@@ -144,7 +158,8 @@ def of(view: PartitionView) -> dict[str, Any]:
     """`offline_columns` of a partition view, built once per plan (the ISR and stall rules ask too)."""
     p = view.p
     return view.memo("offline", lambda: offline_columns(p["leader"], p["replicas"], p["isr"], view.live, p["elr"],
-                                                        p["last_known_elr"], p["offline_replicas"]))
+                                                        p["last_known_elr"], p["offline_replicas"],
+                                                        view.ts["failed_log_dir_brokers"]))
 
 
 def _plan(view: PartitionView) -> Any:

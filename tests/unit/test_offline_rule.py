@@ -1,7 +1,7 @@
 import pytest
 
 from pipelines.detectors.offline import classify_offline
-from tests.golden_offline import CASES
+from tests.golden_offline import CASES, WITH_DIR_REPORTS
 
 pytestmark = pytest.mark.unit
 
@@ -15,3 +15,11 @@ def test_offline_golden(num, leader, replicas, isr, elr, lk_elr, live, offline, 
     else:
         assert verdict is not None, reason
         assert (verdict.cause, verdict.must_return) == (cause, must_return), reason
+
+
+@pytest.mark.parametrize("num,leader,replicas,isr,live,offline,failed_dirs,cause,must_return,reason", WITH_DIR_REPORTS,
+                         ids=[f"case{c[0]}" for c in WITH_DIR_REPORTS])
+def test_offline_with_dir_reports(num, leader, replicas, isr, live, offline, failed_dirs, cause, must_return, reason):
+    verdict = classify_offline(leader, replicas, isr, live, None, None, offline, failed_dirs)
+    assert verdict is not None, reason
+    assert (verdict.cause, verdict.must_return) == (cause, must_return), reason
