@@ -252,17 +252,19 @@ class AdminSource:
         """Where Metadata lists a live broker's replica offline, ask that broker whether a log directory
         failed (collectors/log_dirs.py): the topic records then say which brokers report one, and the
         offline rule names a failed directory on that evidence only, never on a restart's moment."""
-        live = {b["id"] for b in records[0]["cluster_state"]["brokers"] if b["live"]}
-        suspects = log_dirs.offline_on_live(self._offline_replicas, live)
-        if not suspects:
+        if not self._offline_replicas:
             self._failed_dir_brokers = None
             return
+        live = {b["id"] for b in records[0]["cluster_state"]["brokers"] if b["live"]}
+        suspects = log_dirs.offline_on_live(self._offline_replicas, live)
         silent = found.asked - found.answered  # just waited for in the offsets round: not asked again
         reports = log_dirs.describe_dirs(admin._client, suspects - silent, self.settings.offsets_timeout_ms,
-                                         log_dirs.supports_v4(admin._client.get_api_versions()))
+                                         log_dirs.supports_v4(admin._client.get_api_versions())) if suspects else {}
         failed = sorted(b for b, dirs in reports.items() if any(d.failed for d in dirs))
         for b in sorted(suspects - set(reports)):
             log.debug("cluster %s: broker %s lists offline replicas and did not say why", self.cluster.name, b)
+        # (a broker dead at this poll has no failed directory on record: if the mirror finds it registered
+        # again before the next poll, its replicas still listed offline are a restart's, not a disk's)
         self._failed_dir_brokers = failed
         log_dirs.with_failed_dirs(records, failed)
 
@@ -837,8 +839,9 @@ class AdminSource:
                                partitions=parts, min_insync_replicas=min_isr, unclean_leader_election=unclean,
                                replica_lag_time_max_ms=self._configs.replica_lag_time_max_ms, has_offsets=False,
                                resolves=resolves)
-            if self._failed_dir_brokers is not None:  # as the last poll found them (its offline replicas above)
-                log_dirs.with_failed_dirs([rec], self._failed_dir_brokers)
+            # as the last poll found them, with the offline replicas it carries above (a broker dead then and
+            # registered now reports no failed directory: its replicas there are a restart's moment)
+            log_dirs.with_failed_dirs([rec], self._failed_dir_brokers or [])
             # A topic no full poll has recorded yet, whole in the mirror (every partition's state written):
             # its first layout goes to the history's assignments table now. A topic created and grown
             # between two full polls would otherwise be recorded first with its grown size, and a restarted

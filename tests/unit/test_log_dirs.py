@@ -122,6 +122,21 @@ def test_no_answer_is_no_evidence(client):
     assert topic_state(records)["failed_log_dir_brokers"] == []
 
 
+def test_a_broker_back_between_two_polls_is_no_failed_directory_in_the_mirrors_records():
+    """make demo: the poll saw broker 2 dead (its replica listed offline); ZooKeeper then shows it registered
+    again, and the mirror's record, still carrying the poll's offline replica, must not read as a failed disk."""
+    state = {("t", 0): ZkPartition(leader=-1, leader_epoch=4, isr=(2,), controller_epoch=1, mtime_ms=990, version=5)}
+    zk = FakeZk({1, 3}, state, {"t": {0: [2]}})
+    src, records = polled([2], zk)
+    client = Client({})
+    src._ask_dirs(Admin(client), records, OffsetsRound())
+    assert client.asked == [] and topic_state(records)["failed_log_dir_brokers"] == []  # the dead are not asked
+    zk._live = {1, 2, 3}
+    (quick,) = src._mirror_topics({"t"}, 2, 2000, {1, 2, 3}, None)
+    assert quick["topic_state"]["partitions"][0]["offline_replicas"] == [2]
+    assert quick["topic_state"]["failed_log_dir_brokers"] == []
+
+
 def test_nobody_is_asked_without_an_offline_replica_on_a_live_broker():
     src, records = polled([])
     client = Client({})
