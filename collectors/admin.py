@@ -20,6 +20,7 @@ from typing import Any, Iterable
 from collectors import (access, capabilities, gc_pause, kraft, log_dirs, metadata, offsets, reassignments, tiered,
                         topic_share, wire)
 from collectors.departures import Departures, holders
+from collectors.disk_watch import DiskWatch
 from collectors.kraft_protocol import DESCRIBE_QUORUM_KEY, DESCRIBE_TOPIC_PARTITIONS_KEY
 from collectors.memory import PartitionMemory
 from collectors.metadata import ask
@@ -138,6 +139,8 @@ class AdminSource:
         # the live brokers that reported a failed log directory when the last poll asked (None: not asked,
         # no live broker's replica was offline); the mirror's records carry it with the offline replicas
         self._failed_dir_brokers: list[int] | None = None
+        self._dirs_refused = False  # the last sampling of the directories met an error answer (an ACL)
+        self._disks = DiskWatch(settings.log_dir_poll_s, settings.log_dir_window_s, settings.log_dir_horizon_s)
         self._notes = Notes(cluster.name)  # side requests' failures, logged once
         self._side = SideChannel(cluster, settings.request_timeout_ms, self._notes)  # DescribeQuorum, moves
         self._reach = Reachability(settings.unreachable_after_s)
@@ -209,6 +212,9 @@ class AdminSource:
             self._problem = None
             self._access.succeeded()
         self._capabilities = capabilities.of(admin._client.get_api_versions(), kraft=self.zk is None)
+        if self._disks.poll_s > 0:  # the directories' sizes (DescribeLogDirs v4): an ACL refusal says no too
+            self._capabilities["log_dir_sizes"] = (log_dirs.supports_v4(admin._client.get_api_versions())
+                                                   and not self._dirs_refused)
         if self._configs.tiered:  # only said where it matters: a cluster with tiered topics
             self._capabilities["tiered_offsets"] = tiered.supported(admin._client.get_api_versions())
         mine = self._mine(topics)  # the topics this process asks about and publishes (all unless split)
@@ -245,10 +251,34 @@ class AdminSource:
         quorum = self._side.harvest_quorum(found.answered | {self._last_node}) if self.zk is None else None
         self._side.harvest_moves()
         records = self._records(md, topics, observed_at_ms, found, poll_id, quorum, unreachable)
-        self._ask_dirs(admin, records, found)
+        self._ask_dirs(admin, records, found, self._sample_dirs(admin, records, found))
         return records
 
-    def _ask_dirs(self, admin: Any, records: list[dict[str, Any]], found: offsets.OffsetsRound) -> None:
+    def _sample_dirs(self, admin: Any, records: list[dict[str, Any]],
+                     found: offsets.OffsetsRound) -> dict[int, list[log_dirs.LogDir]]:
+        """Every `log_dir_poll_s`, each live broker's directories (collectors/disk_watch.py); the cluster
+        record's brokers carry the last word of each. This sampling's answers, {} between samplings."""
+        brokers = records[0]["cluster_state"]["brokers"]
+        now = time.monotonic()
+        reports: dict[int, list[log_dirs.LogDir]] = {}
+        if self._disks.due(now):
+            live = {b["id"] for b in brokers if b["live"]}
+            refused: set[int] = set()
+            reports = log_dirs.describe_dirs(admin._client, live - (found.asked - found.answered),
+                                             self.settings.offsets_timeout_ms,
+                                             log_dirs.supports_v4(admin._client.get_api_versions()), refused)
+            if refused and not self._dirs_refused:
+                log.warning("cluster %s: brokers %s refuse DescribeLogDirs (krm needs DESCRIBE on the cluster): no "
+                            "disk series or fill forecast for them", self.cluster.name, sorted(refused))
+            self._dirs_refused = bool(refused)
+            self._disks.note(reports, now, live)
+        for b in brokers:
+            if (dirs := self._disks.dirs(b["id"])) is not None:
+                b["log_dirs"] = dirs
+        return reports
+
+    def _ask_dirs(self, admin: Any, records: list[dict[str, Any]], found: offsets.OffsetsRound,
+                  sampled: dict[int, list[log_dirs.LogDir]]) -> None:
         """Where Metadata lists a live broker's replica offline, ask that broker whether a log directory
         failed (collectors/log_dirs.py): the topic records then say which brokers report one, and the
         offline rule names a failed directory on that evidence only, never on a restart's moment."""
@@ -258,8 +288,10 @@ class AdminSource:
         live = {b["id"] for b in records[0]["cluster_state"]["brokers"] if b["live"]}
         suspects = log_dirs.offline_on_live(self._offline_replicas, live)
         silent = found.asked - found.answered  # just waited for in the offsets round: not asked again
-        reports = log_dirs.describe_dirs(admin._client, suspects - silent, self.settings.offsets_timeout_ms,
-                                         log_dirs.supports_v4(admin._client.get_api_versions())) if suspects else {}
+        ask = suspects - silent - set(sampled)
+        reports = {**{b: d for b, d in sampled.items() if b in suspects},
+                   **(log_dirs.describe_dirs(admin._client, ask, self.settings.offsets_timeout_ms,
+                                             log_dirs.supports_v4(admin._client.get_api_versions())) if ask else {})}
         failed = sorted(b for b, dirs in reports.items() if any(d.failed for d in dirs))
         for b in sorted(suspects - set(reports)):
             log.debug("cluster %s: broker %s lists offline replicas and did not say why", self.cluster.name, b)

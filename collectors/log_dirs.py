@@ -96,9 +96,16 @@ def dirs_request(v4: bool) -> Any:
     return DescribeLogDirsRequest[0](topics=[])
 
 
+class Refused(Exception):
+    """The broker answered DescribeLogDirs with an error of its own (v3+: CLUSTER_AUTHORIZATION_FAILED
+    where krm lacks DESCRIBE on the cluster)."""
+
+
 def read_dirs(answer: Any) -> list[LogDir]:
     """The directories of a v0 or v4 answer (v0 has no sizes)."""
     if isinstance(answer, DescribeLogDirsResponse_v4):
+        if answer.error_code:
+            raise Refused(f"error code {answer.error_code}")
         return [LogDir(path, code, total if total >= 0 else None, usable if usable >= 0 else None)
                 for code, path, _topics, total, usable, _tags in answer.results]
     return [LogDir(path, code) for code, path, _topics in answer.log_dirs]
@@ -110,9 +117,11 @@ def supports_v4(api_versions: dict[int, Any] | None) -> bool:
     return span is not None and span[1] >= 4
 
 
-def describe_dirs(client: Any, brokers: Iterable[int], timeout_ms: int, v4: bool) -> dict[int, list[LogDir]]:
+def describe_dirs(client: Any, brokers: Iterable[int], timeout_ms: int, v4: bool,
+                  refused: set[int] | None = None) -> dict[int, list[LogDir]]:
     """Each broker's directories, asked of all at once and waited for `timeout_ms` in all; a broker that
-    refused, failed or did not answer in time is left out (no word is no evidence)."""
+    refused, failed or did not answer in time is left out (no word is no evidence). `refused` gathers
+    the brokers that answered with an error of their own (an ACL)."""
     pending = set(brokers)
     out: dict[int, list[LogDir]] = {}
     if not pending:
@@ -135,6 +144,9 @@ def describe_dirs(client: Any, brokers: Iterable[int], timeout_ms: int, v4: bool
         if f.is_done and not f.failed():
             try:
                 out[b] = read_dirs(f.value)
+            except Refused:
+                if refused is not None:
+                    refused.add(b)
             except Exception as e:  # noqa: BLE001 - a malformed answer is no evidence either
                 log.warning("broker %s: DescribeLogDirs answer not read (%s)", b, e)
     return out

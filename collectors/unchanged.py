@@ -17,7 +17,8 @@ hold ending, a deleted topic forgotten) it asks for: past the view's `due_ms` it
 the next one is published (pipelines/metrics.py `hold_view`). A poll is still published at least every
 `resend_s`, so the history keeps a trace of the cluster and /readyz sees batches. Meanwhile what
 /metrics shows of the cluster is the last published poll's, numbers included (a KRaft voter's fetch
-age, say): the same states, up to `resend_s` old. Pure.
+age, a log directory's used bytes, say): the same states, up to `resend_s` old. A failed log directory or
+one with a fill forecast (collectors/disk_watch.py) makes every poll go out. Pure.
 """
 
 from __future__ import annotations
@@ -41,6 +42,11 @@ def steady_digest(records: list[dict[str, Any]]) -> tuple[Any, ...] | None:
                 return None
             if any(not b.get("live") for b in cs["brokers"]):  # not registered: judged by how long (planned_stop_max_s)
                 return None
+            brokers = cs["brokers"]
+            if any("log_dirs" in b for b in brokers):  # their bytes move at every sampling: compared by state
+                if any(d["failed"] or "full_in_s" in d for b in brokers for d in b.get("log_dirs") or ()):
+                    return None  # a failed or filling directory: every poll goes out
+                brokers = [{k: v for k, v in b.items() if k != "log_dirs"} for b in brokers]
             q = cs.get("quorum")
             if not quorum.whole(q):
                 return None
@@ -48,6 +54,7 @@ def steady_digest(records: list[dict[str, Any]]) -> tuple[Any, ...] | None:
             # pipelines/detectors/brokers.py): only where the quorum answers is the cluster known to be KRaft
             kraft = q is not None or "quorum" in (cs.get("capabilities") or ())
             state = {k: v for k, v in cs.items() if k != "quorum" and not (kraft and k == "controller_id")}
+            state["brokers"] = brokers
             voters = None if q is None else (q["leader_id"], q.get("leader_epoch"), q.get("observers"),
                                              tuple(v["id"] for v in q["voters"]))
             out.append((kind, rec.get("source"), rec.get("v"), state, voters))

@@ -136,6 +136,12 @@ class CollectorConfig(Table):
     # `krm run` (the pipeline in the same process): a healthy poll that found what the last published one
     # did is published only this often; the pipeline is told its view still holds (collectors/unchanged.py); 0: every poll
     unchanged_publish_s: float = Field(60.0, ge=0.0)
+    # each live broker's log directories (DescribeLogDirs) this often: krm_log_dir_* and the fill forecast
+    # (collectors/disk_watch.py); 0: never asked but where a replica is offline
+    log_dir_poll_s: float = Field(10.0, ge=0.0)
+    log_dir_window_s: float = Field(600.0, ge=10.0)  # the growth rate's longest trend
+    # forecasts further out than this are left out: no concern, and polls without one may stay home
+    log_dir_horizon_s: float = Field(86400.0, ge=0.0)
     canary_interval_s: float = Field(5.0, ge=0.5)  # clusters with `canary = true`: a write + read-back round this often
     # a canary write not acknowledged (and read back) within this fails the round
     canary_timeout_ms: int = Field(3000, ge=100)

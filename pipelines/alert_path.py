@@ -15,7 +15,7 @@ from dataclasses import replace
 from typing import Any
 
 from foundation.config import Config
-from pipelines import tiered_view
+from pipelines import disks, tiered_view
 from pipelines.assignment_history import broker_join_ms, topic_layouts
 from pipelines.balance import BalanceCheck
 from pipelines.detectors import canary, quorum
@@ -211,5 +211,6 @@ def split_rows(rows: list[Any], canaries: list[Any] | None = None, tiered: list[
                     error_reason=cs.get("error_reason"), denied=tuple(cs.get("denied") or ()),
                     capabilities=tuple([(c, True) for c in cs.get("capabilities") or ()]
                                        + [(c, False) for c in cs.get("unsupported") or ()]),
-                    share_count=share["count"] if share is not None else 1)
+                    share_count=share["count"] if share is not None else 1,
+                    log_dirs=disks.of_brokers(cs.get("brokers") or ()))
     return polls, found, clusters, counts, jmx

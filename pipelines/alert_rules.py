@@ -1,12 +1,13 @@
 """The shipped alert file, dashboards/prometheus/krm-alerts.yml: every incident type's alerts (declared
-on its rule, in registry order), then krm's alerts about itself (declared here: its view gone stale,
-its pipeline down, its canary not starting). The file is generated; regenerate it after changing an
-alert with `.venv/bin/python -m pipelines.alert_rules > dashboards/prometheus/krm-alerts.yml`
-(tests/unit/test_alert_rules.py fails until the file says the same).
+on its rule, in registry order), the log directories' (pipelines/disks.py), then krm's alerts about
+itself (declared here: its view gone stale, its pipeline down, its canary not starting). The file is
+generated; regenerate it after changing an alert with `.venv/bin/python -m pipelines.alert_rules >
+dashboards/prometheus/krm-alerts.yml` (tests/unit/test_alert_rules.py fails until the file says the same).
 """
 
 from __future__ import annotations
 
+from pipelines import disks
 from pipelines.detectors.exports import Alert, console, render_alert_file
 from pipelines.detectors.registry import RULES
 
@@ -79,7 +80,8 @@ SELF_ALERTS = (
 
 
 def groups() -> tuple[tuple[str, tuple[Alert, ...]], ...]:
-    return (("krm-replication", tuple(a for rule in RULES for a in rule.alerts)), ("krm-self", SELF_ALERTS))
+    return (("krm-replication", tuple(a for rule in RULES for a in rule.alerts)), ("krm-disks", disks.ALERTS),
+            ("krm-self", SELF_ALERTS))
 
 
 def alert_file() -> str:

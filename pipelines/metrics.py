@@ -14,8 +14,10 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterator
 
 from foundation.web_config import load_web_config, serve_wsgi
+from pipelines import disks
 from pipelines.detectors import hw_stall, offline, quorum
 from pipelines.detectors.registry import RULES
+from pipelines.disks import LogDirState
 from pipelines.incidents import Incident
 from schemas.observation import AUTHORIZATION_FAILED, UNREACHABLE
 
@@ -43,6 +45,7 @@ class ClusterView:
     # from the polls is forgotten), None when nothing does
     record_ms: int | None = None
     due_ms: int | None = None
+    log_dirs: tuple[LogDirState, ...] = ()  # the brokers' log directories as last sampled (pipelines/disks.py)
 
     @property
     def vouched(self) -> tuple[int, int] | None:
@@ -255,6 +258,7 @@ class KrmCollector:
             stale.add_metric([name], 1 if name in stale_now else 0)
         yield from (age, reachable, broker_up, leaders, replicas, capability, stale)
         yield from _kraft_series(snap.clusters)
+        yield from disks.series((name, view.log_dirs) for name, view in sorted(snap.clusters.items()))
         yield from _canary_series(snap.canary)
 
         jmx_up = GaugeMetricFamily("krm_broker_jmx_up", "1 if the broker's JMX exporter answered the last scrape.",

@@ -34,7 +34,7 @@ a record without them is read as "not tiered", "no migration known"; and a down 
 added later: a cluster's `topic_share` (a cluster split across collector processes; absent: one process
 polls it whole). A pipeline that predates it must not be fed by a split collector: it would judge every
 share's cluster record. Also a topic's `failed_log_dir_brokers` (absent: Metadata's offline replicas read
-as failed directories, as before). 4: a topic record
+as failed directories, as before) and a broker's `log_dirs` (absent: nothing known of its disks). 4: a topic record
 may leave out its quiet partitions (schemas/quiet.py: healthy, unchanged, no rule can judge them), and then
 says what the pipeline counted from all of them: `partition_count` (the topic's size) and `broker_load`
 (per broker: leaders, replicas, preferred, preferred not leading). A topic record without `broker_load`
@@ -73,6 +73,16 @@ class Struct:
 
 STRING, INT, LONG, BOOL, DOUBLE = Scalar("string"), Scalar("int"), Scalar("long"), Scalar("bool"), Scalar("double")
 
+LOG_DIR = Struct((  # one log directory of a broker, as its DescribeLogDirs answer says (collectors/disk_watch.py)
+    ("path", STRING, True),
+    ("failed", BOOL, True),  # the broker took it offline (KAFKA_STORAGE_ERROR)
+    ("total_bytes", LONG, False),  # its filesystem's size and the bytes still usable (Kafka 3.3+, KIP-827)
+    ("usable_bytes", LONG, False),
+    # seconds until usable_bytes reaches 0 at the recent growth rate; absent when not growing, or further
+    # out than [collector] log_dir_horizon_s
+    ("full_in_s", DOUBLE, False),
+))
+
 BROKER = Struct((
     ("id", INT, True),
     ("host", STRING, False),
@@ -89,6 +99,9 @@ BROKER = Struct((
     # (controlled_shutdown true), `crash` (false) or `unknown` (null: no evidence, or not judged yet).
     # Absent (an older collector): read from controlled_shutdown, null as a crash.
     ("departure", STRING, False),
+    # v4, optional, added later: its log directories as last sampled (every [collector] log_dir_poll_s);
+    # absent: not asked or not answered
+    ("log_dirs", Array(LOG_DIR), False),
 ))
 
 REPLICA_OFFSET = Struct((

@@ -14,6 +14,7 @@ from foundation.paths import REPO_ROOT
 from pipelines.incidents import Incident
 from pipelines.jmx_view import JmxSample
 from pipelines.detectors.canary import CanarySample
+from pipelines.disks import LogDirState
 from pipelines.metrics import ClusterView, KrmCollector, PipelineState, QualityStats
 
 pytestmark = pytest.mark.unit
@@ -31,7 +32,9 @@ def exported_names():
     quorum = {"leader_id": 1000, "leader_epoch": 2, "high_watermark": 10, "observers": 1,
               "voters": [{"id": 1000, "log_end_offset": 10, "last_fetch_ms": 5, "last_caught_up_ms": 5},
                          {"id": 1001, "log_end_offset": 9, "last_fetch_ms": 4, "last_caught_up_ms": 4}]}
-    state.update(clusters={"c1": ClusterView(((1, True),), 1, None, 1, quorum=quorum)}, open_incidents=incidents,
+    dirs = (LogDirState(1, "/data", False, 1000, 400, 60.0), LogDirState(1, "/data-2", True, None, None, None))
+    state.update(clusters={"c1": ClusterView(((1, True),), 1, None, 1, quorum=quorum, log_dirs=dirs)},
+                 open_incidents=incidents,
                  broker_load={"c1": {1: (1, 1, 1, 0)}},
                  jmx={("c1", 1): JmxSample("c1", 1, 1, 1, None, {"under_replicated_partitions": 0.0})},
                  quality=QualityStats(runs=1, failing=(("expect_x", "col"),), unexpected_total=((("expect_x", "col"), 1),)),

@@ -1,0 +1,91 @@
+"""Each broker's log directories over time, and when each will be full at its recent growth rate.
+
+Every `[collector] log_dir_poll_s` the poll asks each live broker for its directories (DescribeLogDirs
+with no topic, collectors/log_dirs.py): failed or not, and the filesystem's total and usable bytes.
+The used bytes (total - usable) of the last `log_dir_window_s` give a growth rate; the forecast is the
+usable bytes over that rate, from the faster of the whole window's trend and the last three samplings',
+so a disk that starts filling after a quiet hour is seen within three samplings, and a rate that eases
+off keeps the longer trend. A directory that is not growing (or further out than `log_dir_horizon_s`) has no
+forecast: docs/disks.md says how the alerts read it. Pure but for the samples it keeps.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import Any, Iterable, Sequence
+
+from collectors.log_dirs import LogDir
+
+MIN_SAMPLES = 3  # spanning at least two sampling intervals: no trend from one step
+
+
+def growth_rate(samples: Sequence[tuple[float, int]]) -> float | None:
+    """Bytes per second by least squares over (seconds, used bytes); None with fewer than MIN_SAMPLES."""
+    n = len(samples)
+    if n < MIN_SAMPLES:
+        return None
+    mt = sum(t for t, _ in samples) / n
+    mu = sum(u for _, u in samples) / n
+    var = sum((t - mt) ** 2 for t, _ in samples)
+    if var <= 0:
+        return None
+    return sum((t - mt) * (u - mu) for t, u in samples) / var
+
+
+def full_in(samples: Sequence[tuple[float, int]], usable: int, step_s: float) -> float | None:
+    """Seconds until `usable` bytes are used at the faster of the whole trend and the last three
+    samplings' (`step_s` apart); None while not growing or known for less than two steps."""
+    min_span = 2 * step_s * 0.9  # (a sampling waits for its poll: steps are a little uneven)
+    if len(samples) < MIN_SAMPLES or samples[-1][0] - samples[0][0] < min_span:
+        return None
+    recent = [s for s in samples if s[0] >= samples[-1][0] - 3 * step_s]
+    rates = [r for r in (growth_rate(samples), growth_rate(recent)) if r is not None and r > 0]
+    if not rates:
+        return None
+    return max(0.0, usable / max(rates))
+
+
+class DiskWatch:
+    """The samples of every directory of one cluster's brokers, and what the records say of them."""
+
+    def __init__(self, poll_s: float, window_s: float, horizon_s: float) -> None:
+        self.poll_s = poll_s  # 0: never sampled
+        self.window_s = window_s
+        self.horizon_s = horizon_s
+        self._at = float("-inf")
+        self._samples: dict[tuple[int, str], deque[tuple[float, int]]] = {}
+        self._latest: dict[int, list[dict[str, Any]]] = {}  # broker -> its directories for the record
+
+    def due(self, now: float) -> bool:
+        return self.poll_s > 0 and now - self._at >= self.poll_s
+
+    def note(self, reports: dict[int, list[LogDir]], now: float, live: Iterable[int]) -> None:
+        """This sampling's answers (broker -> directories); brokers not live any more are forgotten, a live
+        one that did not answer keeps its last word until it answers again."""
+        self._at = now
+        live = set(live)
+        for b in [b for b in self._latest if b not in live]:
+            del self._latest[b]
+        for key in [k for k in self._samples if k[0] not in live]:
+            del self._samples[key]
+        for broker, dirs in reports.items():
+            out = []
+            for d in sorted(dirs, key=lambda d: d.path):
+                entry: dict[str, Any] = {"path": d.path, "failed": d.failed}
+                key = (broker, d.path)
+                if d.failed or d.total_bytes is None or d.usable_bytes is None:
+                    self._samples.pop(key, None)
+                else:
+                    entry["total_bytes"], entry["usable_bytes"] = d.total_bytes, d.usable_bytes
+                    samples = self._samples.setdefault(key, deque())
+                    samples.append((now, d.total_bytes - d.usable_bytes))
+                    while samples and samples[0][0] < now - self.window_s:
+                        samples.popleft()
+                    eta = full_in(samples, d.usable_bytes, self.poll_s)
+                    if eta is not None and eta <= self.horizon_s:
+                        entry["full_in_s"] = round(eta, 1)
+                out.append(entry)
+            self._latest[broker] = out
+
+    def dirs(self, broker: int) -> list[dict[str, Any]] | None:
+        return self._latest.get(broker)
