@@ -205,6 +205,7 @@ class LocalCluster:
     # log directories per broker (JBOD: `data`, `data-2`, ...), so one can fail while the broker lives
     # (`fail_log_dir`)
     log_dirs: int = 1
+    _mounts: list[Path] = field(default_factory=list)  # small_log_dir's filesystems, unmounted by `down`
 
     # ---------------------------------------------------------------- construction and state
 
@@ -386,6 +387,7 @@ class LocalCluster:
             node.pid = None
         if (self.root / "state.json").exists():
             self._save()
+        self.release_small_log_dirs()
 
     def kill(self, broker_id: int) -> None:
         """SIGKILL one broker (or controller): no controlled shutdown, exactly like docs/cases/rf1-outage-zk-chroot.md's `kill`.
@@ -471,6 +473,33 @@ class LocalCluster:
         self.log_dir_paths(broker_id)[index].mkdir(parents=True, exist_ok=True)
         if self.mode == "kraft":
             self._format_storage([node])
+
+    def small_log_dir(self, broker_id: int, index: int, size_mb: int) -> Path:
+        """Put one log directory of a stopped broker on a filesystem of its own of `size_mb` (a tmpfs, as
+        root), its contents kept: a disk that fills. `release_small_log_dirs` (and `down`) unmount it."""
+        node = self.broker(broker_id)
+        if _pid_state(node.pid) != "dead":
+            raise ClusterError(f"stop broker {broker_id} before giving it a small disk")
+        path = self.log_dir_paths(broker_id)[index]
+        keep = path.with_name(path.name + ".before-mount")
+        shutil.move(str(path), str(keep))
+        path.mkdir()
+        out = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size_mb}m", "tmpfs", str(path)],
+                             capture_output=True, text=True)
+        if out.returncode != 0:
+            shutil.rmtree(path, ignore_errors=True)
+            shutil.move(str(keep), str(path))
+            raise ClusterError(f"cannot mount a {size_mb} MB tmpfs at {path} (root needed): {out.stderr.strip()}")
+        for item in keep.iterdir():
+            shutil.move(str(item), str(path / item.name))
+        keep.rmdir()
+        self._mounts.append(path)
+        return path
+
+    def release_small_log_dirs(self) -> None:
+        """Unmount what small_log_dir mounted (the data on it is throwaway)."""
+        while self._mounts:
+            subprocess.run(["umount", "-l", str(self._mounts.pop())], capture_output=True)
 
     def add_broker(self, timeout_s: float = 90.0) -> int:
         """Cluster expansion: a new broker (next id, free ports, the same settings) joins and is
