@@ -27,7 +27,7 @@ from __future__ import annotations
 import zlib
 from typing import Any
 
-from schemas.quiet import Thresholds
+from schemas.quiet import STOPPED_FETCHER_WINDOW_MS, Thresholds
 
 
 class Seen:
@@ -152,6 +152,12 @@ class PartitionMemory:
         if (leader_leo is not None and prev_leader_leo is not None and prev.leader == leader
                 and dt_ms > 0 and leader_leo >= prev_leader_leo):
             p["write_rate"] = round((leader_leo - prev_leader_leo) * 1000.0 / dt_ms, 3)
+            # a follower whose log stood still since the last poll while the leader had more for it then
+            # fetched nothing for a whole poll interval (a fetch returns at once when there is data)
+            stalled = [b for b in replicas or () if b != leader and (o := leos.get(b)) is not None
+                       and o == prev_leos.get(b) and o < prev_leader_leo]
+            if stalled:
+                p["stalled_followers"] = stalled
         isr, rate = p["isr"], p.get("write_rate")
         # lagging()'s usual case inline (every replica in the ISR, the slowest within the floor): no call
         slowest = leader_leo - min(leos.values()) if leader_leo is not None and leos else None
@@ -232,6 +238,9 @@ class PartitionMemory:
             now.append(o)
         if not now or leader not in replicas:
             return False
+        was_leader = prev_leos[leader]
+        if any(o == prev_leos[b] and o < was_leader for b, o in zip(replicas, now) if b != leader):
+            return False  # a follower that fetched nothing since the last poll (annotate's stalled_followers)
         leader_leo, lowest = now[replicas.index(leader)], min(now)
         phase, k = prev.phase, self._keyframe_ms
         if (at_ms + phase) // k != (prev.at_ms + phase) // k:
@@ -248,8 +257,8 @@ class PartitionMemory:
         since = None
         if leader_leo > hw:  # the HW behind the LEO: annotate's stall clock
             since = prev.hw_since_ms if prev_hw == hw and prev.hw_since_ms is not None else at_ms
-            if at_ms - since >= window_ms:
-                return False
+            if at_ms - since >= window_ms or at_ms - since >= STOPPED_FETCHER_WINDOW_MS:
+                return False  # (every replica answered: a stall HW_STALL judges as a stopped fetcher)
         prev_leos.update(zip(replicas, now))  # the same replicas as remembered: updated in place (no dict a poll)
         prev.at_ms, prev.hw, prev.hw_since_ms = at_ms, hw, since
         if prev.hw_peak is None or hw > prev.hw_peak:

@@ -376,6 +376,9 @@ class LocalCluster:
         """Stop every process (SIGKILL: the data is throwaway) and wait until they are gone; undo any cut."""
         every = self.processes
         packet_filter.heal_all([n.port for n in every if n.port])
+        for n in every:
+            if n.role == "broker" and n.port and packet_filter.is_cut_outgoing(packet_filter.cgroup_name(n.port)):
+                packet_filter.heal_outgoing(packet_filter.cgroup_name(n.port))
         for node in every:
             if node.pid and _pid_state(node.pid) != "dead":
                 try:
@@ -473,6 +476,17 @@ class LocalCluster:
         self.log_dir_paths(broker_id)[index].mkdir(parents=True, exist_ok=True)
         if self.mode == "kraft":
             self._format_storage([node])
+
+    def cut_replication(self, broker_id: int) -> None:
+        """A replication cut: every packet the broker sends to the other brokers' listeners is dropped
+        (lab/packet_filter.py), so its replica fetchers stall, while clients, krm, its ZooKeeper session or
+        KRaft heartbeats, and the followers fetching from it still reach it. `heal_replication` undoes it."""
+        node = self._live_broker(broker_id)
+        others = [n.port for n in self.nodes.values() if n.role == "broker" and n is not node and n.port]
+        packet_filter.cut_outgoing(packet_filter.cgroup_name(node.port), others)
+
+    def heal_replication(self, broker_id: int) -> bool:
+        return packet_filter.heal_outgoing(packet_filter.cgroup_name(self.broker(broker_id).port))
 
     def small_log_dir(self, broker_id: int, index: int, size_mb: int) -> Path:
         """Put one log directory of a stopped broker on a filesystem of its own of `size_mb` (a tmpfs, as
@@ -1090,6 +1104,10 @@ class LocalCluster:
         d = self._node_dir(node)
         d.mkdir(parents=True, exist_ok=True)
         cmd, env = self.kdc.command() if node.role == "kdc" else (self._command(node), None)
+        # a broker in a cgroup of its own, so its outgoing connections can be cut (cut_replication)
+        procs = packet_filter.prepare_cgroup(packet_filter.cgroup_name(node.port)) if node.role == "broker" else None
+        if procs is not None:
+            cmd = packet_filter.in_cgroup(procs, cmd)
         with open(d / "stdout.log", "ab") as out:
             p = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                  start_new_session=True, cwd=d, env=env)

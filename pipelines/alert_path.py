@@ -15,7 +15,7 @@ from dataclasses import replace
 from typing import Any
 
 from foundation.config import Config
-from pipelines import disks, tiered_view
+from pipelines import disks, replication_links, tiered_view
 from pipelines.assignment_history import broker_join_ms, topic_layouts
 from pipelines.balance import BalanceCheck
 from pipelines.detectors import canary, quorum
@@ -92,7 +92,7 @@ class AlertPath:
             mine = self.shares.setdefault(name, {})
             for i, at in newest.items():
                 mine[i] = max(at, mine.get(i, at))
-        changed = self.book.apply(polls, found)
+        changed = self.book.apply(polls, replication_links.annotate(found, self.book.open_incidents))
         self.counts.update(counts)
         snap = self.state.snapshot
         for name, view in clusters.items():  # deleted topics leave the per-broker totals

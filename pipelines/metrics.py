@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterator
 
 from foundation.web_config import load_web_config, serve_wsgi
-from pipelines import disks
+from pipelines import disks, replication_links
 from pipelines.detectors import hw_stall, offline, quorum
 from pipelines.detectors.registry import RULES
 from pipelines.disks import LogDirState
@@ -259,6 +259,7 @@ class KrmCollector:
         yield from (age, reachable, broker_up, leaders, replicas, capability, stale)
         yield from _kraft_series(snap.clusters)
         yield from disks.series((name, view.log_dirs) for name, view in sorted(snap.clusters.items()))
+        yield from replication_links.series(snap.open_incidents)
         yield from _canary_series(snap.canary)
 
         jmx_up = GaugeMetricFamily("krm_broker_jmx_up", "1 if the broker's JMX exporter answered the last scrape.",

@@ -34,7 +34,8 @@ a record without them is read as "not tiered", "no migration known"; and a down 
 added later: a cluster's `topic_share` (a cluster split across collector processes; absent: one process
 polls it whole). A pipeline that predates it must not be fed by a split collector: it would judge every
 share's cluster record. Also a topic's `failed_log_dir_brokers` (absent: Metadata's offline replicas read
-as failed directories, as before) and a broker's `log_dirs` (absent: nothing known of its disks). 4: a topic record
+as failed directories, as before), a broker's `log_dirs` (absent: nothing known of its disks) and a
+partition's `stalled_followers` (absent: none known). 4: a topic record
 may leave out its quiet partitions (schemas/quiet.py: healthy, unchanged, no rule can judge them), and then
 says what the pipeline counted from all of them: `partition_count` (the topic's size) and `broker_load`
 (per broker: leaders, replicas, preferred, preferred not leading). A topic record without `broker_load`
@@ -150,6 +151,9 @@ PARTITION = Struct((
     # replicas, ISR or lagging followers differ from the collector's previous poll (or it has none);
     # the first poll of a keyframe interval. The history path writes those polls.
     ("lagging", Array(INT), False),
+    # v4, optional, added later (collectors/memory.py): followers whose log end offset stood still since the
+    # collector's previous poll while the leader had more for them then: they fetched nothing (absent: none)
+    ("stalled_followers", Array(INT), False),
     ("changed", BOOL, False),
     ("keyframe", BOOL, False),
     # tiered topics only (KIP-405, collectors/tiered.py): the leader's local log start offset (the first

@@ -33,6 +33,10 @@ from foundation.config import PipelineConfig, from_pipeline, setting
 DEFAULT_WINDOW_MS = 30_000
 # HW_STALL's window while an ISR follower is judged unreachable (pipelines/detectors/hw_stall.py says why)
 SILENT_FOLLOWER_WINDOW_MS = 2000
+# ... and while an ISR follower that answers krm sits at the HW or stood still for a poll (a fetcher wakes
+# at least every replica.fetch.wait.max.ms, 500 ms): a stopped fetcher, acks=all producers wait. Under the
+# 2 s poll, so two polls of the HW held still are enough whatever their jitter
+STOPPED_FETCHER_WINDOW_MS = 1500
 
 
 @dataclass(frozen=True)
@@ -64,12 +68,11 @@ def is_quiet(p: dict[str, Any], leos: dict[int, int], live: Collection[int], unr
     leader = p["leader"]
     if (leader < 0 or leader not in live or leader in unreachable or len(p["isr"]) != len(p["replicas"])
             or p.get("offline_replicas") or p.get("adding_replicas") or p.get("removing_replicas")
-            or p.get("lagging")):
+            or p.get("lagging") or p.get("stalled_followers")):
         return False
     since = p.get("hw_stalled_since_ms")
-    if since is not None and (at_ms - since >= window_ms or (
-            at_ms - since >= SILENT_FOLLOWER_WINDOW_MS and unreachable and any(r in unreachable for r in p["isr"]))):
-        return False
+    if since is not None and at_ms - since >= min(window_ms, SILENT_FOLLOWER_WINDOW_MS, STOPPED_FETCHER_WINDOW_MS):
+        return False  # (a stall HW_STALL may judge: a silent follower or a stopped fetcher, else the window)
     leader_leo = leos.get(leader)
     if leader_leo is None:
         return True  # REPLICA_LAG judges a follower against its leader's LEO only

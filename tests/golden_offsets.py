@@ -8,8 +8,8 @@ OFFSET_REGRESSION, LOG_TRUNCATION. Each case has a number and a one-line reason;
 STALL = [
     (1, 1, [1, 2, 3], 100, {1: 100, 2: 100, 3: 100}, None, 50_000, 30_000, [], None,
      "idle partition (LEO == HW): never stalled"),
-    (2, 1, [1, 2, 3], 100, {1: 150, 2: 150, 3: 100}, 40_000, 50_000, 30_000, [], None,
-     "HW behind for 10 s of a 30 s window: not yet"),
+    (2, 1, [1, 2, 3], 100, {1: 150, 2: 150}, 40_000, 50_000, 30_000, [], None,
+     "HW behind for 10 s of a 30 s window, follower 3 not answering this poll (not judged unreachable): not yet"),
     (3, 1, [1, 2, 3], 100, {1: 150, 2: 150, 3: 100}, 10_000, 50_000, 30_000, [], ("isr_follower_not_caught_up", [3]),
      "40 s behind: follower 3 sits at the HW and holds it"),
     (4, 1, [1, 2, 3], 100, {1: 150, 2: 150}, 10_000, 50_000, 30_000, [], ("isr_follower_unreachable", [3]),
@@ -22,15 +22,50 @@ STALL = [
      "3 s held with follower 3 judged unreachable (dead, paused, cut off): producers wait now, not after the window"),
     (8, 1, [1, 2, 3], 100, {1: 150, 2: 150}, 48_500, 50_000, 30_000, [3], None,
      "1.5 s held with follower 3 judged unreachable: within two polls of a moving HW, not yet"),
-    (9, 1, [1, 2, 3], 100, {1: 150, 2: 150, 3: 100}, 47_000, 50_000, 30_000, [4], None,
-     "the unreachable broker is in no ISR of this partition: the window holds"),
+    (9, 1, [1, 2, 3], 100, {1: 150, 2: 150, 3: 120}, 47_000, 50_000, 30_000, [4], None,
+     "the unreachable broker is in no ISR of this partition, every follower past the HW (the leader's HW trails "
+     "its followers' fetches): the window holds"),
     (10, 1, [1, 2, 3], 100, {1: 150, 2: 150, 3: 100}, 47_000, 50_000, 30_000, [1], None,
-     "the unreachable broker is the leader (PARTITION_UNAVAILABLE's case), no follower: the window holds"),
+     "the unreachable broker is the leader (PARTITION_UNAVAILABLE's case): its followers' fetches wait on it, not "
+     "a stopped fetcher: the window holds"),
     (11, 1, [1, 2, 3], 100, {1: 100, 2: 100}, None, 50_000, 30_000, [3], None,
      "follower 3 unreachable but the partition idle (LEO == HW, never stalled): nobody waits"),
     (12, 1, [1, 2], 100, {1: 150, 2: 150}, 47_000, 50_000, 30_000, [3], None,
      "follower 3 unreachable but already out of the ISR: the HW does not wait for it"),
+    # a stopped fetcher: the follower answers krm at the HW while its leader's log grows (a replication link cut)
+    (13, 1, [1, 2, 3], 100, {1: 150, 2: 150, 3: 100}, 48_500, 50_000, 30_000, [], ("isr_follower_not_caught_up", [3]),
+     "1.5 s held (two polls) with follower 3 answering at the HW: it fetches nothing, producers wait now"),
+    (14, 1, [1, 2, 3], 100, {1: 150, 2: 150, 3: 100}, 48_800, 50_000, 30_000, [], None,
+     "1.2 s held with follower 3 at the HW: a follower briefly slower, within a poll of a moving HW"),
+    (15, 1, [1, 2, 3], 100, {1: 150, 2: 100, 3: 100}, 40_000, 50_000, 30_000, [], ("isr_follower_not_caught_up", [2, 3]),
+     "10 s held with both followers at the HW: the leader's link to its followers (or its answers) cut"),
 ]
+
+# HW_STALL with the collector's stalled_followers (collectors/memory.py: followers whose LEO stood still since the
+# previous poll while the leader had more for them): (number, leader, isr, hw, leos, stalled followers, stalled since,
+# observed at, judged unreachable, expected (cause, holding_back) or None, reason); window 30 s
+STOPPED = [
+    (101, 1, [1, 2, 3], 100, {1: 150, 2: 150, 3: 101}, [3], 48_000, 50_000, [], ("isr_follower_not_caught_up", [3]),
+     "2 s held, follower 3 one batch past the HW (the leader has not seen its last fetch) but fetching nothing: stalled"),
+    (102, 1, [1, 2, 3], 100, {1: 150, 2: 150, 3: 101}, [3], 48_800, 50_000, [], None,
+     "1.2 s held with follower 3 stalled: within a poll of a moving HW, not yet"),
+    (103, 1, [1, 2], 100, {1: 150, 2: 150, 3: 101}, [3], 40_000, 50_000, [], None,
+     "follower 3 fetches nothing but is out of the ISR: the HW does not wait for it (REPLICA_LAG's story)"),
+    (104, 1, [1, 2, 3], 100, {1: 150, 2: 101, 3: 101}, [2, 3], 48_000, 50_000, [], ("isr_follower_not_caught_up", [2, 3]),
+     "both followers fetch nothing: the leader's side of the links"),
+    (105, 1, [1, 2, 3], 100, {1: 150, 2: 150, 3: 101}, [3], 48_000, 50_000, [1], None,
+     "the leader is judged unreachable: its followers cannot fetch from it either (PARTITION_UNAVAILABLE's case)"),
+]
+
+
+def stall_cases():
+    """STALL and STOPPED as one shape: (number, leader, isr, hw, leos, since, observed at, window, judged
+    unreachable, stalled followers, expected, reason)."""
+    for n, leader, isr, hw, leos, since, now, window, judged, expected, reason in STALL:
+        yield n, leader, isr, hw, leos, since, now, window, judged, [], expected, reason
+    for n, leader, isr, hw, leos, stalled, since, now, judged, expected, reason in STOPPED:
+        yield n, leader, isr, hw, leos, since, now, 30_000, judged, stalled, expected, reason
+
 
 # REPLICA_LAG: (number, leader, isr, leos, write_rate, max messages, max seconds,
 #               expected [(broker, messages, seconds)], reason)

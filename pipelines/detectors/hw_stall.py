@@ -18,6 +18,18 @@ Kafka frees them only when the leader drops it from the ISR (replica.lag.time.ma
 controller does at its session's expiry, both after the clients have waited many seconds. So the HW
 held still for `SILENT_FOLLOWER_WINDOW_MS` with such a follower in the ISR is a stall at once. A
 follower krm cannot reach but that still fetches (a one-way cut) lets the HW move: no stall.
+
+Nor does an ISR follower that answers krm but fetches nothing from its leader (its replication link
+cut, its fetcher thread stuck): the collector reads its log end offset (ListOffsets asked of the
+follower itself, replica id -2: `ReplicaManager.fetchOffsetForTimestamp` answers from the local log,
+core/src/main/scala/kafka/server/ReplicaManager.scala) standing still while the leader's grows. A
+follower that fetches brings its log up to the leader's at each fetch, which comes back at once when
+there is data and within replica.fetch.wait.max.ms (500 ms) when there is none. So a follower at (or
+below) the HW, or one the collector saw stand still for a poll while the leader had more for it
+(`stalled_followers`; its LEO may be one batch past the HW: the leader learns a follower's LEO from its
+next fetch), with the HW held still for `STOPPED_FETCHER_WINDOW_MS` and its leader answering, is a
+stopped fetcher and a stall at once. pipelines/replication_links.py groups these stalls by follower and leader: which
+side of a replication link is cut.
 """
 
 from __future__ import annotations
@@ -29,7 +41,7 @@ from pipelines.columns import leo_of
 from pipelines.detectors import offline
 from pipelines.detectors.exports import Alert, Series, incident_info
 from pipelines.detectors.rule import PartitionView, Rule
-from schemas.quiet import DEFAULT_WINDOW_MS, SILENT_FOLLOWER_WINDOW_MS
+from schemas.quiet import DEFAULT_WINDOW_MS, SILENT_FOLLOWER_WINDOW_MS, STOPPED_FETCHER_WINDOW_MS
 
 TYPE = "HW_STALL"
 FOLLOWER_UNREACHABLE = "isr_follower_unreachable"
@@ -47,10 +59,14 @@ def stall_columns(p: Any, observed_at_ms: Any, window_ms: Any, judged_unreachabl
     followers = F.filter(p["isr"], lambda r: r != p["leader"])
     reported = F.transform(offsets, lambda o: o["broker"])
     unreachable = F.filter(followers, lambda r: ~F.array_contains(reported, r))
-    behind = F.filter(followers, lambda r: F.array_contains(reported, r) & (leo_of(offsets, r) <= hw))
+    stalled = F.coalesce(p["stalled_followers"], F.array().cast("array<int>"))
+    behind = F.filter(followers, lambda r: F.array_contains(reported, r)
+                      & ((leo_of(offsets, r) <= hw) | F.array_contains(stalled, r)))
     held_ms = observed_at_ms - since
     silent_follower = F.exists(followers, lambda r: F.array_contains(judged_unreachable, r))
-    long_enough = (held_ms >= window_ms) | ((held_ms >= F.lit(SILENT_FOLLOWER_WINDOW_MS)) & silent_follower)
+    stopped_fetcher = (F.size(behind) > 0) & ~F.array_contains(judged_unreachable, p["leader"])
+    long_enough = ((held_ms >= window_ms) | ((held_ms >= F.lit(SILENT_FOLLOWER_WINDOW_MS)) & silent_follower)
+                   | ((held_ms >= F.lit(STOPPED_FETCHER_WINDOW_MS)) & stopped_fetcher))
     stalled = since.isNotNull() & hw.isNotNull() & (p["leader"] >= 0) & long_enough
     return {
         "stalled": F.coalesce(stalled, F.lit(False)),
@@ -116,6 +132,21 @@ ALERTS = (
                    "unblocks producers at the cost of redundancy."),
           links=(("incident", incident_info(TYPE, "url")),
                  ("holding_back", incident_info(TYPE, "holding_back")))),
+    Alert("KafkaReplicationLinkStalled", "krm_replication_link_stalled == 1", "warning",
+          summary="{{ $labels.cluster }}: broker {{ $labels.follower }} fetches nothing from broker {{ $labels.leader }}",
+          runbook=("The follower answers krm, but its copies of partitions this leader writes to stand still at the "
+                   "high watermark: its replica fetcher gets nothing from the leader. The HW_STALL incidents' "
+                   "details.replication_link says which side is cut: one follower behind several leaders (its outgoing "
+                   "connections: a firewall or security group rule, a network policy, a broken route or MTU from its "
+                   "host; its fetcher threads: `ReplicaFetcherThread` in a thread dump) or several followers behind one "
+                   "leader (that leader's host or its inter-broker listener). Check from the follower's host that the "
+                   "leader's inter-broker listener is reachable (`nc -vz host port`), its log for `Error sending fetch "
+                   "request` / `Connection to node N ... could not be established`, and the fetcher's JMX "
+                   "(kafka.server:type=FetcherLagMetrics, type=replica-fetcher-metrics). Kafka drops the follower from "
+                   "the ISR after replica.lag.time.max.ms, which frees acks=all producers (KafkaHighWatermarkStalled "
+                   "pages meanwhile) and leaves those partitions a copy short until the link is back."),
+          why=("Names the cut; the page is KafkaHighWatermarkStalled's (acks=all producers wait). A warning: once Kafka "
+               "drops the follower from the ISR, clients are served again, one copy short.")),
 )
 
 
@@ -125,4 +156,6 @@ RULE = Rule(TYPE, {FOLLOWER_UNREACHABLE: "critical", FOLLOWER_BEHIND: "critical"
             series=SERIES, alerts=ALERTS, routine=(
             "A controlled shutdown takes the broker out of the ISR before it stops, so no HW waits for it; a "
             "stall means an ISR follower holds acks=all producers: critical, within 2 s of the HW held once krm "
-            "judges that follower unreachable (dead, paused, cut off), else after the window."))
+            "judges that follower unreachable (dead, paused, cut off), within 1.5 s once it finds it answering but "
+            "fetching nothing while its leader's log grows (a stopped fetcher: a replication link cut), else after "
+            "the window."))

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from pipelines.detectors.hw_stall import FOLLOWER_BEHIND, FOLLOWER_UNREACHABLE
-from schemas.quiet import SILENT_FOLLOWER_WINDOW_MS
+from schemas.quiet import SILENT_FOLLOWER_WINDOW_MS, STOPPED_FETCHER_WINDOW_MS
 from pipelines.detectors.truncation import BELOW_HW, REFETCH, UNCOMMITTED
 from pipelines.detectors.unclean import LAST_KNOWN_ELR, NOT_ELIGIBLE, RULE as UNCLEAN, UNCONFIRMED
 
@@ -25,16 +25,18 @@ class Stall:
 
 
 def classify_stall(leader: int, isr: Sequence[int], hw: int | None, leos: dict[int, int], since_ms: int | None,
-                   observed_at_ms: int, window_ms: int, judged_unreachable: Sequence[int] = ()) -> Stall | None:
+                   observed_at_ms: int, window_ms: int, judged_unreachable: Sequence[int] = (),
+                   stalled_followers: Sequence[int] = ()) -> Stall | None:
     followers = [r for r in isr if r != leader]
     if since_ms is None or hw is None or leader < 0:
         return None
     held_ms = observed_at_ms - since_ms
-    if held_ms < window_ms and not (held_ms >= SILENT_FOLLOWER_WINDOW_MS
-                                    and any(r in judged_unreachable for r in followers)):
-        return None
     unreachable = tuple(r for r in followers if r not in leos)
-    behind = tuple(r for r in followers if r in leos and leos[r] <= hw)
+    behind = tuple(r for r in followers if r in leos and (leos[r] <= hw or r in stalled_followers))
+    silent = held_ms >= SILENT_FOLLOWER_WINDOW_MS and any(r in judged_unreachable for r in followers)
+    stopped = held_ms >= STOPPED_FETCHER_WINDOW_MS and behind and leader not in judged_unreachable
+    if held_ms < window_ms and not silent and not stopped:
+        return None
     return Stall(observed_at_ms - since_ms, FOLLOWER_UNREACHABLE if unreachable else FOLLOWER_BEHIND,
                  unreachable + behind, unreachable)
 

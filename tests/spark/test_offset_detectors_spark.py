@@ -9,7 +9,7 @@ import pytest
 from collectors.records import topic_record
 from pipelines.findings import DetectorSettings, alert_rows
 from pipelines.ingest import parse, valid
-from tests.golden_offsets import CHANGE, ELECTION, EMPTIED, EVIDENCE, LAG, STALL
+from tests.golden_offsets import CHANGE, ELECTION, EMPTIED, EVIDENCE, LAG, stall_cases
 
 pytestmark = pytest.mark.spark
 
@@ -41,10 +41,10 @@ def _findings(spark, records, settings):
 
 def test_hw_stall_plan_matches_golden_cases(spark):
     records = [_record(f"stall-{n}", now, leader, isr, [1, 2, 3], high_watermark=hw, replica_offsets=_offsets(leos),
-                       hw_stalled_since_ms=since, unreachable_brokers=judged)
-               for n, leader, isr, hw, leos, since, now, _w, judged, _e, _r in STALL]
+                       hw_stalled_since_ms=since, unreachable_brokers=judged, stalled_followers=stalled or None)
+               for n, leader, isr, hw, leos, since, now, _w, judged, stalled, _e, _r in stall_cases()]
     found = _findings(spark, records, DetectorSettings(hw_stall_window_ms=30_000))
-    for n, *_rest, expected, reason in STALL:
+    for n, *_rest, expected, reason in stall_cases():
         got = [f for f in found.get(f"stall-{n}", []) if f.type == "HW_STALL"]
         want = [] if expected is None else [expected]
         assert [(f.cause, json.loads(f.details)["holding_back"]) for f in got] == [tuple(w) for w in want], reason

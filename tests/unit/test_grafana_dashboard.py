@@ -26,7 +26,8 @@ TYPES = ["OFFLINE_PARTITION", "UNDER_REPLICATED", "UNDER_MIN_ISR", "AT_MIN_ISR",
 
 def exported_names():
     incidents = tuple(Incident(f"i{n}", "c1", "topic:t", t, "critical", "t", n, 2, "x",
-                               {"hw_stalled_since_ms": 1, "lag_messages": 5}, 1, 2, None, "open")
+                               {"hw_stalled_since_ms": 1, "lag_messages": 5, "leader": 1, "holding_back": [3]},
+                               1, 2, None, "open")
                       for n, t in enumerate(TYPES))
     state = PipelineState()
     quorum = {"leader_id": 1000, "leader_epoch": 2, "high_watermark": 10, "observers": 1,

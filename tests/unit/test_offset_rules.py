@@ -4,15 +4,15 @@ product's Spark form runs the same tables in tests/spark/test_offset_detectors_s
 import pytest
 
 from tests.oracles.offsets import classify_election, classify_stall, follower_lags, hw_regressed, is_unclean, truncations
-from tests.golden_offsets import CHANGE, ELECTION, EMPTIED, EVIDENCE, LAG, STALL
+from tests.golden_offsets import CHANGE, ELECTION, EMPTIED, EVIDENCE, LAG, stall_cases
 
 pytestmark = pytest.mark.unit
 
 
-@pytest.mark.parametrize("case", STALL, ids=[f"stall-{c[0]}" for c in STALL])
+@pytest.mark.parametrize("case", list(stall_cases()), ids=[f"stall-{c[0]}" for c in stall_cases()])
 def test_hw_stall(case):
-    _n, leader, isr, hw, leos, since, now, window, judged, expected, reason = case
-    got = classify_stall(leader, isr, hw, leos, since, now, window, judged)
+    _n, leader, isr, hw, leos, since, now, window, judged, stalled, expected, reason = case
+    got = classify_stall(leader, isr, hw, leos, since, now, window, judged, stalled)
     assert (None if got is None else (got.cause, list(got.holding_back))) == expected, reason
 
 
