@@ -8,15 +8,21 @@ rules every second. The judge is one acks=all producer writing to every partitio
 for 3 s or more in a row.
 
 Each step picks, at random (seeded): SIGKILL a broker then restart it, SIGSTOP then SIGCONT (2-15 s),
-a controlled stop then start, a gray cut of its listener (nftables, 15 s), or nothing (quiet). Then
+a controlled stop then start, a gray cut of its listener (nftables, 15 s), or nothing (quiet); with
+`--faults` also `repl_cut` (the broker's packets to the other brokers dropped for 30 s while everything
+else reaches it: lab/packet_filter.py, cgroup v2 and nftables). Then
 it waits until the clients are fine again and Kafka's view is settled (every ISR whole), and until
 no critical alert fires. Per step: hurt & paged, hurt & silent, paged & nobody hurt, quiet (neither);
 per hurt partition, whether a critical page named it (its topic and partition, or its leader or an ISR
 member as the broker); and the time from the clients' recovery to the last page resolving, with the
 pages seen last and the step's moments (fault undone, clients last hurt, page last seen) to explain it.
 
-Usage: .venv/bin/python benchmarks/impact_oracle.py --mode zk|kraft --steps N --seed S [--json]
-(the last stdout line with --json: one JSON object; needs root and nftables for the gray cut).
+Per fault kind (`by_fault`): its steps and verdicts, and the time from the first hurt write to the first
+critical page (p50 / max; negative: paged before the harm).
+
+Usage: .venv/bin/python benchmarks/impact_oracle.py --mode zk|kraft --steps N --seed S [--faults KIND,...] [--json]
+(the last stdout line with --json: one JSON object; needs root and nftables for the cuts). The kinds:
+kill, pause, stop, gray, none (the default draw: a seed keeps its steps), repl_cut.
 """
 
 from __future__ import annotations
@@ -44,7 +50,10 @@ from lab.local_cluster import LocalCluster, free_port
 
 TOPIC = "oracle"
 PARTITIONS = 8
-ACTIONS = ("kill", "pause", "stop", "cut", "quiet")
+ACTIONS = ("kill", "pause", "stop", "cut", "quiet")  # the default draw, in this order (a seed keeps its steps)
+FAULTS = {"kill": "kill", "pause": "pause", "stop": "stop", "gray": "cut", "none": "quiet", "repl_cut": "repl_cut"}
+KIND_OF = {action: kind for kind, action in FAULTS.items()}
+REPL_CUT_S = 30.0
 RULES = Path(__file__).resolve().parents[1] / "dashboards" / "prometheus" / "krm-alerts.yml"
 HURT_RUN_S = 3.0
 
@@ -66,6 +75,9 @@ class Step:
     acks_resumed_s: float | None = None  # the clients fine again (ClientJudge.recovered_at)
     last_page_s: float | None = None  # a critical page last seen firing
     writes: dict[int, tuple[int, int]] = field(default_factory=dict)  # partition -> (quick, hurt) writes in the step
+    first_hurt_s: float | None = None  # the first hurt write's send time
+    first_page_s: float | None = None  # a critical page first seen firing
+    page_delay_s: float | None = None  # first hurt write -> first critical page (negative: paged before the harm)
 
 
 def kafka_view(cluster: LocalCluster, avoid: int | None = None) -> dict[int, tuple[int, list[int]]]:
@@ -111,8 +123,9 @@ def names(labels: dict[str, str], partition: int, before: dict[int, tuple[int, l
     return broker is not None and broker.isdigit() and (int(broker) == leader or int(broker) in isr)
 
 
-def run_step(n: int, rng: random.Random, cluster: LocalCluster, judge: ClientJudge, prometheus: str) -> Step:
-    action = rng.choice(ACTIONS)
+def run_step(n: int, rng: random.Random, cluster: LocalCluster, judge: ClientJudge, prometheus: str,
+             actions: tuple[str, ...] = ACTIONS) -> Step:
+    action = rng.choice(actions)
     broker = rng.choice(cluster.broker_ids) if action != "quiet" else None
     step = Step(n, action, broker)
     before = kafka_view(cluster)
@@ -142,6 +155,12 @@ def run_step(n: int, rng: random.Random, cluster: LocalCluster, judge: ClientJud
         cluster.cut(broker)  # type: ignore[arg-type]
         watch(15)
         cluster.heal(broker)  # type: ignore[arg-type]
+    elif action == "repl_cut":
+        cluster.cut_replication(broker)  # type: ignore[arg-type]
+        try:
+            watch(REPL_CUT_S)
+        finally:
+            cluster.heal_replication(broker)  # type: ignore[arg-type]
     else:
         watch(20)
     fault_end = time.monotonic()
@@ -169,11 +188,33 @@ def run_step(n: int, rng: random.Random, cluster: LocalCluster, judge: ClientJud
     resumed = judge.recovered_at(t0) if hurt else None
     step.acks_resumed_s = round(resumed - t0, 1) if resumed is not None else None
     step.last_page_s = round(last_page - t0, 1) if last_page is not None else None
+    first_hurt = judge.first_hurt(t0, end, hurt) if hurt else None
+    first_page = min((t for t, _ in pages), default=None)
+    step.first_hurt_s = round(first_hurt - t0, 1) if first_hurt is not None else None
+    step.first_page_s = round(first_page - t0, 1) if first_page is not None else None
+    if first_hurt is not None and first_page is not None:
+        step.page_delay_s = round(first_page - first_hurt, 1)
     if pages and recovered_at is not None and last_page is not None:
         step.page_resolved_after_recovery_s = round(max(0.0, last_page - recovered_at), 1)
         if resumed is not None:
             step.page_resolved_after_acks_resumed_s = round(max(0.0, last_page - resumed), 1)
     return step
+
+
+def by_fault(steps: list[Step]) -> dict[str, dict[str, Any]]:
+    """Per fault kind: its steps, verdicts, and first hurt write -> first critical page (p50 / max)."""
+    out: dict[str, dict[str, Any]] = {}
+    for kind in dict.fromkeys(KIND_OF[s.action] for s in steps):
+        mine = [s for s in steps if KIND_OF[s.action] == kind]
+        delays = [s.page_delay_s for s in mine if s.page_delay_s is not None]
+        out[kind] = {"steps": len(mine),
+                     **{v: sum(1 for s in mine if s.verdict == v) for v in ("hurt_and_paged", "hurt_silent",
+                                                                           "paged_unhurt", "quiet")},
+                     "hurt_partitions": sum(len(s.hurt) for s in mine),
+                     "hurt_partitions_named": sum(len(s.named) for s in mine),
+                     "page_delay_p50_s": statistics.median(delays) if delays else None,
+                     "page_delay_max_s": max(delays) if delays else None}
+    return out
 
 
 def _page(labels: dict[str, str]) -> str:
@@ -201,8 +242,15 @@ def main() -> int:
     ap.add_argument("--mode", choices=["zk", "kraft"], default="zk")
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--faults", default="kill,pause,stop,gray,none",
+                    help=f"fault kinds drawn from, comma separated: {', '.join(FAULTS)}")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
+    kinds = [k.strip() for k in args.faults.split(",") if k.strip()]
+    unknown = [k for k in kinds if k not in FAULTS]
+    if unknown or not kinds:
+        ap.error(f"--faults: unknown {unknown}; choose from {', '.join(FAULTS)}")
+    actions = tuple(FAULTS[k] for k in kinds)
     rng = random.Random(args.seed)
     root = Path(tempfile.mkdtemp(prefix="krm-oracle-"))
     session_ms = 18000 if args.mode == "zk" else 9000  # Kafka's own defaults
@@ -234,12 +282,13 @@ def main() -> int:
         if not wait(lambda: judge.all_ok_since(time.monotonic() - 2.0) and not critical_firing(prometheus), 180):
             raise SystemExit("no healthy start: clients failing or a critical page firing")
         for n in range(1, args.steps + 1):
-            step = run_step(n, rng, cluster, judge, prometheus)
+            step = run_step(n, rng, cluster, judge, prometheus, actions)
             steps.append(step)
-            print(f"step {n:2d} {step.action:5s} broker {step.broker}: {step.verdict:14s} hurt {step.hurt} "
+            print(f"step {n:2d} {KIND_OF[step.action]:8s} broker {step.broker}: {step.verdict:14s} hurt {step.hurt} "
                   f"named {step.named} pages {step.pages} resolved +{step.page_resolved_after_recovery_s}s"
                   f"{f' (last: {step.last_pages})' if step.last_pages else ''}; fault undone {step.fault_s}s, clients' last "
-                  f"hurt {step.recovered_s}s, acks resumed {step.acks_resumed_s}s, last page {step.last_page_s}s",
+                  f"hurt {step.recovered_s}s, acks resumed {step.acks_resumed_s}s, last page {step.last_page_s}s, "
+                  f"first hurt -> first page {step.page_delay_s}s",
                   file=sys.stderr, flush=True)
     finally:
         if judge is not None:
@@ -261,7 +310,7 @@ def main() -> int:
               "page_resolved_after_recovery_max_s": max(resolved) if resolved else None,
               "page_resolved_after_acks_resumed_p50_s": statistics.median(after_acks) if after_acks else None,
               "page_resolved_after_acks_resumed_max_s": max(after_acks) if after_acks else None,
-              "per_step": [asdict(s) for s in steps]}
+              "faults": kinds, "by_fault": by_fault(steps), "per_step": [asdict(s) for s in steps]}
     if args.json:
         print(json.dumps(result))
     else:

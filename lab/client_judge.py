@@ -104,6 +104,12 @@ class ClientJudge:
             return {p: (sum(1 for t in self.ok[p] if start <= t <= end), sum(1 for t in self._hurt(p) if start <= t <= end))
                     for p in self.ok}
 
+    def first_hurt(self, start: float, end: float, partitions: set[int] | None = None) -> float | None:
+        """When the first hurt write within [start, end] was sent (to one of `partitions`, if given)."""
+        with self._lock:
+            return min((t for p in self.failed if partitions is None or p in partitions
+                        for t in self._hurt(p) if start <= t <= end), default=None)
+
     def last_hurt(self, start: float) -> float | None:
         """When the last hurt write after `start` was sent."""
         with self._lock:
