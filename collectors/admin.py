@@ -141,6 +141,7 @@ class AdminSource:
         self._failed_dir_brokers: list[int] | None = None
         self._dirs_refused = False  # the last sampling of the directories met an error answer (an ACL)
         self._disks = DiskWatch(settings.log_dir_poll_s, settings.log_dir_window_s, settings.log_dir_horizon_s)
+        self._dir_requests = log_dirs.PendingDirs()
         self._notes = Notes(cluster.name)  # side requests' failures, logged once
         self._side = SideChannel(cluster, settings.request_timeout_ms, self._notes)  # DescribeQuorum, moves
         self._reach = Reachability(settings.unreachable_after_s)
@@ -234,6 +235,9 @@ class AdminSource:
         if zk_live is not None:
             live &= zk_live  # a broker whose registration vanished is not asked (it cannot answer)
         self._note_live(zk_live if zk_live is not None else live)
+        if self._disks.due(time.monotonic()):  # answered during the offsets round, read after it
+            self._dir_requests.send(admin._client, live, log_dirs.supports_v4(admin._client.get_api_versions()),
+                                    self.settings.request_timeout_ms, time.monotonic())
         replica_of, leader_of = self._plans.plan(mine, live)
         tiered_of = self._tiered_plan(mine, live)
         try:
@@ -251,34 +255,27 @@ class AdminSource:
         quorum = self._side.harvest_quorum(found.answered | {self._last_node}) if self.zk is None else None
         self._side.harvest_moves()
         records = self._records(md, topics, observed_at_ms, found, poll_id, quorum, unreachable)
-        self._ask_dirs(admin, records, found, self._sample_dirs(admin, records, found))
+        self._sample_dirs(records)
+        self._ask_dirs(admin, records, found)
         return records
 
-    def _sample_dirs(self, admin: Any, records: list[dict[str, Any]],
-                     found: offsets.OffsetsRound) -> dict[int, list[log_dirs.LogDir]]:
-        """Every `log_dir_poll_s`, each live broker's directories (collectors/disk_watch.py); the cluster
-        record's brokers carry the last word of each. This sampling's answers, {} between samplings."""
+    def _sample_dirs(self, records: list[dict[str, Any]]) -> None:
+        """The directories' answers in since the last poll (sent every `log_dir_poll_s` before the offsets
+        round: collectors/disk_watch.py); the cluster record's brokers carry the last word of each."""
         brokers = records[0]["cluster_state"]["brokers"]
-        now = time.monotonic()
-        reports: dict[int, list[log_dirs.LogDir]] = {}
-        if self._disks.due(now):
-            live = {b["id"] for b in brokers if b["live"]}
-            refused: set[int] = set()
-            reports = log_dirs.describe_dirs(admin._client, live - (found.asked - found.answered),
-                                             self.settings.offsets_timeout_ms,
-                                             log_dirs.supports_v4(admin._client.get_api_versions()), refused)
+        refused: set[int] = set()
+        answers = self._dir_requests.harvest(refused)
+        if answers or refused:
             if refused and not self._dirs_refused:
                 log.warning("cluster %s: brokers %s refuse DescribeLogDirs (krm needs DESCRIBE on the cluster): no "
                             "disk series or fill forecast for them", self.cluster.name, sorted(refused))
             self._dirs_refused = bool(refused)
-            self._disks.note(reports, now, live)
+        self._disks.note(answers, {b["id"] for b in brokers if b["live"]})
         for b in brokers:
             if (dirs := self._disks.dirs(b["id"])) is not None:
                 b["log_dirs"] = dirs
-        return reports
 
-    def _ask_dirs(self, admin: Any, records: list[dict[str, Any]], found: offsets.OffsetsRound,
-                  sampled: dict[int, list[log_dirs.LogDir]]) -> None:
+    def _ask_dirs(self, admin: Any, records: list[dict[str, Any]], found: offsets.OffsetsRound) -> None:
         """Where Metadata lists a live broker's replica offline, ask that broker whether a log directory
         failed (collectors/log_dirs.py): the topic records then say which brokers report one, and the
         offline rule names a failed directory on that evidence only, never on a restart's moment."""
@@ -288,10 +285,9 @@ class AdminSource:
         live = {b["id"] for b in records[0]["cluster_state"]["brokers"] if b["live"]}
         suspects = log_dirs.offline_on_live(self._offline_replicas, live)
         silent = found.asked - found.answered  # just waited for in the offsets round: not asked again
-        ask = suspects - silent - set(sampled)
-        reports = {**{b: d for b, d in sampled.items() if b in suspects},
-                   **(log_dirs.describe_dirs(admin._client, ask, self.settings.offsets_timeout_ms,
-                                             log_dirs.supports_v4(admin._client.get_api_versions())) if ask else {})}
+        ask = suspects - silent
+        reports = log_dirs.describe_dirs(admin._client, ask, self.settings.offsets_timeout_ms,
+                                         log_dirs.supports_v4(admin._client.get_api_versions())) if ask else {}
         failed = sorted(b for b, dirs in reports.items() if any(d.failed for d in dirs))
         for b in sorted(suspects - set(reports)):
             log.debug("cluster %s: broker %s lists offline replicas and did not say why", self.cluster.name, b)

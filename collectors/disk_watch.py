@@ -1,7 +1,8 @@
 """Each broker's log directories over time, and when each will be full at its recent growth rate.
 
 Every `[collector] log_dir_poll_s` the poll asks each live broker for its directories (DescribeLogDirs
-with no topic, collectors/log_dirs.py): failed or not, and the filesystem's total and usable bytes.
+with no topic, collectors/log_dirs.py; sent before the offsets round, read after it, never waited for):
+failed or not, and the filesystem's total and usable bytes.
 The used bytes (total - usable) of the last `log_dir_window_s` give a growth rate; the forecast is the
 usable bytes over that rate, from the faster of the whole window's trend and the last three samplings',
 so a disk that starts filling after a quiet hour is seen within three samplings, and a rate that eases
@@ -57,18 +58,21 @@ class DiskWatch:
         self._latest: dict[int, list[dict[str, Any]]] = {}  # broker -> its directories for the record
 
     def due(self, now: float) -> bool:
-        return self.poll_s > 0 and now - self._at >= self.poll_s
-
-    def note(self, reports: dict[int, list[LogDir]], now: float, live: Iterable[int]) -> None:
-        """This sampling's answers (broker -> directories); brokers not live any more are forgotten, a live
-        one that did not answer keeps its last word until it answers again."""
+        """Time to sample again; True marks the sampling as started."""
+        if self.poll_s <= 0 or now - self._at < self.poll_s:
+            return False
         self._at = now
+        return True
+
+    def note(self, reports: dict[int, tuple[list[LogDir], float]], live: Iterable[int]) -> None:
+        """Answers in (broker -> (directories, when asked)); brokers not live any more are forgotten, a live
+        one that did not answer keeps its last word until it answers again."""
         live = set(live)
         for b in [b for b in self._latest if b not in live]:
             del self._latest[b]
         for key in [k for k in self._samples if k[0] not in live]:
             del self._samples[key]
-        for broker, dirs in reports.items():
+        for broker, (dirs, now) in reports.items():
             out = []
             for d in sorted(dirs, key=lambda d: d.path):
                 entry: dict[str, Any] = {"path": d.path, "failed": d.failed}

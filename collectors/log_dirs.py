@@ -152,6 +152,38 @@ def describe_dirs(client: Any, brokers: Iterable[int], timeout_ms: int, v4: bool
     return out
 
 
+class PendingDirs:
+    """The directories' sampling without a wait on the poll's path: sent before the poll's offsets round
+    (which pumps the client), read after it; an answer not in yet is read at a later poll, stamped with
+    its sending time (what the broker said then)."""
+
+    def __init__(self) -> None:
+        self._sent: dict[int, tuple[Any, float]] = {}  # broker -> (future, time.monotonic() when sent)
+
+    def send(self, client: Any, brokers: Iterable[int], v4: bool, timeout_ms: int, now: float) -> None:
+        request = dirs_request(v4)
+        for b in brokers:
+            if b not in self._sent and client.ready(b, metadata_priority=False):
+                self._sent[b] = (client.send(b, request, wakeup=False, request_timeout_ms=timeout_ms), now)
+
+    def harvest(self, refused: set[int]) -> dict[int, tuple[list[LogDir], float]]:
+        """broker -> (its directories, when asked) for every answer in; `refused` gathers error answers."""
+        out: dict[int, tuple[list[LogDir], float]] = {}
+        for b, (f, at) in list(self._sent.items()):
+            if not f.is_done:
+                continue
+            del self._sent[b]
+            if f.failed():
+                continue
+            try:
+                out[b] = (read_dirs(f.value), at)
+            except Refused:
+                refused.add(b)
+            except Exception as e:  # noqa: BLE001 - a malformed answer is no word at all
+                log.warning("broker %s: DescribeLogDirs answer not read (%s)", b, e)
+        return out
+
+
 def offline_on_live(offline: dict[tuple[str, int], list[int]], live: set[int]) -> set[int]:
     """Live brokers Metadata lists with an offline replica: a restart not yet applied, or a failed directory."""
     return {b for replicas in offline.values() for b in replicas if b in live}

@@ -34,7 +34,7 @@ def test_full_in_from_the_faster_of_the_long_and_the_recent_trend():
 
 
 def sample(watch, t, used, total=96 * MB, broker=2, path="/data"):
-    watch.note({broker: [LogDir(path, 0, total, total - used)]}, t, {1, 2, 3})
+    watch.note({broker: ([LogDir(path, 0, total, total - used)], t)}, {1, 2, 3})
     return {d["path"]: d for d in watch.dirs(broker)}[path]
 
 
@@ -54,14 +54,14 @@ def test_a_filling_directory_gets_a_forecast_within_the_horizon_only():
 
 def test_a_failed_directory_has_no_bytes_and_a_broker_gone_is_forgotten():
     watch = DiskWatch(poll_s=10, window_s=600, horizon_s=3600)
-    watch.note({2: [LogDir("/data", 0, 100, 50), LogDir("/data-2", KAFKA_STORAGE_ERROR)]}, 0, {1, 2})
+    watch.note({2: ([LogDir("/data", 0, 100, 50), LogDir("/data-2", KAFKA_STORAGE_ERROR)], 0)}, {1, 2})
     assert watch.dirs(2) == [{"path": "/data", "failed": False, "total_bytes": 100, "usable_bytes": 50},
                              {"path": "/data-2", "failed": True}]
-    watch.note({}, 10, {1, 2})  # no answer this time: its last word stands while it is live
+    watch.note({}, {1, 2})  # no answer this time: its last word stands while it is live
     assert watch.dirs(2) is not None
-    watch.note({}, 20, {1})
+    watch.note({}, {1})
     assert watch.dirs(2) is None
-    assert watch.due(31) and not watch.due(25)
+    assert watch.due(0) and not watch.due(5) and watch.due(10) and not watch.due(19)  # a sampling each poll_s
     assert not DiskWatch(poll_s=0, window_s=600, horizon_s=3600).due(1e9)
 
 

@@ -94,14 +94,14 @@ def topic_state(records):
 def test_a_restarting_broker_that_reports_every_directory_online_has_no_failed_directory():
     src, records = polled([2])
     client = Client({2: v4_answer(("/data", 0, 1000, 900))})
-    src._ask_dirs(Admin(client), records, OffsetsRound(), {})
+    src._ask_dirs(Admin(client), records, OffsetsRound())
     assert client.asked == [2] and topic_state(records)["failed_log_dir_brokers"] == []
 
 
 def test_a_broker_that_reports_a_failed_directory_is_named():
     src, records = polled([2])
     client = Client({2: v4_answer(("/data", 0, 1000, 900), ("/data-2", log_dirs.KAFKA_STORAGE_ERROR, -1, -1))})
-    src._ask_dirs(Admin(client), records, OffsetsRound(), {})
+    src._ask_dirs(Admin(client), records, OffsetsRound())
     assert topic_state(records)["failed_log_dir_brokers"] == [2]
 
 
@@ -109,7 +109,7 @@ def test_the_zookeeper_mirrors_records_carry_the_last_polls_evidence():
     state = {("t", 0): ZkPartition(leader=-1, leader_epoch=4, isr=(2,), controller_epoch=1, mtime_ms=990, version=5)}
     src, records = polled([2], FakeZk({1, 2, 3}, state, {"t": {0: [2]}}))
     client = Client({2: v4_answer(("/data-2", log_dirs.KAFKA_STORAGE_ERROR, -1, -1))})
-    src._ask_dirs(Admin(client), records, OffsetsRound(), {})
+    src._ask_dirs(Admin(client), records, OffsetsRound())
     (quick,) = src._mirror_topics({"t"}, 2, 2000, {1, 2, 3}, None)
     assert quick["topic_state"]["partitions"][0]["offline_replicas"] == [2]
     assert quick["topic_state"]["failed_log_dir_brokers"] == [2]
@@ -118,7 +118,7 @@ def test_the_zookeeper_mirrors_records_carry_the_last_polls_evidence():
 @pytest.mark.parametrize("client", [Client({}, refusing={2}), Client({}, silent={2})], ids=["refused", "silent"])
 def test_no_answer_is_no_evidence(client):
     src, records = polled([2])
-    src._ask_dirs(Admin(client), records, OffsetsRound(), {})
+    src._ask_dirs(Admin(client), records, OffsetsRound())
     assert topic_state(records)["failed_log_dir_brokers"] == []
 
 
@@ -129,7 +129,7 @@ def test_a_broker_back_between_two_polls_is_no_failed_directory_in_the_mirrors_r
     zk = FakeZk({1, 3}, state, {"t": {0: [2]}})
     src, records = polled([2], zk)
     client = Client({})
-    src._ask_dirs(Admin(client), records, OffsetsRound(), {})
+    src._ask_dirs(Admin(client), records, OffsetsRound())
     assert client.asked == [] and topic_state(records)["failed_log_dir_brokers"] == []  # the dead are not asked
     zk._live = {1, 2, 3}
     (quick,) = src._mirror_topics({"t"}, 2, 2000, {1, 2, 3}, None)
@@ -140,5 +140,30 @@ def test_a_broker_back_between_two_polls_is_no_failed_directory_in_the_mirrors_r
 def test_nobody_is_asked_without_an_offline_replica_on_a_live_broker():
     src, records = polled([])
     client = Client({})
-    src._ask_dirs(Admin(client), records, OffsetsRound(), {})
+    src._ask_dirs(Admin(client), records, OffsetsRound())
     assert client.asked == [] and "failed_log_dir_brokers" not in topic_state(records)
+
+
+class Pending:
+    def __init__(self, value=None, done=True, failed=False):
+        self.value, self.is_done, self._failed = value, done, failed
+
+    def failed(self):
+        return self._failed
+
+
+def test_the_sampling_is_read_when_in_never_waited_for():
+    class Slow(Client):
+        def send(self, node, request, wakeup=False, request_timeout_ms=None):
+            self.asked.append(node)
+            return {1: Pending(v4_answer(("/d", 0, 100, 40))), 2: Pending(done=False),
+                    3: Pending(log_dirs.DescribeLogDirsResponse_v4(throttle_time_ms=0, error_code=31, results=[],
+                                                                   tags={}))}[node]
+
+    pending, client = log_dirs.PendingDirs(), Slow({})
+    pending.send(client, [1, 2, 3], True, 1000, 5.0)
+    refused: set[int] = set()
+    got = pending.harvest(refused)
+    assert got == {1: ([log_dirs.LogDir("/d", 0, 100, 40)], 5.0)} and refused == {3}
+    pending.send(client, [1, 2, 3], True, 1000, 15.0)  # 2 still on its way: not asked twice
+    assert client.asked == [1, 2, 3, 1, 3]
