@@ -17,8 +17,8 @@ hold ending, a deleted topic forgotten) it asks for: past the view's `due_ms` it
 the next one is published (pipelines/metrics.py `hold_view`). A poll is still published at least every
 `resend_s`, so the history keeps a trace of the cluster and /readyz sees batches. Meanwhile what
 /metrics shows of the cluster is the last published poll's, numbers included (a KRaft voter's fetch
-age, a log directory's used bytes, say): the same states, up to `resend_s` old. A failed log directory or
-one with a fill forecast (collectors/disk_watch.py) makes every poll go out. Pure.
+age, a log directory's used bytes or a fill forecast hours out, say): the same states, up to `resend_s` old.
+A failed log directory, or one full within `URGENT_S` (schemas/disks.py), makes every poll go out. Pure.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from schemas import quorum
+from schemas.disks import URGENT_S
 
 def steady_digest(records: list[dict[str, Any]]) -> tuple[Any, ...] | None:
     """What two steady polls of one cluster must share to be the same poll; None when this poll has
@@ -44,8 +45,9 @@ def steady_digest(records: list[dict[str, Any]]) -> tuple[Any, ...] | None:
                 return None
             brokers = cs["brokers"]
             if any("log_dirs" in b for b in brokers):  # their bytes move at every sampling: compared by state
-                if any(d["failed"] or "full_in_s" in d for b in brokers for d in b.get("log_dirs") or ()):
-                    return None  # a failed or filling directory: every poll goes out
+                if any(d["failed"] or d.get("full_in_s", URGENT_S) < URGENT_S for b in brokers
+                       for d in b.get("log_dirs") or ()):
+                    return None  # a failed directory, or one full within URGENT_S: every poll goes out
                 brokers = [{k: v for k, v in b.items() if k != "log_dirs"} for b in brokers]
             q = cs.get("quorum")
             if not quorum.whole(q):

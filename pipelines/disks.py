@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Iterator
 
 from pipelines.detectors.exports import Alert, console
+from schemas.disks import URGENT_S
 
 
 @dataclass(frozen=True)
@@ -65,7 +66,7 @@ _RUNBOOK = ("When the directory is full Kafka takes it offline: its partitions' 
             "--execute`, throttled). Growing the filesystem also works where the volume allows it.")
 
 ALERTS = (
-    Alert("KafkaLogDirFullSoon", "krm_log_dir_full_in_seconds < 1800", "critical", wait="15s",
+    Alert("KafkaLogDirFullSoon", f"krm_log_dir_full_in_seconds < {URGENT_S:.0f}", "critical", wait="15s",
           summary=("{{ $labels.cluster }}: broker {{ $labels.broker }}'s {{ $labels.log_dir }} is full in "
                    "{{ $value | humanizeDuration }} at its recent rate"),
           runbook=_RUNBOOK, links=(("broker_page", _BROKER_PAGE),),

@@ -74,13 +74,16 @@ def poll(dirs):
     return [cluster, topic]
 
 
-def test_a_directorys_bytes_do_not_make_a_poll_new_but_a_forecast_or_a_failure_does():
+def test_a_directorys_bytes_do_not_make_a_poll_new_but_an_urgent_forecast_or_a_failure_does():
     a = steady_digest(poll([{"path": "/d", "failed": False, "total_bytes": 100, "usable_bytes": 50}]))
     b = steady_digest(poll([{"path": "/d", "failed": False, "total_bytes": 100, "usable_bytes": 49}]))
     assert a is not None and a == b
     assert steady_digest(poll([{"path": "/d", "failed": False, "total_bytes": 100, "usable_bytes": 40,
                                 "full_in_s": 30.0}])) is None
     assert steady_digest(poll([{"path": "/d", "failed": True}])) is None
+    hours = steady_digest(poll([{"path": "/d", "failed": False, "total_bytes": 100, "usable_bytes": 48,
+                                 "full_in_s": 9000.0}]))
+    assert hours == a, "a forecast hours out rides on the polls published anyway (a busy root disk at rest)"
 
 
 def test_the_series_say_what_the_brokers_said():
