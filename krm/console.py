@@ -71,6 +71,8 @@ severity <input name="severity" value="{{ q.severity }}"> <select name="status">
  (<a href="/partitions/{{ i.cluster|urlencode }}/{{ i.topic|urlencode }}/{{ i.partition }}">partition timeline</a>,
  <a href="/topics/{{ i.cluster|urlencode }}/{{ i.topic|urlencode }}">topic</a>){% endif %}</td></tr>
 <tr><th>act on</th><td>{{ act_on(i) or "-" }}</td></tr>
+{% set link = i.details.replication_link %}{% if link and link.summary %}<tr><th>cut</th>
+<td>{{ link.summary }} ({{ link.side }} side)</td></tr>{% endif %}
 <tr><th>opened</th><td>{{ iso(i.opened_at_ms) }}</td></tr><tr><th>last seen</th><td>{{ iso(i.last_seen_at_ms) }}</td></tr>
 <tr><th>resolved</th><td>{{ iso(i.resolved_at_ms) if i.resolved_at_ms else "open" }}</td></tr>
 <tr><th>id</th><td><code>{{ i.incident_id }}</code></td></tr>

@@ -97,6 +97,9 @@ def cmd_incident_show(args: argparse.Namespace, incident_id: str) -> int:
     for key, value in shown.items():
         if value is not None:
             print(f"  {key:<12}{list(value) if isinstance(value, tuple) else value}")
+    link = inc.details.get("replication_link")
+    if isinstance(link, dict) and link.get("summary"):  # HW_STALL: which side of a replication link is cut
+        print(f"  cut         {link['summary']} ({link.get('side')} side)")
     if rule:
         print(f"  means       {rule.summary}")
         print(f"  routine     {rule.routine}")

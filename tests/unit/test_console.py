@@ -152,3 +152,16 @@ def test_broker_page_runs_the_shutdown_check_only_when_asked(console):
     console.look = unreachable
     body = _get(console, "/brokers/prod/2", "check=shutdown")[1]
     assert "could not look at the cluster from this host: ConnectionError: no broker answered" in body
+
+
+def test_an_incident_page_says_which_side_of_a_replication_link_is_cut(tmp_path):
+    link = {"side": "follower", "broker": 3, "peers": [1, 2], "summary": "broker 3 fetches nothing from brokers 1, 2"}
+    stall = Incident("inc-9", "prod", "offsets:orders", "HW_STALL", "critical", "orders", 1, None,
+                     "isr_follower_not_caught_up", {"leader": 1, "holding_back": [3], "replication_link": link},
+                     1_700_000_000_000, 1_700_000_001_000, None, "open")
+    state = PipelineState()
+    state.update(clusters={"prod": ClusterView(((1, True), (2, True), (3, True)), 1, None, 1_700_000_001_000)},
+                 open_incidents=(stall,))
+    console = Console(state, SimpleNamespace(incidents=tmp_path / "incidents", partition_state=Missing()))
+    status, body = _get(console, "/incidents/inc-9")
+    assert status == "200 OK" and "broker 3 fetches nothing from brokers 1, 2 (follower side)" in body
