@@ -28,8 +28,8 @@ there is data and within replica.fetch.wait.max.ms (500 ms) when there is none. 
 below) the HW, or one the collector saw stand still for a poll while the leader had more for it
 (`stalled_followers`; its LEO may be one batch past the HW: the leader learns a follower's LEO from its
 next fetch), with the HW held still for `STOPPED_FETCHER_WINDOW_MS` and its leader answering, is a
-stopped fetcher and a stall at once. pipelines/replication_links.py groups these stalls by follower and leader: which
-side of a replication link is cut.
+stopped fetcher and a stall at once. pipelines/replication_links.py groups these stalls by follower and
+leader: which side of a replication link is cut.
 """
 
 from __future__ import annotations
@@ -59,9 +59,9 @@ def stall_columns(p: Any, observed_at_ms: Any, window_ms: Any, judged_unreachabl
     followers = F.filter(p["isr"], lambda r: r != p["leader"])
     reported = F.transform(offsets, lambda o: o["broker"])
     unreachable = F.filter(followers, lambda r: ~F.array_contains(reported, r))
-    stalled = F.coalesce(p["stalled_followers"], F.array().cast("array<int>"))
+    not_fetching = F.coalesce(p["stalled_followers"], F.array().cast("array<int>"))
     behind = F.filter(followers, lambda r: F.array_contains(reported, r)
-                      & ((leo_of(offsets, r) <= hw) | F.array_contains(stalled, r)))
+                      & ((leo_of(offsets, r) <= hw) | F.array_contains(not_fetching, r)))
     held_ms = observed_at_ms - since
     silent_follower = F.exists(followers, lambda r: F.array_contains(judged_unreachable, r))
     stopped_fetcher = (F.size(behind) > 0) & ~F.array_contains(judged_unreachable, p["leader"])
