@@ -107,7 +107,7 @@ def test_controller_quorum_losing_voters(kafka4, zk_cluster, spark, tmp_path):
         # Kafka 4.4 answers every request krm asks of a KRaft cluster
         assert {s.labels["capability"]: s.value for s in series(scrape(url), "krm_collector_capability",
                                                                  cluster=cluster.name)} == {
-            "elr": 1.0, "quorum": 1.0, "reassignments": 1.0}
+            "elr": 1.0, "quorum": 1.0, "reassignments": 1.0, "log_dir_sizes": 1.0}
         leader = quorum_leader(cluster)
         followers = [c for c in cluster.controller_ids if c != leader]
 

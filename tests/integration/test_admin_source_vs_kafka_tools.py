@@ -34,10 +34,11 @@ def test_metadata_and_high_watermarks_match_kafka_tools(zk_cluster):
     finally:
         src.close()
     # Given no ZooKeeper address, krm asks this cluster as it asks a KRaft one: its ZooKeeper-mode 3.9
-    # brokers answer ListPartitionReassignments but neither DescribeTopicPartitions nor DescribeQuorum,
-    # and /metrics says so (krm_collector_capability 0 for elr and quorum)
+    # brokers answer ListPartitionReassignments and DescribeLogDirs v4 (the directories' sizes) but neither
+    # DescribeTopicPartitions nor DescribeQuorum, and /metrics says so (krm_collector_capability 0 for elr
+    # and quorum)
     (cs,) = [r["cluster_state"] for r in records if r["kind"] == "cluster"]
-    assert (cs["capabilities"], cs["unsupported"]) == (["reassignments"], ["elr", "quorum"])
+    assert (cs["capabilities"], cs["unsupported"]) == (["log_dir_sizes", "reassignments"], ["elr", "quorum"])
 
     described = _tool("org.apache.kafka.tools.TopicCommand", "--bootstrap-server", cluster.bootstrap_servers,
                       "--describe", "--topic", topic)
