@@ -388,6 +388,8 @@ class LocalCluster:
         for node in every:
             self._reap(node)
             node.pid = None
+            if node.role == "broker" and node.port:
+                packet_filter.release_cgroup(packet_filter.cgroup_name(node.port))
         if (self.root / "state.json").exists():
             self._save()
         self.release_small_log_dirs()

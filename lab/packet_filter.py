@@ -25,6 +25,7 @@ import logging
 import os
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 from foundation.errors import ClusterError
@@ -108,6 +109,20 @@ def prepare_cgroup(name: str) -> Path | None:
         log.debug("no cgroup %s: %s", name, e)
         return None
     return root / name / "cgroup.procs"
+
+
+def release_cgroup(name: str, tries: int = 10) -> None:
+    """Remove the group once its process is gone (an empty group only; anything else is left as it is).
+    The kernel empties a group a moment after its last process is reaped: a few tries, 20 ms apart."""
+    root = _cgroup2_root()
+    if root is None or not (root / name).is_dir():
+        return
+    for _ in range(tries):
+        try:
+            (root / name).rmdir()
+            return
+        except OSError:
+            time.sleep(0.02)
 
 
 def in_cgroup(procs: Path, cmd: list[str]) -> list[str]:
