@@ -235,7 +235,8 @@ class AdminSource:
         if zk_live is not None:
             live &= zk_live  # a broker whose registration vanished is not asked (it cannot answer)
         self._note_live(zk_live if zk_live is not None else live)
-        if self._disks.due(time.monotonic()):  # answered during the offsets round, read after it
+        if log_dirs.announced(admin._client.get_api_versions()) and self._disks.due(time.monotonic()):
+            # answered during the offsets round, read after it
             self._dir_requests.send(admin._client, live, log_dirs.supports_v4(admin._client.get_api_versions()),
                                     self.settings.request_timeout_ms, time.monotonic())
         replica_of, leader_of = self._plans.plan(mine, live)
@@ -285,9 +286,10 @@ class AdminSource:
         live = {b["id"] for b in records[0]["cluster_state"]["brokers"] if b["live"]}
         suspects = log_dirs.offline_on_live(self._offline_replicas, live)
         silent = found.asked - found.answered  # just waited for in the offsets round: not asked again
-        ask = suspects - silent
+        versions = admin._client.get_api_versions()
+        ask = suspects - silent if log_dirs.announced(versions) else set()
         reports = log_dirs.describe_dirs(admin._client, ask, self.settings.offsets_timeout_ms,
-                                         log_dirs.supports_v4(admin._client.get_api_versions())) if ask else {}
+                                         log_dirs.supports_v4(versions)) if ask else {}
         failed = sorted(b for b, dirs in reports.items() if any(d.failed for d in dirs))
         for b in sorted(suspects - set(reports)):
             log.debug("cluster %s: broker %s lists offline replicas and did not say why", self.cluster.name, b)

@@ -111,17 +111,21 @@ def read_dirs(answer: Any) -> list[LogDir]:
     return [LogDir(path, code) for code, path, _topics in answer.log_dirs]
 
 
+def announced(api_versions: dict[int, Any] | None) -> bool:
+    """Whether the broker that answered announces DescribeLogDirs at all: one that does not closes the
+    connection on it, and the poll after pays for a new one."""
+    return DESCRIBE_LOG_DIRS_KEY in (api_versions or {})
+
+
 def supports_v4(api_versions: dict[int, Any] | None) -> bool:
     """Whether the broker that answered announces DescribeLogDirs v4 (its total and usable bytes)."""
     span = (api_versions or {}).get(DESCRIBE_LOG_DIRS_KEY)
     return span is not None and span[1] >= 4
 
 
-def describe_dirs(client: Any, brokers: Iterable[int], timeout_ms: int, v4: bool,
-                  refused: set[int] | None = None) -> dict[int, list[LogDir]]:
+def describe_dirs(client: Any, brokers: Iterable[int], timeout_ms: int, v4: bool) -> dict[int, list[LogDir]]:
     """Each broker's directories, asked of all at once and waited for `timeout_ms` in all; a broker that
-    refused, failed or did not answer in time is left out (no word is no evidence). `refused` gathers
-    the brokers that answered with an error of their own (an ACL)."""
+    refused, failed or did not answer in time is left out (no word is no evidence)."""
     pending = set(brokers)
     out: dict[int, list[LogDir]] = {}
     if not pending:
@@ -145,8 +149,7 @@ def describe_dirs(client: Any, brokers: Iterable[int], timeout_ms: int, v4: bool
             try:
                 out[b] = read_dirs(f.value)
             except Refused:
-                if refused is not None:
-                    refused.add(b)
+                pass  # (an ACL: the sampling says so, PendingDirs.harvest)
             except Exception as e:  # noqa: BLE001 - a malformed answer is no evidence either
                 log.warning("broker %s: DescribeLogDirs answer not read (%s)", b, e)
     return out

@@ -227,6 +227,7 @@ class PartitionMemory:
         if len(prev_leos) != len(replicas) or (prev_hw is not None and hw < prev_hw):
             return False
         now = []  # the replicas' LEOs, in replica order
+        was_leader = prev_leos.get(leader, -1)
         for b in replicas:
             of_b = leo_by_broker.get(b)
             if of_b is None:
@@ -235,12 +236,11 @@ class PartitionMemory:
             was = prev_leos.get(b)
             if o is None or was is None or o < was:
                 return False  # a replica unanswered or new (the full way), or went back (`previous` is published)
+            if o == was and o < was_leader:
+                return False  # a follower that fetched nothing since the last poll (annotate's stalled_followers)
             now.append(o)
         if not now or leader not in replicas:
             return False
-        was_leader = prev_leos[leader]
-        if any(o == prev_leos[b] and o < was_leader for b, o in zip(replicas, now) if b != leader):
-            return False  # a follower that fetched nothing since the last poll (annotate's stalled_followers)
         leader_leo, lowest = now[replicas.index(leader)], min(now)
         phase, k = prev.phase, self._keyframe_ms
         if (at_ms + phase) // k != (prev.at_ms + phase) // k:

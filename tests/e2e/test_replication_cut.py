@@ -10,8 +10,8 @@ the incidents' details.replication_link: "broker V fetches nothing from brokers 
 the victim is the controller, whose requests to the other brokers (LeaderAndIsr, UpdateMetadata) are cut
 too. The detection time is printed (its goal, 8 s after the first held write, is a figure for
 RELIABILITY.md, not an assertion), and so are the moments krm's view of the cluster went stale during the
-cut: a clean-clone suite run on a loaded machine saw it stale 17.8-26.8 s after a ZooKeeper-mode cut
-(#62 item 2, open: asserted once its cause is found and fixed).
+cut: a ZooKeeper-mode cut has left it stale on a loaded machine (RELIABILITY.md, "Links and disks"; its
+cause not found yet, so not asserted).
 """
 
 from __future__ import annotations

@@ -34,9 +34,18 @@ def test_v4_answer_round_trips_through_the_wire_format():
     assert request.API_VERSION == 4 and request.topics == [] and len(request.encode()) > 0
 
 
-def test_only_a_broker_newer_than_3_3_is_asked_for_sizes():
+def test_only_a_broker_newer_than_3_3_is_asked_for_sizes_and_none_that_does_not_announce_the_request():
     assert log_dirs.supports_v4({35: (0, 4)}) and not log_dirs.supports_v4({35: (0, 1)})
     assert not log_dirs.supports_v4({}) and not log_dirs.supports_v4(None)
+    assert log_dirs.announced({35: (0, 1)}) and not log_dirs.announced({3: (0, 12)})
+
+
+def test_a_cluster_that_does_not_announce_describe_log_dirs_is_not_asked():
+    src, records = polled([2])
+    client = Client({2: v4_answer(("/data", 0, 1000, 900))})
+    client.get_api_versions = lambda: {3: (0, 12)}
+    src._ask_dirs(Admin(client), records, OffsetsRound())
+    assert client.asked == [] and topic_state(records)["failed_log_dir_brokers"] == []
 
 
 class Future:
