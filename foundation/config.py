@@ -203,6 +203,10 @@ class PipelineConfig(Table):
     event_hold_s: float = Field(900.0, ge=0.0)  # events (unclean election, truncation, regression) stay open this long
     # a broker stopped by a controlled shutdown (BROKER_DOWN `stopped`, warning) turns critical after this long down
     planned_stop_max_s: float = Field(600.0, ge=0.0)
+    # a log directory forecast full within this long pages (krm_log_dir_full_soon critical: KafkaLogDirFullSoon);
+    # within the second, a warning (KafkaLogDirFillingUp). docs/disks.md
+    log_dir_page_within_s: float = Field(1800.0, gt=0.0)
+    log_dir_warn_within_s: float = Field(21600.0, gt=0.0)
     # PARTITION_REASSIGNING turns `stalled` (warning) when its adding replicas copied nothing this long
     reassignment_stall_s: float = Field(300.0, ge=0.0)
     # CONTROLLER_ANOMALY (warning) for a ZooKeeper → KRaft migration left half-way: a KRaft controller that
@@ -254,6 +258,13 @@ class PipelineConfig(Table):
         if not isinstance(value, dict):
             raise ValueError(f"must be a table of Spark settings, got {type(value).__name__}")
         return spark_settings(value)
+
+    @model_validator(mode="after")
+    def _disk_horizons(self) -> PipelineConfig:
+        if self.log_dir_page_within_s > self.log_dir_warn_within_s:
+            raise ValueError(f"log_dir_page_within_s ({self.log_dir_page_within_s:g}) must not exceed "
+                             f"log_dir_warn_within_s ({self.log_dir_warn_within_s:g}): the page is the nearer horizon")
+        return self
 
 
 class Config(Table):

@@ -1,7 +1,9 @@
 """The brokers' log directories as the collector last sampled them (collectors/disk_watch.py): the
 krm_log_dir_* series and the alerts on a directory filling up or failed. Read from the cluster record,
 so they are as fresh as the view of the cluster; no incident of their own (a failed directory's
-partitions are OFFLINE_PARTITION `log_dir_offline`)."""
+partitions are OFFLINE_PARTITION `log_dir_offline`). How near a forecast pages or warns is a setting
+(`[pipeline] log_dir_page_within_s`, `log_dir_warn_within_s`): krm_log_dir_full_soon carries the verdict as
+its severity, and the shipped alerts key on that, so the rules file needs no edit to move a threshold."""
 
 from __future__ import annotations
 
@@ -9,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Iterator
 
 from pipelines.detectors.exports import Alert, console
-from schemas.disks import URGENT_S
+from schemas.disks import PAGE_WITHIN_S, WARN_WITHIN_S
 
 
 @dataclass(frozen=True)
@@ -29,8 +31,19 @@ def of_brokers(brokers: Iterable[dict[str, Any]]) -> tuple[LogDirState, ...]:
                  for b in brokers for d in b.get("log_dirs") or ())
 
 
-def series(views: Iterable[tuple[str, tuple[LogDirState, ...]]]) -> Iterator[Any]:
-    """(cluster, its directories) -> the four families, each present (empty) even with none known."""
+def urgency(full_in_s: float | None, page_within_s: float = PAGE_WITHIN_S,
+            warn_within_s: float = WARN_WITHIN_S) -> str | None:
+    """`critical` for a forecast within the page's horizon, `warning` within the warning's, else None."""
+    if full_in_s is None:
+        return None
+    if full_in_s < page_within_s:
+        return "critical"
+    return "warning" if full_in_s < warn_within_s else None
+
+
+def series(views: Iterable[tuple[str, tuple[LogDirState, ...]]], page_within_s: float = PAGE_WITHIN_S,
+           warn_within_s: float = WARN_WITHIN_S) -> Iterator[Any]:
+    """(cluster, its directories) -> the five families, each present (empty) even with none known."""
     from prometheus_client.core import GaugeMetricFamily
 
     labels = ["cluster", "broker", "log_dir"]
@@ -41,6 +54,9 @@ def series(views: Iterable[tuple[str, tuple[LogDirState, ...]]]) -> Iterator[Any
     full = GaugeMetricFamily("krm_log_dir_full_in_seconds", "Seconds until the log directory's filesystem is full at "
                              "its recent growth rate; absent while not growing or further out than the collector's "
                              "log_dir_horizon_s.", labels=labels)
+    soon = GaugeMetricFamily("krm_log_dir_full_soon", "1 while the directory is forecast full within "
+                             "[pipeline] log_dir_page_within_s (severity critical) or log_dir_warn_within_s (warning).",
+                             labels=labels + ["severity"])
     offline = GaugeMetricFamily("krm_log_dir_offline", "1 while the broker reports the log directory failed (offline).",
                                 labels=labels)
     for cluster, dirs in views:
@@ -54,7 +70,9 @@ def series(views: Iterable[tuple[str, tuple[LogDirState, ...]]]) -> Iterator[Any
                 total.add_metric(key, d.total_bytes)
             if d.full_in_s is not None:
                 full.add_metric(key, d.full_in_s)
-    yield from (used, total, full, offline)
+                if (level := urgency(d.full_in_s, page_within_s, warn_within_s)) is not None:
+                    soon.add_metric(key + [level], 1)
+    yield from (used, total, full, soon, offline)
 
 
 _BROKER_PAGE = console("/brokers/{{ $labels.cluster }}/{{ $labels.broker }}")
@@ -65,18 +83,26 @@ _RUNBOOK = ("When the directory is full Kafka takes it offline: its partitions' 
             "to brokers with room (`krm plan rebalance --topic T --output plan.json`, then `kafka-reassign-partitions "
             "--execute`, throttled). Growing the filesystem also works where the volume allows it.")
 
+
+def _forecast(severity: str) -> str:
+    """The forecast (its value: the summary's "full in") where the pipeline judged it `severity`."""
+    return (f'krm_log_dir_full_in_seconds and on(cluster, broker, log_dir) '
+            f'krm_log_dir_full_soon{{severity="{severity}"}} == 1')
+
+
 ALERTS = (
-    Alert("KafkaLogDirFullSoon", f"krm_log_dir_full_in_seconds < {URGENT_S:.0f}", "critical", wait="15s",
+    Alert("KafkaLogDirFullSoon", _forecast("critical"), "critical", wait="15s",
           summary=("{{ $labels.cluster }}: broker {{ $labels.broker }}'s {{ $labels.log_dir }} is full in "
                    "{{ $value | humanizeDuration }} at its recent rate"),
           runbook=_RUNBOOK, links=(("broker_page", _BROKER_PAGE),),
-          why=("Pages before the harm: at this rate the directory fails within half an hour and takes its replicas "
-               "with it. Fifteen seconds of it, so one sampling's burst does not page.")),
-    Alert("KafkaLogDirFillingUp", "krm_log_dir_full_in_seconds < 21600", "warning", wait="1m",
+          why=("Pages before the harm: at this rate the directory fails within [pipeline] log_dir_page_within_s (half "
+               "an hour) and takes its replicas with it. Fifteen seconds of it, so one sampling's burst does not page.")),
+    Alert("KafkaLogDirFillingUp", _forecast("warning"), "warning", wait="1m",
           summary=("{{ $labels.cluster }}: broker {{ $labels.broker }}'s {{ $labels.log_dir }} is full in "
                    "{{ $value | humanizeDuration }} at its recent rate"),
           runbook=_RUNBOOK, links=(("broker_page", _BROKER_PAGE),),
-          why="Hours ahead: time to change retention or move partitions in working hours; nothing is hurt yet."),
+          why=("Within [pipeline] log_dir_warn_within_s (6 hours) but not the page's: time to change retention or "
+               "move partitions in working hours; nothing is hurt yet.")),
     Alert("KafkaLogDirOffline", "krm_log_dir_offline == 1", "warning", wait="30s",
           summary="{{ $labels.cluster }}: broker {{ $labels.broker }} took {{ $labels.log_dir }} offline",
           runbook=("The broker stopped serving the directory after an I/O error (its log: `Stopping serving logs in "

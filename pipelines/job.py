@@ -77,6 +77,7 @@ class Pipeline:
         self.config = config
         self.spark = spark
         self.state = state or PipelineState()
+        self.state.log_dir_within_s = (config.pipeline.log_dir_page_within_s, config.pipeline.log_dir_warn_within_s)
         self.tables = Tables(config.pipeline.data_dir)
         self.queries: list[Any] = []
         self._starters: dict[str, Any] = {}

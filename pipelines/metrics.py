@@ -110,12 +110,14 @@ class PipelineState:
     """The one mutable thing shared by the alert path (writer) and the scrape thread (reader)."""
 
     def __init__(self, ready_window_s: float = 30.0, console_url: str = "",
-                 stale_after_s: dict[str, float] | None = None) -> None:
+                 stale_after_s: dict[str, float] | None = None,
+                 log_dir_within_s: tuple[float, float] = (disks.PAGE_WITHIN_S, disks.WARN_WITHIN_S)) -> None:
         self._lock = threading.Lock()
         self._snapshot = Snapshot()
         self.ready_window_s = ready_window_s  # a batch at least this recent makes the pipeline "up"
         self.console_url = console_url.rstrip("/")  # where the console's pages are (alerts link to them)
         self.stale_after_s = stale_after_s or {}  # cluster -> its view is stale past this age (krm/runner.py)
+        self.log_dir_within_s = log_dir_within_s  # a fill forecast pages / warns within these (pipelines/disks.py)
 
     def stale(self, now: float | None = None) -> dict[str, float]:
         """cluster -> the age of its view (seconds since the newest observation processed was taken),
@@ -258,7 +260,8 @@ class KrmCollector:
             stale.add_metric([name], 1 if name in stale_now else 0)
         yield from (age, reachable, broker_up, leaders, replicas, capability, stale)
         yield from _kraft_series(snap.clusters)
-        yield from disks.series((name, view.log_dirs) for name, view in sorted(snap.clusters.items()))
+        yield from disks.series(((name, view.log_dirs) for name, view in sorted(snap.clusters.items())),
+                                *self.state.log_dir_within_s)
         yield from replication_links.series(snap.open_incidents)
         yield from _canary_series(snap.canary)
 

@@ -101,4 +101,41 @@ def test_the_series_say_what_the_brokers_said():
     got = {(s.name, s.labels.get("broker"), s.labels.get("log_dir")): s.value
            for fam in reg.collect() for s in fam.samples if s.name.startswith("krm_log_dir")}
     assert got == {("krm_log_dir_used_bytes", "1", "/d"): 60, ("krm_log_dir_total_bytes", "1", "/d"): 100,
-                   ("krm_log_dir_full_in_seconds", "1", "/d"): 30.0, ("krm_log_dir_offline", "2", "/d"): 1}
+                   ("krm_log_dir_full_in_seconds", "1", "/d"): 30.0, ("krm_log_dir_full_soon", "1", "/d"): 1,
+                   ("krm_log_dir_offline", "2", "/d"): 1}
+
+
+def _urgency(state, full_in_s):
+    dirs = (LogDirState(1, "/d", False, 100, 40, full_in_s),)
+    state.update(clusters={"c1": ClusterView(((1, True),), 1, None, 1, log_dirs=dirs)})
+    reg = CollectorRegistry(auto_describe=False)
+    reg.register(KrmCollector(state))
+    return [s.labels["severity"] for fam in reg.collect() for s in fam.samples if s.name == "krm_log_dir_full_soon"]
+
+
+@pytest.mark.parametrize("within, full_in_s, expected", [
+    ((1800, 21600), 1799, ["critical"]),
+    ((1800, 21600), 1800, ["warning"]),  # the page's horizon is a strict bound, as the rules' `<` was
+    ((1800, 21600), 21599, ["warning"]),
+    ((1800, 21600), 21600, []),
+    ((3600, 7200), 3000, ["critical"]),  # the settings move the verdict: no edit of the rules file
+    ((3600, 7200), 5000, ["warning"]),
+    ((60, 600), 3000, []),
+    ((1800, 21600), None, []),  # no forecast, no verdict
+])
+def test_the_forecast_is_judged_against_the_pipeline_settings(within, full_in_s, expected):
+    assert _urgency(PipelineState(log_dir_within_s=within), full_in_s) == expected
+
+
+def test_the_horizons_are_pipeline_settings_the_page_the_nearer(tmp_path):
+    from foundation.config import load_config
+    from foundation.errors import ConfigError
+
+    base = '[[clusters]]\nname = "a"\nbootstrap_servers = "k:9092"\n'
+    path = tmp_path / "krm.toml"
+    path.write_text(base + "[pipeline]\nlog_dir_page_within_s = 600\nlog_dir_warn_within_s = 3600\n")
+    p = load_config(path).pipeline
+    assert (p.log_dir_page_within_s, p.log_dir_warn_within_s) == (600, 3600)
+    path.write_text(base + "[pipeline]\nlog_dir_page_within_s = 7200\nlog_dir_warn_within_s = 3600\n")
+    with pytest.raises(ConfigError, match="log_dir_page_within_s"):
+        load_config(path)
