@@ -10,7 +10,10 @@ for 3 s or more in a row.
 Each step picks, at random (seeded): SIGKILL a broker then restart it, SIGSTOP then SIGCONT (2-15 s),
 a controlled stop then start, a gray cut of its listener (nftables, 15 s), or nothing (quiet); with
 `--faults` also `repl_cut` (the broker's packets to the other brokers dropped for 30 s while everything
-else reaches it: lab/packet_filter.py, cgroup v2 and nftables). Then
+else reaches it: lab/packet_filter.py, cgroup v2 and nftables) and `disk_fill` (every broker's only log
+directory on a 128 MB tmpfs of its own; a step writes a file beside the broker's logs at 1 MB/s until the
+filesystem is full, Kafka fails the directory and halts the broker; then the file goes and the broker is
+started again). Then
 it waits until the clients are fine again and Kafka's view is settled (every ISR whole), and until
 no critical alert fires. Per step: hurt & paged, hurt & silent, paged & nobody hurt, quiet (neither);
 per hurt partition, whether a critical page named it (its topic and partition, or its leader or an ISR
@@ -22,7 +25,7 @@ critical page (p50 / max; negative: paged before the harm).
 
 Usage: .venv/bin/python benchmarks/impact_oracle.py --mode zk|kraft --steps N --seed S [--faults KIND,...] [--json]
 (the last stdout line with --json: one JSON object; needs root and nftables for the cuts). The kinds:
-kill, pause, stop, gray, none (the default draw: a seed keeps its steps), repl_cut.
+kill, pause, stop, gray, none (the default draw: a seed keeps its steps), repl_cut, disk_fill.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -51,9 +55,12 @@ from lab.local_cluster import LocalCluster, free_port
 TOPIC = "oracle"
 PARTITIONS = 8
 ACTIONS = ("kill", "pause", "stop", "cut", "quiet")  # the default draw, in this order (a seed keeps its steps)
-FAULTS = {"kill": "kill", "pause": "pause", "stop": "stop", "gray": "cut", "none": "quiet", "repl_cut": "repl_cut"}
+FAULTS = {"kill": "kill", "pause": "pause", "stop": "stop", "gray": "cut", "none": "quiet", "repl_cut": "repl_cut",
+          "disk_fill": "disk_fill"}
 KIND_OF = {action: kind for kind, action in FAULTS.items()}
 REPL_CUT_S = 30.0
+DISK_MB = 128  # each broker's log directory, with --faults disk_fill
+FILL_MB_S = 1.0
 RULES = Path(__file__).resolve().parents[1] / "dashboards" / "prometheus" / "krm-alerts.yml"
 HURT_RUN_S = 3.0
 
@@ -161,6 +168,8 @@ def run_step(n: int, rng: random.Random, cluster: LocalCluster, judge: ClientJud
             watch(REPL_CUT_S)
         finally:
             cluster.heal_replication(broker)  # type: ignore[arg-type]
+    elif action == "disk_fill":
+        fill_disk(cluster, broker, watch)  # type: ignore[arg-type]
     else:
         watch(20)
     fault_end = time.monotonic()
@@ -199,6 +208,45 @@ def run_step(n: int, rng: random.Random, cluster: LocalCluster, judge: ClientJud
         if resumed is not None:
             step.page_resolved_after_acks_resumed_s = round(max(0.0, last_page - resumed), 1)
     return step
+
+
+def fill_disk(cluster: LocalCluster, broker: int, watch: Any) -> None:
+    """A file beside the broker's logs grows at FILL_MB_S until its filesystem is full; Kafka fails the
+    directory on its next write and halts the broker (its only one). Then the file goes, and the broker starts."""
+    ballast = cluster.log_dir_paths(broker)[0] / "krm-oracle-ballast"
+    stop = threading.Event()
+
+    def grow() -> None:
+        chunk = b"\0" * (64 << 10)
+        with open(ballast, "wb", buffering=0) as f:
+            while not stop.is_set():
+                try:
+                    f.write(chunk)
+                except OSError:
+                    return  # full
+                stop.wait(len(chunk) / (FILL_MB_S * (1 << 20)))
+
+    writer = threading.Thread(target=grow, daemon=True)
+    writer.start()
+    try:
+        deadline = time.monotonic() + DISK_MB / FILL_MB_S + 120
+        while time.monotonic() < deadline and cluster.status()["brokers"][str(broker)]["state"] != "dead":
+            watch(1.0)
+        watch(20)  # the harm of a halted broker lasts until the controller notices
+    finally:
+        stop.set()
+        writer.join(10)
+        ballast.unlink(missing_ok=True)
+    if cluster.status()["brokers"][str(broker)]["state"] == "dead":
+        cluster.start(broker, wait=False)
+
+
+def small_disks(cluster: LocalCluster) -> None:
+    """Every broker's only log directory on a DISK_MB tmpfs of its own, one broker at a time."""
+    for b in cluster.broker_ids:
+        cluster.stop(b)
+        cluster.small_log_dir(b, 0, DISK_MB)
+        cluster.start(b)
 
 
 def by_fault(steps: list[Step]) -> dict[str, dict[str, Any]]:
@@ -262,6 +310,8 @@ def main() -> int:
         print(f"starting a 4-broker {args.mode} cluster (sessions {session_ms} ms) and the observations' cluster ...",
               file=sys.stderr)
         cluster.up()
+        if "disk_fill" in kinds:
+            small_disks(cluster)
         obs.up()
         from kafka.admin import KafkaAdminClient, NewTopic
 

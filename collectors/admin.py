@@ -262,7 +262,8 @@ class AdminSource:
 
     def _sample_dirs(self, records: list[dict[str, Any]]) -> None:
         """The directories' answers in since the last poll (sent every `log_dir_poll_s` before the offsets
-        round: collectors/disk_watch.py); the cluster record's brokers carry the last word of each."""
+        round: collectors/disk_watch.py); the cluster record's brokers carry the last word of each, and a
+        down broker whose disks were full when it went says so."""
         brokers = records[0]["cluster_state"]["brokers"]
         refused: set[int] = set()
         answers = self._dir_requests.harvest(refused)
@@ -271,10 +272,13 @@ class AdminSource:
                 log.warning("cluster %s: brokers %s refuse DescribeLogDirs (krm needs DESCRIBE on the cluster): no "
                             "disk series or fill forecast for them", self.cluster.name, sorted(refused))
             self._dirs_refused = bool(refused)
-        self._disks.note(answers, {b["id"] for b in brokers if b["live"]})
+        self._disks.note(answers, {b["id"] for b in brokers if b["live"]},
+                         {b["id"] for b in brokers if b["live"] and b.get("reachable") is not False}, time.monotonic())
         for b in brokers:
             if (dirs := self._disks.dirs(b["id"])) is not None:
                 b["log_dirs"] = dirs
+            if (not b["live"] or b.get("reachable") is False) and (full := self._disks.went_full(b["id"])):
+                b["disk_full"], b["log_dirs"] = True, full  # its departure's likely cause (collectors/disk_watch.py)
 
     def _ask_dirs(self, admin: Any, records: list[dict[str, Any]], found: offsets.OffsetsRound) -> None:
         """Where Metadata lists a live broker's replica offline, ask that broker whether a log directory

@@ -21,6 +21,7 @@ from krm.lag import parse_since
 from krm.timeline import changes, latest_states, read_states, timeline
 from pipelines.detectors.registry import BY_TYPE
 from pipelines.detectors.rule import PartitionDetails
+from pipelines.disks import last_look
 from pipelines.incident_store import IncidentStore
 
 HISTORY_LIMIT = 500  # resolved incidents listed at most (newest first)
@@ -73,6 +74,7 @@ severity <input name="severity" value="{{ q.severity }}"> <select name="status">
 <tr><th>act on</th><td>{{ act_on(i) or "-" }}</td></tr>
 {% set link = i.details.replication_link %}{% if link and link.summary %}<tr><th>cut</th>
 <td>{{ link.summary }} ({{ link.side }} side)</td></tr>{% endif %}
+{% if i.details.disk_full and disks %}<tr><th>disks</th><td>{{ disks }} (the last look before it went)</td></tr>{% endif %}
 <tr><th>opened</th><td>{{ iso(i.opened_at_ms) }}</td></tr><tr><th>last seen</th><td>{{ iso(i.last_seen_at_ms) }}</td></tr>
 <tr><th>resolved</th><td>{{ iso(i.resolved_at_ms) if i.resolved_at_ms else "open" }}</td></tr>
 <tr><th>id</th><td><code>{{ i.incident_id }}</code></td></tr>
@@ -275,7 +277,8 @@ class Console:
                                  now - opened + dt.timedelta(minutes=15), now=now, cluster=i.cluster)
         return "200 OK", self._page(f"{i.type} on {i.cluster} {_where(i)}", "incident.html", i=i,
                                     rule=BY_TYPE.get(i.type), details=json.dumps(i.details, indent=2, default=str),
-                                    changes=changes(states)[-30:], svg=svg_chart(states))
+                                    changes=changes(states)[-30:], svg=svg_chart(states),
+                                    disks=last_look(i.details.get("log_dirs")))
 
     def partition(self, cluster: str, topic: str, partition: int, since: str) -> str:
         window = parse_since(since)

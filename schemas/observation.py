@@ -34,8 +34,8 @@ a record without them is read as "not tiered", "no migration known"; and a down 
 added later: a cluster's `topic_share` (a cluster split across collector processes; absent: one process
 polls it whole). A pipeline that predates it must not be fed by a split collector: it would judge every
 share's cluster record. Also a topic's `failed_log_dir_brokers` (absent: Metadata's offline replicas read
-as failed directories, as before), a broker's `log_dirs` (absent: nothing known of its disks) and a
-partition's `stalled_followers` (absent: none known). 4: a topic record
+as failed directories, as before), a broker's `log_dirs` (absent: nothing known of its disks) and
+`disk_full` (absent: false), and a partition's `stalled_followers` (absent: none known). 4: a topic record
 may leave out its quiet partitions (schemas/quiet.py: healthy, unchanged, no rule can judge them), and then
 says what the pipeline counted from all of them: `partition_count` (the topic's size) and `broker_load`
 (per broker: leaders, replicas, preferred, preferred not leading). A topic record without `broker_load`
@@ -103,6 +103,9 @@ BROKER = Struct((
     # v4, optional, added later: its log directories as last sampled (every [collector] log_dir_poll_s);
     # absent: not asked or not answered
     ("log_dirs", Array(LOG_DIR), False),
+    # v4, optional, added later, while the broker is down: true when its every log directory had failed or
+    # was forecast full by the time it stopped serving (collectors/disk_watch.py); absent: no such evidence
+    ("disk_full", BOOL, False),
 ))
 
 REPLICA_OFFSET = Struct((

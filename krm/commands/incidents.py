@@ -59,6 +59,7 @@ def cmd_incident_show(args: argparse.Namespace, incident_id: str) -> int:
     from krm.timeline import changes, read_states
     from pipelines.detectors.registry import BY_TYPE
     from pipelines.detectors.rule import PartitionDetails
+    from pipelines.disks import last_look
     from pipelines.incident_store import IncidentStore, to_json_obj
     from pipelines.tables import Tables
 
@@ -100,6 +101,8 @@ def cmd_incident_show(args: argparse.Namespace, incident_id: str) -> int:
     link = inc.details.get("replication_link")
     if isinstance(link, dict) and link.get("summary"):  # HW_STALL: which side of a replication link is cut
         print(f"  cut         {link['summary']} ({link.get('side')} side)")
+    if inc.details.get("disk_full") and (disks := last_look(inc.details.get("log_dirs"))):
+        print(f"  disks       {disks} (the last look before it went)")  # BROKER_DOWN log_dir_full
     if rule:
         print(f"  means       {rule.summary}")
         print(f"  routine     {rule.routine}")

@@ -34,6 +34,11 @@ by broker as they return; a failed poll resolves nothing).
 - BROKER_DOWN, cause `unknown` (warning, critical past `planned_stop_max_s` as `stopped`): not
   registered, and nothing says how it went — it held nothing another replica could take over
   (only single-replica partitions, or none), or krm has not judged it yet. Never read as a clean stop.
+- BROKER_DOWN, cause `log_dir_full` (warning, critical past `planned_stop_max_s`): down, registered or
+  not, and at its last sampling every log directory of it had failed or was forecast full by the time it
+  stopped answering (collectors/disk_watch.py): Kafka halts a broker whose last directory fails, a full
+  disk included. Named so the on-call frees the disk before restarting it (a restart on a full disk
+  fails again). Its partitions page on their own as for any departure.
 - CONTROLLER_ANOMALY, cause `no_active_controller`: the Metadata response names no controller
   (ZooKeeper mode: no broker holds /controller). KRaft answers clients with a random live broker
   as "controller" (KIP-590), so this cause only fires in ZooKeeper mode; more than one active
@@ -52,6 +57,7 @@ NOT_REGISTERED = "not_registered"
 STOPPED = "stopped"
 UNKNOWN = "unknown"
 UNREACHABLE = "unreachable"
+LOG_DIR_FULL = "log_dir_full"
 PAST_PLANNED_STOP = "past_planned_stop"  # escalation: down longer than `planned_stop_max_s`
 
 
@@ -74,7 +80,8 @@ def _plan(view: ClusterView) -> Any:
     def details(br: Any) -> Any:
         return F.to_json(F.struct(br["host"].alias("host"), br["port"].alias("port"), br["rack"].alias("rack"),
                                   br["controlled_shutdown"].alias("controlled_shutdown"),
-                                  how(br).alias("departure"), br["down_since_ms"].alias("down_since_ms")))
+                                  how(br).alias("departure"), br["down_since_ms"].alias("down_since_ms"),
+                                  disk_full(br).alias("disk_full"), br["log_dirs"].alias("log_dirs")))
 
     def how(br: Any) -> Any:
         """`controlled`, `crash` or `unknown` (collectors/departures.py); a record of an older collector
@@ -82,17 +89,21 @@ def _plan(view: ClusterView) -> Any:
         return F.coalesce(br["departure"], F.when(F.coalesce(br["controlled_shutdown"], F.lit(False)),
                                                   F.lit("controlled")).otherwise(F.lit("crash")))
 
+    def disk_full(br: Any) -> Any:
+        return F.coalesce(br["disk_full"], F.lit(False))
+
     def down(br: Any) -> Any:
         said = how(br)
-        cause = (F.when(said == "controlled", F.lit(STOPPED)).when(said == "unknown", F.lit(UNKNOWN))
-                 .otherwise(F.lit(NOT_REGISTERED)))
+        cause = (F.when(disk_full(br), F.lit(LOG_DIR_FULL)).when(said == "controlled", F.lit(STOPPED))
+                 .when(said == "unknown", F.lit(UNKNOWN)).otherwise(F.lit(NOT_REGISTERED)))
         conditions = {}
         if limit_ms is not None and view.observed_at_ms is not None:
             conditions[PAST_PLANNED_STOP] = view.observed_at_ms - br["down_since_ms"] > F.lit(limit_ms)
         return view.finding(RULE, cause, details(br), broker=br["id"], severity=RULE.severity_column(cause, **conditions))
 
     def silent(br: Any) -> Any:
-        cause = F.when(how(br) == "controlled", F.lit(STOPPED)).otherwise(F.lit(UNREACHABLE))
+        cause = (F.when(disk_full(br), F.lit(LOG_DIR_FULL)).when(how(br) == "controlled", F.lit(STOPPED))
+                 .otherwise(F.lit(UNREACHABLE)))
         return view.finding(RULE, cause, details(br), broker=br["id"], severity=RULE.severity_column(cause))
 
     return F.concat(F.transform(b["down"], down), F.transform(b["unreachable"], silent))
@@ -101,7 +112,8 @@ def _plan(view: ClusterView) -> Any:
 # krm_broker_down says how the broker went and whether that pages (the alerts key on its severity),
 # where krm_broker_up only says whether it is registered
 SERIES = (Series("krm_broker_down", "1 while the broker is down: cause not_registered (crash), stopped (controlled "
-                 "shutdown), unknown or unreachable; severity as the BROKER_DOWN incident's.",
+                 "shutdown), log_dir_full (its disks full or failed), unknown or unreachable; severity as the "
+                 "BROKER_DOWN incident's.",
                  ("broker", "cause", "severity")),)
 
 ALERTS = (
@@ -111,7 +123,8 @@ ALERTS = (
                    "partitions run with one copy less (one more failure and those at min ISR refuse acks=all writes). "
                    "cause=not_registered: it crashed or hung holding leaderships (ZooKeeper session expired or fenced by the"
                    " KRaft controller). cause=stopped: it was stopped cleanly. cause=unknown: it held nothing another "
-                   "replica could take over, so nothing says how it went. Check its process and logs; `krm incidents "
+                   "replica could take over, so nothing says how it went. cause=log_dir_full: its log directories were "
+                   "full or failed when it went: free space before restarting it. Check its process and logs; `krm incidents "
                    "--open` lists the partitions it left offline or under-replicated."),
           links=(("incident", incident_info(BROKER_DOWN, "url", by=("broker",))),
                  ("broker_page", console(BROKER_PAGE))),
@@ -130,6 +143,19 @@ ALERTS = (
                  ("broker_page", console(BROKER_PAGE))),
           why=("A crash after the controller's cure: the harm was while the broker was registered and silent (paged on "
                "its partitions); now it is a broker to restart, not a client to save.")),
+    Alert("KafkaBrokerDiskFull", 'krm_broker_down{cause="log_dir_full",severity="warning"} == 1', "warning",
+          summary="{{ $labels.cluster }}: broker {{ $labels.broker }} went down with its log directories full",
+          runbook=("Kafka halts a broker whose last log directory fails, and a full disk fails it: at krm's last look "
+                   "every log directory of this broker was full or failed (`krm incidents show` lists them; its log: "
+                   "`Shutdown broker because all log dirs in ... have failed`). A restart on a full disk fails again: "
+                   "free space first (delete old segments of topics with retention to spare, grow the volume), restart "
+                   "it, then lower retention or move partitions away (`krm plan rebalance`). Partitions it hurts page on "
+                   "their own (OFFLINE_PARTITION, UNDER_MIN_ISR); KafkaBrokerDown pages if it stays down past "
+                   "planned_stop_max_s."),
+          links=(("incident", incident_info(BROKER_DOWN, "url", by=("broker",))),
+                 ("broker_page", console(BROKER_PAGE))),
+          why=("The broker is a disk to free, not a process to restart; the clients it hurt page on their partitions "
+               "(and KafkaLogDirFullSoon paged before).")),
     Alert("KafkaBrokerStopped", 'krm_broker_down{cause="stopped",severity="warning"} == 1', "warning", wait="5m",
           summary="{{ $labels.cluster }}: broker {{ $labels.broker }} stopped by a controlled shutdown",
           runbook=("Kafka moved its leaders away before it stopped, so clients of replicated partitions are served. Its "
@@ -150,12 +176,13 @@ ALERTS = (
 )
 
 
-RULE = Rule(BROKER_DOWN, {NOT_REGISTERED: "warning", STOPPED: "warning", UNKNOWN: "warning", UNREACHABLE: "warning"},
+RULE = Rule(BROKER_DOWN, {NOT_REGISTERED: "warning", STOPPED: "warning", UNKNOWN: "warning", UNREACHABLE: "warning",
+                          LOG_DIR_FULL: "warning"},
             "cluster",
-            "a broker not registered after a crash, a controlled shutdown or a departure nothing explains "
-            "(warning, critical when it lasts), or not answering while still registered (warning)",
+            "a broker not registered after a crash, a controlled shutdown, a full disk or a departure nothing "
+            "explains (warning, critical when it lasts), or not answering while still registered (warning)",
             plan=_plan, failed_polls=True,
-            escalations=(Escalation((NOT_REGISTERED, STOPPED, UNKNOWN), PAST_PLANNED_STOP, "critical",
+            escalations=(Escalation((NOT_REGISTERED, STOPPED, UNKNOWN, LOG_DIR_FULL), PAST_PLANNED_STOP, "critical",
                                     "down longer than `planned_stop_max_s`: no restart takes that long"),),
             series=SERIES, alerts=ALERTS, routine=(
             "A rolling restart, upgrade or operator's stop is a controlled shutdown: `stopped`, a warning, "

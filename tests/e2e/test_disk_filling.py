@@ -1,6 +1,7 @@
 """A log directory on a small real filesystem (a tmpfs), filled by a producer, end to end: krm forecasts
-the fill before Kafka fails the directory, then names the failure (`krm_log_dir_offline`, its partitions
-OFFLINE_PARTITION `log_dir_offline`); nothing of it is lost from the incidents table.
+the fill before Kafka fails the directory, then names the failure: a broker with another directory lives
+on (`krm_log_dir_offline`, its partitions OFFLINE_PARTITION `log_dir_offline`); one whose only directory
+it was halts, and its departure is BROKER_DOWN `log_dir_full`. Nothing of it is lost from the incidents table.
 
 Kafka takes a log directory offline on the first I/O error in it, `No space left on device` included
 (KIP-112, LogDirFailureChannel); a broker with other directories lives on. The forecast is the directory's
@@ -27,15 +28,17 @@ SIZE_MB = 64
 
 
 class Filler:
-    """Appends about 1 MB/s to one partition until told to stop (or the broker refuses)."""
+    """Appends about 1 MB/s (per_s 64 kB writes) to one partition until told to stop (or the broker refuses)."""
 
-    def __init__(self, cluster, topic, partition):
+    def __init__(self, cluster, topic, partition, per_s=16):
         from kafka import KafkaProducer
 
         self._producer = KafkaProducer(bootstrap_servers=cluster.bootstrap_servers, acks=1, linger_ms=0,
-                                       max_block_ms=2000, request_timeout_ms=3000, retries=0)
+                                       max_block_ms=2000, request_timeout_ms=3000, retries=0,
+                                       delivery_timeout_ms=4000)  # a batch for a halted broker fails, not hangs
         self._stop = threading.Event()
         self.written = 0
+        self._per_s = per_s  # 64 kB writes a second
         self._thread = threading.Thread(target=self._run, args=(topic, partition), daemon=True)
         self._thread.start()
 
@@ -47,17 +50,20 @@ class Filler:
                 self.written += len(value)
             except Exception:  # noqa: BLE001 - the directory failed: writes fail from then on
                 time.sleep(0.2)
-            self._stop.wait(1 / 16)
+            self._stop.wait(1 / self._per_s)
 
     def stop(self):
         self._stop.set()
         self._thread.join(10)
-        self._producer.close(timeout=5)
+        try:
+            self._producer.close(timeout=5)
+        except Exception:  # noqa: BLE001 - a batch for a halted broker never completes: nothing to flush to
+            pass
 
 
-def _dir_series(url, cluster, name):
+def _dir_series(url, cluster, name, path="/data-2"):
     return {s.labels["log_dir"]: s.value for s in series(scrape(url), name, cluster=cluster)
-            if s.labels["broker"] == str(VICTIM) and s.labels["log_dir"].rstrip("/").endswith("/data-2")}
+            if s.labels["broker"] == str(VICTIM) and s.labels["log_dir"].rstrip("/").endswith(path)}
 
 
 def test_a_filling_disk_is_forecast_before_it_fails_then_named(spark, tmp_path, tmp_path_factory):
@@ -123,6 +129,69 @@ def test_a_filling_disk_is_forecast_before_it_fails_then_named(spark, tmp_path, 
             return found if {(i["partition"], i["cause"]) for i in found} == want else None
         incidents = wait_for(settled, 30, "the incidents in the Delta table")
         assert all(i["details"]["must_return"] == [VICTIM] for i in incidents)
+    finally:
+        if filler is not None:
+            filler.stop()
+        if monitor is not None:
+            monitor.stop()
+        cluster.down()
+
+
+def _state(cluster):
+    return cluster.status()["brokers"][str(VICTIM)]["state"]
+
+
+def test_a_broker_whose_only_disk_fills_goes_down_named_for_it(spark, tmp_path, tmp_path_factory):
+    """ZooKeeper mode, one log directory per broker: Kafka halts the victim when its only directory fails
+    (LogManager.handleLogDirFailure); its departure is named for the disk, not a crash nothing explains."""
+    cluster = local_cluster(tmp_path_factory, "zk")
+    monitor = filler = None
+    try:
+        cluster.stop(VICTIM)
+        cluster.small_log_dir(VICTIM, 0, SIZE_MB)
+        cluster.start(VICTIM)
+        from kafka.admin import KafkaAdminClient, NewTopic
+
+        topic = "fill1"
+        admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap_servers, client_id="krm-tests")
+        try:
+            admin.create_topics([NewTopic(topic, -1, -1, replica_assignments={p: [VICTIM] for p in range(3)})])
+        finally:
+            admin.close()
+        wait_for(lambda: len(s := partition_states(cluster, topic)) == 3 and all(v[0] >= 0 for v in s.values()), 30,
+                 f"{topic} to have leaders")
+        config_path = write_config(cluster, tmp_path, collector_extra="log_dir_poll_s = 3.0")
+        monitor = Monitor(load_config(config_path), spark=spark).start()
+        url = monitor.metrics_url
+        wait_for(lambda: _dir_series(url, cluster.name, "krm_log_dir_total_bytes", "/data") or None, 90,
+                 "the small directory's size on /metrics")
+
+        filler = Filler(cluster, topic, 0, per_s=32)
+        t_fill = time.monotonic()
+        wait_for(lambda: _dir_series(url, cluster.name, "krm_log_dir_full_in_seconds", "/data") or None, 60,
+                 "a fill forecast")
+        assert _state(cluster) == "running", "the forecast came after the failure"
+        print(f"\nforecast {time.monotonic() - t_fill:.1f}s after the writes began")
+
+        wait_equal(lambda: _state(cluster), "dead", 180, "Kafka to halt the full broker")
+        print(f"broker {VICTIM} halted {time.monotonic() - t_fill:.1f}s after the writes began")
+        filler.stop()
+        wait_equal(lambda: {s.labels["cause"] for s in series(scrape(url), "krm_broker_down", cluster=cluster.name)
+                            if s.labels["broker"] == str(VICTIM)}, {"log_dir_full"}, 60, "krm_broker_down log_dir_full")
+        assert _dir_series(url, cluster.name, "krm_log_dir_total_bytes", "/data") == {}, \
+            "a down broker's last look is its departure's evidence, not a disk on /metrics"
+
+        def settled():
+            found = [i for i in stored_incidents("--open", "--config", str(config_path))
+                     if i["type"] == "BROKER_DOWN" and i["broker"] == VICTIM]
+            return found if [i["cause"] for i in found] == ["log_dir_full"] else None
+        (down,) = wait_for(settled, 30, "BROKER_DOWN log_dir_full in the Delta table")
+        assert down["details"]["disk_full"] is True
+        assert [d["path"].rstrip("/").endswith("/data") for d in down["details"]["log_dirs"]] == [True]
+        want = {(p, "single_replica_on_dead_broker") for p in range(3)}
+        wait_equal(lambda: {(i["partition"], i["cause"]) for i in stored_incidents("--open", "--config", str(config_path))
+                            if i["topic"] == topic and i["type"] == "OFFLINE_PARTITION"}, want, 30,
+                   "its partitions offline in the Delta table")
     finally:
         if filler is not None:
             filler.stop()

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Mapping, Sequence
 
-from pipelines.detectors.brokers import NOT_REGISTERED, RULE as BROKER_DOWN, STOPPED, UNKNOWN, UNREACHABLE
+from pipelines.detectors.brokers import LOG_DIR_FULL, NOT_REGISTERED, RULE as BROKER_DOWN, STOPPED, UNKNOWN, UNREACHABLE
 from pipelines.detectors.cluster_reachability import RULE as CLUSTER_UNREACHABLE
 from pipelines.detectors.controllers import COPYING, DUAL_WRITE, MIGRATION_COPY_STUCK, MIGRATION_DUAL_WRITE_STUCK
 from schemas.observation import UNREACHABLE as POLL_UNREACHABLE
@@ -28,7 +28,9 @@ def down_brokers(brokers: Iterable[dict[str, Any]]) -> list[tuple[int, str]]:
     out = []
     for b in brokers:
         how = _departure(b)
-        if not b["live"]:
+        if (not b["live"] or b.get("reachable") is False) and b.get("disk_full"):
+            out.append((b["id"], LOG_DIR_FULL))  # its disks were full when it went: that names it, however it went
+        elif not b["live"]:
             out.append((b["id"], {"controlled": STOPPED, "unknown": UNKNOWN}.get(how, NOT_REGISTERED)))
         elif b.get("reachable") is False:
             out.append((b["id"], STOPPED if how == "controlled" else UNREACHABLE))
@@ -38,7 +40,8 @@ def down_brokers(brokers: Iterable[dict[str, Any]]) -> list[tuple[int, str]]:
 def broker_down_severity(cause: str, down_for_ms: int | None, planned_stop_max_ms: int) -> str:
     """A broker not registered (a crash, a controlled stop, or one nothing explains) is a warning until it
     has been down longer than planned_stop_max_ms; one still registered but silent stays a warning."""
-    if cause in (NOT_REGISTERED, STOPPED, UNKNOWN) and down_for_ms is not None and down_for_ms > planned_stop_max_ms:
+    timed = (NOT_REGISTERED, STOPPED, UNKNOWN, LOG_DIR_FULL)
+    if cause in timed and down_for_ms is not None and down_for_ms > planned_stop_max_ms:
         return "critical"
     return BROKER_DOWN.severity_of(cause)
 

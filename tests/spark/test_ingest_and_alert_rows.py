@@ -218,6 +218,24 @@ def test_broker_down_after_a_controlled_shutdown(spark, controlled, departure, d
     assert json.loads(f.details)["departure"] == (departure or {True: "controlled"}.get(controlled, "crash"))
 
 
+@pytest.mark.parametrize("live, reachable, departure, down_since, expected", [
+    (False, None, "crash", 900_000, ("log_dir_full", "warning")),
+    (False, None, "crash", 100_000, ("log_dir_full", "critical")),  # left on a full disk past planned_stop_max_s
+    (True, False, "unknown", 900_000, ("log_dir_full", "warning")),  # halted, not deregistered yet
+])
+def test_a_broker_gone_with_its_disks_full_is_named_so(spark, live, reachable, departure, down_since, expected):
+    dirs = [{"path": "/data", "failed": False, "total_bytes": 64 << 20, "usable_bytes": 1 << 20, "full_in_s": 2.5}]
+    broker = {"id": 2, "live": live, "reachable": reachable, "departure": departure, "down_since_ms": down_since,
+              "disk_full": True, "log_dirs": dirs}
+    rec = cluster_record("c1", "admin", 7, 1_000_000, controller_id=1, topic_count=0, partition_count=0,
+                         brokers=[{"id": 1, "live": True, "reachable": True}, broker])
+    rows = alert_rows(valid(parse(_batch(spark, [json.dumps(rec)]))), DetectorSettings(planned_stop_max_ms=600_000)).collect()
+    (f,) = [r for r in rows if r.row_type == "finding"]
+    assert (f.type, f.broker, (f.cause, f.severity)) == ("BROKER_DOWN", 2, expected)
+    details = json.loads(f.details)
+    assert details["disk_full"] is True and details["log_dirs"][0]["path"] == "/data"
+
+
 def test_a_reassigning_partition_is_info_not_under_replicated_nor_lagging(spark):
     """kafka-reassign-partitions moving 1,2 -> 3,4: replicas [1,2,3,4], ISR [1,2], 3 and 4 copying."""
     parts = [{"partition": 0, "leader": 1, "leader_epoch": 3, "replicas": [1, 2, 3, 4], "isr": [1, 2],

@@ -165,3 +165,18 @@ def test_an_incident_page_says_which_side_of_a_replication_link_is_cut(tmp_path)
     console = Console(state, SimpleNamespace(incidents=tmp_path / "incidents", partition_state=Missing()))
     status, body = _get(console, "/incidents/inc-9")
     assert status == "200 OK" and "broker 3 fetches nothing from brokers 1, 2 (follower side)" in body
+
+
+def test_an_incident_page_shows_the_disks_a_broker_went_down_with():
+    dirs = [{"path": "/data", "failed": False, "total_bytes": 64 << 20, "usable_bytes": 1 << 19, "full_in_s": 2.4},
+            {"path": "/data-2", "failed": True}]
+    down = Incident("inc-7", "prod", "cluster", "BROKER_DOWN", "warning", None, None, 2, "log_dir_full",
+                    {"departure": "crash", "disk_full": True, "log_dirs": dirs}, 1_700_000_000_000, 1_700_000_001_000,
+                    None, "open")
+    state = PipelineState()
+    state.update(clusters={"prod": ClusterView(((1, True), (2, False)), 1, None, 1_700_000_001_000)},
+                 open_incidents=(down,))
+    console = Console(state, SimpleNamespace(incidents="/nonexistent", partition_state=Missing()))
+    status, body = _get(console, "/incidents/inc-7")
+    assert status == "200 OK"
+    assert "/data 0.5 of 64.0 MiB free, full in 2 s at its rate; /data-2 failed (the last look before it went)" in body

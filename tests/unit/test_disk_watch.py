@@ -65,6 +65,41 @@ def test_a_failed_directory_has_no_bytes_and_a_broker_gone_is_forgotten():
     assert not DiskWatch(poll_s=0, window_s=600, horizon_s=3600).due(1e9)
 
 
+def _filling(watch, until, total=100 * MB):
+    """1 MB/s into broker 2's only directory, sampled every 10 s up to `until`."""
+    for t in range(0, until + 1, 10):
+        watch.note({2: ([LogDir("/data", 0, total, total - t * MB)], t)}, {1, 2}, {1, 2}, t)
+
+
+@pytest.mark.parametrize("last_sampled, gone_at, full", [
+    (90, 95, True),  # 10 MB left at 1 MB/s when sampled: full ~100 s, gone at 95 s (within a sampling)
+    (90, 101, True),
+    (60, 65, False),  # 40 MB left: full ~100 s, gone at 65 s: something else took it down
+    (30, 35, False),
+])
+def test_a_broker_that_stops_serving_with_its_disks_full_says_so(last_sampled, gone_at, full):
+    watch = DiskWatch(poll_s=10, window_s=600, horizon_s=3600)
+    _filling(watch, last_sampled)
+    watch.note({}, {1, 2}, {1}, gone_at)  # registered, not answering: it halted
+    assert (watch.went_full(2) is not None) is full
+    if full:
+        assert watch.went_full(2)[0]["path"] == "/data"
+    watch.note({}, {1}, {1}, gone_at + 9)  # deregistered: the verdict stands, judged once at the first silence
+    assert (watch.went_full(2) is not None) is full and watch.dirs(2) is None
+    watch.note({}, {1, 2}, {1, 2}, gone_at + 60)  # back and serving: its next departure is judged afresh
+    assert watch.went_full(2) is None
+
+
+def test_a_failed_directory_beside_a_full_one_and_an_idle_disk():
+    watch = DiskWatch(poll_s=10, window_s=600, horizon_s=3600)
+    watch.note({2: ([LogDir("/a", KAFKA_STORAGE_ERROR), LogDir("/b", 0, 100 * MB, 0)], 0),
+                3: ([LogDir("/a", KAFKA_STORAGE_ERROR), LogDir("/b", 0, 100 * MB, 50 * MB)], 0)}, {1, 2, 3}, {1, 2, 3}, 0)
+    watch.note({}, {1}, {1}, 5)
+    assert watch.went_full(2) is not None, "one failed, the other without a byte left: nothing to serve from"
+    assert watch.went_full(3) is None, "half a disk free, no growth known: a crash is not blamed on it"
+    assert watch.went_full(1) is None
+
+
 def poll(dirs):
     brokers = [{"id": 1, "live": True, "log_dirs": dirs}, {"id": 2, "live": True}]
     cluster = {"kind": "cluster", "source": "admin", "v": 4,

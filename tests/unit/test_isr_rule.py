@@ -33,6 +33,11 @@ def test_out_of_sync_in_assignment_order():
     ([{"id": 3, "live": False, "departure": "unknown"}], [(3, "unknown")]),
     ([{"id": 3, "live": False, "departure": "crash", "controlled_shutdown": False}], [(3, "not_registered")]),
     ([{"id": 3, "live": True, "reachable": False, "departure": "unknown"}], [(3, "unreachable")]),
+    # its disks were full when it went (collectors/disk_watch.py): that names it, registered or not, however it went
+    ([{"id": 3, "live": False, "departure": "crash", "disk_full": True}], [(3, "log_dir_full")]),
+    ([{"id": 3, "live": True, "reachable": False, "departure": "unknown", "disk_full": True}], [(3, "log_dir_full")]),
+    ([{"id": 3, "live": False, "departure": "controlled", "disk_full": True}], [(3, "log_dir_full")]),
+    ([{"id": 3, "live": True, "reachable": True, "disk_full": True}], []),  # serving: not down
 ])
 def test_down_brokers(brokers, down):
     assert down_brokers(brokers) == down
@@ -52,6 +57,6 @@ def test_isr_during_reassignment(case):
 @pytest.mark.parametrize("cause,down_for,expected", [
     ("stopped", 60_000, "warning"), ("stopped", 601_000, "critical"), ("stopped", None, "warning"),
     ("not_registered", 1_000, "warning"), ("not_registered", 601_000, "critical"), ("not_registered", None, "warning"),
-    ("unreachable", 10_000_000, "warning")])
+    ("unreachable", 10_000_000, "warning"), ("log_dir_full", 1_000, "warning"), ("log_dir_full", 601_000, "critical")])
 def test_broker_down_severity(cause, down_for, expected):
     assert broker_severity(cause, down_for, 600_000) == expected
