@@ -60,7 +60,7 @@ FAULTS = {"kill": "kill", "pause": "pause", "stop": "stop", "gray": "cut", "none
 KIND_OF = {action: kind for kind, action in FAULTS.items()}
 REPL_CUT_S = 30.0
 DISK_MB = 128  # each broker's log directory, with --faults disk_fill
-FILL_MB_S = 1.0
+FILL_MB_S = 2.0
 RULES = Path(__file__).resolve().parents[1] / "dashboards" / "prometheus" / "krm-alerts.yml"
 HURT_RUN_S = 3.0
 
