@@ -11,7 +11,7 @@ Each step picks, at random (seeded): SIGKILL a broker then restart it, SIGSTOP t
 a controlled stop then start, a gray cut of its listener (nftables, 15 s), or nothing (quiet); with
 `--faults` also `repl_cut` (the broker's packets to the other brokers dropped for 30 s while everything
 else reaches it: lab/packet_filter.py, cgroup v2 and nftables) and `disk_fill` (every broker's only log
-directory on a 128 MB tmpfs of its own; a step writes a file beside the broker's logs at 1 MB/s until the
+directory on a 128 MB tmpfs of its own; a step writes a file beside the broker's logs at 2 MB/s until the
 filesystem is full, Kafka fails the directory and halts the broker; then the file goes and the broker is
 started again). Then
 it waits until the clients are fine again and Kafka's view is settled (every ISR whole), and until
