@@ -282,7 +282,16 @@ def start_prometheus(folder: Path, target: str) -> tuple[subprocess.Popen, str]:
     proc = subprocess.Popen([prometheus, f"--config.file={folder / 'prom.yml'}", f"--storage.tsdb.path={folder / 'tsdb'}",
                              f"--web.listen-address=127.0.0.1:{port}"], stdout=open(folder / "prom.log", "w"),
                             stderr=subprocess.STDOUT)
-    return proc, f"http://127.0.0.1:{port}"
+    url = f"http://127.0.0.1:{port}"
+
+    def ready() -> bool:  # (it answers 503 while it loads the rules)
+        try:
+            return requests.get(f"{url}/-/ready", timeout=2).status_code == 200
+        except requests.RequestException:
+            return False
+    if not wait(ready, 60):
+        raise SystemExit(f"prometheus did not get ready: {folder / 'prom.log'}")
+    return proc, url
 
 
 def main() -> int:

@@ -107,6 +107,9 @@ def run_demo(keep: bool = False, brokers: int = 3) -> int:
         print("\n  The lesson (docs/cases/rf1-outage-zk-chroot.md): a replication-factor-1 partition is offline "
               "for as long as its one broker"
               "\n  is down. Before maintenance, move such partitions off the broker.\n")
+        say("stopping krm: it writes to the history what it has read, so the post-mortem below is whole")
+        monitor.stop()
+        monitor = None
         if incidents:  # the page's incident: an offline partition, the one naming the broker to bring back first
             shown = min(incidents, key=lambda i: (i.type != OFFLINE, not OfflineDetails.of(i.details).must_return))
             _history(say, cluster.config_path, shown)

@@ -5,7 +5,9 @@ Two streaming queries read the same topic through one plan (`read_observations` 
   incident book, publishes the new /metrics snapshot, and only then upserts the changed incidents;
 - the history path (pipelines/history_path.py; trigger: every `history_trigger_s`) appends every
   observation to the `observations` table, the rows derived from it to `partition_state`,
-  `replica_lag` and `assignments` (pipelines/history.py), and every refused record to `quarantine`.
+  `replica_lag` and `assignments` (pipelines/history.py), and every refused record to `quarantine`;
+  a stop runs it once more over what the topic holds (`history_flush_on_stop_s`), so the last seconds
+  before a stop are in the history when the process has gone.
 They run in separate FAIR pools, so heavy writes never delay alerts. Both checkpoint under
 `<data_dir>/checkpoints`; a restart resumes where each left off, and a query that dies is restarted.
 """
@@ -84,6 +86,7 @@ class Pipeline:
         self._stopping = threading.Event()
         self._watchdog: threading.Thread | None = None
         self._quality: Any = None  # pipelines.quality.QualityRunner, beside the alert path
+        self._flush_history: Any = None  # starts the history's last run at a stop (start() sets it)
 
     def start(self) -> Pipeline:
         flap_ms = int(self.config.pipeline.flap_window_s * 1000)
@@ -115,11 +118,16 @@ class Pipeline:
                 .writeStream.queryName("krm-alerts").foreachBatch(alert_path)
                 .option("checkpointLocation", str(self.tables.checkpoints / "alerts")).start()))
 
-        def start_history() -> Any:
+        def history_query(name: str, **trigger: Any) -> Any:
             return self._in_pool("history", lambda: (
-                parse(raw).writeStream.queryName("krm-history").foreachBatch(history_path)
-                .trigger(processingTime=f"{self.config.pipeline.history_trigger_s} seconds")
+                parse(raw).writeStream.queryName(name).foreachBatch(history_path).trigger(**trigger)
                 .option("checkpointLocation", str(self.tables.checkpoints / "history")).start()))
+
+        def start_history() -> Any:
+            return history_query("krm-history", processingTime=f"{self.config.pipeline.history_trigger_s} seconds")
+
+        # on a stop: the same query, from the same checkpoint, over what the topic holds now, then it ends
+        self._flush_history = lambda: history_query("krm-history-flush", availableNow=True)
 
         self._starters = {"krm-alerts": start_alerts, "krm-history": start_history}
         self.queries = [start_alerts(), start_history()]
@@ -171,6 +179,31 @@ class Pipeline:
             except Exception as e:  # noqa: BLE001 - e.g. the JVM already went down with the same signal
                 log.warning("a streaming query did not stop cleanly (%s: %s)", type(e).__name__, str(e)[:200])
         self.queries = []
+        if self._flush_history is not None and self.config.pipeline.history_flush_on_stop_s > 0:
+            self.flush_history(self.config.pipeline.history_flush_on_stop_s)
+
+    def flush_history(self, within_s: float) -> bool:
+        """Write to the history tables what the observations topic holds beyond their last append: the
+        moments between the last history trigger and a stop (a demo's, a post-mortem's last seconds) are
+        otherwise stored only by the next start. Bounded: stopped after `within_s` (the rest waits for the
+        next start, from the checkpoint, as before). True when it finished."""
+        t0 = time.monotonic()
+        try:
+            q = self._flush_history()
+            done = bool(q.awaitTermination(within_s))
+            if not done:
+                q.stop()
+                log.warning("history: the last write before the stop took over %.0fs and was stopped; the next start "
+                            "writes the rest ([pipeline] history_flush_on_stop_s)", within_s)
+            elif q.exception() is not None:
+                log.warning("history: the last write before the stop failed: %s", str(q.exception())[:300])
+                done = False
+            else:
+                log.info("history: wrote what was read before the stop in %.1fs", time.monotonic() - t0)
+            return done
+        except Exception as e:  # noqa: BLE001 - e.g. the JVM went down with the signal: the next start writes it
+            log.warning("history: no last write before the stop (%s: %s)", type(e).__name__, str(e)[:200])
+            return False
 
     def restart_failed(self) -> int:
         """Restart every query that died, from its checkpoint (nothing lost or duplicated); returns
