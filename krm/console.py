@@ -20,6 +20,7 @@ from urllib.parse import parse_qs
 from krm.lag import parse_since
 from krm.timeline import changes, latest_states, read_states, timeline
 from pipelines.detectors.registry import BY_TYPE
+from pipelines import incident_groups
 from pipelines.detectors.rule import PartitionDetails
 from pipelines.disks import last_look
 from pipelines.incident_store import IncidentStore
@@ -41,8 +42,17 @@ a{color:#0645ad}nav a{margin-right:1em}code{background:#f4f4f4;padding:0 3px}.mu
 Check the collector and the observations topic (KrmViewStale).</div>{% endfor %}
 <h1>{{ title }}</h1>{% block body %}{% endblock %}</body></html>"""
 
+# incidents that share one cause (pipelines/incident_groups.py): one row, its members a click away
+_GROUP_ROW = """<tr class="group"><td class="{{ g.severity }}">{{ g.severity }}</td><td colspan="{{ span - 1 }}">
+<details><summary><b>{{ g.title }}</b> · {{ g.partitions|length }} partition(s): {% for kind, n in g.counts() %}{{ n }} {{ kind
+}}{{ ", " if not loop.last }}{% endfor %} · {{ g.head.cluster }} · since {{ iso(g.opened_at_ms) }} · {{ g.status }}</summary>
+<ul>{% for i in g.members %}<li><a href="/incidents/{{ i.incident_id }}">{{ i.type }}</a> <span class="{{ i.severity }}">{{ i.severity
+}}</span> {{ i.cause or "" }} · {{ where(i) }}{% if act_on(i) %} · act on {{ act_on(i) }}{% endif %} · {{ i.status }}</li>{% endfor %}</ul>
+</details></td></tr>"""
+
 _TEMPLATES = {
     "base.html": _BASE,
+    "group_row.html": _GROUP_ROW,
     "overview.html": """{% extends "base.html" %}{% block body %}
 <table><tr><th>cluster</th><th>reachable</th><th>brokers up</th><th>controller</th><th>observation age</th>
 <th>open incidents</th></tr>
@@ -59,11 +69,13 @@ _TEMPLATES = {
 severity <input name="severity" value="{{ q.severity }}"> <select name="status"><option value="open">open</option>
 <option value="all" {{ "selected" if q.status == "all" }}>all</option></select> <button>filter</button></form>
 <table><tr><th>severity</th><th>type</th><th>cause</th><th>cluster</th><th>where</th><th>act on</th><th>opened</th><th>status</th></tr>
-{% for i in incidents %}<tr><td class="{{ i.severity }}">{{ i.severity }}</td>
+{% for g in groups %}{% if g.key is none %}{% set i = g.head %}<tr><td class="{{ i.severity }}">{{ i.severity }}</td>
 <td><a href="/incidents/{{ i.incident_id }}">{{ i.type }}</a></td><td>{{ i.cause or "" }}</td><td>{{ i.cluster }}</td>
 <td>{{ where(i) }}</td><td>{{ act_on(i) }}</td><td>{{ iso(i.opened_at_ms) }}</td><td>{{ i.status }}</td></tr>
+{% else %}{{ group_row(g, 8) }}{% endif %}
 {% else %}<tr><td colspan="8" class="muted">none</td></tr>{% endfor %}</table>
-<p class="muted">{{ incidents|length }} incident(s){{ note }}</p>{% endblock %}""",
+<p class="muted">{{ incidents|length }} incident(s){% if groups|length < incidents|length %} in {{ groups|length }} row(s):
+incidents that share one cause read as one{% endif %}{{ note }}</p>{% endblock %}""",
     "incident.html": """{% extends "base.html" %}{% block body %}
 <table>
 <tr><th>severity</th><td class="{{ i.severity }}">{{ i.severity }}</td></tr>
@@ -102,14 +114,16 @@ severity <input name="severity" value="{{ q.severity }}"> <select name="status">
 <td class="{{ 'warning' if p.isr|length < p.replicas|length else '' }}">{{ p.isr }}</td><td>{{ p.high_watermark if p.high_watermark is not none else "" }}</td></tr>{% endfor %}</table>
 {% else %}<p class="muted">{{ empty }}</p>{% endif %}
 <h2>open incidents</h2><table><tr><th>severity</th><th>type</th><th>cause</th><th>where</th><th>act on</th></tr>
-{% for i in incidents %}<tr><td class="{{ i.severity }}">{{ i.severity }}</td><td><a href="/incidents/{{ i.incident_id }}">{{ i.type }}</a></td>
-<td>{{ i.cause or "" }}</td><td>{{ where(i) }}</td><td>{{ act_on(i) }}</td></tr>{% else %}<tr><td colspan="5" class="muted">none</td></tr>{% endfor %}</table>{% endblock %}""",
+{% for g in groups %}{% if g.key is none %}{% set i = g.head %}<tr><td class="{{ i.severity }}">{{ i.severity }}</td><td><a href="/incidents/{{ i.incident_id }}">{{ i.type }}</a></td>
+<td>{{ i.cause or "" }}</td><td>{{ where(i) }}</td><td>{{ act_on(i) }}</td></tr>{% else %}{{ group_row(g, 5) }}{% endif %}
+{% else %}<tr><td colspan="5" class="muted">none</td></tr>{% endfor %}</table>{% endblock %}""",
     "broker.html": """{% extends "base.html" %}{% block body %}
 <p>{{ "registered" if live else "NOT registered" }} · leads {{ leaders }} partition(s) · holds {{ replicas }} replica(s)</p>
 <h2>open incidents that name it</h2>
 <table><tr><th>severity</th><th>type</th><th>cause</th><th>where</th><th>why it names this broker</th></tr>
-{% for i, why in incidents %}<tr><td class="{{ i.severity }}">{{ i.severity }}</td><td><a href="/incidents/{{ i.incident_id }}">{{ i.type }}</a></td>
-<td>{{ i.cause or "" }}</td><td>{{ where(i) }}</td><td>{{ why }}</td></tr>{% else %}<tr><td colspan="5" class="muted">none</td></tr>{% endfor %}</table>
+{% for g in groups %}{% if g.key is none %}{% set i = g.head %}<tr><td class="{{ i.severity }}">{{ i.severity }}</td><td><a href="/incidents/{{ i.incident_id }}">{{ i.type }}</a></td>
+<td>{{ i.cause or "" }}</td><td>{{ where(i) }}</td><td>{{ why[i.incident_id] }}</td></tr>{% else %}{{ group_row(g, 5) }}{% endif %}
+{% else %}<tr><td colspan="5" class="muted">none</td></tr>{% endfor %}</table>
 <h2>what stopping it would do</h2>
 {% if shutdown is none %}<p><a href="?check=shutdown">look at the cluster now</a> (the shutdown check, one Admin poll;
 the same as <code>krm check shutdown --broker {{ broker }} --config FILE</code>)</p>
@@ -173,6 +187,7 @@ class Console:
         check; None where this process has no cluster config. `keyframe_s`: the collectors'
         `history_keyframe_s` (an unchanged partition's newest row is at most that old)."""
         from jinja2 import DictLoader, Environment, select_autoescape
+        from markupsafe import Markup
 
         self.state = state
         self.tables = tables
@@ -180,6 +195,8 @@ class Console:
         self.recent = dt.timedelta(seconds=max(600.0, 2 * keyframe_s))
         self.env = Environment(loader=DictLoader(_TEMPLATES), autoescape=select_autoescape(default=True))
         self.env.globals.update(iso=_iso, where=_where, act_on=_act_on)
+        row = self.env.get_template("group_row.html")
+        self.env.globals["group_row"] = lambda g, span: Markup(row.render(g=g, span=span))
 
     def handles(self, path: str) -> bool:
         return path == "/" or path == "/incidents" or path.startswith(("/incidents/", "/topics/", "/partitions/",
@@ -253,7 +270,7 @@ class Console:
         qv = {"cluster": q.get("cluster", ""), "type": q.get("type", ""), "severity": q.get("severity", ""),
               "status": status}
         return self._page("open incidents" if status == "open" else "all incidents", "incidents.html",
-                          incidents=found, q=qv, note=note)
+                          incidents=found, groups=incident_groups.group(found), q=qv, note=note)
 
     def _find(self, incident_id: str) -> Any:
         for i in self._open():
@@ -310,9 +327,10 @@ class Console:
         preferred = Counter(r["replicas"][0] for r in rows if r["replicas"])
         brokers = [{"id": b, "leads": leads[b], "replicas": holds[b], "preferred": preferred[b]} for b in sorted(holds)]
         newest = max((r["observed_at"] for r in rows), default=None)
-        incidents = [i for i in self._open() if i.cluster == cluster and i.topic == topic]
+        groups = [g for g in incident_groups.group(i for i in self._open() if i.cluster == cluster)
+                  if any(i.topic == topic for i in g.members)]  # (a broker down heads its group here too)
         return self._page(f"{cluster} topic {topic}", "topic.html", cluster=cluster, topic=topic, partitions=rows,
-                          brokers=brokers, incidents=incidents, empty=empty,
+                          brokers=brokers, groups=groups, empty=empty,
                           newest=newest.isoformat(timespec="seconds") if newest else "",
                           under=sum(1 for r in rows if len(r["isr"] or ()) < len(r["replicas"] or ())),
                           offline=sum(1 for r in rows if r["leader"] < 0))
@@ -350,6 +368,7 @@ class Console:
         from krm.shutdown_check import UNSAFE
 
         return self._page(f"{cluster} broker {broker}", "broker.html", live=live, leaders=lead, replicas=rep,
-                          incidents=named, broker=broker, shutdown=self._shutdown(cluster, broker) if check else None,
+                          groups=incident_groups.group(i for i, _ in named), why={i.incident_id: w for i, w in named},
+                          broker=broker, shutdown=self._shutdown(cluster, broker) if check else None,
                           unsafe_kinds=UNSAFE)
 

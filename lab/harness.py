@@ -53,11 +53,13 @@ def wait_equal(get: Callable[[], Any], want: Any, timeout_s: float, what: str) -
 
 def write_config(cluster: LocalCluster, tmp: Path, poll_interval_s: float = 1.0,
                  observations_on: LocalCluster | None = None, pipeline_extra: str = "",
-                 collector_extra: str = "", cluster_extra: str = "", history_trigger_s: float = 30.0) -> Path:
+                 collector_extra: str = "", cluster_extra: str = "", history_trigger_s: float = 30.0,
+                 history_flush_on_stop_s: float = 0.0) -> Path:
     """A krm config for `cluster` with its own data dir, metrics port and observations topic
     (on `observations_on`, a separate cluster as in production, or on the monitored one). The history
     path appends every 30 s unless a test reads the history tables: each append costs the Spark driver
-    CPU seconds the machine's two cores otherwise give the brokers and the alert path."""
+    CPU seconds the machine's two cores otherwise give the brokers and the alert path. A stop writes no
+    last history (a Spark query's start and end per stop) unless the test reads it after the stop."""
     obs_cluster = observations_on or cluster
     obs = obs_cluster.bootstrap_servers
     tag = uuid.uuid4().hex[:8]
@@ -70,7 +72,7 @@ def write_config(cluster: LocalCluster, tmp: Path, poll_interval_s: float = 1.0,
         f"{security_table('observations', obs_cluster)}\n"
         f"[collector]\npoll_interval_s = {poll_interval_s}\n{collector_extra}\n"
         f'[pipeline]\ndata_dir = "{tmp / ("data-" + tag)}"\nmetrics_port = {free_port()}\n'
-        f"history_trigger_s = {history_trigger_s}\n"
+        f"history_trigger_s = {history_trigger_s}\nhistory_flush_on_stop_s = {history_flush_on_stop_s}\n"
         f"{pipeline_extra}"
     )
     return path

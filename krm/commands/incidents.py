@@ -12,10 +12,10 @@ from krm.commands.common import resolve_config
 
 def cmd_incidents(args: argparse.Namespace) -> int:
     from foundation.config import load_config
+    from pipelines import incident_groups
+    from pipelines.detectors.registry import INCIDENT_TYPES
     from pipelines.incident_store import IncidentStore, to_json_obj
     from pipelines.tables import Tables
-
-    from pipelines.detectors.registry import INCIDENT_TYPES
 
     if args.action:
         if args.action[0] != "show" or len(args.action) != 2:
@@ -27,26 +27,55 @@ def cmd_incidents(args: argparse.Namespace) -> int:
         raise KrmError(f"unknown incident type {', '.join(unknown)}; the types are {', '.join(INCIDENT_TYPES)}")
     config = load_config(resolve_config(args.config))
     incidents = IncidentStore(Tables(config.pipeline.data_dir).incidents).read(open_only=args.open, types=args.type)
+    groups = incident_groups.group(incidents)
     if args.json:
-        print(json.dumps([to_json_obj(i) for i in incidents], indent=2))
+        key = {m.incident_id: g.key for g in groups for m in g.members}
+        print(json.dumps([{**to_json_obj(i), "group": key[i.incident_id]} for i in incidents], indent=2))
         return 0
     if not incidents:
         print("no incidents" + (" open" if args.open else ""))
         return 0
     from krm.output import print_table
 
-    rows = []
-    for i in incidents:
-        o = to_json_obj(i)
-        subject = f"{i.topic}/{i.partition}" if i.topic is not None else (f"broker {i.broker}" if i.broker is not None else "-")
-        if i.topic is not None and i.broker is not None:
-            subject += f" broker {i.broker}"
-        root = i.root_cause
-        cause = (i.cause or "") + (f" (root: {root})" if root and root != i.cause else "")
-        rows.append([o["status"], i.severity, i.type, i.cluster, subject, cause, o["opened_at"], o["resolved_at"] or ""])
+    rows: list[list[str]] = []
+    for g in groups:
+        if args.ungrouped or g.key is None:
+            rows.extend(_row(i) for i in g.members)
+            continue
+        head = g.head
+        parts = g.partitions
+        shown = ", ".join(parts[:GROUP_PARTITIONS]) + (f" +{len(parts) - GROUP_PARTITIONS}" if len(parts) > GROUP_PARTITIONS
+                                                        else "")
+        what = ", ".join(f"{n} {kind}" for kind, n in g.counts())
+        rows.append([g.status, g.severity, f"{head.type} +{len(g.members) - 1}", head.cluster,
+                     f"{g.title}: {len(parts)} partition(s) {shown}", what, iso_ms(g.opened_at_ms),
+                     iso_ms(g.resolved_at_ms) if g.resolved_at_ms is not None else ""])
     print_table(["status", "severity", "type", "cluster", "subject", "cause", "opened", "resolved"], rows,
                 styled=(0, 1))
+    if not args.ungrouped and any(g.key is not None for g in groups):
+        print(f"({len(incidents)} incidents in {len(groups)} rows; --ungrouped for one row each)")
     return 0
+
+
+GROUP_PARTITIONS = 6  # partitions a grouped row names before "+N"
+
+
+def _row(i: Any) -> list[str]:
+    from pipelines.incident_store import to_json_obj
+
+    o = to_json_obj(i)
+    subject = f"{i.topic}/{i.partition}" if i.topic is not None else (f"broker {i.broker}" if i.broker is not None else "-")
+    if i.topic is not None and i.broker is not None:
+        subject += f" broker {i.broker}"
+    root = i.root_cause
+    cause = (i.cause or "") + (f" (root: {root})" if root and root != i.cause else "")
+    return [o["status"], i.severity, i.type, i.cluster, subject, cause, o["opened_at"], o["resolved_at"] or ""]
+
+
+def iso_ms(ms: int) -> str:
+    import datetime as dt
+
+    return dt.datetime.fromtimestamp(ms / 1000, dt.timezone.utc).isoformat().replace("+00:00", "Z")  # as to_json_obj
 
 
 SHOW_CHANGES = 10  # state changes of the partition `krm incidents show` prints, up to the incident's opening and after
@@ -123,5 +152,9 @@ def add(sub: Any) -> None:
     i.add_argument("--config")
     i.add_argument("--open", action="store_true", help="only open incidents")
     i.add_argument("--type", action="append", help="only this incident type (repeatable)")
-    i.add_argument("--json", action="store_true")
+    i.add_argument("--json", action="store_true",
+                   help="one object per incident, with `group`: the key of the incidents sharing its cause (or null)")
+    i.add_argument("--ungrouped", action="store_true",
+                   help="a row per incident (by default incidents that share one cause read as one row: a broker down "
+                        "and the partitions it affects, a cut replication link, a failed log directory)")
     i.set_defaults(func=cmd_incidents, hard_exit=True)

@@ -68,7 +68,7 @@ def test_killed_broker_takes_exactly_its_rf1_partitions_offline(mode, request, s
     assert expected, "the assignment left nothing on the victim; the test would prove nothing"
 
     # the history's trigger never comes again after its first run: what it holds of the fault, the stop wrote
-    config_path = write_config(cluster, tmp_path, history_trigger_s=3600.0)
+    config_path = write_config(cluster, tmp_path, history_trigger_s=3600.0, history_flush_on_stop_s=60.0)
     monitor = Monitor(load_config(config_path), spark=spark).start()
     try:
         url = monitor.metrics_url

@@ -1,0 +1,135 @@
+"""Incidents that share one cause, read as one: a broker down and the partitions it leaves offline,
+under-replicated or stalled; a cut replication link and the high-watermark stalls it holds; a failed log
+directory and the partitions it leaves offline. The on-call fixes the cause once, not each partition.
+
+Pure, computed whenever incidents are listed (the console, `krm incidents`), never stored: the incidents
+table keeps one row per incident, and `krm incidents --json` one object per incident with its `group`.
+
+- A BROKER_DOWN incident heads the group of every partition incident of its cluster that names that
+  broker as one to act on (PartitionDetails.act_on: must_return, holding_back, out_of_sync,
+  unreachable_brokers) and opened while it was down (from LEAD_MS before its opening: a partition whose
+  leader stopped answering opens as the broker does).
+- HW_STALL incidents with the same cut side (details.replication_link: pipelines/replication_links.py).
+- OFFLINE_PARTITION `log_dir_offline` incidents of the same broker's failed directory (its must_return).
+Stalls and failed directories group while they overlap in time (each opening before the group's last
+one ended, LEAD_MS allowed), so two cuts an hour apart are two groups.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from typing import Iterable
+
+from pipelines.detectors.rule import PartitionDetails
+from pipelines.incidents import Incident
+
+LEAD_MS = 60_000
+_SEVERITY = {"critical": 0, "warning": 1, "info": 2}
+_OPEN_END = 2**62
+
+
+@dataclass(frozen=True)
+class Group:
+    key: str | None  # None: an incident on its own
+    title: str  # what the members share, for a person: "broker 2 down (not_registered)"
+    members: tuple[Incident, ...]  # the head (the BROKER_DOWN incident, if any) first, then by opening
+
+    @property
+    def head(self) -> Incident:
+        return self.members[0]
+
+    @property
+    def severity(self) -> str:
+        return min((i.severity for i in self.members), key=lambda s: _SEVERITY.get(s, 3))
+
+    @property
+    def status(self) -> str:
+        return "open" if any(i.status == "open" for i in self.members) else "resolved"
+
+    @property
+    def opened_at_ms(self) -> int:
+        return min(i.opened_at_ms for i in self.members)
+
+    @property
+    def resolved_at_ms(self) -> int | None:
+        if self.status == "open":
+            return None
+        return max(i.resolved_at_ms or i.last_seen_at_ms for i in self.members)
+
+    @property
+    def partitions(self) -> list[str]:
+        """The partitions it affects, as topic-partition, sorted."""
+        return sorted({f"{i.topic}-{i.partition}" for i in self.members if i.topic is not None},
+                      key=lambda tp: (tp.rsplit("-", 1)[0], int(tp.rsplit("-", 1)[1])))
+
+    def counts(self) -> list[tuple[str, int]]:
+        """(type or type/cause, how many) of its partition incidents, the most first."""
+        c = Counter(f"{i.type} {i.cause}" if i.cause else i.type for i in self.members if i.topic is not None)
+        return sorted(c.items(), key=lambda kv: (-kv[1], kv[0]))
+
+
+def _end(i: Incident) -> int:
+    return _OPEN_END if i.resolved_at_ms is None else i.resolved_at_ms
+
+
+def _link_key(i: Incident) -> tuple[str, str] | None:
+    link = i.details.get("replication_link")
+    if i.type != "HW_STALL" or not isinstance(link, dict) or link.get("broker") is None:
+        return None
+    return f"cut:{i.cluster}:{link.get('side')}:{link['broker']}", str(link.get("summary") or "a cut replication link")
+
+
+def _disk_key(i: Incident) -> tuple[str, str] | None:
+    if i.type != "OFFLINE_PARTITION" or i.cause != "log_dir_offline":
+        return None
+    brokers = ",".join(str(b) for b in sorted(i.details.get("must_return") or ()))
+    return f"disk:{i.cluster}:{brokers}", f"failed log directory on broker {brokers}"
+
+
+def group(incidents: Iterable[Incident]) -> list[Group]:
+    """Every incident in exactly one group, the groups ordered as their heads were (the first member's place)."""
+    items = list(incidents)
+    order = {id(i): n for n, i in enumerate(items)}
+    downs = [i for i in items if i.type == "BROKER_DOWN" and i.broker is not None]
+    by_down: dict[int, list[Incident]] = {id(d): [] for d in downs}
+    chains: dict[str, list[tuple[str, list[Incident], int]]] = {}  # raw key -> [(title, members, end)]
+    alone: list[Incident] = []
+    for i in sorted(items, key=lambda i: i.opened_at_ms):
+        if i.type == "BROKER_DOWN":
+            continue
+        keyed = _link_key(i) or _disk_key(i)
+        if keyed is not None:
+            raw, title = keyed
+            runs = chains.setdefault(raw, [])
+            if runs and i.opened_at_ms <= runs[-1][2] + LEAD_MS:
+                t, members, end = runs[-1]
+                members.append(i)
+                runs[-1] = (t, members, max(end, _end(i)))
+            else:
+                runs.append((title, [i], _end(i)))
+            continue
+        named = {b for _, brokers in PartitionDetails.of(i.details).act_on() for b in brokers}
+        anchors = [d for d in downs if d.cluster == i.cluster and d.broker in named
+                   and d.opened_at_ms - LEAD_MS <= i.opened_at_ms <= _end(d)]
+        if anchors:
+            by_down[id(min(anchors, key=lambda d: (d.opened_at_ms, d.broker or 0)))].append(i)
+        else:
+            alone.append(i)
+    groups: list[Group] = []
+    for d in downs:
+        members = by_down[id(d)]
+        key = f"broker:{d.cluster}:{d.broker}@{d.opened_at_ms}" if members else None
+        groups.append(Group(key, f"broker {d.broker} down ({d.cause})", (d, *members)))
+    for raw, runs in chains.items():
+        for title, members, _ in runs:
+            key = f"{raw}@{members[0].opened_at_ms}" if len(members) > 1 else None
+            groups.append(Group(key, title, tuple(members)))
+    groups.extend(Group(None, "", (i,)) for i in alone)
+    groups.sort(key=lambda g: min(order[id(m)] for m in g.members))
+    return groups
+
+
+def keys(incidents: Iterable[Incident]) -> dict[str, str | None]:
+    """incident_id -> its group's key (None: on its own)."""
+    return {m.incident_id: g.key for g in group(incidents) for m in g.members}
