@@ -20,6 +20,7 @@ from urllib.parse import parse_qs
 from krm.lag import parse_since
 from krm.timeline import changes, latest_states, read_states, timeline
 from pipelines.detectors.registry import BY_TYPE
+from krm.charts import partition_chart
 from pipelines import incident_groups
 from pipelines.detectors.rule import PartitionDetails
 from pipelines.disks import last_look
@@ -97,7 +98,7 @@ incidents that share one cause read as one{% endif %}{{ note }}</p>{% endblock %
 {% if changes %}<table><tr><th>at</th><th>what</th></tr>{% for e in changes %}<tr><td>{{ e.at.isoformat(timespec="seconds") }}</td>
 <td>{{ e.what }}</td></tr>{% endfor %}</table>{% endif %}{% endblock %}""",
     "partition.html": """{% extends "base.html" %}{% block body %}
-<p>last {{ since }} · <a href="?since=24h">24h</a> · <a href="?since=7d">7d</a> ·
+<p>last {{ since }} ·{% for r in ranges %} {% if r == since %}<b>{{ r }}</b>{% else %}<a href="?since={{ r }}">{{ r }}</a>{% endif %} ·{% endfor %}
 <a href="/topics/{{ cluster|urlencode }}/{{ topic|urlencode }}">the topic</a></p>{% if svg %}{{ svg|safe }}{% endif %}
 <table><tr><th>at</th><th>kind</th><th>what</th></tr>{% for e in events %}<tr><td>{{ e.at.isoformat(timespec="seconds") }}</td>
 <td>{{ e.kind }}</td><td>{% if e.fields.incident_id %}<a href="/incidents/{{ e.fields.incident_id }}">{{ e.what }}</a>{% else %}{{ e.what }}{% endif %}</td></tr>
@@ -150,32 +151,7 @@ def _act_on(i: Any) -> str:
     return "; ".join(f"{name} {list(brokers)}" for name, brokers in PartitionDetails.of(i.details).act_on())
 
 
-def svg_chart(states: list[dict[str, Any]], width: int = 720, height: int = 120) -> str:
-    """Leader and |ISR| per poll as two step lines, inline SVG (no script, no asset)."""
-    if len(states) < 2:
-        return ""
-    t0, t1 = states[0]["observed_at"].timestamp(), states[-1]["observed_at"].timestamp()
-    span = max(t1 - t0, 1.0)
-    top = max([max(r["leader"], len(r["isr"] or ())) for r in states] + [1])
-
-    def path(values: list[float]) -> str:
-        pts = []
-        for r, v in zip(states, values):
-            x = 40 + (r["observed_at"].timestamp() - t0) / span * (width - 50)
-            y = height - 20 - (v + 1) / (top + 1) * (height - 30)
-            pts.append(f"{x:.1f},{y:.1f}")
-        return "M" + " L".join(pts)
-    leader = path([float(r["leader"]) for r in states])
-    isr = path([float(len(r["isr"] or ())) for r in states])
-    return (f'<svg width="{width}" height="{height}" xmlns="http://www.w3.org/2000/svg" role="img">'
-            f'<path d="{leader}" fill="none" stroke="#0645ad" stroke-width="2"/>'
-            f'<path d="{isr}" fill="none" stroke="#a05a00" stroke-width="2" stroke-dasharray="4 2"/>'
-            f'<text x="4" y="14" font-size="11" fill="#0645ad">leader (-1 none)</text>'
-            f'<text x="120" y="14" font-size="11" fill="#a05a00">|ISR|</text>'
-            f'<text x="40" y="{height - 4}" font-size="10" fill="#777">'
-            f'{states[0]["observed_at"].isoformat(timespec="seconds")}</text>'
-            f'<text x="{width - 170}" y="{height - 4}" font-size="10" fill="#777">'
-            f'{states[-1]["observed_at"].isoformat(timespec="seconds")}</text></svg>')
+RANGES = ("15m", "1h", "6h", "24h", "7d")  # the partition page's windows
 
 
 class Console:
@@ -216,7 +192,7 @@ class Console:
             elif len(parts) == 3 and parts[0] == "topics":
                 status, body = "200 OK", self.topic(parts[1], parts[2])
             elif len(parts) == 4 and parts[0] == "partitions" and parts[3].lstrip("-").isdigit():
-                status, body = "200 OK", self.partition(parts[1], parts[2], int(parts[3]), q.get("since", "2h"))
+                status, body = "200 OK", self.partition(parts[1], parts[2], int(parts[3]), q.get("since", "1h"))
             elif len(parts) == 3 and parts[0] == "brokers" and parts[2].lstrip("-").isdigit():
                 status, body = "200 OK", self.broker(parts[1], int(parts[2]), q.get("check") == "shutdown")
             else:
@@ -287,14 +263,19 @@ class Console:
         if i is None:
             return "404 Not Found", self._page(f"no incident {incident_id}", "base.html")
         states: list[dict[str, Any]] = []
+        svg = ""
         if i.topic is not None and i.partition is not None and self.tables.partition_state.is_table():
             now = dt.datetime.now(dt.timezone.utc)
             opened = dt.datetime.fromtimestamp(i.opened_at_ms / 1000, dt.timezone.utc)
-            states = read_states(self.tables.partition_state, i.topic, i.partition,
-                                 now - opened + dt.timedelta(minutes=15), now=now, cluster=i.cluster)
+            start = opened - dt.timedelta(minutes=15)
+            end = (min(now, dt.datetime.fromtimestamp(i.resolved_at_ms / 1000, dt.timezone.utc) + dt.timedelta(minutes=5))
+                   if i.resolved_at_ms is not None else now)
+            states = read_states(self.tables.partition_state, i.topic, i.partition, now - start, now=now,
+                                 cluster=i.cluster, until=end)
+            svg = partition_chart(states, [i], start, end)
         return "200 OK", self._page(f"{i.type} on {i.cluster} {_where(i)}", "incident.html", i=i,
                                     rule=BY_TYPE.get(i.type), details=json.dumps(i.details, indent=2, default=str),
-                                    changes=changes(states)[-30:], svg=svg_chart(states),
+                                    changes=changes(states)[-30:], svg=svg,
                                     disks=last_look(i.details.get("log_dirs")))
 
     def partition(self, cluster: str, topic: str, partition: int, since: str) -> str:
@@ -308,8 +289,10 @@ class Console:
             empty = "the partition_state table is not written yet"
         incidents = [i for i in IncidentStore(self.tables.incidents).read() if i.cluster == cluster]
         events = timeline(states, incidents, topic, partition, now - window)
+        mine = [i for i in incidents if i.topic == topic and i.partition == partition]
         return self._page(f"{cluster} {topic}-{partition}", "partition.html", events=events, since=since,
-                          svg=svg_chart(states), empty=empty, cluster=cluster, topic=topic)
+                          svg=partition_chart(states, mine, now - window, now), empty=empty, cluster=cluster,
+                          topic=topic, ranges=RANGES)
 
     def topic(self, cluster: str, topic: str) -> str:
         """Its partitions as the newest poll recorded them (the history table: the pipeline keeps no

@@ -4,7 +4,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from krm.console import Console, svg_chart
+from krm.charts import partition_chart
+from krm.console import Console
 from pipelines.incidents import Incident
 from pipelines.metrics import ClusterView, PipelineState
 
@@ -81,14 +82,23 @@ def test_partition_page_without_history_says_so(console):
     assert status == "200 OK" and "not written yet" in body
 
 
-def test_svg_chart_has_no_script():
+def test_the_partition_chart_draws_the_fault_its_incident_and_has_no_script():
     import datetime as dt
 
     t = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
-    states = [{"observed_at": t + dt.timedelta(seconds=s), "leader": ld, "isr": isr}
-              for s, ld, isr in ((0, 1, [1, 2]), (5, -1, [2]), (9, 2, [2]))]
-    svg = svg_chart(states)
-    assert svg.startswith("<svg") and "<script" not in svg and svg.count("<path") == 2
+    states = [{"observed_at": t + dt.timedelta(seconds=s), "leader": ld, "isr": isr, "replicas": [1, 2, 3],
+               "high_watermark": hw, "leader_leo": leo}
+              for s, ld, isr, hw, leo in ((0, 1, [1, 2, 3], 100, 100), (5, -1, [], 100, None), (9, 2, [2], 120, 130))]
+    ms = int((t + dt.timedelta(seconds=5)).timestamp() * 1000)
+    offline = Incident("o", "prod", "s", "OFFLINE_PARTITION", "critical", "t", 0, None, "all_isr_replicas_dead", {},
+                       ms, ms + 4000, ms + 4000, "resolved")
+    svg = partition_chart(states, [offline], t - dt.timedelta(seconds=5), t + dt.timedelta(seconds=15))
+    assert svg.startswith("<svg") and svg.endswith("</svg>") and "<script" not in svg
+    assert "critical: OFFLINE_PARTITION (all_isr_replicas_dead)" in svg  # the band says what it is, not only a colour
+    assert "<title>no leader</title>" in svg and ">none</text>" in svg
+    assert "ISR (blue) of RF 3 (grey)" in svg and "high watermark (blue)" in svg
+    assert svg.count("<path") == 5  # RF, ISR, leader, LEO, HW
+    assert partition_chart([], [], t, t) == ""
 
 
 def test_topic_page_shows_each_partitions_newest_state_and_the_spread_over_brokers(console, tmp_path):
