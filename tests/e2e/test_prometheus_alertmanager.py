@@ -90,17 +90,24 @@ def test_offline_partition_alert_reaches_alertmanager_and_resolves(zk_cluster, k
 
 def _click_through_the_console(console: str, topic: str, victim: int, incident_url: str) -> None:
     """In a real browser: the open incidents list the partition with its cause and the broker that
-    must return; its link reaches the incident, whose partition-timeline link reaches the partition's
-    history, which lists the incident's opening (once the incidents table holds it)."""
+    must return — on a row of its own, or, once krm has the broker's departure, inside the group that
+    broker heads (incidents sharing one cause read as one row, a click opens it); its link reaches the
+    incident, whose partition-timeline link reaches the partition's history, which lists the incident's
+    opening (once the incidents table holds it)."""
     from selenium.webdriver.common.by import By
 
+    incident_id = incident_url.rsplit("/", 1)[1]
     with chromium() as browser:
         browser.get(console + "/incidents")
-        rows = [r for r in browser.find_elements(By.TAG_NAME, "tr") if f"{topic}-" in r.text
-                and "OFFLINE_PARTITION" in r.text]
-        assert rows, browser.page_source[:2000]
-        row = next(r for r in rows if incident_url.rsplit("/", 1)[1] in
-                   r.find_element(By.LINK_TEXT, "OFFLINE_PARTITION").get_attribute("href"))
+        for summary in browser.find_elements(By.TAG_NAME, "summary"):
+            if f"broker {victim} down" in summary.text:
+                summary.click()  # the group of the broker's departure: its members a click away
+        # the incident's own entry: a plain row, or a group's member
+        found = browser.find_elements(By.XPATH, f"//tr[td/a[contains(@href, '/incidents/{incident_id}')]]"
+                                                f" | //li[a[contains(@href, '/incidents/{incident_id}')]]")
+        assert found, browser.page_source[:3000]
+        row = found[0]
+        assert f"{topic}-" in row.text and "OFFLINE_PARTITION" in row.text, row.text
         assert "single_replica_on_dead_broker" in row.text and f"must_return [{victim}]" in row.text, row.text
         shot(browser, "console-incidents")
         row.find_element(By.LINK_TEXT, "OFFLINE_PARTITION").click()
@@ -111,7 +118,6 @@ def _click_through_the_console(console: str, topic: str, victim: int, incident_u
         browser.find_element(By.LINK_TEXT, "partition timeline").click()
         assert "/partitions/" in browser.current_url and browser.current_url.endswith(
             f"/{topic}/" + browser.current_url.rsplit("/", 1)[1])
-        incident_id = incident_url.rsplit("/", 1)[1]
 
         def lists_the_incident() -> bool:
             browser.refresh()
