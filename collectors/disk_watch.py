@@ -11,8 +11,8 @@ forecast: docs/disks.md says how the alerts read it.
 
 A broker whose every directory has failed shuts itself down (Kafka halts when its last log directory
 goes offline: `LogManager.handleLogDirFailure`, core/src/main/scala/kafka/log/LogManager.scala: "Shutdown
-broker because all log dirs in ... have failed"),
-and then answers nothing: the last word krm had of its disks is all there is. So when a broker stops
+broker because all log dirs in ... have failed"), and then answers nothing: the last word krm had of its
+disks is all there is. So when a broker stops
 serving, its last sampling is kept as a verdict: every directory failed or forecast full by then (its
 forecast ran out by this moment, give or take GONE_FULL_SLACK_S) is a full disk, and the broker's
 departure says so (`disk_full`, pipelines/detectors/brokers.py) until it serves again.
@@ -100,7 +100,7 @@ class DiskWatch:
             self._sampled_at.pop(b, None)
         for key in [k for k in self._samples if k[0] not in live]:
             del self._samples[key]
-        for broker, (dirs, now) in reports.items():
+        for broker, (dirs, asked) in reports.items():
             out = []
             for d in sorted(dirs, key=lambda d: d.path):
                 entry: dict[str, Any] = {"path": d.path, "failed": d.failed}
@@ -110,15 +110,15 @@ class DiskWatch:
                 else:
                     entry["total_bytes"], entry["usable_bytes"] = d.total_bytes, d.usable_bytes
                     samples = self._samples.setdefault(key, deque())
-                    samples.append((now, d.total_bytes - d.usable_bytes))
-                    while samples and samples[0][0] < now - self.window_s:
+                    samples.append((asked, d.total_bytes - d.usable_bytes))
+                    while samples and samples[0][0] < asked - self.window_s:
                         samples.popleft()
                     eta = full_in(samples, d.usable_bytes, self.poll_s)
                     if eta is not None and eta <= self.horizon_s:
                         entry["full_in_s"] = round(eta, 1)
                 out.append(entry)
             self._latest[broker] = out
-            self._sampled_at[broker] = now
+            self._sampled_at[broker] = asked
 
     def dirs(self, broker: int) -> list[dict[str, Any]] | None:
         return self._latest.get(broker)
