@@ -133,3 +133,102 @@ def _label(n: int, name: str, legend: str, panel: Callable[[int], tuple[float, f
     top, _ = panel(n)
     return (f'<text x="{LEFT}" y="{top - 5}" font-size="11"><tspan font-weight="bold">{name}</tspan>'
             f'<tspan fill="{GREY}"> · {escape(legend)}</tspan></text>')
+
+
+# the colours of several lines in one panel, each also named in the panel's legend
+LINE_COLOURS = (BLUE, ORANGE, GREEN, VERMILLION, SKY, "#CC79A7", "#000000", GREY)
+
+
+def series_chart(panels: Sequence[tuple[str, Sequence[tuple[str, str, Sequence[tuple[float, float]]]]]],
+                 start: dt.datetime, end: dt.datetime, bands: Sequence[tuple[float, float, str, str]] = (),
+                 width: int = 900, title: str = "history") -> str:
+    """Panels of step lines over one time axis: `panels` [(name, [(label, colour, [(t, value), ...]), ...])],
+    t in epoch seconds, oldest first (a line holds its value until its next point, the last one until `end`);
+    `bands` [(from_s, to_s, colour, label)] drawn across every panel. Each line's label is written in its
+    colour in the panel's legend, with its newest value; '' when no panel has a point."""
+    if not any(points for _, lines in panels for _, _, points in lines):
+        return ""
+    t0, t1 = start.timestamp(), max(end.timestamp(), start.timestamp() + 1)
+    plot_w = width - LEFT - RIGHT
+    n_panels = len(panels)
+    height = n_panels * PANEL_H + (n_panels - 1) * GAP + AXIS_H + 18
+
+    def x(t: float) -> float:
+        return LEFT + (min(max(t, t0), t1) - t0) / (t1 - t0) * plot_w
+
+    def panel(n: int) -> tuple[float, float]:
+        top = 18 + n * (PANEL_H + GAP)
+        return top, top + PANEL_H
+
+    parts = [f'<svg width="{width}" height="{height}" viewBox="0 0 {width} {height}" xmlns="http://www.w3.org/2000/svg" '
+             f'role="img" font-family="sans-serif"><title>{escape(title)}</title>']
+    top_all, bottom_all = panel(0)[0], panel(n_panels - 1)[1]
+    for n, (a, b, colour, label) in enumerate(sorted(bands)):
+        if b < t0 or a > t1:
+            continue
+        parts.append(f'<rect x="{x(a):.1f}" y="{top_all}" width="{max(x(b) - x(a), 2):.1f}" height="{bottom_all - top_all}" '
+                     f'fill="{colour}" fill-opacity="0.15" stroke="{colour}" stroke-opacity="0.5"><title>{escape(label)}'
+                     f'</title></rect><text x="{x(a) + 3:.1f}" y="{top_all + 11 + 11 * (n % 3)}" font-size="10" '
+                     f'font-weight="bold" fill="{colour}" stroke="#fff" stroke-width="3" paint-order="stroke">'
+                     f'{escape(label)}</text>')
+    for n, (name, lines) in enumerate(panels):
+        top, bottom = panel(n)
+        parts.append(f'<rect x="{LEFT}" y="{top}" width="{plot_w}" height="{PANEL_H}" fill="none" stroke="#bbb"/>')
+        values = [v for _, _, points in lines for _, v in points]
+        lo, hi = (min(values + [0.0]), max(values + [1.0])) if values else (0.0, 1.0)
+        span = max(hi - lo, 1e-9)
+
+        def y(v: float, bottom: float = bottom, lo: float = lo, span: float = span) -> float:
+            return bottom - 4 - (v - lo) / span * (PANEL_H - 8)
+
+        legend = [f'<tspan font-weight="bold">{escape(name)}</tspan>']
+        for label, colour, points in lines:
+            if points:
+                parts.append(f'<path d="{_steps(points, t1, x, y)}" fill="none" stroke="{colour}" stroke-width="2">'
+                             f'<title>{escape(label)}</title></path>')
+                legend.append(f'<tspan fill="{colour}" font-weight="bold"> ■ {escape(label)} {_num(points[-1][1])}</tspan>')
+        parts.append(f'<text x="{LEFT}" y="{top - 5}" font-size="11">{"".join(legend)}</text>')
+        parts.append(f'<text x="{LEFT - 4}" y="{top + 10}" font-size="9" text-anchor="end" fill="{GREY}">{_num(hi)}</text>'
+                     f'<text x="{LEFT - 4}" y="{bottom - 2}" font-size="9" text-anchor="end" fill="{GREY}">{_num(lo)}</text>')
+    base = bottom_all + 14
+    for frac in (0.0, 0.5, 1.0):
+        t = t0 + frac * (t1 - t0)
+        stamp = dt.datetime.fromtimestamp(t, dt.timezone.utc).strftime("%m-%d %H:%M:%S")
+        anchor = {0.0: "start", 0.5: "middle", 1.0: "end"}[frac]
+        parts.append(f'<text x="{LEFT + frac * plot_w:.1f}" y="{base}" font-size="10" text-anchor="{anchor}" '
+                     f'fill="{GREY}">{stamp} UTC</text>')
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def _num(v: float) -> str:
+    return f"{v:.0f}" if abs(v) >= 100 or float(v).is_integer() else f"{v:.1f}"
+
+
+def bar_chart(groups: Sequence[tuple[str, Sequence[tuple[str, str, float]]]], width: int = 900,
+              title: str = "per broker", highlight: str | None = None) -> str:
+    """Grouped horizontal bars: `groups` [(group label, [(bar label, colour, value), ...])], one row per
+    bar, its value written at its end; the `highlight` group's label in bold. '' without a group."""
+    if not groups:
+        return ""
+    bar_h, label_w = 12, 150
+    rows = sum(len(bars) for _, bars in groups) + len(groups)
+    height = rows * (bar_h + 3) + 10
+    most = max((v for _, bars in groups for _, _, v in bars), default=1.0) or 1.0
+    plot_w = width - label_w - 60
+    parts = [f'<svg width="{width}" height="{height}" viewBox="0 0 {width} {height}" xmlns="http://www.w3.org/2000/svg" '
+             f'role="img" font-family="sans-serif"><title>{escape(title)}</title>']
+    yy = 5.0
+    for group, bars in groups:
+        weight = "bold" if group == highlight else "normal"
+        parts.append(f'<text x="0" y="{yy + bar_h - 2:.0f}" font-size="11" font-weight="{weight}">{escape(group)}</text>')
+        yy += bar_h + 3
+        for label, colour, value in bars:
+            w = value / most * plot_w
+            parts.append(f'<text x="{label_w - 4}" y="{yy + bar_h - 2:.0f}" font-size="10" text-anchor="end" '
+                         f'fill="{GREY}">{escape(label)}</text><rect x="{label_w}" y="{yy:.0f}" width="{max(w, 1):.1f}" '
+                         f'height="{bar_h}" fill="{colour}"><title>{escape(group)} {escape(label)}: {_num(value)}</title>'
+                         f'</rect><text x="{label_w + w + 4:.1f}" y="{yy + bar_h - 2:.0f}" font-size="10">{_num(value)}</text>')
+            yy += bar_h + 3
+    parts.append("</svg>")
+    return "".join(parts)

@@ -1,6 +1,7 @@
 """`krm maintain`: keep the history tables fast and bounded, beside the pipeline (cron or by hand).
 
-For each history table (observations, partition_state, replica_lag, assignments, quarantine, data_quality):
+For each history table (observations, partition_state, replica_lag, assignments, quarantine, data_quality,
+broker_state):
 1. retention: delete the days older than `retention_days` (a predicate on the `date` partition
    column, so whole files go);
 2. sorting (partition_state, replica_lag): each past day (date < today) still in more than one file
@@ -46,7 +47,8 @@ from foundation.storage import Location, as_location
 
 log = logging.getLogger(__name__)
 
-HISTORY_TABLES = ("observations", "partition_state", "replica_lag", "assignments", "quarantine", "data_quality")
+HISTORY_TABLES = ("observations", "partition_state", "replica_lag", "assignments", "quarantine", "data_quality",
+                  "broker_state")
 VACUUM_ONLY = ("incidents",)
 # rows per Parquet row group written by compaction, sorting and clustering, where the writer's default (about a
 # million) is too coarse: an observations row is a whole topic record with every partition in it; a

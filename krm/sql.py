@@ -19,8 +19,9 @@ from typing import Any
 
 from foundation.errors import KrmError
 
-READ_WHOLE = frozenset({"incidents", "data_quality"})
-TABLES = ("observations", "partition_state", "replica_lag", "assignments", "incidents", "quarantine", "data_quality")
+READ_WHOLE = frozenset({"incidents", "data_quality", "broker_state"})
+TABLES = ("observations", "partition_state", "replica_lag", "assignments", "incidents", "quarantine", "data_quality",
+          "broker_state")
 
 
 @dataclass(frozen=True)

@@ -159,3 +159,44 @@ def _utc(t: dt.datetime) -> dt.datetime:
 
 def _ms(ms: int) -> dt.datetime:
     return dt.datetime.fromtimestamp(ms / 1000, dt.timezone.utc)
+
+
+def broker_rows(table: Any, cluster: str, broker: int, since: dt.timedelta, now: dt.datetime | None = None
+                ) -> list[dict[str, Any]]:
+    """A broker's `broker_state` samples in the window, oldest first (pipelines/broker_history.py)."""
+    import pyarrow.dataset as ds
+
+    table = as_location(table)
+    now = now or dt.datetime.now(dt.timezone.utc)
+    start = now - since
+    cond = ((ds.field("date") >= start.date()) & (ds.field("cluster") == cluster) & (ds.field("broker") == broker)
+            & (ds.field("observed_at") >= start))
+    return table.dataset().to_table(filter=cond).sort_by("observed_at").to_pylist()
+
+
+def topic_lag_rows(table: Any, cluster: str, topic: str, since: dt.timedelta, now: dt.datetime | None = None
+                   ) -> list[dict[str, Any]]:
+    """A topic's followers' `replica_lag` rows in the window, oldest first: written while a follower lags
+    and at each change of the partition (docs/history.md), so a lag holds until its partition's next row."""
+    import pyarrow.dataset as ds
+
+    table = as_location(table)
+    now = now or dt.datetime.now(dt.timezone.utc)
+    start = now - since
+    cond = ((ds.field("date") >= start.date()) & (ds.field("cluster") == cluster) & (ds.field("topic") == topic)
+            & (ds.field("observed_at") >= start) & (ds.field("is_leader") == False))  # noqa: E712 - an Arrow expression
+    cols = ["observed_at", "partition", "broker", "lag_messages", "lag_seconds", "in_isr"]
+    return table.dataset().to_table(columns=cols, filter=cond).sort_by("observed_at").to_pylist()
+
+
+def oldest_day(table: Any) -> dt.date | None:
+    """The first day a date-partitioned history table holds (None: no table or no row), from its file
+    list alone: how far back a chart can go (`krm maintain --retention-days` drops older days)."""
+    table = as_location(table)
+    if not table.is_table():
+        return None
+    days = [v for v in table.table().get_add_actions(flatten=True).column("partition.date").to_pylist() if v is not None]
+    if not days:
+        return None
+    first = min(days)
+    return first if isinstance(first, dt.date) else dt.date.fromisoformat(str(first))

@@ -95,11 +95,12 @@ class AlertPath:
         changed = self.book.apply(polls, replication_links.annotate(found, self.book.open_incidents))
         self.counts.update(counts)
         snap = self.state.snapshot
+        forgot = False
         for name, view in clusters.items():  # deleted topics leave the per-broker totals
             if view.error is None:  # (a split cluster's topics: only once every share has polled since)
                 held = snap.clusters.get(name)
-                self.counts.forget_stale(name, self._with_shares(view, name).fresh_ms - self.deleted_after_ms,
-                                         held.vouched if held is not None else None)
+                forgot |= bool(self.counts.forget_stale(name, self._with_shares(view, name).fresh_ms
+                                                        - self.deleted_after_ms, held.vouched if held is not None else None))
         changed += self.book.apply(*self.balance.evaluate(self.counts, counts, clusters))
         if jmx:
             changed += self.book.apply(*self.jmx.update(jmx))
@@ -123,7 +124,9 @@ class AlertPath:
             latest = dict(latest) | {(c.cluster, c.partition): c for c in canaries}
         self.state.update(clusters=views, open_incidents=tuple(self.book.open_incidents()), batches=snap.batches + 1,
                           last_batch_at=time.time(), canary=latest,
-                          broker_load=self.counts.totals(), last_batch_s=time.perf_counter() - t0,
+                          broker_load=self.counts.totals(),
+                          topic_load=self.counts.by_topic() if counts or forgot else snap.topic_load,
+                          last_batch_s=time.perf_counter() - t0,
                           jmx=self.jmx.snapshot(), tiered=tiered_topics)
         t_metrics = time.perf_counter() - t0
         self.store.upsert(changed)  # after /metrics: the alert is already visible

@@ -30,6 +30,7 @@ from pipelines.incident_store import IncidentStore
 from pipelines.incidents import IncidentBook
 from pipelines.ingest import parse, read_observations, valid
 from pipelines.metrics import PipelineState
+from pipelines.broker_history import BrokerHistory
 from pipelines.quality import QualityRunner
 from pipelines.session import alert_session
 from pipelines.tables import Tables
@@ -86,6 +87,7 @@ class Pipeline:
         self._stopping = threading.Event()
         self._watchdog: threading.Thread | None = None
         self._quality: Any = None  # pipelines.quality.QualityRunner, beside the alert path
+        self._brokers: BrokerHistory | None = None  # the broker_state sampler, beside the alert path
         self._flush_history: Any = None  # starts the history's last run at a stop (start() sets it)
 
     def start(self) -> Pipeline:
@@ -134,6 +136,8 @@ class Pipeline:
         if p.quality_interval_s > 0:
             self._quality = QualityRunner(self.tables.observations, self.tables.data_quality, self.state,
                                           p.quality_interval_s, p.quality_max_rows, properties).start()
+        if p.broker_history_s > 0:
+            self._brokers = BrokerHistory(self.tables.broker_state, self.state, p.broker_history_s, properties).start()
         self._watchdog = threading.Thread(target=self._watch, name="krm-query-watchdog", daemon=True)
         self._watchdog.start()
         return self
@@ -170,6 +174,8 @@ class Pipeline:
         self._stopping.set()
         if self._quality is not None:
             self._quality.stop()
+        if self._brokers is not None:
+            self._brokers.stop()
         if self._watchdog is not None:
             self._watchdog.join(timeout=30)  # no restart may race with the stop below
         logging.getLogger("py4j.clientserver").setLevel(logging.CRITICAL)  # interrupted batches are expected now

@@ -48,6 +48,14 @@ class BrokerLoad:
         """cluster -> broker -> Counts; an immutable copy."""
         return {c: {b: (t[0], t[1], t[2], t[3]) for b, t in brokers.items()} for c, brokers in self._totals.items()}
 
+    def by_topic(self) -> dict[str, dict[str, TopicLoad]]:
+        """cluster -> topic -> its newest TopicLoad (the console's grid); a copy of the mapping, the loads
+        themselves are immutable."""
+        out: dict[str, dict[str, TopicLoad]] = {}
+        for (c, topic), load in self._topics.items():
+            out.setdefault(c, {})[topic] = load
+        return out
+
     def topics(self, cluster: str) -> list[TopicLoad]:
         return [t for (c, _), t in self._topics.items() if c == cluster]
 

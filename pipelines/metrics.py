@@ -91,6 +91,7 @@ class Snapshot:
     clusters: dict[str, ClusterView] = field(default_factory=dict)
     open_incidents: tuple[Incident, ...] = ()
     broker_load: dict[str, dict[int, tuple[int, int, int, int]]] = field(default_factory=dict)
+    topic_load: dict[str, dict[str, Any]] = field(default_factory=dict)  # cluster -> topic -> load.TopicLoad
     batches: int = 0
     last_batch_s: float = 0.0
     last_batch_at: float = 0.0  # time.time() when the last alert-path micro-batch finished (0: none yet)

@@ -20,12 +20,13 @@ class Tables:
         self.replica_lag = self.root / "tables" / "replica_lag"
         self.assignments = self.root / "tables" / "assignments"
         self.data_quality = self.root / "tables" / "data_quality"
+        self.broker_state = self.root / "tables" / "broker_state"
         self.checkpoints = self.root / "checkpoints"
 
     def all(self) -> list[Location]:
         """Every Delta table krm writes."""
         return [self.incidents, self.observations, self.quarantine, self.partition_state, self.replica_lag,
-                self.assignments, self.data_quality]
+                self.assignments, self.data_quality, self.broker_state]
 
     @property
     def logs(self) -> Path:

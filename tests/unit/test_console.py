@@ -42,7 +42,8 @@ def console(tmp_path):
     state = PipelineState()
     state.update(clusters={"prod": ClusterView(((1, True), (2, False), (4, False)), 1, None, 1_700_000_001_000)},
                  open_incidents=(offline, down), broker_load={"prod": {1: (5, 9, 5, 0)}})
-    tables = SimpleNamespace(incidents=tmp_path / "incidents", partition_state=Missing())
+    tables = SimpleNamespace(incidents=tmp_path / "incidents", partition_state=Missing(), replica_lag=Missing(),
+                             broker_state=Missing())
     return Console(state, tables)
 
 
@@ -172,7 +173,8 @@ def test_an_incident_page_says_which_side_of_a_replication_link_is_cut(tmp_path)
     state = PipelineState()
     state.update(clusters={"prod": ClusterView(((1, True), (2, True), (3, True)), 1, None, 1_700_000_001_000)},
                  open_incidents=(stall,))
-    console = Console(state, SimpleNamespace(incidents=tmp_path / "incidents", partition_state=Missing()))
+    console = Console(state, SimpleNamespace(incidents=tmp_path / "incidents", partition_state=Missing(),
+                                             replica_lag=Missing(), broker_state=Missing()))
     status, body = _get(console, "/incidents/inc-9")
     assert status == "200 OK" and "broker 3 fetches nothing from brokers 1, 2 (follower side)" in body
 
@@ -186,7 +188,8 @@ def test_an_incident_page_shows_the_disks_a_broker_went_down_with():
     state = PipelineState()
     state.update(clusters={"prod": ClusterView(((1, True), (2, False)), 1, None, 1_700_000_001_000)},
                  open_incidents=(down,))
-    console = Console(state, SimpleNamespace(incidents="/nonexistent", partition_state=Missing()))
+    console = Console(state, SimpleNamespace(incidents="/nonexistent", partition_state=Missing(),
+                                             replica_lag=Missing(), broker_state=Missing()))
     status, body = _get(console, "/incidents/inc-7")
     assert status == "200 OK"
     assert "/data 0.5 of 64.0 MiB free, full in 2 s at its rate; /data-2 failed (the last look before it went)" in body

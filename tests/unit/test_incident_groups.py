@@ -96,7 +96,8 @@ def test_the_console_shows_a_group_as_one_row_its_members_a_click_away():
     state = PipelineState()
     state.update(clusters={"prod": ClusterView(((1, True), (2, False), (3, True)), 1, None, T)},
                  open_incidents=incidents)
-    console = Console(state, SimpleNamespace(incidents="/nonexistent", partition_state=_Missing()))
+    console = Console(state, SimpleNamespace(incidents="/nonexistent", partition_state=_Missing(),
+                                             replica_lag=_Missing(), broker_state=_Missing()))
     status, body = _get(console, "/incidents")
     assert status == "200 OK"
     assert body.count('<tr class="group">') == 1 and "broker 2 down (not_registered)</b> · 14 partition(s)" in body
