@@ -203,6 +203,7 @@ class PipelineConfig(Table):
     # each broker's leaders, replicas and out-of-sync replicas are written to `broker_state` this often
     # (the console's broker charts; 0: not at all)
     broker_history_s: float = Field(60.0, ge=0.0)
+    broker_history_write_s: float = Field(900.0, gt=0.0)  # ... and appended this often (and at a stop): few files
     hw_stall_window_s: float | None = Field(None, ge=0.0)  # None: each cluster's replica.lag.time.max.ms
     replica_lag_messages: int = Field(10_000, ge=1)  # REPLICA_LAG when a follower is this many messages behind ...
     replica_lag_seconds: float = Field(30.0, ge=0.0)  # ... or this many seconds at the partition's recent write rate

@@ -160,6 +160,12 @@ def series_chart(panels: Sequence[tuple[str, Sequence[tuple[str, str, Sequence[t
         top = 18 + n * (PANEL_H + GAP)
         return top, top + PANEL_H
 
+    def near_end(a: float) -> bool:  # a band starting near the right edge: its label ends at the edge instead
+        return x(a) > LEFT + 0.75 * plot_w
+
+    def label_x(a: float, b: float) -> float:
+        return LEFT + plot_w - 3 if near_end(a) else x(a) + 3
+
     parts = [f'<svg width="{width}" height="{height}" viewBox="0 0 {width} {height}" xmlns="http://www.w3.org/2000/svg" '
              f'role="img" font-family="sans-serif"><title>{escape(title)}</title>']
     top_all, bottom_all = panel(0)[0], panel(n_panels - 1)[1]
@@ -168,7 +174,8 @@ def series_chart(panels: Sequence[tuple[str, Sequence[tuple[str, str, Sequence[t
             continue
         parts.append(f'<rect x="{x(a):.1f}" y="{top_all}" width="{max(x(b) - x(a), 2):.1f}" height="{bottom_all - top_all}" '
                      f'fill="{colour}" fill-opacity="0.15" stroke="{colour}" stroke-opacity="0.5"><title>{escape(label)}'
-                     f'</title></rect><text x="{x(a) + 3:.1f}" y="{top_all + 11 + 11 * (n % 3)}" font-size="10" '
+                     f'</title></rect><text x="{label_x(a, b):.1f}" y="{top_all + 11 + 11 * (n % 3)}" font-size="10" '
+                     f'text-anchor="{"end" if near_end(a) else "start"}" '
                      f'font-weight="bold" fill="{colour}" stroke="#fff" stroke-width="3" paint-order="stroke">'
                      f'{escape(label)}</text>')
     for n, (name, lines) in enumerate(panels):

@@ -59,9 +59,7 @@ table.grid td,table.grid th{border-color:#444}.shade-0{background:#111;color:#77
 .shade-2{background:#1d4266}.shade-3{background:#2b5f8f}.shade-4{background:#3b7bbf}}
 </style></head><body><nav><a href="/">fleet</a><a href="/incidents">open incidents</a>
 <a href="/incidents?status=all">all incidents</a><a href="/metrics">/metrics</a></nav>
-{% for name, age in stale %}<div class="stale" id="stale-{{ name }}">STALE: krm's view of {{ name }} is {{ "%.0f"|format(age) }}s old
-(older than three polls): nothing new has arrived from it, so what these pages say about it may no longer be true.
-Check the collector and the observations topic (KrmViewStale).</div>{% endfor %}
+<div id="banners" data-live="/?fragment=stale" data-every="{{ banner_every_ms }}">{% include "stale.html" %}</div>
 <h1>{{ title }}</h1>{% block body %}{% endblock %}
 <script>/* every [data-live] element reloads its fragment every data-every ms, no full reload */
 document.querySelectorAll("[data-live]").forEach(function (el) {
@@ -89,8 +87,13 @@ _GROUP_ROW = """<tr class="group"><td class="{{ g.severity }}">{{ g.severity }}<
 }}</span> {{ i.cause or "" }} · {{ where(i) }}{% if act_on(i) %} · act on {{ act_on(i) }}{% endif %} · {{ i.status }}</li>{% endfor %}</ul>
 </details></td></tr>"""
 
+_STALE = """{% for name, age in stale %}<div class="stale" id="stale-{{ name }}">STALE: krm's view of {{ name }} is {{ "%.0f"|format(age)
+}}s old (older than three polls): nothing new has arrived from it, so what these pages say about it may no longer be true.
+Check the collector and the observations topic (KrmViewStale).</div>{% endfor %}"""
+
 _TEMPLATES = {
     "base.html": _BASE,
+    "stale.html": _STALE,
     "group_row.html": _GROUP_ROW,
     "fleet.html": """{% extends "base.html" %}{% block body %}
 <div id="fleet" data-live="/?fragment=1" data-every="{{ every_ms }}">{% include "fleet_live.html" %}</div>
@@ -264,7 +267,9 @@ class Console:
         parts = [p for p in path.split("/") if p]
         fragment = q.get("fragment") == "1"
         try:
-            if path == "/":
+            if path == "/" and q.get("fragment") == "stale":  # every page's banners, live
+                status, body = "200 OK", self.env.get_template("stale.html").render(stale=sorted(self.state.stale().items()))
+            elif path == "/":
                 status, body = "200 OK", self.fleet(fragment)
             elif parts == ["incidents"]:
                 status, body = "200 OK", self.incidents(q)
@@ -293,7 +298,8 @@ class Console:
 
     def _page(self, title: str, template: str, **values: Any) -> str:
         """Every page starts with a banner for each cluster whose view is stale (PipelineState.stale)."""
-        return self.env.get_template(template).render(title=title, stale=sorted(self.state.stale().items()), **values)
+        return self.env.get_template(template).render(title=title, stale=sorted(self.state.stale().items()),
+                                                      banner_every_ms=self._every_ms(), **values)
 
     def _open(self) -> list[Any]:
         return list(self.state.snapshot.open_incidents)
@@ -466,7 +472,8 @@ class Console:
         empty = "the partition_state table is not written yet"
         if self.tables.partition_state.is_table():
             rows = latest_states(self.tables.partition_state, topic, cluster, within=self.recent)
-            empty = f"no poll of {topic} on {cluster} in the last {self.recent.total_seconds() / 60:.0f} minutes"
+            empty = (f"the history holds no row of {topic} on {cluster} from the last {self.recent.total_seconds() / 60:.0f}"
+                     " minutes (yet: the history path appends every history_trigger_s)")
         load = self.state.snapshot.topic_load.get(cluster, {}).get(topic)
         if load is not None:  # the live count (every partition, quiet ones too)
             spread = {b: (c[0], c[1], c[2]) for b, c in load.by_broker.items()}
@@ -551,10 +558,11 @@ class Console:
 
         window = parse_since(since)
         now = dt.datetime.now(dt.timezone.utc)
-        svg, note = "", "the broker_state table is not written yet (the pipeline samples it every broker_history_s)"
-        if self.tables.broker_state.is_table():
-            svg = broker_chart(broker_rows(self.tables.broker_state, cluster, broker, window, now), now - window, now)
-            note = self._reach(self.tables.broker_state, window, now) or ("" if svg else f"no sample in the last {since}")
+        unwritten = [r for r in self.state.broker_samples.of(cluster, broker) if r["observed_at"] >= now - window]
+        rows = broker_rows(self.tables.broker_state, cluster, broker, window, now) if self.tables.broker_state.is_table() else []
+        svg = broker_chart(rows + unwritten, now - window, now)
+        note = (self._reach(self.tables.broker_state, window, now) if rows else "") or ("" if svg else (
+            f"no sample in the last {since} (the pipeline samples each broker every broker_history_s)"))
         return "200 OK", self._page(
             f"{cluster} broker {broker}", "broker.html", live=live, leaders=lead, replicas=rep,
             groups=incident_groups.group(i for i, _ in named), why={i.incident_id: w for i, w in named},

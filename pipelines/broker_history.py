@@ -6,6 +6,10 @@ broker at each moment would scan every partition's rows; the alert path already 
 (pipelines/load.py), so a thread beside it writes them every `[pipeline] broker_history_s`: a row per
 broker, a few thousand rows a day per broker (delta-rs; no Spark, never on the alert path).
 
+Samples are kept in memory (`Unwritten`, which the console reads too) and appended every
+`[pipeline] broker_history_write_s` (15 min) and at a stop: each Delta append is a file and a commit, and a
+day of one-minute appends makes a reader open 1,440 files (seconds, not milliseconds).
+
 A row: the broker's leaders, replicas, preferred leaderships (load.Counts), whether it is registered,
 and, as the open incidents name it, the partitions where its replica is out of the ISR and the
 partitions without a leader that need it back (`must_return`). A cluster whose view is stale is not
@@ -77,15 +81,52 @@ def append(table: Location, rows: list[dict[str, Any]], properties: dict[str, st
                                  configuration=properties)
 
 
-class BrokerHistory:
-    """The sampler's thread. A failed write is logged and retried at the next sample; the alert path
-    never waits for it."""
+MAX_UNWRITTEN = 200_000  # rows kept while the table cannot be written (the oldest go first, logged)
 
-    def __init__(self, table: Location, state: Any, interval_s: float, properties: dict[str, str] | None = None
-                 ) -> None:
+
+class Unwritten:
+    """Samples taken and not yet appended; thread-safe (the sampler adds and takes, the console reads)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._rows: list[dict[str, Any]] = []
+
+    def add(self, rows: list[dict[str, Any]]) -> None:
+        with self._lock:
+            self._rows.extend(rows)
+            if len(self._rows) > MAX_UNWRITTEN:
+                dropped = len(self._rows) - MAX_UNWRITTEN
+                del self._rows[:dropped]
+                log.warning("broker history: %d samples dropped, the table has not been writable for long", dropped)
+
+    def take(self) -> list[dict[str, Any]]:
+        with self._lock:
+            rows, self._rows = self._rows, []
+            return rows
+
+    def put_back(self, rows: list[dict[str, Any]]) -> None:
+        """A failed append's rows, ahead of those taken since."""
+        with self._lock:
+            self._rows[:0] = rows
+
+    def of(self, cluster: str, broker: int) -> list[dict[str, Any]]:
+        with self._lock:
+            return [r for r in self._rows if r["cluster"] == cluster and r["broker"] == broker]
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+
+class BrokerHistory:
+    """The sampler's thread: a sample every `interval_s` into `state.broker_samples`, appended every
+    `write_s`. A failed append is logged, counted and retried with the next; the alert path never waits."""
+
+    def __init__(self, table: Location, state: Any, interval_s: float, properties: dict[str, str] | None = None,
+                 write_s: float = 900.0) -> None:
         self.table = table
         self.state = state
         self.interval_s = interval_s
+        self.write_s = max(write_s, interval_s)
         self.properties = properties
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -97,27 +138,44 @@ class BrokerHistory:
         return self
 
     def stop(self, timeout_s: float = 5.0) -> None:
-        """A last sample, so the chart reaches the stop."""
+        """A last sample and the append of every unwritten one, so the chart reaches the stop."""
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=timeout_s)
         self.sample_once()
+        self.write()
 
     def _loop(self) -> None:
+        import time
+
+        last_write = time.monotonic()
         while not self._stop.wait(self.interval_s):
             self.sample_once()
+            if time.monotonic() - last_write >= self.write_s:
+                self.write()
+                last_write = time.monotonic()
 
     def sample_once(self, now_ms: int | None = None) -> int:
+        """Take one sample (kept until the next write); how many rows."""
         import time
 
         snap = self.state.snapshot
         if not snap.batches:
             return 0  # nothing processed yet: the load is unknown, not zero
+        rows = samples(snap, self.state.stale(), int(time.time() * 1000) if now_ms is None else now_ms)
+        self.state.broker_samples.add(rows)
+        return len(rows)
+
+    def write(self) -> int:
+        """Append every unwritten sample; how many rows (0 when the append failed: they wait for the next)."""
+        rows = self.state.broker_samples.take()
+        if not rows:
+            return 0
         try:
-            rows = samples(snap, self.state.stale(), int(time.time() * 1000) if now_ms is None else now_ms)
             append(self.table, rows, self.properties)
             return len(rows)
-        except Exception:  # noqa: BLE001 - the next sample tries again
+        except Exception:  # noqa: BLE001 - the next write tries again
             self.failures += 1
-            log.exception("broker history: a sample could not be written to %s", self.table)
+            self.state.broker_samples.put_back(rows)
+            log.exception("broker history: %d samples could not be written to %s", len(rows), self.table)
             return 0

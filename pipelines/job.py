@@ -137,7 +137,8 @@ class Pipeline:
             self._quality = QualityRunner(self.tables.observations, self.tables.data_quality, self.state,
                                           p.quality_interval_s, p.quality_max_rows, properties).start()
         if p.broker_history_s > 0:
-            self._brokers = BrokerHistory(self.tables.broker_state, self.state, p.broker_history_s, properties).start()
+            self._brokers = BrokerHistory(self.tables.broker_state, self.state, p.broker_history_s, properties,
+                                          write_s=p.broker_history_write_s).start()
         self._watchdog = threading.Thread(target=self._watch, name="krm-query-watchdog", daemon=True)
         self._watchdog.start()
         return self

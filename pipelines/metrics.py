@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterator
 
 from foundation.web_config import load_web_config, serve_wsgi
-from pipelines import disks, replication_links
+from pipelines import broker_history, disks, replication_links
 from pipelines.detectors import hw_stall, offline, quorum
 from pipelines.detectors.registry import RULES
 from pipelines.disks import LogDirState
@@ -119,6 +119,7 @@ class PipelineState:
         self.console_url = console_url.rstrip("/")  # where the console's pages are (alerts link to them)
         self.stale_after_s = stale_after_s or {}  # cluster -> its view is stale past this age (krm/runner.py)
         self.log_dir_within_s = log_dir_within_s  # a fill forecast pages / warns within these (pipelines/disks.py)
+        self.broker_samples = broker_history.Unwritten()  # broker_state rows not appended yet (the console reads them)
 
     def stale(self, now: float | None = None) -> dict[str, float]:
         """cluster -> the age of its view (seconds since the newest observation processed was taken),

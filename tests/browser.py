@@ -44,3 +44,63 @@ def shot(driver: Any, name: str) -> None:
     if folder:
         Path(folder).mkdir(parents=True, exist_ok=True)
         driver.save_screenshot(str(Path(folder) / f"{name}.png"))
+
+
+HEADS = ("return Array.from(document.querySelectorAll('[id^=\"head-\"]'))"
+         ".map(function (e) { return [e.id.slice(5), e.className, e.innerText]; })")
+
+
+class LiveWatch:
+    """A console page left open in chromium and never reloaded: a thread reads what its live part shows
+    every `every_s` (`script`'s answer, by default each broker head of a cluster's grid: id, class, text),
+    so a test sees what an on-call watching the screen saw, when. Only the thread drives the browser
+    until `stop()`; then the caller may (a screenshot)."""
+
+    def __init__(self, url: str, script: str = HEADS, every_s: float = 0.5) -> None:
+        import threading
+
+        self.url, self.script, self.every_s = url, script, every_s
+        self.seen: list[tuple[float, Any]] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="live-watch", daemon=True)
+        self._browser_cm = chromium()
+        self.browser: Any = None
+        self.errors: list[str] = []
+
+    def __enter__(self) -> "LiveWatch":
+        self.browser = self._browser_cm.__enter__()
+        self.browser.get(self.url)
+        self.browser.execute_script("window.__krmNotReloaded = true;")
+        self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        import time
+
+        while not self._stop.wait(self.every_s):
+            try:
+                self.seen.append((time.time(), self.browser.execute_script(self.script)))
+            except Exception as e:  # noqa: BLE001 - recorded; the test asserts on what was seen
+                self.errors.append(repr(e))
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout=30)
+
+    def close(self) -> None:
+        self.__exit__(None, None, None)
+
+    def reloaded(self) -> bool:
+        """The page was loaded again since it opened (the live part must change without that)."""
+        return not self.browser.execute_script("return window.__krmNotReloaded === true;")
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+        if self.browser is not None:
+            self.browser = None
+            self._browser_cm.__exit__(*exc)
+
+    def heads(self, broker: int) -> list[tuple[float, str, str]]:
+        """(time, class, text) of one broker's head, each time it was read."""
+        return [(t, cls, text) for t, rows in self.seen for b, cls, text in rows or () if b == str(broker)]

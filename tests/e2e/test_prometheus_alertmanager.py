@@ -15,7 +15,7 @@ import requests
 from foundation.config import load_config
 from krm.runner import Monitor
 from krm.scrape import scrape, series
-from tests.browser import chromium, shot
+from tests.browser import LiveWatch, chromium, shot
 from lab.harness import create_topic, wait_for, write_config
 
 pytestmark = pytest.mark.e2e
@@ -37,15 +37,21 @@ def test_offline_partition_alert_reaches_alertmanager_and_resolves(zk_cluster, k
     topic = "alerting-rf1"
     assignment = create_topic(cluster, topic, partitions=3, rf=1)
     victim = assignment[0][0]
-    config_path = write_config(cluster, tmp_path, observations_on=kraft_cluster)
+    # the broker chart samples every 2 s (and draws what it has not written yet)
+    config_path = write_config(cluster, tmp_path, observations_on=kraft_cluster, pipeline_extra="broker_history_s = 2\n")
     config = load_config(config_path)
     monitor = Monitor(config, spark=spark).start()
+    watches: list[LiveWatch] = []
     url = monitor.metrics_url
     start_prometheus(f"{config.pipeline.metrics_host}:{config.pipeline.metrics_port}")
     try:
         wait_for(lambda: series(scrape(url), "krm_cluster_offline_partitions", cluster=cluster.name), 90, "/metrics")
         wait_for(lambda: requests.get(f"{prom_url}/api/v1/targets", timeout=5).json()["data"]["activeTargets"][0][
             "health"] == "up", 60, "Prometheus scraping the pipeline")
+        watch = LiveWatch(f"{monitor.console_url}/clusters/{cluster.name}").__enter__()
+        watches.append(watch)
+        wait_for(lambda: any(cls == "" and "up" in text for _, cls, text in watch.heads(victim)), 60,
+                 "the grid drawing the victim up")
         killed = time.time()
         cluster.kill(victim)
         wait_for(lambda: [s for s in series(scrape(url), "krm_partition_offline", cluster=cluster.name)
@@ -72,8 +78,12 @@ def test_offline_partition_alert_reaches_alertmanager_and_resolves(zk_cluster, k
         page = requests.get(note["annotations"]["incident"], timeout=10)
         assert page.status_code == 200 and "OFFLINE_PARTITION" in page.text and topic in page.text, page.text[:500]
         assert note["annotations"]["incident"].startswith(monitor.console_url + "/incidents/")
-        _click_through_the_console(monitor.console_url, topic, victim, note["annotations"]["incident"])
+        _watch_the_grid(watch, victim, killed, "down")
+        _click_through_the_console(monitor.console_url, cluster.name, topic, victim, note["annotations"]["incident"])
 
+        watch = LiveWatch(f"{monitor.console_url}/clusters/{cluster.name}").__enter__()
+        watches.append(watch)
+        back = time.time()
         cluster.start(victim)
         # this topic's resolved notification (the victim's other single-replica topics resolve in their
         # own notifications, in any order), then Alertmanager's settled view
@@ -82,18 +92,22 @@ def test_offline_partition_alert_reaches_alertmanager_and_resolves(zk_cluster, k
                  90, f"the resolved notification for {topic}")
         wait_for(lambda: not _alertmanager_active(am_url, "KafkaPartitionOffline", topic), 30,
                  "Alertmanager to hold no active alert for the topic")
+        _watch_the_grid(watch, victim, back, "up")
     finally:
+        for w in watches:
+            w.close()
         monitor.stop()
         if cluster.status()["brokers"][str(victim)]["state"] != "running":
             cluster.start(victim)
 
 
-def _click_through_the_console(console: str, topic: str, victim: int, incident_url: str) -> None:
+def _click_through_the_console(console: str, cluster: str, topic: str, victim: int, incident_url: str) -> None:
     """In a real browser: the open incidents list the partition with its cause and the broker that
     must return — on a row of its own, or, once krm has the broker's departure, inside the group that
     broker heads (incidents sharing one cause read as one row, a click opens it); its link reaches the
     incident, whose partition-timeline link reaches the partition's history, which lists the incident's
-    opening (once the incidents table holds it)."""
+    opening (once the incidents table holds it); the broker page charts its absence, the topic page its
+    spread and incident, the fleet colours the broker by its state."""
     from selenium.webdriver.common.by import By
 
     incident_id = incident_url.rsplit("/", 1)[1]
@@ -125,3 +139,43 @@ def _click_through_the_console(console: str, topic: str, victim: int, incident_u
 
         wait_for(lists_the_incident, 60, "the partition's timeline listing the incident")
         shot(browser, "console-partition")
+
+        # the broker's load over time: its absence a labelled band (samples every 2 s, drawn before written)
+        browser.get(f"{console}/brokers/{cluster}/{victim}?since=15m")
+        wait_for(lambda: browser.refresh() or "not registered" in browser.find_element(By.TAG_NAME, "svg").text, 60,
+                 "the broker chart's band of its absence")
+        assert "NOT registered" in browser.find_element(By.TAG_NAME, "body").text
+        shot(browser, "console-broker")
+        browser.get(f"{console}/topics/{cluster}/{topic}")
+        assert "partitions per broker" in browser.page_source and "OFFLINE_PARTITION" in browser.page_source
+        shot(browser, "console-topic")
+        browser.get(console + "/")
+        cell = browser.find_element(By.ID, f"b-{cluster}-{victim}")
+        assert cell.get_attribute("class").startswith("sev-") and "down" in cell.text, cell.text
+        shot(browser, "console-fleet")
+
+
+def _watch_the_grid(watch: LiveWatch, victim: int, since: float, state: str) -> None:
+    """The cluster page left open since before the fault, never reloaded: the victim's head turns `state`
+    ("down": coloured by its incident's severity, its cause in words; "up": plain again) by itself, and
+    stays so in the last reads (a settled state, not a first sight)."""
+    try:
+        def settled() -> bool:
+            heads = [h for h in watch.heads(victim) if h[0] >= since]
+            last = heads[-3:]
+            if state == "down":
+                return len(last) == 3 and all(cls.startswith("sev-") and "down" in text for _, cls, text in last)
+            return len(last) == 3 and all(cls == "" and "up" in text for _, cls, text in last)
+
+        wait_for(settled, 90, f"the open grid showing broker {victim} {state}")
+        first = next(t for t, cls, text in watch.heads(victim) if t >= since and (
+            (state == "down" and "down" in text) or (state == "up" and "up" in text and cls == "")))
+        watch.stop()
+        assert not watch.reloaded(), "the live grid must change without reloading the page"
+        assert not watch.errors, watch.errors[:3]
+        print(f"\n[console] the open grid showed broker {victim} {state} {first - since:.1f}s after the "
+              f"{'kill' if state == 'down' else 'start'}")
+        if state == "down":
+            shot(watch.browser, "console-cluster")
+    finally:
+        watch.close()

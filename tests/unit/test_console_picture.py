@@ -105,6 +105,9 @@ def test_a_stale_view_says_so_in_the_live_part():
     fragment = _get(console, "/clusters/prod", "fragment=1")[1]
     assert 'class="stale" id="age">STALE: ' in fragment
     assert " STALE" in _get(console, "/", "fragment=1")[1]
+    banners = _get(console, "/", "fragment=stale")[1]  # every page's banners, reloaded live
+    assert 'id="stale-prod"' in banners and "<html" not in banners
+    assert 'data-live="/?fragment=stale"' in _get(console, "/incidents")[1]
 
 
 def test_the_fleet_shows_every_clusters_brokers_in_their_state():
@@ -172,14 +175,27 @@ def test_samples_count_what_open_incidents_name_and_skip_a_stale_view():
     assert broker_history.samples(snap, {"prod"}, NOW_MS) == []
 
 
-def test_the_sampler_writes_nothing_before_the_first_batch_and_survives_a_bad_table(tmp_path):
+def test_the_sampler_keeps_samples_until_it_writes_and_loses_none_to_a_bad_table(tmp_path):
     state = PipelineState()
     sampler = broker_history.BrokerHistory(Location(str(tmp_path / "bs")), state, 60)
-    assert sampler.sample_once() == 0 and not (tmp_path / "bs").exists()
+    assert sampler.sample_once() == 0 and sampler.write() == 0 and not (tmp_path / "bs").exists()  # no batch yet
     state = snapshot_state()
     (tmp_path / "file").write_text("not a directory")
     broken = broker_history.BrokerHistory(Location(str(tmp_path / "file" / "bs")), state, 60)
-    assert broken.sample_once() == 0 and broken.failures == 1
+    assert broken.sample_once() == 4 and broken.sample_once() == 4
+    assert broken.write() == 0 and broken.failures == 1 and len(state.broker_samples) == 8  # kept for the next
+    broken.table = Location(str(tmp_path / "bs"))
+    assert broken.write() == 8 and len(state.broker_samples) == 0
+
+
+def test_the_broker_chart_draws_samples_not_written_yet(tmp_path):
+    state = snapshot_state()
+    sampler = broker_history.BrokerHistory(Location(str(tmp_path / "bs")), state, 60)
+    sampler.sample_once()
+    console = Console(state, SimpleNamespace(incidents="/nonexistent", partition_state=Missing(),
+                                             replica_lag=Missing(), broker_state=Location(str(tmp_path / "bs"))))
+    body = _get(console, "/brokers/prod/3")[1]
+    assert "<svg" in body and "■ out of sync 2" in body and "not registered</text>" in body
 
 
 def test_the_lag_chart_draws_the_partitions_that_lagged_most():
