@@ -30,12 +30,12 @@ log = logging.getLogger(__name__)
 ISR_TYPES = frozenset({"UNDER_REPLICATED", "UNDER_MIN_ISR", "AT_MIN_ISR"})
 
 
-def samples(snapshot: Any, stale: set[str] | dict[str, float], at_ms: int) -> list[dict[str, Any]]:
-    """The rows of one sample: every broker of every cluster whose view is fresh."""
-    when = dt.datetime.fromtimestamp(at_ms / 1000, dt.timezone.utc)
+def trouble(open_incidents: Any) -> dict[tuple[str, int], tuple[int, int]]:
+    """(cluster, broker) -> (partitions where its replica is out of the ISR, offline partitions that need it
+    back: `must_return`), as the open incidents name them; a partition counts once per broker."""
     out_of_sync: dict[tuple[str, int], set[tuple[str, int]]] = {}
     offline: dict[tuple[str, int], set[tuple[str, int]]] = {}
-    for i in snapshot.open_incidents:
+    for i in open_incidents:
         if i.topic is None or i.partition is None:
             continue
         tp = (i.topic, i.partition)
@@ -45,6 +45,13 @@ def samples(snapshot: Any, stale: set[str] | dict[str, float], at_ms: int) -> li
         elif i.type == "OFFLINE_PARTITION":
             for b in i.details.get("must_return") or ():
                 offline.setdefault((i.cluster, b), set()).add(tp)
+    return {k: (len(out_of_sync.get(k, ())), len(offline.get(k, ()))) for k in set(out_of_sync) | set(offline)}
+
+
+def samples(snapshot: Any, stale: set[str] | dict[str, float], at_ms: int) -> list[dict[str, Any]]:
+    """The rows of one sample: every broker of every cluster whose view is fresh."""
+    when = dt.datetime.fromtimestamp(at_ms / 1000, dt.timezone.utc)
+    troubled = trouble(snapshot.open_incidents)
     rows = []
     for cluster, view in sorted(snapshot.clusters.items()):
         if cluster in stale or view.error is not None:
@@ -53,10 +60,10 @@ def samples(snapshot: Any, stale: set[str] | dict[str, float], at_ms: int) -> li
         load = snapshot.broker_load.get(cluster, {})
         for b in sorted(set(live) | set(load)):
             leaders, replicas, preferred, _ = load.get(b, (0, 0, 0, 0))
+            oos, offline = troubled.get((cluster, b), (0, 0))
             rows.append({"date": when.date(), "cluster": cluster, "broker": b, "observed_at": when,
                          "registered": bool(live.get(b, False)), "leaders": leaders, "replicas": replicas,
-                         "preferred": preferred, "out_of_sync": len(out_of_sync.get((cluster, b), ())),
-                         "offline_needing": len(offline.get((cluster, b), ()))})
+                         "preferred": preferred, "out_of_sync": oos, "offline_needing": offline})
     return rows
 
 

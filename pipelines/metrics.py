@@ -236,6 +236,13 @@ class KrmCollector:
                                       labels=["cluster", "broker"])
         leaders = GaugeMetricFamily("krm_broker_leaders", "Partitions led by the broker.", labels=["cluster", "broker"])
         replicas = GaugeMetricFamily("krm_broker_replicas", "Replicas assigned to the broker.", labels=["cluster", "broker"])
+        out_of_sync = GaugeMetricFamily("krm_broker_out_of_sync_partitions",
+                                        "Partitions whose replica on the broker is out of the ISR, as krm's open incidents "
+                                        "name them.", labels=["cluster", "broker"])
+        must_return = GaugeMetricFamily("krm_broker_must_return_partitions",
+                                        "Offline partitions that need the broker back (must_return of open "
+                                        "OFFLINE_PARTITION incidents).", labels=["cluster", "broker"])
+        troubled = broker_history.trouble(snap.open_incidents)
         capability = GaugeMetricFamily("krm_collector_capability",
                                        "1 if the cluster's brokers answer the request a detection needs (elr: "
                                        "DescribeTopicPartitions, quorum: DescribeQuorum, reassignments: "
@@ -254,13 +261,16 @@ class KrmCollector:
                 lead, rep, _, _ = load.get(bid, (0, 0, 0, 0))
                 leaders.add_metric([name, str(bid)], lead)
                 replicas.add_metric([name, str(bid)], rep)
+                oos, awaited = troubled.get((name, bid), (0, 0))
+                out_of_sync.add_metric([name, str(bid)], oos)
+                must_return.add_metric([name, str(bid)], awaited)
         stale = GaugeMetricFamily("krm_cluster_view_stale",
                                   "1 while krm's view of the cluster is older than three of its polls (at least 6 s): "
                                   "the observations stopped arriving, and krm is blind to it.", labels=["cluster"])
         stale_now = self.state.stale(now)
         for name in sorted(snap.clusters):
             stale.add_metric([name], 1 if name in stale_now else 0)
-        yield from (age, reachable, broker_up, leaders, replicas, capability, stale)
+        yield from (age, reachable, broker_up, leaders, replicas, out_of_sync, must_return, capability, stale)
         yield from _kraft_series(snap.clusters)
         yield from disks.series(((name, view.log_dirs) for name, view in sorted(snap.clusters.items())),
                                 *self.state.log_dir_within_s)

@@ -32,6 +32,7 @@ from krm.runner import Monitor
 from krm.scrape import scrape, series
 from lab.local_cluster import KRAFT_KAFKA_VERSION, ZK_KAFKA_VERSION, free_port
 from tests.e2e.conftest import RULES
+from tests.browser import LiveWatch
 from lab.harness import KRM, kafka_tool, local_cluster, stored_incidents, wait_for, write_config
 
 pytestmark = pytest.mark.e2e
@@ -168,6 +169,18 @@ def _quorum_whole(stack) -> bool:
     return bool(voters and caught_up) and voters[0].value == caught_up[0].value == len(stack.cluster.controller_ids)
 
 
+def _head_state(watch: LiveWatch, broker: int, collapse: bool = True) -> list[str]:
+    """The state a broker's head said at each read ("up", "down: stopped", ...), consecutive repeats as one
+    unless not `collapse`."""
+    out: list[str] = []
+    for _, _, text in watch.heads(broker):
+        lines = text.split("\n")
+        state = lines[1].split(" · ")[0] if len(lines) > 1 else text
+        if not collapse or not out or out[-1] != state:
+            out.append(state)
+    return out
+
+
 def test_rolling_restart_pages_nobody_and_a_crash_still_pages(stack):
     cluster = stack.cluster
     topic = "maint-roll"
@@ -176,6 +189,8 @@ def test_rolling_restart_pages_nobody_and_a_crash_still_pages(stack):
     wait_for(lambda: len(_describe(cluster, topic)) == 8, 60, "the topic's partitions")
     producer = Producer(cluster, topic)
     started = time.time()
+    # the cluster's grid left open in a browser for the whole restart, never reloaded (tests/browser.py)
+    watch = LiveWatch(f"{stack.monitor.console_url}/clusters/{cluster.name}").__enter__()
     try:
         wait_for(lambda: producer.ok > 100, 60, "the producer writing")
         for broker in sorted(cluster.broker_ids):
@@ -199,13 +214,27 @@ def test_rolling_restart_pages_nobody_and_a_crash_still_pages(stack):
         wait_for(lambda: not series(scrape(stack.url), "krm_broker_down", cluster=cluster.name), 60,
                  "no broker down in krm")
         time.sleep(3)  # Prometheus scraped and evaluated the settled state
+        wait_for(lambda: all(_head_state(watch, b, collapse=False)[-3:] == ["up"] * 3 for b in cluster.broker_ids), 60,
+                 "the open grid showing every broker up again")
+        watch.stop()
+        assert not watch.reloaded() and not watch.errors, watch.errors[:3]
     finally:
+        watch.close()
         producer.stop()
     print(f"\n[{cluster.mode}] rolling {'upgrade' if cluster.upgrade_to else 'restart'}: {producer.ok} acks=all writes, "
           f"{producer.failed} failed, {time.time() - started:.0f}s")
     assert producer.failed == 0, producer.errors[:5]
     assert producer.ok > 500
     assert stack.critical_fired(started) == [], "a clean rolling restart paged"
+    # what the on-call watching the grid saw: each broker leave "up" once, for its own restart, and come back
+    for b in cluster.broker_ids:
+        states = _head_state(watch, b)
+        away = [s for s in states if s != "up"]
+        assert away and states[-1] == "up", (b, states)
+        assert all(s.startswith(("down: stopped", "unreachable", "not registered")) for s in away), (b, set(away))
+        assert "critical" not in {cls for _, cls, _ in watch.heads(b)}, "a planned stop drawn critical"
+    print(f"[{cluster.mode}] the open grid: " + ", ".join(
+        f"broker {b} {sorted(set(_head_state(watch, b)) - {'up'})}" for b in sorted(cluster.broker_ids)))
     downs = [i for i in stored_incidents("--config", str(stack.config_path), "--type", "BROKER_DOWN")
              if i["cluster"] == cluster.name]
     causes = {i["broker"]: (i["cause"], i["severity"], i["details"].get("controlled_shutdown")) for i in downs}
@@ -412,3 +441,39 @@ def test_docs_queries_answer_over_what_the_pipeline_wrote(stack):
     assert moved == set(range(6)), answers[6]
     bad = stack.krm("sql", "select * from incidents where", timeout=60)
     assert bad.returncode == 2 and "SQL error" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_the_dashboard_queries_answer_in_prometheus_over_what_happened(stack):
+    """dashboards/grafana/krm-overview.json against this module's real Prometheus, which scraped krm through
+    the rolling restart, the crash, the reassignment and the whole-cluster stop: every query is valid
+    PromQL, and the per-broker picture (state over time, out-of-sync heat map, leaders and replicas per
+    broker) holds a series per broker, each broker's state timeline showing its absence."""
+    from foundation.paths import REPO_ROOT
+
+    dash = json.loads((REPO_ROOT / "dashboards" / "grafana" / "krm-overview.json").read_text())
+    cluster = stack.cluster
+    end = time.time()
+
+    def query_range(expr: str) -> list[dict]:
+        expr = expr.replace("$cluster", cluster.name).replace("$__rate_interval", "1m")
+        got = requests.get(f"{stack.prom_url}/api/v1/query_range", timeout=30,
+                           params={"query": expr, "start": end - 1800, "end": end, "step": 5}).json()
+        assert got["status"] == "success", (expr, got)
+        return got["data"]["result"]
+
+    picture = {}
+    for panel in dash["panels"]:
+        for target in panel.get("targets", []):
+            result = query_range(target["expr"])
+            if panel["title"].startswith(("Broker state", "Out-of-sync partitions per broker", "Leaders per broker",
+                                          "Replicas per broker", "Offline partitions waiting")):
+                picture[panel["title"]] = result
+    assert len(picture) == 5, sorted(picture)
+    for title, result in picture.items():
+        brokers = {r["metric"].get("broker") for r in result if r["metric"].get("cluster") == cluster.name}
+        assert brokers >= {str(b) for b in cluster.broker_ids}, (title, brokers)
+    state = next(r for t, r in picture.items() if t.startswith("Broker state"))
+    for r in state:
+        if r["metric"].get("cluster") == cluster.name:
+            values = {v for _, v in r["values"]}
+            assert values == {"0", "1"}, (r["metric"], values)  # each broker was away once and is back
