@@ -38,9 +38,10 @@ def _steps(points: Sequence[tuple[float, float]], end: float, x: Callable[[float
 
 
 def partition_chart(states: Sequence[dict[str, Any]], incidents: Sequence[Any], start: dt.datetime,
-                    end: dt.datetime, width: int = 900) -> str:
+                    end: dt.datetime, width: int = 900, min_isr: int | None = None) -> str:
     """The partition between `start` and `end`; '' without a row to draw. `states` oldest first (the first
-    may be older than `start`: the state the window opens with); `incidents` this partition's."""
+    may be older than `start`: the state the window opens with); `incidents` this partition's; `min_isr` the
+    effective min ISR, drawn as a line where known."""
     if not states:
         return ""
     t0, t1 = start.timestamp(), max(end.timestamp(), start.timestamp() + 1)
@@ -89,7 +90,11 @@ def partition_chart(states: Sequence[dict[str, Any]], incidents: Sequence[Any], 
                  f'stroke="{GREY}" stroke-width="1.5" stroke-dasharray="5 3"/>')
     parts.append(f'<path d="{_steps([(t, len(r["isr"] or ())) for t, r in rows], t1, x, y0)}" fill="none" '
                  f'stroke="{BLUE}" stroke-width="2"/>')
-    parts.append(_label(0, "in-sync", f"ISR (blue) of RF {rf_max} (grey)", panel))
+    if min_isr is not None:
+        parts.append(f'<line x1="{LEFT}" x2="{LEFT + plot_w}" y1="{y0(min_isr):.1f}" y2="{y0(min_isr):.1f}" '
+                     f'stroke="{VERMILLION}" stroke-width="1" stroke-dasharray="2 3"><title>effective min ISR</title></line>')
+    parts.append(_label(0, "in-sync", f"ISR (blue) of RF {rf_max} (grey)" + (
+        f", effective min ISR {min_isr} (dotted vermillion)" if min_isr is not None else ""), panel))
     # 2: the leader
     ids = sorted({r["leader"] for _, r in rows} | {-1})
     y1 = scale(1, -1, max(ids + [0]))

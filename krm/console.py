@@ -169,7 +169,7 @@ incidents that share one cause read as one{% endif %}{{ note }}</p>{% endblock %
     "partition.html": """{% extends "base.html" %}{% block body %}
 <p>last {{ since }} ·{% for r in ranges %} {% if r == since %}<b>{{ r }}</b>{% else %}<a href="?since={{ r }}">{{ r }}</a>{% endif %} ·{% endfor %}
 <a href="/topics/{{ cluster|urlencode }}/{{ topic|urlencode }}">the topic</a></p>{% if reach %}<p class="warning">{{ reach }}</p>{% endif %}
-{% if svg %}{{ svg|safe }}{% else %}<p class="muted">{{ empty }}</p>{% endif %}
+{% if svg %}{{ svg|safe }}{% else %}<p class="muted">{{ empty }}</p>{% endif %}{{ lag_svg|safe }}
 <table><tr><th>at</th><th>kind</th><th>what</th></tr>{% for e in events %}<tr><td>{{ e.at.isoformat(timespec="seconds") }}</td>
 <td>{{ e.kind }}</td><td>{% if e.fields.incident_id %}<a href="/incidents/{{ e.fields.incident_id }}">{{ e.what }}</a>{% else %}{{ e.what }}{% endif %}</td></tr>
 {% else %}<tr><td colspan="3" class="muted">{{ empty }}</td></tr>{% endfor %}</table>{% endblock %}""",
@@ -234,7 +234,16 @@ def _act_on(i: Any) -> str:
     return "; ".join(f"{name} {list(brokers)}" for name, brokers in PartitionDetails.of(i.details).act_on())
 
 
-RANGES = ("15m", "1h", "6h", "24h", "7d")  # the partition page's windows
+RANGES = ("15m", "1h", "6h", "24h", "7d")  # the history pages' windows
+
+
+def _min_isr(incidents: list[Any]) -> int | None:
+    """The effective min ISR (min(min.insync.replicas, RF), pipelines/detectors/isr.py) the newest of these
+    incidents recorded; None when none did."""
+    for i in sorted(incidents, key=lambda i: i.last_seen_at_ms, reverse=True):
+        if isinstance(i.details.get("effective_min_isr"), int):
+            return int(i.details["effective_min_isr"])
+    return None
 
 
 class Console:
@@ -395,7 +404,7 @@ class Console:
                    if i.resolved_at_ms is not None else now)
             states = read_states(self.tables.partition_state, i.topic, i.partition, now - start, now=now,
                                  cluster=i.cluster, until=end)
-            svg = partition_chart(states, [i], start, end)
+            svg = partition_chart(states, [i], start, end, min_isr=_min_isr([i]))
         return "200 OK", self._page(f"{i.type} on {i.cluster} {_where(i)}", "incident.html", i=i,
                                     rule=BY_TYPE.get(i.type), details=json.dumps(i.details, indent=2, default=str),
                                     changes=changes(states)[-30:], svg=svg,
@@ -457,9 +466,13 @@ class Console:
         incidents = [i for i in IncidentStore(self.tables.incidents).read() if i.cluster == cluster]
         events = timeline(states, incidents, topic, partition, now - window)
         mine = [i for i in incidents if i.topic == topic and i.partition == partition]
+        lag_svg = ""
+        if self.tables.replica_lag.is_table():
+            lag_svg = lag_chart(topic_lag_rows(self.tables.replica_lag, cluster, topic, window, now, partition=partition),
+                                now - window, now, by="broker")
         return "200 OK", self._page(f"{cluster} {topic}-{partition}", "partition.html", events=events, since=since,
-                                    svg=partition_chart(states, mine, now - window, now), empty=empty, cluster=cluster,
-                                    topic=topic, ranges=RANGES, reach=reach)
+                                    svg=partition_chart(states, mine, now - window, now, min_isr=_min_isr(mine)),
+                                    lag_svg=lag_svg, empty=empty, cluster=cluster, topic=topic, ranges=RANGES, reach=reach)
 
     def topic(self, cluster: str, topic: str, since: str = "1h") -> tuple[str, str]:
         """Its partitions as the newest poll recorded them (the history table: the pipeline keeps no

@@ -11,13 +11,15 @@ from krm.charts import BLUE, GREEN, GREY, LINE_COLOURS, ORANGE, SKY, VERMILLION,
 TOP_PARTITIONS = 6  # the partitions whose followers lagged most get a line each
 
 
-def lag_chart(rows: Sequence[dict[str, Any]], start: dt.datetime, end: dt.datetime) -> str:
-    """Per partition, its furthest follower's lag over time (messages, and seconds at the write rate where
-    known), for the TOP_PARTITIONS that lagged most; '' when no follower lagged."""
+def lag_chart(rows: Sequence[dict[str, Any]], start: dt.datetime, end: dt.datetime, by: str = "partition") -> str:
+    """Per partition (`by="broker"`: per follower of one partition), the furthest follower's lag over time
+    (messages, and seconds at the write rate where known), for the TOP_PARTITIONS that lagged most; ''
+    when no follower lagged."""
+    name = "p{}" if by == "partition" else "broker {}"
     worst: dict[int, dict[float, tuple[int, float | None]]] = {}
     for r in rows:
         t = r["observed_at"].timestamp()
-        at = worst.setdefault(r["partition"], {})
+        at = worst.setdefault(r[by], {})
         msgs, secs = at.get(t, (0, None))
         lag_s = r["lag_seconds"]
         at[t] = (max(msgs, r["lag_messages"] or 0),
@@ -32,12 +34,13 @@ def lag_chart(rows: Sequence[dict[str, Any]], start: dt.datetime, end: dt.dateti
     for n, p in enumerate(top):
         points = sorted(worst[p].items())
         colour = LINE_COLOURS[n % len(LINE_COLOURS)]
-        msgs_lines.append((f"p{p}", colour, [(t, float(m)) for t, (m, _) in points]))
+        msgs_lines.append((name.format(p), colour, [(t, float(m)) for t, (m, _) in points]))
         in_seconds = [(t, s) for t, (_, s) in points if s is not None]
         if in_seconds:
-            secs_lines.append((f"p{p}", colour, in_seconds))
-    more = f" (and {rest} partition(s) that lagged less)" if rest > 0 else ""
-    panels = [(f"furthest follower behind, messages{more}", msgs_lines)]
+            secs_lines.append((name.format(p), colour, in_seconds))
+    more = f" (and {rest} {by}(s) that lagged less)" if rest > 0 else ""
+    what = "furthest follower behind" if by == "partition" else "each follower behind its leader"
+    panels = [(f"{what}, messages{more}", msgs_lines)]
     if secs_lines:
         panels.append(("the same in seconds at the partition's write rate", secs_lines))
     return series_chart(panels, start, end, title="replication lag per partition")

@@ -174,10 +174,11 @@ def broker_rows(table: Any, cluster: str, broker: int, since: dt.timedelta, now:
     return table.dataset().to_table(filter=cond).sort_by("observed_at").to_pylist()
 
 
-def topic_lag_rows(table: Any, cluster: str, topic: str, since: dt.timedelta, now: dt.datetime | None = None
-                   ) -> list[dict[str, Any]]:
-    """A topic's followers' `replica_lag` rows in the window, oldest first: written while a follower lags
-    and at each change of the partition (docs/history.md), so a lag holds until its partition's next row."""
+def topic_lag_rows(table: Any, cluster: str, topic: str, since: dt.timedelta, now: dt.datetime | None = None,
+                   partition: int | None = None) -> list[dict[str, Any]]:
+    """A topic's (or one partition's) followers' `replica_lag` rows in the window, oldest first: written
+    while a follower lags and at each change of the partition (docs/history.md), so a lag holds until its
+    partition's next row."""
     import pyarrow.dataset as ds
 
     table = as_location(table)
@@ -185,6 +186,8 @@ def topic_lag_rows(table: Any, cluster: str, topic: str, since: dt.timedelta, no
     start = now - since
     cond = ((ds.field("date") >= start.date()) & (ds.field("cluster") == cluster) & (ds.field("topic") == topic)
             & (ds.field("observed_at") >= start) & (ds.field("is_leader") == False))  # noqa: E712 - an Arrow expression
+    if partition is not None:
+        cond = cond & (ds.field("partition") == partition)
     cols = ["observed_at", "partition", "broker", "lag_messages", "lag_seconds", "in_isr"]
     return table.dataset().to_table(columns=cols, filter=cond).sort_by("observed_at").to_pylist()
 

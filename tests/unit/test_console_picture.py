@@ -210,3 +210,28 @@ def test_the_lag_chart_draws_the_partitions_that_lagged_most():
     assert "and 2 partition(s) that lagged less" in svg and "seconds at the partition" in svg
     assert lag_chart([r | {"lag_messages": 0} for r in rows], t, t) == ""
     assert broker_chart([], t, t) == ""
+
+
+def test_the_partition_page_draws_each_followers_lag_and_the_effective_min_isr(tmp_path):
+    import pyarrow as pa
+    from deltalake import write_deltalake
+
+    from krm.charts import partition_chart
+
+    now = dt.datetime.now(dt.timezone.utc)
+    rows = [{"cluster": "prod", "topic": "payments", "partition": 2, "broker": b, "observed_at": now - dt.timedelta(minutes=m),
+             "leader": 1, "is_leader": b == 1, "in_isr": b != 3, "log_end_offset": 10, "leader_leo": 10 + lag,
+             "lag_messages": lag, "lag_seconds": lag / 5, "date": now.date()}
+            for m, lag in ((20, 0), (10, 500), (5, 900), (1, 0)) for b in (1, 2, 3)]
+    for r in rows:
+        r["lag_messages"] = 0 if r["broker"] != 3 else r["lag_messages"]
+    write_deltalake(str(tmp_path / "rl"), pa.Table.from_pylist(rows), partition_by=["date", "cluster"])
+    console = Console(snapshot_state(), SimpleNamespace(incidents="/nonexistent", partition_state=Missing(),
+                                                        replica_lag=Location(str(tmp_path / "rl")), broker_state=Missing()))
+    status, body = _get(console, "/partitions/prod/payments/2")
+    assert status == "200 OK" and "each follower behind its leader" in body and "■ broker 3 0" in body
+    assert "■ broker 2" not in body  # a follower that never lagged draws no line
+    state = [{"observed_at": now, "cluster": "prod", "leader": 1, "leader_epoch": 0, "replicas": [1, 2, 3], "isr": [1, 2],
+              "high_watermark": 1, "leader_leo": 1}]
+    svg = partition_chart(state, [], now - dt.timedelta(minutes=5), now, min_isr=2)
+    assert "effective min ISR 2" in svg and "<title>effective min ISR</title>" in svg
