@@ -235,3 +235,27 @@ def test_the_partition_page_draws_each_followers_lag_and_the_effective_min_isr(t
               "high_watermark": 1, "leader_leo": 1}]
     svg = partition_chart(state, [], now - dt.timedelta(minutes=5), now, min_isr=2)
     assert "effective min ISR 2" in svg and "<title>effective min ISR</title>" in svg
+
+
+def test_the_broker_page_draws_krm_plans_layout_beside_the_current_one_only_when_asked():
+    from krm.snapshot import ClusterSnapshot
+
+    looks = []
+    # broker 4 joined and holds nothing: the plan moves replicas onto it
+    topics = [{"topic": "orders", "partitions": [{"partition": p, "replicas": [1 + p % 3, 1 + (p + 1) % 3]}
+                                                 for p in range(6)]}]
+
+    def look(cluster):
+        looks.append(cluster)
+        return ClusterSnapshot(cluster, "kraft", {1, 2, 3, 4}, {}, {1, 2, 3, 4}, topics)
+
+    console = Console(snapshot_state(), SimpleNamespace(incidents="/nonexistent", partition_state=Missing(),
+                                                        replica_lag=Missing(), broker_state=Missing()), look=look)
+    body = _get(console, "/brokers/prod/4")[1]
+    assert looks == [] and 'href="?check=plan"' in body
+    status, body = _get(console, "/brokers/prod/4", "check=plan")
+    assert status == "200 OK" and looks == ["prod"]
+    assert "replica move(s)" in body and "krm plan rebalance: now and after" in body
+    assert '<text x="0" y="15" font-size="11" font-weight="normal">broker 1</text>' in body
+    assert 'font-weight="bold">broker 4</text>' in body  # this broker stands out
+    assert "broker 4 replicas now: 0" in body and "broker 4 replicas after: 3" in body
