@@ -131,8 +131,12 @@ def cluster_grid(cluster: str, view: Any, topic_load: dict[str, Any], broker_loa
     for i in mine:
         if i.topic is not None:
             by_topic.setdefault(i.topic, []).append(i)
+    worst = {topic: _worst(i.severity for i in found) for topic, found in by_topic.items()}
+    order = sorted(set(topic_load) | set(by_topic), key=lambda t: (SEVERITY_ORDER.get(worst.get(t) or "", 3), t))
+    shown = order if max_topics is None else order[:max_topics]
+    hidden = order[len(shown):]
     rows = []
-    for topic in set(topic_load) | set(by_topic):
+    for topic in shown:  # cells only for the rows drawn: a large cluster's healthy rest is counted, not built
         load = topic_load.get(topic)
         counts = load.by_broker if load is not None else {}
         found = by_topic.get(topic, [])
@@ -149,11 +153,8 @@ def cluster_grid(cluster: str, view: Any, topic_load: dict[str, Any], broker_loa
                 href = f"/topics/{quote(cluster, safe='')}/{quote(topic, safe='')}"
             cells.append(Cell(lead, rep, _worst(i.severity for i in here), _label(here), href,
                               0 if not rep or not most else 1 + min(3, 3 * rep // most)))
-        rows.append(Row(topic, load.partitions if load is not None else 0, _worst(i.severity for i in found),
-                        tuple(cells), f"/topics/{quote(cluster, safe='')}/{quote(topic, safe='')}"))
-    rows.sort(key=lambda r: (SEVERITY_ORDER.get(r.severity or "", 3), r.topic))
-    shown = rows if max_topics is None else rows[:max_topics]
-    hidden = rows[len(shown):]
-    return Grid(cluster, heads, tuple(shown), sum(1 for r in hidden if r.severity is None),
-                sum(1 for r in hidden if r.severity is not None),
+        rows.append(Row(topic, load.partitions if load is not None else 0, worst.get(topic), tuple(cells),
+                        f"/topics/{quote(cluster, safe='')}/{quote(topic, safe='')}"))
+    return Grid(cluster, heads, tuple(rows), sum(1 for t in hidden if worst.get(t) is None),
+                sum(1 for t in hidden if worst.get(t) is not None),
                 tuple(i for i in mine if i.topic is None and i.broker is None))
