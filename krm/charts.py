@@ -78,7 +78,9 @@ def partition_chart(states: Sequence[dict[str, Any]], incidents: Sequence[Any], 
                      f'fill="{colour}" fill-opacity="0.18" stroke="{colour}" stroke-opacity="0.6">'
                      f'<title>{label}</title></rect>')
         row = top + 11 + 11 * ((shown - 1) % 3)  # overlapping bands: their labels on different lines
-        parts.append(f'<text x="{x(a) + 3:.1f}" y="{row}" font-size="10" font-weight="bold" fill="{colour}" '
+        end_anchor = x(a) > LEFT + 0.6 * plot_w  # a band near the right edge: its label ends at the edge
+        parts.append(f'<text x="{LEFT + plot_w - 3 if end_anchor else x(a) + 3:.1f}" y="{row}" font-size="10" '
+                     f'text-anchor="{"end" if end_anchor else "start"}" font-weight="bold" fill="{colour}" '
                      f'stroke="#fff" stroke-width="3" paint-order="stroke">'
                      f'{label}</text>')
 
@@ -166,7 +168,7 @@ def series_chart(panels: Sequence[tuple[str, Sequence[tuple[str, str, Sequence[t
         return top, top + PANEL_H
 
     def near_end(a: float) -> bool:  # a band starting near the right edge: its label ends at the edge instead
-        return x(a) > LEFT + 0.75 * plot_w
+        return x(a) > LEFT + 0.6 * plot_w
 
     def label_x(a: float, b: float) -> float:
         return LEFT + plot_w - 3 if near_end(a) else x(a) + 3

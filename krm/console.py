@@ -169,6 +169,7 @@ incidents that share one cause read as one{% endif %}{{ note }}</p>{% endblock %
     "partition.html": """{% extends "base.html" %}{% block body %}
 <p>last {{ since }} ·{% for r in ranges %} {% if r == since %}<b>{{ r }}</b>{% else %}<a href="?since={{ r }}">{{ r }}</a>{% endif %} ·{% endfor %}
 <a href="/topics/{{ cluster|urlencode }}/{{ topic|urlencode }}">the topic</a></p>{% if reach %}<p class="warning">{{ reach }}</p>{% endif %}
+{% if drawn %}<p class="muted">{{ drawn }}</p>{% endif %}
 {% if svg %}{{ svg|safe }}{% else %}<p class="muted">{{ empty }}</p>{% endif %}{{ lag_svg|safe }}
 <table><tr><th>at</th><th>kind</th><th>what</th></tr>{% for e in events %}<tr><td>{{ e.at.isoformat(timespec="seconds") }}</td>
 <td>{{ e.kind }}</td><td>{% if e.fields.incident_id %}<a href="/incidents/{{ e.fields.incident_id }}">{{ e.what }}</a>{% else %}{{ e.what }}{% endif %}</td></tr>
@@ -235,6 +236,18 @@ def _act_on(i: Any) -> str:
 
 
 RANGES = ("15m", "1h", "6h", "24h", "7d")  # the history pages' windows
+
+
+def _first_drawn(start: dt.datetime, rows_at: list[dt.datetime], incidents_ms: list[int]) -> dt.datetime:
+    """Where a chart of a window starting at `start` begins: there, or, when the history starts inside the
+    window (a cluster watched for minutes, a new partition), a little before its first row or incident, so
+    the moments drawn are not squeezed against the right edge."""
+    firsts = [r.astimezone(dt.timezone.utc) for r in rows_at[:1]] + [
+        dt.datetime.fromtimestamp(ms / 1000, dt.timezone.utc) for ms in incidents_ms]
+    if not firsts or min(firsts) <= start:
+        return start
+    now = dt.datetime.now(dt.timezone.utc)
+    return max(start, min(firsts) - max(dt.timedelta(seconds=30), (now - min(firsts)) / 10))
 
 
 def _min_isr(incidents: list[Any]) -> int | None:
@@ -466,13 +479,19 @@ class Console:
         incidents = [i for i in IncidentStore(self.tables.incidents).read() if i.cluster == cluster]
         events = timeline(states, incidents, topic, partition, now - window)
         mine = [i for i in incidents if i.topic == topic and i.partition == partition]
+        shown = _first_drawn(now - window, [r["observed_at"] for r in states],
+                             [i.opened_at_ms for i in mine if i.resolved_at_ms is None or i.resolved_at_ms >= (now - window
+                                                                                                          ).timestamp() * 1000])
+        drawn = (f"its history starts inside the window: drawn from {shown.isoformat(timespec='seconds')}"
+                 if shown > now - window else "")
         lag_svg = ""
         if self.tables.replica_lag.is_table():
             lag_svg = lag_chart(topic_lag_rows(self.tables.replica_lag, cluster, topic, window, now, partition=partition),
                                 now - window, now, by="broker")
         return "200 OK", self._page(f"{cluster} {topic}-{partition}", "partition.html", events=events, since=since,
-                                    svg=partition_chart(states, mine, now - window, now, min_isr=_min_isr(mine)),
-                                    lag_svg=lag_svg, empty=empty, cluster=cluster, topic=topic, ranges=RANGES, reach=reach)
+                                    svg=partition_chart(states, mine, shown, now, min_isr=_min_isr(mine)),
+                                    lag_svg=lag_svg, empty=empty, cluster=cluster, topic=topic, ranges=RANGES, reach=reach,
+                                    drawn=drawn)
 
     def topic(self, cluster: str, topic: str, since: str = "1h") -> tuple[str, str]:
         """Its partitions as the newest poll recorded them (the history table: the pipeline keeps no
@@ -573,7 +592,8 @@ class Console:
         now = dt.datetime.now(dt.timezone.utc)
         unwritten = [r for r in self.state.broker_samples.of(cluster, broker) if r["observed_at"] >= now - window]
         rows = broker_rows(self.tables.broker_state, cluster, broker, window, now) if self.tables.broker_state.is_table() else []
-        svg = broker_chart(rows + unwritten, now - window, now)
+        samples = rows + unwritten
+        svg = broker_chart(samples, _first_drawn(now - window, [r["observed_at"] for r in samples[:1]], []), now)
         note = (self._reach(self.tables.broker_state, window, now) if rows else "") or ("" if svg else (
             f"no sample in the last {since} (the pipeline samples each broker every broker_history_s)"))
         return "200 OK", self._page(

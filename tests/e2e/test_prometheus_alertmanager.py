@@ -38,7 +38,9 @@ def test_offline_partition_alert_reaches_alertmanager_and_resolves(zk_cluster, k
     assignment = create_topic(cluster, topic, partitions=3, rf=1)
     victim = assignment[0][0]
     # the broker chart samples every 2 s (and draws what it has not written yet)
-    config_path = write_config(cluster, tmp_path, observations_on=kraft_cluster, pipeline_extra="broker_history_s = 2\n")
+    # (the history every 5 s, so the partition's chart holds the fault while the test looks at it)
+    config_path = write_config(cluster, tmp_path, observations_on=kraft_cluster, pipeline_extra="broker_history_s = 2\n",
+                               history_trigger_s=5.0)
     config = load_config(config_path)
     monitor = Monitor(config, spark=spark).start()
     watches: list[LiveWatch] = []
@@ -138,6 +140,13 @@ def _click_through_the_console(console: str, cluster: str, topic: str, victim: i
             return any(incident_id in (a.get_attribute("href") or "") for a in browser.find_elements(By.TAG_NAME, "a"))
 
         wait_for(lists_the_incident, 60, "the partition's timeline listing the incident")
+
+        def charts_the_fault() -> bool:  # the chart: its leaderless stretch and the incident's band
+            browser.refresh()
+            svg = "".join(e.get_attribute("innerHTML") for e in browser.find_elements(By.TAG_NAME, "svg"))
+            return "<title>no leader</title>" in svg and "OFFLINE_PARTITION" in svg
+
+        wait_for(charts_the_fault, 60, "the partition's chart drawing the fault")
         shot(browser, "console-partition")
 
         # the broker's load over time: its absence a labelled band (samples every 2 s, drawn before written)
