@@ -61,11 +61,12 @@ table.grid td,table.grid th{border-color:#444}.shade-0{background:#111;color:#77
 <a href="/incidents?status=all">all incidents</a><a href="/metrics">/metrics</a></nav>
 <div id="banners" data-live="/?fragment=stale" data-every="{{ banner_every_ms }}">{% include "stale.html" %}</div>
 <h1>{{ title }}</h1>{% block body %}{% endblock %}
-<script>/* every [data-live] element reloads its fragment every data-every ms, no full reload */
+<script>/* every [data-live] element reloads its fragment every data-every ms, no full reload (from the origin:
+   a page opened with credentials in its address may not fetch an address carrying them; the browser resends them) */
 document.querySelectorAll("[data-live]").forEach(function (el) {
   var every = +el.dataset.every || 2000;
   function tick() {
-    fetch(el.dataset.live, {credentials: "same-origin", cache: "no-store"})
+    fetch(new URL(el.dataset.live, location.origin), {credentials: "same-origin", cache: "no-store"})
       .then(function (r) { if (!r.ok) throw new Error("HTTP " + r.status); return r.text(); })
       .then(function (t) { el.innerHTML = t; el.dataset.updated = Date.now(); })
       .catch(function (e) {

@@ -66,10 +66,11 @@ def test_metrics_need_credentials(secured_metrics):
 def test_console_is_under_the_same_tls_and_basic_auth(secured_metrics):
     _url, port, tmp = secured_metrics
     ca = str(tmp / "ca.pem")
-    for path in ("/", "/incidents", "/incidents/nope"):
+    for path in ("/", "/incidents", "/incidents/nope", "/clusters/prod-eu-1", "/?fragment=1", "/?fragment=stale"):
         assert requests.get(f"https://127.0.0.1:{port}{path}", verify=ca, timeout=5).status_code == 401, path
     page = requests.get(f"https://127.0.0.1:{port}/", verify=ca, auth=("prometheus", "scrape-me"), timeout=5)
-    assert page.status_code == 200 and "prod-eu-1" in page.text and "<script" not in page.text
+    assert page.status_code == 200 and "prod-eu-1" in page.text
+    assert "<script src" not in page.text and "http" not in page.text.split("<script>", 1)[1]  # nothing fetched elsewhere
 
 
 def test_a_browser_without_credentials_is_refused(secured_metrics):
@@ -85,6 +86,13 @@ def test_a_browser_without_credentials_is_refused(secured_metrics):
         assert "prod-eu-1" not in browser.page_source and "open incidents" not in browser.page_source
         browser.get(f"https://prometheus:scrape-me@127.0.0.1:{port}/")
         assert "prod-eu-1" in browser.find_element(By.TAG_NAME, "body").text
+        # the live part reloads under the same credentials, without the page asking again
+        browser.get(f"https://prometheus:scrape-me@127.0.0.1:{port}/clusters/prod-eu-1")
+        from lab.harness import wait_for
+
+        wait_for(lambda: browser.execute_script("return document.getElementById('grid').dataset.updated"), 30,
+                 "the grid's live part reloaded")
+        assert not browser.find_elements(By.CLASS_NAME, "lost-note")
 
 
 def test_prometheus_scrapes_with_the_web_config(secured_metrics):
