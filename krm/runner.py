@@ -41,6 +41,7 @@ class Monitor:
         self.collector: Any = None
         self.pipeline: Any = None
         self._server: Any = None
+        self._collector_started_ms: int | None = None  # when this process's collector started polling
 
     @property
     def metrics_url(self) -> str:
@@ -73,6 +74,7 @@ class Monitor:
         fate = FateMetrics(shared)
         try:
             if self.with_collector:
+                self._collector_started_ms = int(time.time() * 1000)
                 self.collector = Collector(self.config).start()
                 if not self.with_pipeline:  # `krm collect`: its own health on the configured port
 
@@ -97,7 +99,10 @@ class Monitor:
                     state.update(pipeline_error=None)
                 if self.collector is None:
                     self._ensure_observations_topic()
-                self.pipeline = Pipeline(self.config, self._spark, state).start()
+                # the collector's first polls (each partition's first state) were published while Spark
+                # started: a new history reads them (ingest.read_observations)
+                self.pipeline = Pipeline(self.config, self._spark, state,
+                                         history_since_ms=self._collector_started_ms).start()
                 if self.collector is not None:  # healthy, unchanged polls reach /metrics without a batch
                     self.collector.view_holder = state.hold_view
         except BaseException:

@@ -13,15 +13,23 @@ from schemas.observation import KINDS, OBSERVATION, SUPPORTED_VERSIONS, Array, S
 FETCH_MAX_WAIT_MS = 10  # how long a broker may hold the source's fetch at the end of the log
 
 
-def read_observations(spark: Any, config: Config) -> Any:
+def read_observations(spark: Any, config: Config, since_ms: int | None = None) -> Any:
     """The observations topic as a streaming DataFrame (Spark's Kafka source), connecting with the
-    observations cluster's security settings (foundation/security.py)."""
+    observations cluster's security settings (foundation/security.py). A query with no checkpoint yet
+    starts at `[pipeline] starting_offsets`, or, when that is "latest" and `since_ms` is given, at the
+    first record published at or after it (Spark's `startingTimestamp`; a partition with none starts at
+    its end, `startingOffsetsByTimestampStrategy=latest`, KafkaSourceProvider): `krm run` passes the
+    moment its collector started, so the history keeps the first polls, published while Spark was
+    still starting, which hold every partition's first state."""
+    start = ({"startingTimestamp": str(since_ms), "startingOffsetsByTimestampStrategy": "latest"}
+             if since_ms is not None and config.pipeline.starting_offsets == "latest"
+             else {"startingOffsets": config.pipeline.starting_offsets})
     return (
         spark.readStream.format("kafka")
         .options(**spark_kafka_options(config.observations.security))
         .option("kafka.bootstrap.servers", config.observations.bootstrap_servers)
         .option("subscribe", config.observations.topic)
-        .option("startingOffsets", config.pipeline.starting_offsets)
+        .options(**start)
         # Retention may delete records while the pipeline is down: keep going, Spark logs the gap.
         .option("failOnDataLoss", "false")
         # Spark's driver lists offsets through a Kafka AdminClient whose default timeout is 60 s:

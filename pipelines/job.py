@@ -76,8 +76,11 @@ def stopped_by_interrupt(error_text: str) -> bool:
 class Pipeline:
     """Construct validates paths only; start() opens Spark queries and the incident table."""
 
-    def __init__(self, config: Config, spark: Any, state: PipelineState | None = None) -> None:
+    def __init__(self, config: Config, spark: Any, state: PipelineState | None = None,
+                 history_since_ms: int | None = None) -> None:
+        """`history_since_ms`: where a history query with no checkpoint starts (ingest.read_observations)."""
         self.config = config
+        self.history_since_ms = history_since_ms
         self.spark = spark
         self.state = state or PipelineState()
         self.state.log_dir_within_s = (config.pipeline.log_dir_page_within_s, config.pipeline.log_dir_warn_within_s)
@@ -101,7 +104,7 @@ class Pipeline:
         if recent:
             log.info("resuming with %d open incidents from %s", len(book.open_incidents()), self.tables.incidents)
 
-        raw = read_observations(self.spark, self.config)
+        raw = read_observations(self.spark, self.config, since_ms=self.history_since_ms)
         alert_raw = read_observations(alert_session(self.spark), self.config)
         p = self.config.pipeline
         balance = BalanceCheck(BalanceSettings.of(p),

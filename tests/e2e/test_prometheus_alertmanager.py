@@ -147,6 +147,10 @@ def _click_through_the_console(console: str, cluster: str, topic: str, victim: i
             return "<title>no leader</title>" in svg and "OFFLINE_PARTITION" in svg
 
         wait_for(charts_the_fault, 60, "the partition's chart drawing the fault")
+        # and the partition before it: the first poll's row (published while Spark was starting, read by a
+        # new history from the collector's start), well before the first keyframe
+        body = browser.find_element(By.TAG_NAME, "body").text
+        assert f"leader {victim} (epoch" in body and body.index(f"leader {victim} (epoch") < body.index("leader -1"), body
         shot(browser, "console-partition")
 
         # the broker's load over time: its absence a labelled band (samples every 2 s, drawn before written)
