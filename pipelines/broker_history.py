@@ -8,7 +8,7 @@ broker, a few thousand rows a day per broker (delta-rs; no Spark, never on the a
 
 Samples are kept in memory (`Unwritten`, which the console reads too) and appended every
 `[pipeline] broker_history_write_s` (15 min) and at a stop: each Delta append is a file and a commit, and a
-day of one-minute appends makes a reader open 1,440 files (seconds, not milliseconds).
+reader of a day opens every file of it (benchmarks/BENCHMARKS.md, "The console's pages at 200k partitions").
 
 A row: the broker's leaders, replicas, preferred leaderships (load.Counts), whether it is registered,
 and, as the open incidents name it, the partitions where its replica is out of the ISR and the
