@@ -124,16 +124,20 @@ def partition_chart(states: Sequence[dict[str, Any]], incidents: Sequence[Any], 
                      f'{max(known)}</text><text x="{LEFT - 4}" y="{panel(2)[1] - 2}" font-size="9" text-anchor="end" '
                      f'fill="{GREY}">{min(known)}</text>')
     parts.append(_label(2, "offsets", "high watermark (blue), leader's log end (orange)", panel))
-    # time axis
-    base = panel(2)[1] + 14
-    for frac in (0.0, 0.5, 1.0):
-        t = t0 + frac * (t1 - t0)
-        stamp = dt.datetime.fromtimestamp(t, dt.timezone.utc).strftime("%m-%d %H:%M:%S")
-        anchor = {0.0: "start", 0.5: "middle", 1.0: "end"}[frac]
-        parts.append(f'<text x="{LEFT + frac * plot_w:.1f}" y="{base}" font-size="10" text-anchor="{anchor}" '
-                     f'fill="{GREY}">{stamp} UTC</text>')
+    parts.append(_time_axis(t0, t1, plot_w, panel(2)[1] + 14))
     parts.append("</svg>")
     return "".join(parts)
+
+
+def _time_axis(t0: float, t1: float, plot_w: float, base: float) -> str:
+    """The window's start, middle and end, in UTC, under the panels."""
+    out = []
+    for frac in (0.0, 0.5, 1.0):
+        stamp = dt.datetime.fromtimestamp(t0 + frac * (t1 - t0), dt.timezone.utc).strftime("%m-%d %H:%M:%S")
+        anchor = {0.0: "start", 0.5: "middle", 1.0: "end"}[frac]
+        out.append(f'<text x="{LEFT + frac * plot_w:.1f}" y="{base}" font-size="10" text-anchor="{anchor}" '
+                   f'fill="{GREY}">{stamp} UTC</text>')
+    return "".join(out)
 
 
 def _label(n: int, name: str, legend: str, panel: Callable[[int], tuple[float, float]]) -> str:
@@ -204,13 +208,7 @@ def series_chart(panels: Sequence[tuple[str, Sequence[tuple[str, str, Sequence[t
         parts.append(f'<text x="{LEFT}" y="{top - 5}" font-size="11">{"".join(legend)}</text>')
         parts.append(f'<text x="{LEFT - 4}" y="{top + 10}" font-size="9" text-anchor="end" fill="{GREY}">{_num(hi)}</text>'
                      f'<text x="{LEFT - 4}" y="{bottom - 2}" font-size="9" text-anchor="end" fill="{GREY}">{_num(lo)}</text>')
-    base = bottom_all + 14
-    for frac in (0.0, 0.5, 1.0):
-        t = t0 + frac * (t1 - t0)
-        stamp = dt.datetime.fromtimestamp(t, dt.timezone.utc).strftime("%m-%d %H:%M:%S")
-        anchor = {0.0: "start", 0.5: "middle", 1.0: "end"}[frac]
-        parts.append(f'<text x="{LEFT + frac * plot_w:.1f}" y="{base}" font-size="10" text-anchor="{anchor}" '
-                     f'fill="{GREY}">{stamp} UTC</text>')
+    parts.append(_time_axis(t0, t1, plot_w, bottom_all + 14))
     parts.append("</svg>")
     return "".join(parts)
 
