@@ -15,7 +15,7 @@ from typing import Any
 from foundation.config import setting
 from pipelines.columns import built_once, let
 from pipelines.detectors import registry
-from pipelines.detectors.rule import ROW_FIELDS, ClusterView, PartitionView
+from pipelines.detectors.rule import ROW_FIELDS, ClusterRecordView, PartitionView
 from pipelines.detectors.rule import row as _row
 from schemas.quiet import Thresholds
 
@@ -133,7 +133,7 @@ def cluster_rows(obs: Any, observed_at_ms: Any = None, settings: DetectorSetting
     scope = F.lit("cluster")
     state = _row(row_type=F.lit("cluster"), scope=scope, details=F.to_json(cs))
     marker = _row(row_type=F.lit("poll"), scope=scope)
-    view = ClusterView(cs, observed_at_ms, settings or DetectorSettings())
+    view = ClusterRecordView(cs, observed_at_ms, settings or DetectorSettings())
 
     def present(rows: Any) -> Any:
         return F.filter(rows, lambda x: x.isNotNull())

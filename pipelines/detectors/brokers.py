@@ -50,7 +50,7 @@ from __future__ import annotations
 from typing import Any
 
 from pipelines.detectors.exports import Alert, Series, BROKER_PAGE, console, incident_info
-from pipelines.detectors.rule import ClusterView, Escalation, Rule
+from pipelines.detectors.rule import ClusterRecordView, Escalation, Rule
 
 BROKER_DOWN = "BROKER_DOWN"
 NOT_REGISTERED = "not_registered"
@@ -71,7 +71,7 @@ def broker_columns(cluster_state: Any) -> dict[str, Any]:
     }
 
 
-def _plan(view: ClusterView) -> Any:
+def _plan(view: ClusterRecordView) -> Any:
     from pyspark.sql import functions as F
 
     b = broker_columns(view.cs)

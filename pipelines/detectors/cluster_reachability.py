@@ -25,14 +25,14 @@ from __future__ import annotations
 from typing import Any
 
 from pipelines.detectors.exports import Alert, console
-from pipelines.detectors.rule import ClusterView, Rule
+from pipelines.detectors.rule import ClusterRecordView, Rule
 from schemas.observation import (AUTHENTICATION_FAILED, AUTHORIZATION_FAILED, PROTOCOL_MISMATCH, TLS_FAILED,
                                  UNREACHABLE)
 
 TYPE = "CLUSTER_UNREACHABLE"
 
 
-def _plan(view: ClusterView) -> Any:
+def _plan(view: ClusterRecordView) -> Any:
     from pyspark.sql import functions as F
 
     cs = view.cs

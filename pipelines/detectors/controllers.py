@@ -30,7 +30,7 @@ from __future__ import annotations
 from typing import Any
 
 from pipelines.detectors.exports import Alert, INCIDENTS_OF_TYPE, console
-from pipelines.detectors.rule import ClusterView, Rule
+from pipelines.detectors.rule import ClusterRecordView, Rule
 
 TYPE = "CONTROLLER_ANOMALY"
 NO_CONTROLLER = "no_active_controller"
@@ -54,7 +54,7 @@ def split_brain(counts: dict[int, float]) -> list[int] | None:
     return claimants if len(claimants) > 1 else None
 
 
-def _plan(view: ClusterView) -> Any:
+def _plan(view: ClusterRecordView) -> Any:
     from pyspark.sql import functions as F
 
     cid = view.cs["controller_id"]

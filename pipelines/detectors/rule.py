@@ -13,7 +13,7 @@ Subjects:
 - `partition`: judged in the alert projection on each partition of a `topic` record (`PartitionView`);
   `plan(view)` gives an array of finding rows (nulls dropped), `affected(view)` a cheap condition that
   must hold for any finding (partitions for which every rule's `affected` is false are skipped).
-- `cluster`: judged in the alert projection on each successful `cluster` record (`ClusterView`);
+- `cluster`: judged in the alert projection on each successful `cluster` record (`ClusterRecordView`);
   with `failed_polls`, on a failed poll's record too (BROKER_DOWN from ZooKeeper's registrations,
   CLUSTER_UNREACHABLE).
 - `driver`: judged in Python on the driver (counts, canary rounds, quorum, JMX); no Spark form.
@@ -251,8 +251,9 @@ def changed(view: PartitionView) -> Any:
     return view.prev.isNotNull()
 
 
-class ClusterView:
-    """One `cluster` record's state (a successful poll)."""
+class ClusterRecordView:
+    """One `cluster` record's state (a successful poll) as Spark columns, for the `cluster` rules (as
+    PartitionView is a partition's); not the pipeline's view of a cluster (pipelines/metrics.ClusterView)."""
 
     def __init__(self, cluster_state: Any, observed_at_ms: Any = None, settings: Any = None) -> None:
         self.cs = cluster_state
