@@ -98,16 +98,20 @@ def test_a_filling_disk_is_forecast_before_it_fails_then_named(spark, tmp_path, 
 
         filler = Filler(cluster, topic, min(doomed))
         t_fill = time.monotonic()
-        forecast = wait_for(lambda: _dir_series(url, cluster.name, "krm_log_dir_full_in_seconds") or None, 60,
-                            "a fill forecast")
+        # the first forecast may rest on a rate measured while the writes were starting (a loaded machine
+        # writes slower at first): wait for the settled one within the page horizon, before the failure
+        first = wait_for(lambda: _dir_series(url, cluster.name, "krm_log_dir_full_in_seconds") or None, 60,
+                         "a fill forecast")
+        forecast = wait_for(lambda: (f if (f := _dir_series(url, cluster.name, "krm_log_dir_full_in_seconds"))
+                                     and max(f.values()) < 1800 else None), 60,
+                            "a forecast within the page horizon (KafkaLogDirFullSoon)")
         t_forecast = time.monotonic()
         leaders = {p: v[0] for p, v in partition_states(cluster, topic).items()}
         assert all(leaders[p] == VICTIM for p in doomed), "the forecast came after the failure"
         assert _dir_series(url, cluster.name, "krm_log_dir_offline") == {}
         (eta,) = forecast.values()
         print(f"\nforecast {time.monotonic() - t_fill:.1f}s after the writes began: full in {eta:.0f}s "
-              f"({filler.written >> 20} MB written)")
-        assert eta < 1800, "KafkaLogDirFullSoon would not page"
+              f"(first forecast {max(first.values()):.0f}s; {filler.written >> 20} MB written)")
 
         # Kafka's own view first: the directory fails when full, its partitions lose their leader
         wait_equal(lambda: {p for p, (leader, _, _) in partition_states(cluster, topic).items() if leader < 0},
