@@ -124,11 +124,11 @@ class AlertPath:
             latest = dict(latest) | {(c.cluster, c.partition): c for c in canaries}
         self.state.update(clusters=views, open_incidents=tuple(self.book.open_incidents()), batches=snap.batches + 1,
                           last_batch_at=time.time(), canary=latest,
-                          broker_load=self.counts.totals(),
-                          topic_load=self.counts.by_topic() if counts or forgot else snap.topic_load,
-                          last_batch_s=time.perf_counter() - t0,
+                          broker_load=self.counts.totals(), last_batch_s=time.perf_counter() - t0,
                           jmx=self.jmx.snapshot(), tiered=tiered_topics)
         t_metrics = time.perf_counter() - t0
+        if counts or forgot:  # the console's grid: a copy per topic, after /metrics (no alert waits for it)
+            self.state.update(topic_load=self.counts.by_topic())
         self.store.upsert(changed)  # after /metrics: the alert is already visible
         log.debug("alert batch %d: %d rows, collect %.3fs, %.3fs to /metrics, %.3fs total", batch_id, len(rows),
                   t_collect, t_metrics, time.perf_counter() - t0)
