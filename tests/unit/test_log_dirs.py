@@ -176,3 +176,18 @@ def test_the_sampling_is_read_when_in_never_waited_for():
     assert got == {1: ([log_dirs.LogDir("/d", 0, 100, 40)], 5.0)} and refused == {3}
     pending.send(client, [1, 2, 3], True, 1000, 15.0)  # 2 still on its way: not asked twice
     assert client.asked == [1, 2, 3, 1, 3]
+
+
+@pytest.mark.parametrize("quiet", [Client({}, silent={2}), Client({}, refusing={2})], ids=["silent", "refused"])
+def test_a_failed_directory_stays_named_while_its_broker_is_too_busy_to_say_so_again(quiet):
+    """A loaded broker answering DescribeLogDirs once with a failed directory, then not at all: its
+    partitions stay `log_dir_offline`, not `live_isr_but_no_leader` for a poll (ZooKeeper mode, a whole-suite run)."""
+    src, records = polled([2])
+    src._ask_dirs(Admin(Client({2: v4_answer(("/data-2", log_dirs.KAFKA_STORAGE_ERROR, -1, -1))})), records, OffsetsRound())
+    assert topic_state(records)["failed_log_dir_brokers"] == [2]
+    _, again = polled([2])
+    src._ask_dirs(Admin(quiet), again, OffsetsRound())
+    assert topic_state(again)["failed_log_dir_brokers"] == [2]
+    _, healed = polled([2])
+    src._ask_dirs(Admin(Client({2: v4_answer(("/data-2", 0, 1000, 900))})), healed, OffsetsRound())
+    assert topic_state(healed)["failed_log_dir_brokers"] == []
