@@ -294,12 +294,12 @@ class AdminSource:
         ask = suspects - silent if log_dirs.announced(versions) else set()
         reports = log_dirs.describe_dirs(admin._client, ask, self.settings.offsets_timeout_ms,
                                          log_dirs.supports_v4(versions)) if ask else {}
-        failed = {b for b, dirs in reports.items() if any(d.failed for d in dirs)}
+        said = {b for b, dirs in reports.items() if any(d.failed for d in dirs)}
         for b in sorted(suspects - set(reports)):
             log.debug("cluster %s: broker %s lists offline replicas and did not say why", self.cluster.name, b)
         # a suspect not asked or not answering this time (a loaded broker) keeps its last word: its failed
         # directory does not turn into "a leader not elected yet" for one poll
-        failed = sorted(failed | (suspects - set(reports)) & set(self._failed_dir_brokers or ()))
+        failed = sorted(said | (suspects - set(reports)) & set(self._failed_dir_brokers or ()))
         # (a broker dead at this poll has no failed directory on record: if the mirror finds it registered
         # again before the next poll, its replicas still listed offline are a restart's, not a disk's)
         self._failed_dir_brokers = failed
