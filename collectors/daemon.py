@@ -42,9 +42,12 @@ class Collector:
                             for c in config.clusters if c.jmx_exporter_urls]
         self.canaries = [CanarySource(c, config.collector) for c in config.clusters if c.canary]
         self.unchanged = UnchangedPolls(config.collector.unchanged_publish_s)
-        # set by a pipeline in this process (krm/runner.py): (cluster, last published poll id, observed_at_ms)
-        # -> True when it processed that poll and holds its view at this time (collectors/unchanged.py)
-        self.view_holder: Callable[[str, int, int], bool] | None = None
+        # set by a pipeline in this process (krm/runner.py): told (cluster, last published poll id, observed_at_ms)
+        # of each poll kept home (collectors/unchanged.py); None: every poll is published
+        self.vouch: Callable[[str, int, int], None] | None = None
+        # a share other than the first: its poll ids are not the ones the pipeline's view of the cluster
+        # counts (collectors/topic_share.py), so its polls cannot vouch for it
+        self._share_kept_out = not (config.collector.topic_share or "1/").startswith("1/")
         self.canary_rounds = 0
         self.jmx_scrapes = 0
         self.quick_publishes = 0
@@ -150,13 +153,16 @@ class Collector:
                 next_at = max(next_at + interval, time.monotonic())
 
     def _kept_home(self, cluster: str, records: list[dict[str, Any]]) -> bool:
-        """A steady poll that found what the last published one did, with the pipeline in this process
-        holding that one: not published (collectors/unchanged.py)."""
-        holder = self.view_holder
-        if holder is None or self.publisher.in_outage:
+        """A steady poll that found what the last published one did, with a pipeline in this process to
+        vouch to: not published (collectors/unchanged.py)."""
+        vouch = self.vouch
+        if vouch is None or self.publisher.in_outage or self._share_kept_out:
             return False
-        return self.unchanged.offer(cluster, records, time.monotonic(),
-                                    lambda poll_id, at_ms: holder(cluster, poll_id, at_ms))
+        repeats = self.unchanged.offer(cluster, records, time.monotonic())
+        if repeats is None:
+            return False
+        vouch(cluster, repeats, next(r for r in records if r.get("kind") == "cluster")["observed_at_ms"])
+        return True
 
     def _canary_loop(self, canary: CanarySource) -> None:
         """Canary rounds on their own thread and cadence: a round waiting on a dead leader never

@@ -103,8 +103,8 @@ class Monitor:
                 # started: a new history reads them (ingest.read_observations)
                 self.pipeline = Pipeline(self.config, self._spark, state,
                                          history_since_ms=self._collector_started_ms).start()
-                if self.collector is not None:  # healthy, unchanged polls reach /metrics without a batch
-                    self.collector.view_holder = state.hold_view
+                if self.collector is not None:  # steady, unchanged polls reach /metrics without a batch
+                    self.collector.vouch = state.vouch
         except BaseException:
             self.stop()
             raise

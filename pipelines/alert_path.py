@@ -3,13 +3,15 @@
 
 Its Spark plan (`findings.alert_rows`) is built once on the stream in pipelines/job.py; each batch here
 collects the rows, advances the incident book with them and the driver-side judges (balance, JMX,
-canary, quorum), and publishes the new /metrics snapshot.
+canary, quorum), and publishes the new /metrics snapshot. Between batches `tick` advances what time
+alone changes (pipelines/clock.py); the two never run at once.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import threading
 import time
 from dataclasses import replace
 from typing import Any
@@ -17,6 +19,7 @@ from typing import Any
 from foundation.config import Config
 from pipelines import disks, replication_links, tiered_view
 from pipelines.assignment_history import broker_join_ms, topic_layouts
+from pipelines import clock
 from pipelines.balance import BalanceCheck
 from pipelines.detectors import canary, quorum
 from pipelines.detectors.balance import REPLICA_IMBALANCE, AssignmentHistory
@@ -63,8 +66,12 @@ class AlertPath:
     """
 
     def __init__(self, state: PipelineState, book: IncidentBook, store: IncidentStore,
-                 balance: BalanceCheck | None = None, deleted_after_ms: int = 30_000) -> None:
+                 balance: BalanceCheck | None = None, deleted_after_ms: int = 30_000, settings: Any = None) -> None:
         self.state = state
+        self.settings = settings  # findings.DetectorSettings: what the escalations by time read (None: none)
+        self._lock = threading.Lock()  # a batch and a tick never interleave
+        self._unwritten: list[Any] = []  # changes by time whose write failed (retried at each tick)
+        self._forgot_through: dict[str, int] = {}  # cluster -> the time its vanished topics were last looked for at
         self.deleted_after_ms = deleted_after_ms  # a topic no successful poll observed this long was deleted
         self.book = book
         self.store = store
@@ -84,6 +91,44 @@ class AlertPath:
         t0 = time.perf_counter()
         rows = batch.collect()  # the Spark job: Kafka fetch, parse, detect
         t_collect = time.perf_counter() - t0
+        with self._lock:
+            self._judge(rows, batch_id, t0, t_collect)
+
+    def tick(self) -> list[Any]:
+        """What time alone changed since the last batch or tick, up to each cluster's known time:
+        held events ended, escalations due, vanished topics forgotten; /metrics and the table told.
+        Returns the incidents changed."""
+        with self._lock:
+            snap = self.state.snapshot
+            through = {name: view.fresh_ms for name, view in snap.clusters.items() if view.error is None}
+            if not through:
+                return []
+            changed = self.book.end_holds(through)
+            if self.settings is not None:
+                changed += self.book.revise(clock.escalations_due(self.book.open_incidents(), through, self.settings))
+            forgot = False
+            for name, view in snap.clusters.items():  # only polls kept home move a view between batches
+                if name in through and view.vouched is not None and self._forgot_through.get(name) != through[name]:
+                    self._forgot_through[name] = through[name]
+                    forgot |= bool(self.counts.forget_stale(name, through[name] - self.deleted_after_ms, view.vouched))
+            if not changed and not forgot and not self._unwritten:
+                return []
+            if forgot:
+                self.state.update(open_incidents=tuple(self.book.open_incidents()), broker_load=self.counts.totals(),
+                                  topic_load=self.counts.by_topic())
+            else:
+                self.state.update(open_incidents=tuple(self.book.open_incidents()))
+            if changed:
+                log.info("clock: %d incident(s) changed by time alone", len(changed))
+            pending, self._unwritten = self._unwritten + changed, []
+            try:
+                self.store.upsert(pending)
+            except Exception:
+                self._unwritten = pending  # written at the next tick: a change by time is never lost
+                raise
+            return changed
+
+    def _judge(self, rows: list[Any], batch_id: int, t0: float, t_collect: float) -> None:
         canaries: list[Any] = []
         tiered: list[Any] = []
         shares: dict[str, dict[int, int]] = {}
@@ -109,11 +154,9 @@ class AlertPath:
         for name, view in clusters.items():
             if name not in views or view.newest_observed_ms >= views[name].newest_observed_ms:
                 views[name] = view
-        ends = self.book.hold_ends()
         for name, view in views.items():  # a split cluster's view: its other shares as last seen
             if view.share_count > 1 or name in self.shares:
-                view = self._with_shares(view, name)
-            views[name] = replace(view, due_ms=self._due_ms(name, ends))
+                views[name] = self._with_shares(view, name)
         tiered_topics = snap.tiered
         if tiered or snap.tiered:  # a cluster without tiered topics pays nothing here
             stale = {name: view.fresh_ms - self.deleted_after_ms for name, view in views.items()
@@ -132,14 +175,6 @@ class AlertPath:
         self.store.upsert(changed)  # after /metrics: the alert is already visible
         log.debug("alert batch %d: %d rows, collect %.3fs, %.3fs to /metrics, %.3fs total", batch_id, len(rows),
                   t_collect, t_metrics, time.perf_counter() - t0)
-
-    def _due_ms(self, cluster: str, hold_ends: dict[str, int]) -> int | None:
-        """When time passing alone changes what the alert path says of `cluster`: a held event ends, a
-        topic missing from its polls is forgotten. Polls kept home past it are published instead."""
-        vanishing = self.counts.vanishing_since(cluster)
-        due = [t for t in (hold_ends.get(cluster), None if vanishing is None else vanishing + self.deleted_after_ms + 1)
-               if t is not None]
-        return min(due, default=None)
 
 
 def split_rows(rows: list[Any], canaries: list[Any] | None = None, tiered: list[Any] | None = None,

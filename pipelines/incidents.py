@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field, replace
-from typing import Any, Iterable
+from typing import Any, Iterable, Mapping
 
 Key = tuple[str, str, str | None, int | None, int | None]  # cluster, type, topic, partition, broker
 
@@ -150,16 +150,26 @@ class IncidentBook:
     def open_incidents(self) -> list[Incident]:
         return [i for i in self._by_key.values() if i.status == "open"]
 
-    def hold_ends(self) -> dict[str, int]:
-        """cluster -> the earliest observation time at which a held event of it resolves (`apply` at a
-        poll that late or later): until then no poll can change it by time passing alone."""
-        ends: dict[str, int] = {}
-        for inc in self._by_key.values():
-            hold = self.hold_ms.get(inc.type, 0)
-            if inc.status == "open" and hold > 0:
-                end = inc.last_seen_at_ms + hold
-                ends[inc.cluster] = min(end, ends.get(inc.cluster, end))
-        return ends
+    def end_holds(self, through_ms: Mapping[str, int]) -> list[Incident]:
+        """Resolve each held event whose hold ended by its cluster's `through_ms` (the time through which
+        the cluster is known to be as last polled: pipelines/clock.py), at the hold's end."""
+        changed = []
+        for inc in list(self._by_key.values()):
+            hold, at = self.hold_ms.get(inc.type, 0), through_ms.get(inc.cluster)
+            if inc.status == "open" and hold > 0 and at is not None and at - inc.last_seen_at_ms >= hold:
+                resolved = replace(inc, status="resolved", resolved_at_ms=inc.last_seen_at_ms + hold)
+                self._put(resolved)
+                self._written_ms[inc.key] = inc.last_seen_at_ms
+                changed.append(resolved)
+        return changed
+
+    def revise(self, incidents: Iterable[Incident]) -> list[Incident]:
+        """Take open incidents changed outside `apply` (an escalation by time: pipelines/clock.py)."""
+        out = list(incidents)
+        for inc in out:
+            self._put(inc)
+            self._written_ms[inc.key] = inc.last_seen_at_ms
+        return out
 
     def apply(self, polls: Iterable[ScopePoll], findings: Iterable[Finding]) -> list[Incident]:
         """Advance through polls in observation order; return every incident that changed."""
@@ -185,9 +195,11 @@ class IncidentBook:
                 inc = self._by_key[key]
                 if key in now_bad or inc.status != "open" or poll.observed_at_ms <= inc.last_seen_at_ms:
                     continue
-                if poll.observed_at_ms - inc.last_seen_at_ms < self.hold_ms.get(inc.type, 0):
-                    continue  # an event (seen once) stays open for its hold time
-                resolved = replace(inc, status="resolved", resolved_at_ms=poll.observed_at_ms)
+                hold = self.hold_ms.get(inc.type, 0)
+                if poll.observed_at_ms - inc.last_seen_at_ms < hold:
+                    continue  # an event (seen once) stays open for its hold time, and ends with it
+                resolved = replace(inc, status="resolved",
+                                   resolved_at_ms=inc.last_seen_at_ms + hold if hold > 0 else poll.observed_at_ms)
                 self._put(resolved)
                 changed[resolved.incident_id] = resolved
         if ordered:

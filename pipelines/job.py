@@ -37,6 +37,8 @@ from pipelines.tables import Tables
 
 log = logging.getLogger(__name__)
 
+CLOCK_TICK_S = 1.0  # how often the pipeline's clock advances what time alone changes (pipelines/clock.py)
+
 
 _STOPPED = ("py4j.protocol.Py4JJavaError: An error occurred while calling krm.foreachBatch.\n"
             ": java.lang.InterruptedException")
@@ -89,6 +91,7 @@ class Pipeline:
         self._starters: dict[str, Any] = {}
         self._stopping = threading.Event()
         self._watchdog: threading.Thread | None = None
+        self._clock: threading.Thread | None = None
         self._quality: Any = None  # pipelines.quality.QualityRunner, beside the alert path
         self._brokers: BrokerHistory | None = None  # the broker_state sampler, beside the alert path
         self._flush_history: Any = None  # starts the history's last run at a stop (start() sets it)
@@ -110,7 +113,9 @@ class Pipeline:
         balance = BalanceCheck(BalanceSettings.of(p),
                                restored_history(self.tables, store))
         deleted_after_ms = int(max(30.0, 3 * self.config.slowest_poll_s) * 1000)
-        alert_path = interruptible(AlertPath(self.state, book, store, balance, deleted_after_ms))
+        settings = F_.DetectorSettings.of(p)
+        alerts = AlertPath(self.state, book, store, balance, deleted_after_ms, settings)
+        alert_path = interruptible(alerts)
         for query in ("alerts", "history"):
             repair(self.tables.checkpoints / query)
         app_id = writer_id(self.spark, self.tables.checkpoints / "history", legacy="krm-history")
@@ -119,7 +124,7 @@ class Pipeline:
 
         def start_alerts() -> Any:
             return self._in_pool("alerts", lambda: (
-                F_.alert_rows(valid(parse(alert_raw)), F_.DetectorSettings.of(self.config.pipeline))
+                F_.alert_rows(valid(parse(alert_raw)), settings)
                 .writeStream.queryName("krm-alerts").foreachBatch(alert_path)
                 .option("checkpointLocation", str(self.tables.checkpoints / "alerts")).start()))
 
@@ -144,7 +149,17 @@ class Pipeline:
                                           write_s=p.broker_history_write_s).start()
         self._watchdog = threading.Thread(target=self._watch, name="krm-query-watchdog", daemon=True)
         self._watchdog.start()
+        self._clock = threading.Thread(target=self._tick, args=(alerts,), name="krm-clock", daemon=True)
+        self._clock.start()
         return self
+
+    def _tick(self, alerts: AlertPath) -> None:
+        """What time alone changes, between batches (pipelines/clock.py)."""
+        while not self._stopping.wait(CLOCK_TICK_S):
+            try:
+                alerts.tick()
+            except Exception:  # noqa: BLE001 - e.g. the incidents table being compacted; the next tick retries
+                log.exception("the pipeline's clock could not advance")
 
     def prepare_tables(self) -> dict[str, str]:
         """Bound every table's _delta_log (pipelines/log_retention.py) before any query writes: the
@@ -182,6 +197,8 @@ class Pipeline:
             self._brokers.stop()
         if self._watchdog is not None:
             self._watchdog.join(timeout=30)  # no restart may race with the stop below
+        if self._clock is not None:
+            self._clock.join(timeout=30)
         logging.getLogger("py4j.clientserver").setLevel(logging.CRITICAL)  # interrupted batches are expected now
         for q in self.queries:
             try:

@@ -74,13 +74,6 @@ class BrokerLoad:
             self.forget_topics(cluster, {topic for (c, topic) in self._topics if c == cluster} - set(gone))
         return gone
 
-    def vanishing_since(self, cluster: str) -> int | None:
-        """When the first topic of `cluster` missing from its newest topic records was last observed
-        (None: none missing): `forget_stale` drops it once that is old enough."""
-        times = [t.observed_at_ms for (c, _), t in self._topics.items() if c == cluster]
-        newest = max(times, default=None)
-        return min((t for t in times if t < newest), default=None) if newest is not None else None
-
     def forget_topics(self, cluster: str, keep: set[str]) -> None:
         """Drop deleted topics (not in the cluster's latest topic list) from the totals."""
         for (c, topic) in [k for k in self._topics if k[0] == cluster and k[1] not in keep]:

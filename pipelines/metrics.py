@@ -28,7 +28,7 @@ class ClusterView:
     error: str | None
     newest_observed_ms: int
     topic_count: int | None = None
-    poll_id: int = -1  # of the cluster record this view is from (collectors/unchanged.py asks)
+    poll_id: int = -1  # of the cluster record this view is from (a poll kept home vouches for it: `vouch`)
     leader_imbalance_percentage: int | None = None  # the cluster's leader.imbalance.per.broker.percentage
     reassigning: bool = False  # a partition reassignment is running (ZooKeeper mode)
     quorum: dict[str, Any] | None = None  # KRaft: the cluster record's DescribeQuorum state
@@ -40,11 +40,8 @@ class ClusterView:
     share_count: int = 1
     share_newest: tuple[tuple[int, int], ...] = ()  # (share index >= 2, newest observed_at_ms)
     # polls kept home (collectors/unchanged.py) move newest_observed_ms past the time of the record the
-    # view is from (record_ms); due_ms: the observation time from which the alert path must see a poll
-    # again because time passing alone changes what it would say (a held event ends, a topic missing
-    # from the polls is forgotten), None when nothing does
+    # view is from (record_ms)
     record_ms: int | None = None
-    due_ms: int | None = None
     log_dirs: tuple[LogDirState, ...] = ()  # the brokers' log directories as last sampled (pipelines/disks.py)
 
     @property
@@ -120,6 +117,7 @@ class PipelineState:
         self.stale_after_s = stale_after_s or {}  # cluster -> its view is stale past this age (krm/runner.py)
         self.log_dir_within_s = log_dir_within_s  # a fill forecast pages / warns within these (pipelines/disks.py)
         self.broker_samples = broker_history.Unwritten()  # broker_state rows not appended yet (the console reads them)
+        self._vouches: dict[str, tuple[int, int]] = {}  # cluster -> (poll_id, observed_at_ms) vouched before its batch
 
     def stale(self, now: float | None = None) -> dict[str, float]:
         """cluster -> the age of its view (seconds since the newest observation processed was taken),
@@ -130,26 +128,28 @@ class PipelineState:
         return {name: age for name, age in sorted(ages.items())
                 if age > self.stale_after_s.get(name, STALE_DEFAULT_S)}
 
-    def hold_view(self, cluster: str, poll_id: int, observed_at_ms: int) -> bool:
-        """A poll the collector in this process kept home, steady and the same as its poll `poll_id`
-        (collectors/unchanged.py): when the alert path has processed that poll, the cluster's view holds at
-        `observed_at_ms` too (True); when that poll is still on its way to the alert path, its batch will
-        say what this one would (True, the view's time left to that batch: a slow batch is not followed by
-        the same poll again, ahead of the next one that says something new); else False, and the collector
-        publishes the poll: also when the poll is as late as the view's `due_ms` (something ends by time
-        passing, and only a batch can end it)."""
+    def vouch(self, cluster: str, poll_id: int, observed_at_ms: int) -> None:
+        """The collector in this process kept home a poll that found what its poll `poll_id` did
+        (collectors/unchanged.py): once the alert path has processed that poll, the cluster's view holds at
+        `observed_at_ms` too. A vouch for a poll still on its way waits for its batch (`update`)."""
         with self._lock:
             cur = self._snapshot
             view = cur.clusters.get(cluster)
-            if (cur.pipeline_error or view is None or view.share_count > 1
-                    or (view.due_ms is not None and observed_at_ms >= view.due_ms)):
-                return False
-            if view.poll_id < poll_id:
-                return True
-            if observed_at_ms > view.newest_observed_ms:
+            if view is None or view.poll_id < poll_id:
+                self._vouches[cluster] = (poll_id, observed_at_ms)
+            elif observed_at_ms > view.newest_observed_ms:
                 clusters = {**cur.clusters, cluster: replace(view, newest_observed_ms=observed_at_ms)}
                 self._snapshot = Snapshot(**{**cur.__dict__, "clusters": clusters})
-            return True
+
+    def _vouched(self, clusters: dict[str, ClusterView]) -> dict[str, ClusterView]:
+        """`clusters` moved on by the vouches that waited for their poll's batch (under the lock)."""
+        for name, (poll_id, at_ms) in list(self._vouches.items()):
+            view = clusters.get(name)
+            if view is not None and view.poll_id >= poll_id:
+                del self._vouches[name]
+                if at_ms > view.newest_observed_ms:
+                    clusters = {**clusters, name: replace(view, newest_observed_ms=at_ms)}
+        return clusters
 
     def readiness(self, now: float | None = None) -> tuple[bool, str]:
         """(ready, why): a micro-batch finished within ready_window_s and nothing stops the pipeline."""
@@ -170,6 +170,8 @@ class PipelineState:
     def update(self, **changes: Any) -> None:
         with self._lock:
             cur = self._snapshot
+            if self._vouches and "clusters" in changes:
+                changes["clusters"] = self._vouched(changes["clusters"])
             self._snapshot = Snapshot(**{**cur.__dict__, **changes})
 
     def record_quality(self, report: Any, seconds: float, error: str | None) -> None:

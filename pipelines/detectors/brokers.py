@@ -97,7 +97,7 @@ def _plan(view: ClusterRecordView) -> Any:
         cause = (F.when(disk_full(br), F.lit(LOG_DIR_FULL)).when(said == "controlled", F.lit(STOPPED))
                  .when(said == "unknown", F.lit(UNKNOWN)).otherwise(F.lit(NOT_REGISTERED)))
         conditions = {}
-        if limit_ms is not None and view.observed_at_ms is not None:
+        if limit_ms is not None and view.observed_at_ms is not None:  # as Escalation.due_ms says (the clock's form)
             conditions[PAST_PLANNED_STOP] = view.observed_at_ms - br["down_since_ms"] > F.lit(limit_ms)
         return view.finding(RULE, cause, details(br), broker=br["id"], severity=RULE.severity_column(cause, **conditions))
 
@@ -183,7 +183,8 @@ RULE = Rule(BROKER_DOWN, {NOT_REGISTERED: "warning", STOPPED: "warning", UNKNOWN
             "explains (warning, critical when it lasts), or not answering while still registered (warning)",
             plan=_plan, failed_polls=True,
             escalations=(Escalation((NOT_REGISTERED, STOPPED, UNKNOWN, LOG_DIR_FULL), PAST_PLANNED_STOP, "critical",
-                                    "down longer than `planned_stop_max_s`: no restart takes that long"),),
+                                    "down longer than `planned_stop_max_s`: no restart takes that long",
+                                    since="down_since_ms", after="planned_stop_max_ms"),),
             series=SERIES, alerts=ALERTS, routine=(
             "A rolling restart, upgrade or operator's stop is a controlled shutdown: `stopped`, a warning, "
             "critical only past `planned_stop_max_s`. A crash or hang (`not_registered`) is a warning too: the "

@@ -48,6 +48,17 @@ class Escalation:
     when: str  # the condition's name, e.g. "past_planned_stop"
     severity: str
     why: str
+    # time alone: the condition holds once `after` (a DetectorSettings field, ms) has passed since the
+    # incident's details[`since`] (ms); the pipeline's clock raises it then, with no poll needed (pipelines/clock.py)
+    since: str | None = None
+    after: str | None = None
+
+    def due_ms(self, details: Mapping[str, Any], settings: Any) -> int | None:
+        """When this time-alone condition starts to hold for an incident with `details` (None: never)."""
+        start = details.get(self.since) if self.since is not None else None
+        if start is None or self.after is None:
+            return None
+        return int(start) + int(getattr(settings, self.after)) + 1
 
 
 @dataclass(frozen=True)
@@ -87,6 +98,8 @@ class Rule:
                 raise ValueError(f"{self.type}: escalation {e.when!r} names undeclared causes or severity")
             if any(SEVERITIES.index(e.severity) <= SEVERITIES.index(self.severity[c]) for c in e.causes):
                 raise ValueError(f"{self.type}: escalation {e.when!r} must raise the declared severity")
+            if (e.since is None) != (e.after is None):
+                raise ValueError(f"{self.type}: escalation {e.when!r} by time needs both `since` and `after`")
 
     @property
     def causes(self) -> tuple[str, ...]:

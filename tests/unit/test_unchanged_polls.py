@@ -1,4 +1,5 @@
-"""Which polls may stay home (collectors/unchanged.py), and the pipeline's side of it (PipelineState.hold_view)."""
+"""Which polls may stay home (collectors/unchanged.py), the pipeline's side of it (PipelineState.vouch), and what
+the pipeline's clock then changes with no poll (pipelines/clock.py)."""
 
 from __future__ import annotations
 
@@ -48,7 +49,6 @@ def test_in_zookeeper_mode_a_new_controller_is_news():
 
 
 @pytest.mark.parametrize("records, why", [
-    (poll(1, 10_000, brokers=[{**b, "live": b["id"] != 2} for b in BROKERS]), "a broker not registered"),
     (poll(1, 10_000, controller=None), "no controller"),
     (poll(1, 10_000, error="timed out"), "a failed poll"),
     (poll(1, 10_000, denied=["DESCRIBE_CONFIGS"]), "an ACL missing"),
@@ -74,34 +74,22 @@ def test_a_changed_broker_load_is_news():
     assert steady_digest(a) != steady_digest(b)
 
 
-class Holder:
-    """Stands in for PipelineState.hold_view: it takes polls kept home in place of those up to `processed`
-    and refuses the others (as a pipeline with no view yet, or past its view's due time, refuses), and
-    says what it was told. The real one's answer for a poll still on its way is tested below."""
-
-    def __init__(self, processed: int) -> None:
-        self.processed = processed
-        self.told: list[tuple[int, int]] = []
-
-    def __call__(self, poll_id: int, at_ms: int) -> bool:
-        if self.processed < poll_id:
-            return False
-        self.told.append((poll_id, at_ms))
-        return True
-
-
-def test_a_poll_stays_home_only_when_unchanged_recent_and_held():
-    gate, holder = UnchangedPolls(resend_s=15.0), Holder(processed=0)
-    assert not gate.offer("c1", poll(1, 10_000), now=0.0, taken=holder)  # the first poll goes out
-    assert not gate.offer("c1", poll(2, 12_000), now=2.0, taken=holder)  # refused for poll 1: out
-    holder.processed = 2
-    assert gate.offer("c1", poll(3, 14_000), now=4.0, taken=holder)  # same as poll 2, which the pipeline has
-    assert holder.told == [(2, 14_000)]
-    assert not gate.offer("c1", poll(4, 16_000, controller=2), now=6.0, taken=holder)  # news: out
-    holder.processed = 4
-    assert gate.offer("c1", poll(5, 18_000, controller=2), now=8.0, taken=holder)
-    assert not gate.offer("c1", poll(6, 36_000, controller=2), now=21.0, taken=holder)  # resend_s since poll 4
+def test_a_poll_stays_home_only_when_unchanged_and_recent():
+    gate = UnchangedPolls(resend_s=15.0)
+    assert gate.offer("c1", poll(1, 10_000), now=0.0) is None  # the first poll goes out
+    assert gate.offer("c1", poll(2, 12_000), now=2.0) == 1  # the same as poll 1: home, vouching for poll 1
+    assert gate.offer("c1", poll(3, 14_000, controller=2), now=4.0) is None  # news: out
+    assert gate.offer("c1", poll(4, 16_000, controller=2), now=6.0) == 3
+    assert gate.offer("c1", poll(5, 36_000, controller=2), now=19.0) is None  # resend_s since poll 3
     assert gate.kept_home == 2
+
+
+def test_a_broker_down_is_steady_its_escalation_is_the_clocks():
+    down = [{**b, "live": b["id"] != 2, "departure": None if b["id"] != 2 else "controlled",
+             "down_since_ms": None if b["id"] != 2 else 9_000} for b in BROKERS]
+    assert steady_digest(poll(1, 10_000, brokers=down)) is not None
+    assert steady_digest(poll(1, 10_000, brokers=down)) != steady_digest(poll(1, 10_000)), "a departure is news"
+    assert steady_digest(poll(1, 10_000, brokers=down)) == steady_digest(poll(2, 12_000, brokers=down))
 
 
 def silent(poll_id: int, at: int, judged: bool = False) -> list[dict]:
@@ -124,26 +112,22 @@ def test_a_broker_falling_silent_is_published_once_then_its_verdict():
     assert steady_digest(silent(1, 10_000)) is not None
     assert steady_digest(silent(1, 10_000)) != steady_digest(poll(1, 10_000)), "silence is news"
     assert steady_digest(silent(1, 10_000, judged=True)) is None, "a partition named: a rule finds it"
-    gate, holder = UnchangedPolls(resend_s=60.0), Holder(processed=0)
-    assert not gate.offer("c1", poll(1, 10_000), now=0.0, taken=holder)
-    holder.processed = 1
-    assert not gate.offer("c1", silent(2, 11_000), now=1.0, taken=holder)  # first silent: out
-    holder.processed = 2
-    assert gate.offer("c1", silent(3, 12_000), now=2.0, taken=holder)  # the same again: home
-    assert gate.offer("c1", silent(4, 13_000), now=3.0, taken=holder)
-    assert not gate.offer("c1", silent(5, 13_900, judged=True), now=3.9, taken=holder)  # the verdict: out
-    holder.processed = 5
-    assert not gate.offer("c1", poll(6, 15_000), now=5.0, taken=holder)  # answered again: out
-    assert holder.told == [(2, 12_000), (2, 13_000)]
+    gate = UnchangedPolls(resend_s=60.0)
+    assert gate.offer("c1", poll(1, 10_000), now=0.0) is None
+    assert gate.offer("c1", silent(2, 11_000), now=1.0) is None  # first silent: out
+    assert gate.offer("c1", silent(3, 12_000), now=2.0) == 2  # the same again: home
+    assert gate.offer("c1", silent(4, 13_000), now=3.0) == 2
+    assert gate.offer("c1", silent(5, 13_900, judged=True), now=3.9) is None  # the verdict: out
+    assert gate.offer("c1", poll(6, 15_000), now=5.0) is None  # answered again: out
 
 
 def test_after_a_quick_publish_or_with_resend_off_every_poll_goes_out():
-    gate, holder = UnchangedPolls(resend_s=15.0), Holder(processed=10)
-    gate.offer("c1", poll(1, 10_000), now=0.0, taken=holder)
+    gate = UnchangedPolls(resend_s=15.0)
+    gate.offer("c1", poll(1, 10_000), now=0.0)
     gate.forget("c1")
-    assert not gate.offer("c1", poll(2, 12_000), now=2.0, taken=holder)
+    assert gate.offer("c1", poll(2, 12_000), now=2.0) is None
     off = UnchangedPolls(resend_s=0.0)
-    assert not any(off.offer("c1", poll(i, 10_000 + i), now=float(i), taken=holder) for i in range(5))
+    assert all(off.offer("c1", poll(i, 10_000 + i), now=float(i)) is None for i in range(5))
 
 
 def view(poll_id: int, at_ms: int, **kw: object) -> ClusterView:
@@ -151,24 +135,20 @@ def view(poll_id: int, at_ms: int, **kw: object) -> ClusterView:
                        **kw)  # type: ignore[arg-type]
 
 
-def test_the_pipeline_holds_its_view_for_a_poll_it_processed_or_has_on_its_way():
+def test_a_vouch_moves_the_view_once_its_poll_is_processed():
     state = PipelineState()
-    assert not state.hold_view("c1", 1, 12_000)  # no view yet
-    state.update(clusters={"c1": view(4, 10_000)})
-    assert state.hold_view("c1", 5, 12_000), "poll 5 still on its way: its batch says what this poll would"
-    assert state.snapshot.clusters["c1"].newest_observed_ms == 10_000, "the view's time is that batch's to set"
-    assert state.hold_view("c1", 4, 12_000)
+    state.vouch("c1", 1, 12_000)  # no view yet: waits for poll 1's batch
+    state.update(clusters={"c1": view(1, 10_000)})
     assert state.snapshot.clusters["c1"].newest_observed_ms == 12_000
-    assert state.stale(now=13.0) == {} and state.stale(now=19.0) == {"c1": 7.0}
-    assert state.hold_view("c1", 4, 11_000) and state.snapshot.clusters["c1"].newest_observed_ms == 12_000  # never older
-
-
-def test_a_broken_pipeline_or_a_split_cluster_holds_nothing():
-    state = PipelineState()
-    state.update(clusters={"c1": view(4, 10_000), "c2": view(4, 10_000, share_count=2)}, pipeline_error="no executors")
-    assert not state.hold_view("c1", 4, 12_000)
-    state.update(pipeline_error=None)
-    assert not state.hold_view("c2", 4, 12_000)
+    state.vouch("c1", 5, 14_000)  # poll 5 still on its way: its batch takes the view's time first
+    assert state.snapshot.clusters["c1"].newest_observed_ms == 12_000
+    state.update(clusters={"c1": view(5, 13_000)})
+    assert state.snapshot.clusters["c1"].newest_observed_ms == 14_000
+    state.vouch("c1", 5, 16_000)
+    assert state.snapshot.clusters["c1"].newest_observed_ms == 16_000
+    assert state.stale(now=17.0) == {} and state.stale(now=23.0) == {"c1": 7.0}
+    state.vouch("c1", 5, 15_000)
+    assert state.snapshot.clusters["c1"].newest_observed_ms == 16_000  # never older
 
 
 def _rows(at: int, poll_id: int, topics: tuple[str, ...], event_on: str | None = None) -> list[object]:
@@ -200,9 +180,12 @@ class _Batch:
         return self.rows
 
 
-class _Store:  # the incidents table is not this test's subject
-    def upsert(self, changed: object) -> None:
-        pass
+class _Store:  # the incidents table is not this test's subject: what was written, in order
+    def __init__(self) -> None:
+        self.written: list = []
+
+    def upsert(self, changed) -> None:
+        self.written.extend(changed)
 
 
 def _alert_path(state: PipelineState) -> object:
@@ -213,36 +196,81 @@ def _alert_path(state: PipelineState) -> object:
     return AlertPath(state, book, _Store(), deleted_after_ms=30_000)  # type: ignore[arg-type]
 
 
-def test_a_held_event_ending_makes_the_poll_at_its_end_go_out():
-    """An event stays open for its hold; while polls stay home no batch would end it, so the view asks
-    for the poll at the hold's end, and that poll's batch resolves the event."""
+def test_a_held_event_ends_on_the_clock_at_its_end_with_polls_kept_home():
+    """An event stays open for its hold; while polls stay home no batch comes, and the pipeline's clock
+    ends it at the hold's end once the view is known that far."""
     state = PipelineState()
     path = _alert_path(state)
     path(_Batch(_rows(10_000, 1, ("a",), event_on="a")), 0)
-    assert state.snapshot.clusters["c1"].due_ms == 70_000
     path(_Batch(_rows(12_000, 2, ("a",))), 1)  # the next poll, healthy: the event is held open
-    assert [i.type for i in state.snapshot.open_incidents] == ["UNCLEAN_LEADER_ELECTION"]
-    assert state.hold_view("c1", 2, 14_000) and state.hold_view("c1", 2, 68_000)
-    assert not state.hold_view("c1", 2, 70_000)  # the collector publishes this one
-    path(_Batch(_rows(70_000, 3, ("a",))), 2)
-    assert state.snapshot.open_incidents == () and state.snapshot.clusters["c1"].due_ms is None
-    assert state.hold_view("c1", 3, 72_000)
+    state.vouch("c1", 2, 68_000)
+    assert path.tick() == [] and [i.type for i in state.snapshot.open_incidents] == ["UNCLEAN_LEADER_ELECTION"]
+    state.vouch("c1", 2, 72_000)
+    (ended,) = path.tick()
+    assert (ended.status, ended.resolved_at_ms) == ("resolved", 70_000) and state.snapshot.open_incidents == ()
+    assert path.tick() == []
 
 
-def test_a_deleted_topic_is_forgotten_on_time_and_a_held_one_never():
+def test_a_held_event_ends_at_the_same_moment_when_a_batch_comes_first():
+    state = PipelineState()
+    path = _alert_path(state)
+    path(_Batch(_rows(10_000, 1, ("a",), event_on="a")), 0)
+    path(_Batch(_rows(75_000, 2, ("a",))), 1)
+    assert state.snapshot.open_incidents == () and path.store.written[-1].resolved_at_ms == 70_000
+
+
+def test_a_deleted_topic_is_forgotten_on_the_clock_and_one_polls_kept_home_saw_never():
     """Polls kept home found every topic of the poll they repeat: a topic that poll observed is not
     taken for deleted however long they stayed home (a ZooKeeper quick record, listing one topic, comes
-    next). A topic missing from the polls is forgotten 30 s after it was last seen: the view asks for
-    that poll."""
+    next). A topic missing from the polls is forgotten once unseen for 30 s, by the clock."""
     state = PipelineState()
     path = _alert_path(state)
     path(_Batch(_rows(10_000, 1, ("a", "b", "gone"))), 0)
     path(_Batch(_rows(12_000, 2, ("a", "b"))), 1)  # "gone" was deleted
-    assert state.snapshot.clusters["c1"].due_ms == 40_001  # unseen for more than 30 s
-    assert state.hold_view("c1", 2, 40_000) and not state.hold_view("c1", 2, 40_001)
-    path(_Batch(_rows(40_001, 3, ("a", "b"))), 2)
-    assert state.snapshot.broker_load["c1"][1] == (2, 2, 2, 0) and state.snapshot.clusters["c1"].due_ms is None
-    assert state.hold_view("c1", 3, 100_000)  # a minute at home
+    state.vouch("c1", 2, 40_000)
+    path.tick()
+    assert state.snapshot.broker_load["c1"][1] == (3, 3, 3, 0), "unseen for 30 s only"
+    state.vouch("c1", 2, 40_001)
+    path.tick()
+    assert state.snapshot.broker_load["c1"][1] == (2, 2, 2, 0)
+    state.vouch("c1", 2, 100_000)  # a minute at home
+    path.tick()
     path(_Batch(_rows(101_000, 4, ("a",))), 3)  # a quick record of topic a alone
     assert state.snapshot.broker_load["c1"][1] == (2, 2, 2, 0), "topic b was seen by the polls kept home"
-    assert state.snapshot.clusters["c1"].due_ms == 40_001 + 30_001  # b, as its last published poll saw it
+
+
+def _down_incident(path, at, down_since):
+    """BROKER_DOWN `stopped` of broker 2 found by the poll at `at` (its batch's rows)."""
+    import json
+
+    from tests.unit.test_capabilities import _row
+
+    rows = _rows(at, 1, ("a",))
+    rows.append(_row(cluster="c1", poll_id=1, observed_at_ms=at, row_type="finding", scope="cluster",
+                     type="BROKER_DOWN", severity="warning", broker=2, cause="stopped",
+                     details=json.dumps({"down_since_ms": down_since, "departure": "controlled"})))
+    path(_Batch(rows), 0)
+
+
+def test_a_broker_down_past_planned_stop_max_escalates_on_the_clock_and_after_a_restart_at_the_same_moment():
+    from pipelines.alert_path import AlertPath
+    from pipelines.findings import DetectorSettings
+    from pipelines.incidents import IncidentBook
+
+    settings = DetectorSettings(planned_stop_max_ms=600_000)
+    state = PipelineState()
+    path = AlertPath(state, IncidentBook(flap_window_ms=0), _Store(), settings=settings)
+    _down_incident(path, 10_000, down_since=9_000)
+    state.vouch("c1", 1, 609_000)
+    assert path.tick() == []
+    state.vouch("c1", 1, 612_000)
+    (raised,) = path.tick()
+    assert (raised.severity, raised.last_seen_at_ms) == ("critical", 609_001)
+    assert [i.severity for i in state.snapshot.open_incidents] == ["critical"] and path.tick() == []
+    # a pipeline restarted in the middle: its book from the table, its first view a poll kept home since
+    before = path.store.written[0]
+    restarted = AlertPath(PipelineState(), IncidentBook.from_incidents(0, [before]), _Store(), settings=settings)
+    restarted.state.update(clusters={"c1": view(1, 10_000)})
+    restarted.state.vouch("c1", 1, 700_000)
+    (again,) = restarted.tick()
+    assert (again.severity, again.last_seen_at_ms) == ("critical", 609_001)
