@@ -18,7 +18,14 @@ same window. With `--json`, the last stdout line is one JSON object: per case `p
 names of earlier records), `python_rest_pct` (the rest of this process), `alert_batches_per_s`, and
 `exporter_pct` (null when it could not run).
 
+`--layouts` compares where the collector runs, one after the other against the same cluster: `run` (one
+process, `krm run`), `split` (`krm collect` as its own process beside the pipeline in this one, the
+production layout; its CPU is that process's) and `split-every-poll` (the same with
+`unchanged_publish_s = 0`: the split layout before #63, when a collector apart published every poll).
+Each result then also has `layout` and `total_pct` (driver + this process + a split collector).
+
 Usage: .venv/bin/python benchmarks/driver_cpu.py --cases 1:5,1:10,2:10 --window 60 [--threads] [--json]
+       [--layouts run,split,split-every-poll] [--mode kraft|zk]
        [--kafka-exporter PATH | --install-kafka-exporter]
 """
 
@@ -29,6 +36,7 @@ import json
 import os
 import re
 import statistics
+import subprocess
 import tempfile
 import threading
 import time
@@ -40,7 +48,7 @@ from krm.runner import Monitor
 from krm.scrape import scrape, series
 from lab.local_cluster import LocalCluster
 from pipelines.session import build_session
-from lab.harness import create_topic, wait_for, write_config
+from lab.harness import KRM, create_topic, wait_for, write_config
 
 from collector_poll import fetch, find_kafka_exporter, start_kafka_exporter
 
@@ -125,6 +133,8 @@ def main() -> None:
     ap.add_argument("--threads", action="store_true",
                     help="also print the driver's CPU by kind of thread (JIT compilers, stream execution, tasks)")
     ap.add_argument("--json", action="store_true", help="the last stdout line: every case's figures as JSON")
+    ap.add_argument("--layouts", default="run", help="run, split, split-every-poll; comma separated")
+    ap.add_argument("--mode", default="kraft", choices=("kraft", "zk"), help="the watched cluster's mode")
     ap.add_argument("--kafka-exporter", metavar="PATH", help="kafka_exporter binary to run beside krm")
     ap.add_argument("--install-kafka-exporter", action="store_true", help="go install it when it is not found")
     args = ap.parse_args()
@@ -135,7 +145,7 @@ def main() -> None:
         for name in ("pipelines.alert_path", "pipelines.history_path"):
             logging.getLogger(name).setLevel(logging.DEBUG)
     work = Path(tempfile.mkdtemp(prefix="krm-driver-cpu-"))
-    cluster = LocalCluster(root=work / "kraft", mode="kraft").up()
+    cluster = LocalCluster(root=work / args.mode, mode=args.mode).up()
     extra = dict(kv.split("=", 1) for kv in args.conf)
     spark = build_session(master="local[2,4]", app_name="krm-driver-cpu", log_dir=work / "spark-logs", extra=extra,
                           driver_java_options=args.java_opts)
@@ -150,13 +160,21 @@ def main() -> None:
             exporter, exporter_url = start_kafka_exporter(exporter_bin, cluster, work / "kafka_exporter.log")
         else:
             print(f"kafka_exporter: {why_not}", flush=True)
-        print(f"{'poll s':>7} {'history s':>10} {'driver CPU %':>13} {'collector CPU %':>16} {'alert batches/s':>16}"
-              f" {'kafka_exporter CPU %':>21}")
-        for case in args.cases.split(","):
+        print(f"{'layout':>16} {'poll s':>7} {'history s':>10} {'driver CPU %':>13} {'collector CPU %':>16}"
+              f" {'python rest %':>14} {'total %':>8} {'alert batches/s':>16} {'kafka_exporter CPU %':>21}")
+        for layout, case in [(lay, c) for lay in args.layouts.split(",") for c in args.cases.split(",")]:
+            if layout not in ("run", "split", "split-every-poll"):
+                raise SystemExit(f"unknown layout {layout!r}: run, split or split-every-poll")
             poll, history = (float(x) for x in case.split(":"))
-            path = write_config(cluster, work, poll_interval_s=poll, history_trigger_s=history,
-                                collector_extra="".join(f"{kv}\n" for kv in args.collector_set))
-            monitor = Monitor(load_config(path), spark=spark).start()
+            extra = "".join(f"{kv}\n" for kv in args.collector_set)
+            if layout != "run":  # the collector's own /metrics on any free port beside the pipeline's
+                extra += "metrics_port = 0\n" + ("unchanged_publish_s = 0\n" if layout == "split-every-poll" else "")
+            path = write_config(cluster, work, poll_interval_s=poll, history_trigger_s=history, collector_extra=extra)
+            collect = None
+            if layout != "run":
+                collect = subprocess.Popen([KRM, "collect", "--config", str(path)], stdin=subprocess.DEVNULL,
+                                           stdout=open(work / f"collect-{layout}-{case}.log", "w"), stderr=subprocess.STDOUT)
+            monitor = Monitor(load_config(path), collect=collect is None, spark=spark).start()
             try:
                 url = monitor.metrics_url
                 wait_for(lambda u=url: series(scrape(u), "krm_broker_up", cluster=cluster.name), 120, "krm up")
@@ -166,25 +184,30 @@ def main() -> None:
                     threading.Thread(target=scrape_every, args=(exporter_url, poll, scraping), daemon=True).start()
                 e0 = cpu_s(exporter.pid) if exporter is not None else 0.0
                 d0, c0, b0, t0 = cpu_s(pid), time.process_time(), monitor.pipeline.state.snapshot.batches, time.time()
+                k0 = cpu_s(collect.pid) if collect is not None else 0.0
                 threads0 = thread_cpu_s(pid) if args.threads else {}
                 own0 = own_threads_cpu_s()
                 time.sleep(args.window)
                 own1 = own_threads_cpu_s()
                 threads1 = thread_cpu_s(pid) if args.threads else {}
+                k1 = cpu_s(collect.pid) if collect is not None else 0.0
                 dt = time.time() - t0
                 driver = (cpu_s(pid) - d0) / dt
                 process = (time.process_time() - c0) / dt
-                collector = collector_cpu_s(own0, own1) / dt
+                collector = collector_cpu_s(own0, own1) / dt if collect is None else (k1 - k0) / dt
+                rest = process - collector if collect is None else process
+                total = driver + process + (collector if collect is not None else 0.0)
                 batches = (monitor.pipeline.state.snapshot.batches - b0) / dt
                 exported = (cpu_s(exporter.pid) - e0) / dt if exporter is not None else None
                 scraping.set()
                 shown = f"{100 * exported:21.1f}" if exported is not None else f"{'-':>21}"
-                print(f"{poll:7.1f} {history:10.1f} {100 * driver:13.0f} {100 * collector:16.0f} {batches:16.2f}"
-                      f" {shown}", flush=True)
-                results.append({"poll_s": poll, "history_s": history,
+                print(f"{layout:>16} {poll:7.1f} {history:10.1f} {100 * driver:13.0f} {100 * collector:16.1f}"
+                      f" {100 * rest:14.1f} {100 * total:8.0f} {batches:16.2f} {shown}", flush=True)
+                results.append({"layout": layout, "poll_s": poll, "history_s": history,
+                                "total_pct": round(100 * total, 1),
                                 "driver_cpu_pct": round(100 * driver, 1), "collector_cpu_pct": round(100 * collector, 1),
                                 "driver_pct": round(100 * driver, 1), "collector_pct": round(100 * collector, 1),
-                                "python_rest_pct": round(100 * (process - collector), 1),
+                                "python_rest_pct": round(100 * rest, 1),
                                 "alert_batches_per_s": round(batches, 3),
                                 "exporter_pct": None if exported is None else round(100 * exported, 2)})
                 for q in monitor.pipeline.queries:
@@ -198,6 +221,9 @@ def main() -> None:
                         f"{name} {100 * cpu / dt:.1f}" for name, cpu in own[:6] if cpu / dt >= 0.001), flush=True)
             finally:
                 monitor.stop()
+                if collect is not None:
+                    collect.terminate()
+                    collect.wait(60)
     finally:
         if exporter is not None:
             exporter.kill()

@@ -142,7 +142,7 @@ class Collector:
             try:
                 with gc_pause.paused():  # the records are freed by reference counting once spooled
                     records = src.poll()
-                    if not self._kept_home(src.cluster.name, records):
+                    if not self._kept_home(src.cluster.name, records, interval):
                         self.publisher.publish(records)
             except Exception:  # noqa: BLE001 - keep polling; the failure is logged with its cause
                 log.exception("poll of cluster %s failed", src.cluster.name)
@@ -152,16 +152,19 @@ class Collector:
             if scheduled:  # fixed rate, no burst after a slow poll; extra (watch-triggered) polls never delay it
                 next_at = max(next_at + interval, time.monotonic())
 
-    def _kept_home(self, cluster: str, records: list[dict[str, Any]]) -> bool:
-        """A steady poll that found what the last published one did, with a pipeline in this process to
-        vouch to: not published (collectors/unchanged.py)."""
+    def _kept_home(self, cluster: str, records: list[dict[str, Any]], interval_s: float) -> bool:
+        """A steady poll that found what the last published one did: not published (collectors/unchanged.py).
+        A pipeline in this process is told at once; one apart reads how long a steady record holds in the
+        record itself: until the next poll published, at most a resend and a poll later."""
         vouch = self.vouch
-        if vouch is None or self.publisher.in_outage or self._share_kept_out:
+        if self.publisher.in_outage or self._share_kept_out:
             return False
-        repeats = self.unchanged.offer(cluster, records, time.monotonic())
+        holds_s = None if vouch is not None else self.unchanged.resend_s + interval_s
+        repeats = self.unchanged.offer(cluster, records, time.monotonic(), holds_s)
         if repeats is None:
             return False
-        vouch(cluster, repeats, next(r for r in records if r.get("kind") == "cluster")["observed_at_ms"])
+        if vouch is not None:
+            vouch(cluster, repeats, next(r for r in records if r.get("kind") == "cluster")["observed_at_ms"])
         return True
 
     def _canary_loop(self, canary: CanarySource) -> None:

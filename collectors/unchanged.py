@@ -44,7 +44,8 @@ def steady_digest(records: list[dict[str, Any]]) -> tuple[Any, ...] | None:
             # a KRaft broker names a random live broker as "controller" at each Metadata request (KIP-590;
             # pipelines/detectors/brokers.py): only where the quorum answers is the cluster known to be KRaft
             kraft = q is not None or "quorum" in (cs.get("capabilities") or ())
-            state = {k: v for k, v in cs.items() if k != "quorum" and not (kraft and k == "controller_id")}
+            state = {k: v for k, v in cs.items()
+                     if k not in ("quorum", "holds_s") and not (kraft and k == "controller_id")}
             state["brokers"] = brokers
             voters = None if q is None else (q["leader_id"], q.get("leader_epoch"), q.get("observers"),
                                              tuple(v["id"] for v in q["voters"]))
@@ -70,10 +71,11 @@ class UnchangedPolls:
         self.kept_home = 0
         self._last: dict[str, tuple[tuple[Any, ...] | None, int, float]] = {}
 
-    def offer(self, cluster: str, records: list[dict[str, Any]], now: float) -> int | None:
+    def offer(self, cluster: str, records: list[dict[str, Any]], now: float, holds_s: float | None = None) -> int | None:
         """The id of the last published poll when `records` stay home: a steady poll equal to it, published
         less than `resend_s` ago; the caller vouches for that poll at this one's time. None: publish them
-        (they are remembered as the last)."""
+        (they are remembered as the last). `holds_s`: no pipeline in this process hears vouches, so a steady
+        poll published says itself how long the polls repeating it may stay home (its record's `holds_s`)."""
         digest = steady_digest(records) if self.resend_s > 0 else None
         last = self._last.get(cluster)
         head = next((r for r in records if r.get("kind") == "cluster"), None)
@@ -82,6 +84,8 @@ class UnchangedPolls:
             self.kept_home += 1
             return last[1]
         self._last[cluster] = (digest, head["poll_id"] if head is not None else -1, now)
+        if digest is not None and head is not None and holds_s is not None:
+            head["cluster_state"]["holds_s"] = holds_s
         return None
 
     def forget(self, cluster: str) -> None:

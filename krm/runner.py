@@ -72,19 +72,22 @@ class Monitor:
         for name in shared:
             log.warning(WARNING, self.config.observations.topic, name)
         fate = FateMetrics(shared)
+        state = (PipelineState(ready_window_s=self.ready_window_s, console_url=self.console_url,
+                               stale_after_s=self.stale_after_s) if self.with_pipeline else None)
         try:
             if self.with_collector:
                 self._collector_started_ms = int(time.time() * 1000)
-                self.collector = Collector(self.config).start()
+                self.collector = Collector(self.config)
+                if state is not None:  # steady, unchanged polls reach /metrics without a batch
+                    self.collector.vouch = state.vouch
+                self.collector.start()
                 if not self.with_pipeline:  # `krm collect`: its own health on the configured port
 
                     p = self.config.pipeline
                     port = self.config.collector.serve_port(p.metrics_port)  # not the pipeline's: both may share a host
                     self._server = serve(None, p.metrics_host, port, (CollectorMetrics(self.collector), fate),
                                          p.web_config_file, readiness=self._collector_readiness)
-            if self.with_pipeline:
-                state = PipelineState(ready_window_s=self.ready_window_s, console_url=self.console_url,
-                                      stale_after_s=self.stale_after_s)
+            if state is not None:
                 p = self.config.pipeline
                 extra = ((CollectorMetrics(self.collector),) if self.collector is not None else ()) + (fate,)
 
@@ -103,8 +106,6 @@ class Monitor:
                 # started: a new history reads them (ingest.read_observations)
                 self.pipeline = Pipeline(self.config, self._spark, state,
                                          history_since_ms=self._collector_started_ms).start()
-                if self.collector is not None:  # steady, unchanged polls reach /metrics without a batch
-                    self.collector.vouch = state.vouch
         except BaseException:
             self.stop()
             raise

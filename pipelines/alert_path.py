@@ -33,6 +33,8 @@ from pipelines.tables import Tables
 
 log = logging.getLogger(__name__)
 
+LEASE_MARGIN_MS = 2_000  # beyond a batch's time: how long a poll published takes to reach the alert path
+
 
 def event_hold_ms(config: Config) -> dict[str, int]:
     """Incident types that are events (seen by one poll) and how long they stay open."""
@@ -94,11 +96,12 @@ class AlertPath:
         with self._lock:
             self._judge(rows, batch_id, t0, t_collect)
 
-    def tick(self) -> list[Any]:
+    def tick(self, now_ms: int | None = None) -> list[Any]:
         """What time alone changed since the last batch or tick, up to each cluster's known time:
         held events ended, escalations due, vanished topics forgotten; /metrics and the table told.
         Returns the incidents changed."""
         with self._lock:
+            self._hold_leases(int(time.time() * 1000) if now_ms is None else now_ms)
             snap = self.state.snapshot
             through = {name: view.fresh_ms for name, view in snap.clusters.items() if view.error is None}
             if not through:
@@ -127,6 +130,16 @@ class AlertPath:
                 self._unwritten = pending  # written at the next tick: a change by time is never lost
                 raise
             return changed
+
+    def _hold_leases(self, now_ms: int) -> None:
+        """A record whose collector keeps repeating polls home (`holds_ms`, a collector apart from the
+        pipeline) vouches for its cluster until then, up to a margin ago: a change polled since may still
+        be on its way (a batch's time, and LEASE_MARGIN_MS more)."""
+        snap = self.state.snapshot
+        margin = LEASE_MARGIN_MS + int(snap.last_batch_s * 1000)
+        for name, view in snap.clusters.items():
+            if view.holds_ms is not None and view.record_ms is not None:
+                self.state.vouch(name, view.poll_id, min(now_ms - margin, view.record_ms + view.holds_ms))
 
     def _judge(self, rows: list[Any], batch_id: int, t0: float, t_collect: float) -> None:
         canaries: list[Any] = []
@@ -250,5 +263,6 @@ def split_rows(rows: list[Any], canaries: list[Any] | None = None, tiered: list[
                     capabilities=tuple([(c, True) for c in cs.get("capabilities") or ()]
                                        + [(c, False) for c in cs.get("unsupported") or ()]),
                     share_count=share["count"] if share is not None else 1,
+                    holds_ms=None if cs.get("holds_s") is None else int(cs["holds_s"] * 1000),
                     log_dirs=disks.of_brokers(cs.get("brokers") or ()))
     return polls, found, clusters, counts, jmx

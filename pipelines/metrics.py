@@ -42,6 +42,9 @@ class ClusterView:
     # polls kept home (collectors/unchanged.py) move newest_observed_ms past the time of the record the
     # view is from (record_ms)
     record_ms: int | None = None
+    # a collector apart from the pipeline keeps polls repeating this record home for up to this long
+    # (its `holds_s`): the clock vouches for it meanwhile (pipelines/alert_path.py `tick`)
+    holds_ms: int | None = None
     log_dirs: tuple[LogDirState, ...] = ()  # the brokers' log directories as last sampled (pipelines/disks.py)
 
     @property

@@ -33,8 +33,11 @@ a record without them is read as "not tiered", "no migration known"; and a down 
 `departure` (`controlled`, `crash`, `unknown`), read from `controlled_shutdown` when absent. Optional in v4,
 added later: a cluster's `topic_share` (a cluster split across collector processes; absent: one process
 polls it whole). A pipeline that predates it must not be fed by a split collector: it would judge every
-share's cluster record. Also a topic's `failed_log_dir_brokers` (absent: Metadata's offline replicas read
-as failed directories, as before), a broker's `log_dirs` (absent: nothing known of its disks) and
+share's cluster record. And a cluster's `holds_s` (a collector apart from the pipeline keeps the polls
+that repeat this one home for that long; absent: it publishes the next one); a pipeline that predates it
+sees such a cluster's view age between the published polls. Also a topic's `failed_log_dir_brokers`
+(absent: Metadata's offline replicas read as failed directories, as before), a broker's `log_dirs`
+(absent: nothing known of its disks) and
 `disk_full` (absent: false), and a partition's `stalled_followers` (absent: none known). 4: a topic record
 may leave out its quiet partitions (schemas/quiet.py: healthy, unchanged, no rule can judge them), and then
 says what the pipeline counted from all of them: `partition_count` (the topic's size) and `broker_load`
@@ -216,6 +219,10 @@ CLUSTER_STATE = Struct((
     # v4, optional: one cluster's topics split across collector processes (collectors/topic_share.py):
     # {index, count}; only share 1's record is judged, the others' say their share is alive
     ("topic_share", TOPIC_SHARE, False),
+    # v4, optional: a steady poll a collector with no pipeline in its process published: polls that find the
+    # same are kept home for up to this long (collectors/unchanged.py); until then the record vouches that
+    # the cluster is as it says (pipelines/alert_path.py); absent: the next poll is published
+    ("holds_s", DOUBLE, False),
 ))
 
 TOPIC_STATE = Struct((

@@ -274,3 +274,44 @@ def test_a_broker_down_past_planned_stop_max_escalates_on_the_clock_and_after_a_
     restarted.state.vouch("c1", 1, 700_000)
     (again,) = restarted.tick()
     assert (again.severity, again.last_seen_at_ms) == ("critical", 609_001)
+
+
+def test_a_collector_with_no_pipeline_beside_it_says_in_a_steady_record_how_long_it_holds():
+    gate = UnchangedPolls(resend_s=15.0)
+    first = poll(1, 10_000)
+    assert gate.offer("c1", first, now=0.0, holds_s=17.0) is None
+    assert first[0]["cluster_state"]["holds_s"] == 17.0
+    assert gate.offer("c1", poll(2, 12_000), now=2.0, holds_s=17.0) == 1, "its own stamp is no news"
+    loud = poll(3, 14_000, loud=[{"partition": 0, "leader": 1, "replicas": [1, 2, 3], "isr": [1, 2]}])
+    assert gate.offer("c1", loud, now=4.0, holds_s=17.0) is None and "holds_s" not in loud[0]["cluster_state"]
+
+
+def _leased_rows(at: int, poll_id: int, holds_s: float | None) -> list[object]:
+    import json
+
+    rows = _rows(at, poll_id, ("a",))
+    cs = json.loads(rows[0].details)
+    if holds_s is not None:
+        cs["holds_s"] = holds_s
+    from tests.unit.test_capabilities import _row
+
+    rows[0] = _row(cluster="c1", poll_id=poll_id, observed_at_ms=at, row_type="cluster", scope="cluster",
+                   details=json.dumps(cs))
+    return rows
+
+
+def test_a_record_that_holds_vouches_for_its_cluster_on_the_clock_until_then_a_margin_ago():
+    from pipelines.alert_path import LEASE_MARGIN_MS
+
+    state = PipelineState()
+    path = _alert_path(state)
+    path(_Batch(_leased_rows(10_000, 1, holds_s=17.0)), 0)
+    margin = LEASE_MARGIN_MS + int(state.snapshot.last_batch_s * 1000)
+    path.tick(now_ms=20_000)
+    assert state.snapshot.clusters["c1"].newest_observed_ms == 20_000 - margin
+    path.tick(now_ms=40_000)
+    assert state.snapshot.clusters["c1"].newest_observed_ms == 27_000, "no further than the record holds"
+    assert state.stale(now=40.0) == {"c1": 13.0}, "the next record is late: the view ages"
+    path(_Batch(_leased_rows(28_000, 2, holds_s=None)), 1)  # a change: published, holding nothing
+    path.tick(now_ms=50_000)
+    assert state.snapshot.clusters["c1"].newest_observed_ms == 28_000
