@@ -31,7 +31,7 @@ CLUSTER = "bench"
 def snapshot(partitions: int, open_incidents: int) -> object:
     from pipelines.incidents import Incident
     from pipelines.load import TopicLoad
-    from pipelines.metrics import ClusterView, PipelineState
+    from pipelines.state import ClusterView, PipelineState
 
     now_ms = int(time.time() * 1000)
     topics = (partitions + PER_TOPIC - 1) // PER_TOPIC

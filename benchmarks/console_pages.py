@@ -26,7 +26,7 @@ from pathlib import Path
 from krm.console import Console
 from pipelines.incidents import Incident
 from pipelines.tables import Tables
-from pipelines.metrics import ClusterView, PipelineState
+from pipelines.state import ClusterView, PipelineState
 
 TYPES = [("UNDER_REPLICATED", "warning", None, {"out_of_sync": [3]}),
          ("UNDER_MIN_ISR", "critical", None, {"out_of_sync": [3, 4]}),

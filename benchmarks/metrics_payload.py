@@ -18,7 +18,8 @@ import time
 from prometheus_client import CollectorRegistry, generate_latest
 
 from pipelines.incidents import Incident
-from pipelines.metrics import ClusterView, KrmCollector, PipelineState
+from pipelines.metrics import KrmCollector
+from pipelines.state import ClusterView, PipelineState
 
 
 def incidents(kind: str, n: int, cause: str | None, severity: str) -> list[Incident]:

@@ -90,7 +90,7 @@ def build(tables: Path, partitions: int, minutes: float, poll_s: float, row_grou
 def measure(tables: Path, since_ms: int, max_rows: int) -> dict:
     """In its own process: one warm-up run, then the measured one over the same rows."""
     from foundation.storage import as_location
-    from pipelines.metrics import PipelineState
+    from pipelines.state import PipelineState
     from pipelines.quality import QualityRunner, Suite
 
     runner = QualityRunner(as_location(tables / "observations"), as_location(tables / "data_quality"),

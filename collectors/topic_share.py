@@ -6,7 +6,7 @@ Every process still reads the whole Metadata answer (one request, and the cluste
 registered, which broker holds what), but only share 1 speaks for the cluster: its cluster records
 are judged (BROKER_DOWN, CONTROLLER_ANOMALY, CLUSTER_UNREACHABLE) and carry the cluster's totals.
 The other shares' cluster records say only that the share is alive, so the pipeline takes a cluster's
-view as fresh only while every share is (pipelines/metrics.py `ClusterView.fresh_ms`): a dead share
+view as fresh only while every share is (pipelines/state.py `ClusterView.fresh_ms`): a dead share
 makes the view stale (KrmViewStale) instead of leaving its topics silently unwatched.
 
 The hash is CRC-32 of the topic name (zlib, the same on every host and Python), so the processes

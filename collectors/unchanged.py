@@ -3,7 +3,7 @@
 At rest nearly every poll finds what the one before it found, yet each published poll costs the
 pipeline a micro-batch whatever it carries. With the pipeline in this process (`krm run`) such a poll
 stays home and the collector vouches for the last published one at this poll's time, so the view's age
-stays exact without a batch (pipelines/metrics.py `vouch`). Whether a poll stays home is decided here
+stays exact without a batch (pipelines/state.py `PipelineState.vouch`). Whether a poll stays home is decided here
 alone, from the poll: what changes with time passing alone (a held event's end, an escalation, a
 vanished topic) the pipeline judges on its own clock (pipelines/clock.py). Steady: every partition left
 out as quiet (schemas/quiet.py), the KRaft quorum whole (schemas/quorum.py), no error, nothing denied, no

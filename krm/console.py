@@ -35,7 +35,7 @@ from pipelines import incident_groups
 from pipelines.detectors.rule import PartitionDetails
 from pipelines.disks import last_look
 from pipelines.incident_store import IncidentStore
-from pipelines.metrics import STALE_DEFAULT_S
+from pipelines.state import STALE_DEFAULT_S
 
 NOT_FOUND_LISTED = 200  # what exists, listed at most, on a 404
 HISTORY_LIMIT = 500  # resolved incidents listed at most (newest first)

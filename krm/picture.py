@@ -1,5 +1,5 @@
 """A cluster at a glance: its brokers against its topics, each cell what a broker holds of a topic and
-what hurts there. Pure: built from the pipeline's snapshot (pipelines/metrics.py `Snapshot`), drawn by
+what hurts there. Pure: built from the pipeline's snapshot (pipelines/state.py `Snapshot`), drawn by
 the console (krm/console.py) on the cluster page and, one row per cluster, on the fleet page.
 
 A cell is unhealthy when an open incident of that topic names that broker as one to act on (out of

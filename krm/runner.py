@@ -23,7 +23,8 @@ from krm.console import Console
 from krm.snapshot import from_cluster
 from pipelines.job import Pipeline
 from pipelines.tables import Tables
-from pipelines.metrics import STALE_DEFAULT_S, PipelineState, serve
+from pipelines.metrics import serve
+from pipelines.state import STALE_DEFAULT_S, PipelineState
 from pipelines.session import build_session, objectstore_jars
 
 log = logging.getLogger(__name__)

@@ -28,7 +28,7 @@ from pipelines.incident_store import IncidentStore
 from pipelines.incidents import Finding, IncidentBook, ScopePoll
 from pipelines.jmx_view import JmxSample, JmxView
 from pipelines.load import BrokerLoad, TopicLoad
-from pipelines.metrics import ClusterView, PipelineState
+from pipelines.state import ClusterView, PipelineState
 from pipelines.tables import Tables
 
 log = logging.getLogger(__name__)

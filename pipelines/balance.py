@@ -16,7 +16,7 @@ from foundation.config import PipelineConfig, from_pipeline, setting
 from pipelines.detectors import balance
 from pipelines.incidents import Finding, ScopePoll
 from pipelines.load import BrokerLoad, TopicLoad
-from pipelines.metrics import ClusterView
+from pipelines.state import ClusterView
 
 SCOPE = "balance"
 

@@ -22,7 +22,7 @@ from typing import Any
 from foundation.storage import Location
 from pipelines import history
 from pipelines.ingest import rejected, valid
-from pipelines.metrics import PipelineState
+from pipelines.state import PipelineState
 from pipelines.tables import Tables
 
 log = logging.getLogger(__name__)

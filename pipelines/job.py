@@ -29,7 +29,7 @@ from pipelines.history_path import HistoryPath, history_tasks
 from pipelines.incident_store import IncidentStore
 from pipelines.incidents import IncidentBook
 from pipelines.ingest import parse, read_observations, valid
-from pipelines.metrics import PipelineState
+from pipelines.state import PipelineState
 from pipelines.broker_history import BrokerHistory
 from pipelines.quality import QualityRunner
 from pipelines.session import alert_session

@@ -266,7 +266,7 @@ def changed(view: PartitionView) -> Any:
 
 class ClusterRecordView:
     """One `cluster` record's state (a successful poll) as Spark columns, for the `cluster` rules (as
-    PartitionView is a partition's); not the pipeline's view of a cluster (pipelines/metrics.ClusterView)."""
+    PartitionView is a partition's); not the pipeline's view of a cluster (pipelines/state.py ClusterView)."""
 
     def __init__(self, cluster_state: Any, observed_at_ms: Any = None, settings: Any = None) -> None:
         self.cs = cluster_state

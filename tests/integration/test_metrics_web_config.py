@@ -13,7 +13,8 @@ import pytest
 import requests
 
 from lab.local_cluster import free_port
-from pipelines.metrics import ClusterView, PipelineState, serve
+from pipelines.metrics import serve
+from pipelines.state import ClusterView, PipelineState
 from lab.harness import wait_for
 
 pytestmark = pytest.mark.integration

@@ -12,7 +12,7 @@ from krm.lag import read_lag
 from pipelines.ingest import parse
 from pipelines.history_path import HistoryPath
 from pipelines.tables import Tables
-from pipelines.metrics import PipelineState
+from pipelines.state import PipelineState
 
 pytestmark = pytest.mark.spark
 

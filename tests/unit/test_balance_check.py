@@ -4,7 +4,7 @@ import pytest
 
 from pipelines.balance import BalanceCheck
 from pipelines.load import BrokerLoad, TopicLoad
-from pipelines.metrics import ClusterView
+from pipelines.state import ClusterView
 
 pytestmark = pytest.mark.unit
 

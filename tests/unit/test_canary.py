@@ -9,7 +9,8 @@ from pipelines.detectors import canary
 from pipelines.findings import ROW_FIELDS
 from pipelines.incidents import IncidentBook
 from pipelines.alert_path import split_rows
-from pipelines.metrics import KrmCollector, PipelineState
+from pipelines.metrics import KrmCollector
+from pipelines.state import PipelineState
 
 pytestmark = pytest.mark.unit
 

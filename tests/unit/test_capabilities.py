@@ -8,7 +8,8 @@ from collectors import capabilities
 from collectors.records import cluster_record
 from pipelines.alert_path import split_rows
 from pipelines.findings import ROW_FIELDS
-from pipelines.metrics import KrmCollector, PipelineState
+from pipelines.metrics import KrmCollector
+from pipelines.state import PipelineState
 
 pytestmark = pytest.mark.unit
 

@@ -7,7 +7,7 @@ import pytest
 from krm.charts import partition_chart
 from krm.console import Console
 from pipelines.incidents import Incident
-from pipelines.metrics import ClusterView, PipelineState
+from pipelines.state import ClusterView, PipelineState
 
 pytestmark = pytest.mark.unit
 

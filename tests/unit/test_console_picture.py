@@ -15,7 +15,7 @@ from krm.history_charts import broker_chart, lag_chart
 from pipelines import broker_history
 from pipelines.incidents import Incident
 from pipelines.load import TopicLoad
-from pipelines.metrics import ClusterView, PipelineState
+from pipelines.state import ClusterView, PipelineState
 
 pytestmark = pytest.mark.unit
 

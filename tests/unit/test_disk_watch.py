@@ -8,7 +8,8 @@ from collectors.disk_watch import DiskWatch, full_in, growth_rate
 from collectors.log_dirs import KAFKA_STORAGE_ERROR, LogDir
 from collectors.unchanged import steady_digest
 from pipelines.disks import LogDirState, of_brokers
-from pipelines.metrics import ClusterView, KrmCollector, PipelineState
+from pipelines.metrics import KrmCollector
+from pipelines.state import ClusterView, PipelineState
 
 pytestmark = pytest.mark.unit
 

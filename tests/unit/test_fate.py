@@ -4,7 +4,7 @@ import pytest
 
 from foundation.config import Config, parse_config
 from foundation.fate import addresses, sharing_fate
-from pipelines.metrics import ClusterView, PipelineState
+from pipelines.state import ClusterView, PipelineState
 
 pytestmark = pytest.mark.unit
 

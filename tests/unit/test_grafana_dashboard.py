@@ -15,7 +15,8 @@ from pipelines.incidents import Incident
 from pipelines.jmx_view import JmxSample
 from pipelines.detectors.canary import CanarySample
 from pipelines.disks import LogDirState
-from pipelines.metrics import ClusterView, KrmCollector, PipelineState, QualityStats
+from pipelines.metrics import KrmCollector
+from pipelines.state import ClusterView, PipelineState, QualityStats
 
 pytestmark = pytest.mark.unit
 

@@ -7,7 +7,7 @@ import pytest
 from krm.console import Console
 from pipelines.incident_groups import LEAD_MS, group, keys
 from pipelines.incidents import Incident
-from pipelines.metrics import ClusterView, PipelineState
+from pipelines.state import ClusterView, PipelineState
 
 pytestmark = pytest.mark.unit
 

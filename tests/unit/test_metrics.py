@@ -4,7 +4,8 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from pipelines.incidents import Incident
-from pipelines.metrics import ClusterView, KrmCollector, PipelineState
+from pipelines.metrics import KrmCollector
+from pipelines.state import ClusterView, PipelineState
 
 pytestmark = pytest.mark.unit
 

@@ -5,7 +5,8 @@ import logging
 
 import pytest
 
-from pipelines.metrics import KrmCollector, PipelineState, with_probes
+from pipelines.metrics import KrmCollector, with_probes
+from pipelines.state import PipelineState
 
 pytestmark = pytest.mark.unit
 

@@ -7,7 +7,8 @@ import random
 
 import pytest
 
-from pipelines.metrics import KrmCollector, PipelineState
+from pipelines.metrics import KrmCollector
+from pipelines.state import PipelineState
 from pipelines.quality import QualityRunner, Suite, partition_rows
 
 

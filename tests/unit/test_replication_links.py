@@ -4,7 +4,8 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from pipelines.incidents import Finding, Incident
-from pipelines.metrics import KrmCollector, PipelineState
+from pipelines.metrics import KrmCollector
+from pipelines.state import PipelineState
 from pipelines.replication_links import annotate, side, stopped
 
 pytestmark = pytest.mark.unit

@@ -8,7 +8,8 @@ from pipelines.detectors import registry
 from pipelines.detectors.exports import Series
 from pipelines.detectors.rule import Rule
 from pipelines.incidents import Incident
-from pipelines.metrics import ClusterView, KrmCollector, PipelineState
+from pipelines.metrics import KrmCollector
+from pipelines.state import ClusterView, PipelineState
 
 pytestmark = pytest.mark.unit
 

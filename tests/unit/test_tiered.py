@@ -9,7 +9,8 @@ from prometheus_client import CollectorRegistry
 from collectors import tiered
 from pipelines import tiered_view
 from pipelines.alert_path import split_rows
-from pipelines.metrics import KrmCollector, PipelineState
+from pipelines.metrics import KrmCollector
+from pipelines.state import PipelineState
 from pipelines.tiered_view import TieredPartition, TieredTopic
 
 pytestmark = pytest.mark.unit

@@ -10,7 +10,7 @@ import pytest
 from collectors import topic_share
 from collectors.topic_share import TopicShare, share_of
 from foundation.config import ClusterConfig, CollectorConfig
-from pipelines.metrics import ClusterView
+from pipelines.state import ClusterView
 from schemas.observation import check
 from schemas.quiet import Thresholds
 from tests.unit.test_collector_fast_path import Cluster
@@ -125,7 +125,7 @@ def test_the_pipeline_ages_a_split_cluster_by_its_stalest_share():
     view (krm_observation_age_seconds, the stale view) while share 1 goes on."""
     from pipelines.alert_path import AlertPath
     from pipelines.incidents import IncidentBook
-    from pipelines.metrics import PipelineState
+    from pipelines.state import PipelineState
 
     state = PipelineState()
     path = AlertPath(state, IncidentBook(flap_window_ms=0), _Store())  # type: ignore[arg-type]

@@ -9,7 +9,7 @@ import pytest
 
 from collectors.records import cluster_record, summarized, topic_record
 from collectors.unchanged import UnchangedPolls, steady_digest
-from pipelines.metrics import ClusterView, PipelineState
+from pipelines.state import ClusterView, PipelineState
 
 pytestmark = pytest.mark.unit
 
