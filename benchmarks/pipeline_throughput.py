@@ -7,8 +7,11 @@ reads it. Reports per size, after a warm-up of 3 batches: alert-path micro-batch
 and input rows, the history path's, how late the simulator's polls were, the driver JVM's peak heap
 and the process' peak RSS, and the state store (none: the pipeline keeps no Spark state).
 
+`--shares N`: the cluster's topics split over N simulator processes (`krm simulate --topic-share I/N`,
+as N `krm collect --topic-share` processes split a cluster too large for one), one pipeline reading them all.
+
 Usage: .venv/bin/python benchmarks/pipeline_throughput.py [--sizes 10000,50000,200000] [--minutes 3]
-       [--history-trigger S] [--prebuild] [--json]
+       [--history-trigger S] [--prebuild] [--shares N] [--json]
 """
 
 from __future__ import annotations
@@ -68,7 +71,8 @@ def spark_driver(pid: int) -> list[int]:
 
 
 def run_size(spark, obs: LocalCluster, size: int, minutes: float, poll_s: float, work: Path,
-             history_trigger_s: float, prebuild: bool, history_tasks: int = 0, quality_interval_s: float = 60.0) -> dict:
+             history_trigger_s: float, prebuild: bool, history_tasks: int = 0, quality_interval_s: float = 60.0,
+             shares: int = 1) -> dict:
     topics = size // 100
     cfg = work / f"sim-{size}.toml"
     cfg.write_text(
@@ -84,10 +88,12 @@ def run_size(spark, obs: LocalCluster, size: int, minutes: float, poll_s: float,
     logging.getLogger("pipelines").addHandler(handler)
     logging.getLogger("pipelines").setLevel(logging.DEBUG)
     monitor = Monitor(load_config(cfg), collect=False, spark=spark).start()
-    sim = subprocess.Popen([str(ROOT / ".venv/bin/krm"), "simulate", "--config", str(cfg), "--topics", str(topics),
-                            "--brokers", "30", "--poll-interval", str(poll_s), "--duration", str(minutes * 60)]
-                           + (["--prebuild"] if prebuild else []),
-                           stdout=subprocess.DEVNULL, stderr=open(work / f"sim-{size}.log", "w"))
+    logs = [work / (f"sim-{size}.log" if shares == 1 else f"sim-{size}-{i}.log") for i in range(1, shares + 1)]
+    sims = [subprocess.Popen([str(ROOT / ".venv/bin/krm"), "simulate", "--config", str(cfg), "--topics", str(topics),
+                              "--brokers", "30", "--poll-interval", str(poll_s), "--duration", str(minutes * 60)]
+                             + (["--prebuild"] if prebuild else [])
+                             + ([f"--topic-share={i}/{shares}"] if shares > 1 else []),
+                             stdout=subprocess.DEVNULL, stderr=open(log, "w")) for i, log in enumerate(logs, 1)]
     peak_heap = peak_rss = 0.0
     ages: list[float] = []  # krm_observation_age_seconds: how fresh what /metrics shows is
     seen: list[tuple[float, float]] = []  # (newest observation stamp on /metrics, when a sample showed it)
@@ -96,7 +102,7 @@ def run_size(spark, obs: LocalCluster, size: int, minutes: float, poll_s: float,
     stop = threading.Event()
 
     def publishing() -> bool:  # a prebuilding simulator publishes nothing for minutes
-        return "] poll " in (work / f"sim-{size}.log").read_text()
+        return all("] poll " in log.read_text() for log in logs)
 
     def sample() -> None:
         nonlocal peak_heap, peak_rss, runs_before
@@ -109,7 +115,7 @@ def run_size(spark, obs: LocalCluster, size: int, minutes: float, poll_s: float,
             peak_rss = max(peak_rss, rss_mb(os.getpid()) + sum(rss_mb(j) for j in spark_driver(os.getpid())))
             # after the warm-up, while polls come: once the simulator is done the age only grows (the
             # 2 polls' wait below), which once put a 20 s tail into the age's p95
-            if time.time() - began > 60 and sim.poll() is None:
+            if time.time() - began > 60 and all(s.poll() is None for s in sims):
                 try:
                     text, now = scrape(monitor.metrics_url), time.time()
                 except Exception:  # noqa: BLE001 - a slow scrape is skipped
@@ -125,7 +131,9 @@ def run_size(spark, obs: LocalCluster, size: int, minutes: float, poll_s: float,
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
     try:
-        sim.wait(timeout=minutes * 60 * 3 + 600)  # a prebuild first takes up to ~the duration
+        deadline = time.time() + minutes * 60 * 3 + 600 * shares  # a prebuild first takes up to ~the duration
+        for s in sims:
+            s.wait(timeout=max(1.0, deadline - time.time()))
         time.sleep(2 * poll_s)  # the last polls through the pipeline
     finally:
         stop.set()
@@ -133,19 +141,21 @@ def run_size(spark, obs: LocalCluster, size: int, minutes: float, poll_s: float,
         state_ops = [p.get("stateOperators") for ps in progress.values() for p in ps if p.get("stateOperators")]
         quality = quality_figures(monitor.metrics_url)
         monitor.stop()
-        if sim.poll() is None:
-            sim.kill()
+        for s in sims:
+            if s.poll() is None:
+                s.kill()
     logging.getLogger("pipelines").removeHandler(handler)
-    lines = (work / f"sim-{size}.log").read_text().splitlines()
+    lines = [line for log in logs for line in log.read_text().splitlines()]
     late = [float(line.split("late ")[1].split("s")[0]) for line in lines if "late " in line]
     published = [(int(m.group(1)), float(m.group(2))) for line in lines
                  for m in [re.search(r"\] poll \d+: (\d+) records, ([\d.]+) MB", line)] if m]
-    out = {"size": size, "peak_heap_mb": peak_heap, "peak_rss_mb": peak_rss, "state_operators": len(state_ops),
+    out = {"size": size, "shares": shares, "peak_heap_mb": peak_heap, "peak_rss_mb": peak_rss, "state_operators": len(state_ops),
            "sim_late_p95": pct(late, 0.95) if late else 0.0, "age_p50": pct(ages, 0.5), "age_p95": pct(ages, 0.95),
            "age_max": max(ages, default=float("nan")), "polls": len(late), "quality": quality,
            "records_published": sum(n for n, _ in published),
            # a steady poll (the first carries every partition): the median over the rest
-           "bytes_per_partition": round(statistics.median([mb for _, mb in published[1:]] or [0.0]) * 1e6 / size, 1)}
+           "bytes_per_partition": round(sum(statistics.median([mb for _, mb in steady] or [0.0])
+                                            for steady in _steady_mb(logs)) * 1e6 / size, 1)}
     for name, ps in progress.items():
         batches = [p for p in ps if p.get("numInputRows", 0) > 0][3:]
         out[name + "_rows_total"] = sum(p["numInputRows"] for p in ps)
@@ -157,6 +167,16 @@ def run_size(spark, obs: LocalCluster, size: int, minutes: float, poll_s: float,
                                       for k in (batches[0]["durationMs"] if batches else {})}}
     out["split"] = handler_split(debug_log.read_text())
     out.update(poll_delays(seen, quality_runs))
+    return out
+
+
+def _steady_mb(logs: list[Path]) -> list[list[tuple[int, float]]]:
+    """Each simulator's polls after its first (which carries every partition): (records, MB)."""
+    out = []
+    for log in logs:
+        polls = [(int(m.group(1)), float(m.group(2))) for line in log.read_text().splitlines()
+                 for m in [re.search(r"\] poll \d+: (\d+) records, ([\d.]+) MB", line)] if m]
+        out.append(polls[1:])
     return out
 
 
@@ -217,6 +237,8 @@ def main() -> None:
                          "does not compete with the pipeline on this machine")
     ap.add_argument("--quality-interval", type=float, default=60.0,
                     help="[pipeline] quality_interval_s (0: the data-quality suite off)")
+    ap.add_argument("--shares", type=int, default=1,
+                    help="simulator processes, each publishing one share of the topics (krm simulate --topic-share)")
     ap.add_argument("--json", action="store_true",
                     help="print one JSON object as the last stdout line: per size, the figures the budgets are set on")
     args = ap.parse_args()
@@ -230,7 +252,7 @@ def main() -> None:
         for size in (int(x) for x in args.sizes.split(",")):
             print(f"--- {size} partitions, {args.minutes} min ...", file=sys.stderr, flush=True)
             r = run_size(spark, obs, size, args.minutes, args.poll, work, args.history_trigger, args.prebuild,
-                         args.history_tasks, args.quality_interval)
+                         args.history_tasks, args.quality_interval, args.shares)
             print(r, file=sys.stderr, flush=True)
             results.append(r)
     finally:

@@ -174,18 +174,9 @@ class AdminSource(PollRecords, ZkMirrorRecords):
 
     def _failed_poll(self, poll_id: int) -> list[dict[str, Any]]:
         """What a poll that reached no broker still knows. ZooKeeper mode: the mirror's view of every
-        topic with ZooKeeper's live brokers. With the whole cluster down no controller is left to
-        write `leader: -1`, so the state znodes keep naming dead leaders: offline by Kafka's own
-        definition (leader not alive, MetadataCache / kafka-topics --unavailable-partitions), which
-        only these records can show (the fault loops' cluster-down: no OFFLINE_PARTITION for the
-        minutes every broker was down).
-
-        These records open incidents and resolve none (`resolves` false): a registration alone does
-        not make a partition available. As a cluster restarts, a leader's broker registers before
-        the new controller, which has not seen it yet, writes `leader: -1` and then elects it a
-        moment later: resolved by the registration, each partition raised a second incident for
-        that moment (the fault loops' cluster-down). Its outage's incident now stays open until a
-        poll reaches a broker again (quick records meanwhile resolve nothing either)."""
+        topic with ZooKeeper's live brokers (a whole cluster down leaves dead leaders in the state
+        znodes: offline by Kafka's definition); these records open incidents and resolve none, since a
+        registration alone makes nothing available (docs/collector.md)."""
         live = self.zk.live_brokers() if self.zk is not None else None
         self.broker_view = {b: (False, n) for b, (_, n) in self.broker_view.items()}  # none answered this poll
         # Without ZooKeeper nobody said who is live: the next poll that reaches a broker sees every

@@ -153,12 +153,9 @@ class PollerState:
 
     def _no_older(self, topic: str, part: dict[str, Any], key: tuple[str, int] | None = None,
                   now: float | None = None) -> None:
-        """A record never goes back in leader epoch. The two views krm reads trail each other by a
-        few ms: at a broker's return the brokers' metadata named the new leader while the mirror's
-        watch for that partition had not fired yet, and a quick record for another partition's
-        change, stamped later, republished the old state (an OFFLINE_PARTITION reopened for 2 ms).
-        Leader epochs only grow (the controller bumps one at every election), so a part older
-        than what was already published takes the published leader and ISR."""
+        """A record never goes back in leader epoch: the brokers' metadata and the ZooKeeper mirror trail
+        each other by a few ms, and epochs only grow, so a part older than what was already published
+        takes the published leader and ISR (docs/collector.md)."""
         epoch = part.get("leader_epoch")
         if epoch is None:
             return

@@ -127,11 +127,9 @@ class ZkMirrorRecords(PollerState):
                     yield {"replicas": replicas, "leader": zs.leader, "isr": zs.isr}
 
     def _metadata_arrived(self, topics: list[dict[str, Any]]) -> int:
-        """Stamp the poll with the Metadata answer's arrival and hold the answer for quick records
-        until this poll's records are built (after the offsets round, which takes a while). A quick
-        record stamped in between would otherwise republish the mirror's older state after this
-        poll's newer one (an OFFLINE_PARTITION reopened for 1 ms at a broker's return: the fault loops).
-        Stamp and hand-over under the lock quick_records stamps under, so the two are ordered."""
+        """Stamp the poll with the Metadata answer's arrival and hand the answer to quick records until
+        this poll's records are built, under the lock they are stamped under: no quick record stamped
+        meanwhile republishes an older state after it (docs/collector.md)."""
         by_topic = None
         if self.zk is not None:  # quick records exist only with the ZooKeeper mirror
             by_topic = {t["topic"]: t["partitions"] for t in topics}

@@ -388,7 +388,7 @@ def spark_settings(table: dict[str, Any]) -> tuple[tuple[str, str], ...]:
     """`[pipeline.spark_conf]`: Spark settings by their own names ("spark.executor.memory" = "2g", or
     unquoted, which TOML nests); values may be strings, numbers or booleans, given to Spark as text."""
 
-    def flat(prefix: str, t: dict) -> list[tuple[str, str]]:
+    def flat(prefix: str, t: dict[str, Any]) -> list[tuple[str, str]]:
         out = []
         for key, value in t.items():
             name = f"{prefix}{key}"

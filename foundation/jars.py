@@ -14,7 +14,7 @@ import hashlib
 import json
 import urllib.request
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 from foundation.errors import SetupError
 from foundation.paths import JARS_LOCK, jars_dir
@@ -24,9 +24,10 @@ PIPELINE_GROUPS = ("spark", "objectstore")
 LOCAL_CLUSTER_GROUPS = ("kafka", "kafka-4.4.0", "agent")
 
 
-def load_lock(path: Path = JARS_LOCK) -> dict[str, list[dict]]:
+def load_lock(path: Path = JARS_LOCK) -> dict[str, list[dict[str, Any]]]:
     try:
-        return json.loads(path.read_text())
+        lock: dict[str, list[dict[str, Any]]] = json.loads(path.read_text())
+        return lock
     except FileNotFoundError:
         raise SetupError(f"{path} is missing: this krm was installed without its jar list") from None
 

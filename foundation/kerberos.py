@@ -100,7 +100,7 @@ def _mechanism() -> Any:
     if _MECHANISM is None:
         from kafka.sasl.gssapi import SaslMechanismGSSAPI
 
-        class GssapiWithLogin(SaslMechanismGSSAPI):  # type: ignore[misc]
+        class GssapiWithLogin(SaslMechanismGSSAPI):
             """kafka-python's GSSAPI exchange, with krm's own credential when a KerberosLogin is given."""
 
             def __init__(self, **config: Any) -> None:

@@ -13,7 +13,7 @@ Paths in a table are taken relative to the file that holds it (the validation co
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any, Callable
+from typing import Annotated, Any, Callable, TypeVar
 
 from pydantic import (AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints, ValidationError,
                       ValidationInfo, model_validator)
@@ -103,8 +103,11 @@ _EXPECTED = {
 }
 
 
-def validate(model: type[Table], data: Any, where: str, section: Section, base: Path | None = None,
-             words: dict[str, str] | None = None) -> Any:
+T = TypeVar("T", bound="Table")
+
+
+def validate(model: type[T], data: Any, where: str, section: Section, base: Path | None = None,
+             words: dict[str, str] | None = None) -> T:
     """`model` from `data`, or one ConfigError saying every problem (one line each) with file, table, key.
     `words`: how this file's format names a type (YAML says "a mapping" where TOML says "a table")."""
     try:

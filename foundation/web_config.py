@@ -117,7 +117,7 @@ def load_web_config(path: Path) -> WebConfig:
 class BasicAuth:
     """WSGI middleware: 401 with a Basic challenge unless the request carries a listed user's password."""
 
-    def __init__(self, app: Callable, users: dict[str, bytes]) -> None:
+    def __init__(self, app: Callable[..., Iterable[bytes]], users: dict[str, bytes]) -> None:
         self.app, self.users = app, users
         self._verified: set[tuple[str, bytes]] = set()
         self._lock = threading.Lock()
@@ -146,14 +146,14 @@ class BasicAuth:
 
     OPEN_PATHS = ("/healthz", "/readyz")  # liveness and readiness probes: no data, no credentials
 
-    def __call__(self, environ: dict, start_response: Callable) -> Iterable[bytes]:
+    def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
         if environ.get("PATH_INFO") in self.OPEN_PATHS or self.allowed(environ.get("HTTP_AUTHORIZATION")):
             return self.app(environ, start_response)
         start_response("401 Unauthorized", [("WWW-Authenticate", 'Basic realm="krm"'), ("Content-Type", "text/plain")])
         return [b"Unauthorized\n"]
 
 
-def serve_wsgi(app: Callable, host: str, port: int, web: WebConfig | None) -> Any:
+def serve_wsgi(app: Callable[..., Iterable[bytes]], host: str, port: int, web: WebConfig | None) -> Any:
     """A threaded WSGI server on a daemon thread, with the web config's TLS and basic auth."""
     from wsgiref.simple_server import WSGIRequestHandler, make_server
 

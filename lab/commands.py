@@ -98,11 +98,23 @@ def cmd_simulate(args: argparse.Namespace) -> int:
                            replication_factor=args.replication_factor, rf1_topics=args.rf1_topics,
                            min_insync_replicas=args.min_insync_replicas, write_rate=args.write_rate,
                            replica_lag_time_max_ms=args.replica_lag_time_max_ms, seed=args.seed)
+    share = None
+    if args.topic_share:
+        from collectors import topic_share
+
+        try:
+            share = topic_share.parse(args.topic_share)
+        except ValueError as e:
+            raise KrmError(f"--topic-share: {e}") from None
+        if args.faults or args.truth:
+            raise KrmError("--topic-share publishes one share of the topics; faults and their truth "
+                             "need the whole cluster (run without it)")
     faults = load_script(args.faults) if args.faults else []
     truth = open_truth(args.truth)
     try:
         stats = simulate(config, name, settings, faults, args.poll_interval, args.duration, truth,
-                         unclean_topic=args.unclean_topic, expand_topic=args.expand_topic, prebuild=args.prebuild)
+                         unclean_topic=args.unclean_topic, expand_topic=args.expand_topic, prebuild=args.prebuild,
+                         share=share)
     finally:
         if truth is not None:
             truth.close()
@@ -203,6 +215,9 @@ def add_commands(sub: Any) -> None:
     sm.add_argument("--write-rate", type=float, default=2.0, help="mean messages/s per partition (a quarter idle)")
     sm.add_argument("--replica-lag-time-max-ms", type=int, default=30_000)
     sm.add_argument("--seed", type=int, default=1)
+    sm.add_argument("--topic-share", metavar="I/N",
+                    help="publish only the I-th of N shares of the topics, as `krm collect --topic-share` does (run N "
+                         "processes with the same --seed for the whole cluster)")
     sm.add_argument("--poll-interval", type=float, default=10.0, metavar="S")
     sm.add_argument("--duration", type=float, default=600.0, metavar="S")
     sm.add_argument("--faults", metavar="FILE", help="fault script (JSON list or TOML [[fault]] tables)")

@@ -165,10 +165,8 @@ def build_session(master: str = "local[2,4]", app_name: str = "krm-pipeline", lo
         "spark.sql.codegen.cache.maxEntries": "1000",
         # Each micro-batch persists its batch. Caching a plan clones the session when either of these
         # would need turning off for it (CacheManager.getOrCloneSessionWithConfigsOff), and Spark 4.0.0
-        # never frees a cloned session: its ArtifactManager's Cleaner action holds the manager itself
-        # (SPARK-54753). The soak found one session leaked per batch (its Hadoop configuration and
-        # function registry: ~90 MB/h of driver heap). krm has no bucketed tables and runs without AQE,
-        # so with both set as the cache wants them, no clone is made.
+        # never frees a cloned session (SPARK-54753: a session leaked per batch, RELIABILITY.md "Soak").
+        # krm has no bucketed tables and runs without AQE: set as the cache wants them, no clone is made.
         "spark.sql.sources.bucketing.autoBucketedScan.enabled": "false",
         "spark.sql.optimizer.canChangeCachedPlanOutputPartitioning": "true",
         "spark.scheduler.mode": "FAIR",  # history writes must not queue ahead of alert batches

@@ -9,6 +9,7 @@ import numpy as np
 
 from collectors.memory import PartitionMemory
 from collectors.records import cluster_record, leave_out_quiet, topic_record
+from collectors.topic_share import TopicShare
 from lab.simulate.model import SimCluster
 from schemas.quiet import Thresholds
 
@@ -16,9 +17,10 @@ from schemas.quiet import Thresholds
 class Emitter:
     """One per simulated cluster: numbers polls and keeps the collector's per-partition memory."""
 
-    def __init__(self, sim: SimCluster, quiet: Thresholds | None = None) -> None:
+    def __init__(self, sim: SimCluster, quiet: Thresholds | None = None, share: TopicShare | None = None) -> None:
         self.sim = sim
         self.quiet = quiet or Thresholds()  # the pipeline's thresholds, as the collector reads them
+        self.share = share  # `--topic-share I/N`: only these topics' records, as a share's collector publishes
         self.memory = PartitionMemory()
         self.poll_id = 0
         self._counts: dict[int, int] = {}  # topic -> partition count last published (assignment changes)
@@ -48,12 +50,17 @@ class Emitter:
         order = np.argsort(sim.topic_of, kind="stable")
         topic_of = sim.topic_of[order].tolist()
         memory = self.memory
+        share = self.share
+        held = [True] * len(sim.topic_names) if share is None else [share.holds(n) for n in sim.topic_names]
         parts: list[dict[str, Any]] = []
         current: Any = topic_of[0] if topic_of else None
         for i, row in zip(topic_of, order.tolist()):
             if i != current:
-                records.append(self._topic(current, parts, at, live))
+                if held[current]:
+                    records.append(self._topic(current, parts, at, live))
                 parts, current = [], i
+            if not held[i]:
+                continue
             reps = [b for b in replicas[row] if b >= 0]
             leader = leaders[row]
             offsets = [{"broker": b, "log_end_offset": o} for b, o, a in zip(replicas[row], leo[row], alive[row])
@@ -64,9 +71,9 @@ class Emitter:
                  "high_watermark": hw[row] if leader >= 0 else None, "log_start_offset": 0 if leader >= 0 else None,
                  "replica_offsets": offsets}
             parts.append(memory.annotate(sim.topic_names[i], p, at))
-        if current is not None:
+        if current is not None and held[current]:
             records.append(self._topic(current, parts, at, live))
-        return records
+        return records if share is None else share.stamp(records)
 
     def _topic(self, t: int, parts: list[dict[str, Any]], at: int, live: list[int]) -> dict[str, Any]:
         sim = self.sim

@@ -73,12 +73,15 @@ def next_poll(sim: SimCluster, emitter: Emitter, pending: list[Fault], now_ms: i
 
 def simulate(config: Any, cluster_name: str, settings: SimSettings, faults: list[Fault], poll_s: float,
              duration_s: float, truth: TextIO | None, progress: TextIO = sys.stderr,
-             unclean_topic: bool = False, expand_topic: bool = False, prebuild: bool = False) -> PollStats:
+             unclean_topic: bool = False, expand_topic: bool = False, prebuild: bool = False,
+             share: Any = None) -> PollStats:
+    """Poll a simulated cluster every `poll_s` for `duration_s` and publish its records; `share`
+    (collectors/topic_share.py TopicShare): only its topics' records, as one of N collector processes."""
     t0 = time.perf_counter()
     sim = build_cluster(cluster_name, settings, int(time.time() * 1000), unclean_topic, expand_topic)
     print(f"simulated cluster {cluster_name}: {len(sim.live)} brokers, {len(sim.topic_names)} topics, "
           f"{sim.partitions} partitions (built in {time.perf_counter() - t0:.1f}s)", file=progress)
-    emitter = Emitter(sim, Thresholds.of(config.pipeline))
+    emitter = Emitter(sim, Thresholds.of(config.pipeline), share)
     publisher = Publisher(config.observations, spool_max_bytes=1024 * 1024 * 1024, validate=False)
     stats = PollStats()
     try:

@@ -179,3 +179,16 @@ def test_prebuilt_polls_restamped_equal_polls_built_at_publication_time():
     stalled = [v for poll in runs[0] for v in poll if b'"hw_stalled_since_ms":1' in v]
     assert stalled, "no record carried a stall time: the test would not cover that stamp"
     assert [[restamp(v, shift) for v in poll] for poll in runs[0]] == runs[1]
+
+
+def test_shares_of_one_simulated_cluster_publish_every_topic_once_and_say_which_share_they_are():
+    from collectors.topic_share import TopicShare
+
+    whole = {r["topic_state"]["topic"] for r in Emitter(small()).poll() if r["kind"] == "topic"}
+    seen: list[str] = []
+    for i in (1, 2):
+        records = Emitter(small(), share=TopicShare(i, 2)).poll()
+        (head,) = [r for r in records if r["kind"] == "cluster"]
+        assert head["cluster_state"]["topic_share"] == {"index": i, "count": 2}
+        seen += [r["topic_state"]["topic"] for r in records if r["kind"] == "topic"]
+    assert sorted(seen) == sorted(whole) and len(whole) == 4
