@@ -30,6 +30,7 @@ from pipelines.jmx_view import JmxSample, JmxView
 from pipelines.load import BrokerLoad, TopicLoad
 from pipelines.state import ClusterView, PipelineState
 from pipelines.tables import Tables
+from schemas.typed import ClusterState
 
 log = logging.getLogger(__name__)
 
@@ -109,6 +110,10 @@ class AlertPath:
             changed = self.book.end_holds(through)
             if self.settings is not None:
                 changed += self.book.revise(clock.escalations_due(self.book.open_incidents(), through, self.settings))
+            opened = [f for name, view in snap.clusters.items() if view.opens and name in through
+                      for f in clock.openings_due(name, view.opens, through[name], view.poll_id, self.book.is_open)]
+            if opened:
+                changed += self.book.apply([], opened)
             forgot = False
             for name, view in snap.clusters.items():  # only polls kept home move a view between batches
                 if name in through and view.vouched is not None and self._forgot_through.get(name) != through[name]:
@@ -145,7 +150,7 @@ class AlertPath:
         canaries: list[Any] = []
         tiered: list[Any] = []
         shares: dict[str, dict[int, int]] = {}
-        polls, found, clusters, counts, jmx = split_rows(rows, canaries, tiered, shares)
+        polls, found, clusters, counts, jmx = split_rows(rows, canaries, tiered, shares, self.settings)
         for name, newest in shares.items():
             mine = self.shares.setdefault(name, {})
             for i, at in newest.items():
@@ -191,7 +196,7 @@ class AlertPath:
 
 
 def split_rows(rows: list[Any], canaries: list[Any] | None = None, tiered: list[Any] | None = None,
-               shares: dict[str, dict[int, int]] | None = None) -> tuple[
+               shares: dict[str, dict[int, int]] | None = None, settings: Any = None) -> tuple[
         list[ScopePoll], list[Finding], dict[str, ClusterView], list[TopicLoad], list[JmxSample]]:
     """The collected alert rows sorted by kind. Fields are read by position: a pyspark Row's
     attribute access searches its field names each time, and a broker death at 200k partitions
@@ -239,7 +244,7 @@ def split_rows(rows: list[Any], canaries: list[Any] | None = None, tiered: list[
                                  c.broker, canary.CAUSE, c.details, r[at], r[poll_id]) for c in canary.judge(d))
             canaries.extend(canary.samples(r[cluster], d, r[at]))
         else:
-            cs = loads(r[details])
+            cs: ClusterState = loads(r[details])
             share = cs.get("topic_share")
             if share is not None and share["index"] > 1:  # another share of a split cluster: alive, nothing more
                 newest = shares.setdefault(r[cluster], {})
@@ -263,6 +268,7 @@ def split_rows(rows: list[Any], canaries: list[Any] | None = None, tiered: list[
                     capabilities=tuple([(c, True) for c in cs.get("capabilities") or ()]
                                        + [(c, False) for c in cs.get("unsupported") or ()]),
                     share_count=share["count"] if share is not None else 1,
-                    holds_ms=None if cs.get("holds_s") is None else int(cs["holds_s"] * 1000),
-                    log_dirs=disks.of_brokers(cs.get("brokers") or ()))
+                    holds_ms=None if (holds_s := cs.get("holds_s")) is None else int(holds_s * 1000),
+                    log_dirs=disks.of_brokers(cs.get("brokers") or ()),
+                    opens=clock.openings(cs, settings) if settings is not None else ())
     return polls, found, clusters, counts, jmx

@@ -12,6 +12,7 @@ from typing import Any, Iterable, Iterator
 
 from pipelines.detectors.exports import Alert, console
 from schemas.disks import PAGE_WITHIN_S, WARN_WITHIN_S
+from schemas.typed import Broker
 
 
 @dataclass(frozen=True)
@@ -24,7 +25,7 @@ class LogDirState:
     full_in_s: float | None
 
 
-def of_brokers(brokers: Iterable[dict[str, Any]]) -> tuple[LogDirState, ...]:
+def of_brokers(brokers: Iterable[Broker]) -> tuple[LogDirState, ...]:
     """The directories a cluster record's registered brokers carry (a down one's are its departure's evidence,
     pipelines/detectors/brokers.py, not a disk to watch)."""
     return tuple(LogDirState(b["id"], d["path"], bool(d["failed"]), d.get("total_bytes"), d.get("usable_bytes"),

@@ -147,6 +147,10 @@ class IncidentBook:
             book._written_ms[inc.key] = inc.last_seen_at_ms
         return book
 
+    def is_open(self, key: Key) -> bool:
+        inc = self._by_key.get(key)
+        return inc is not None and inc.status == "open"
+
     def open_incidents(self) -> list[Incident]:
         return [i for i in self._by_key.values() if i.status == "open"]
 

@@ -264,8 +264,8 @@ def _kraft_series(clusters: dict[str, ClusterView]) -> Iterator[Any]:
             continue
         leader_id = q.get("leader_id")
         leader.add_metric([name], float(leader_id) if leader_id is not None else -1.0)
-        if q.get("leader_epoch") is not None:
-            epoch.add_metric([name], q["leader_epoch"])
+        if (leader_epoch := q.get("leader_epoch")) is not None:
+            epoch.add_metric([name], leader_epoch)
         leader_id = q.get("leader_id")
         states = quorum.voter_states(q) if leader_id is not None and leader_id >= 0 else []
         voters.add_metric([name], len(q.get("voters") or []))

@@ -11,6 +11,7 @@ from typing import Any
 
 from pipelines import broker_history, disks
 from pipelines.disks import LogDirState
+from schemas.typed import Quorum
 from pipelines.incidents import Incident
 from schemas.observation import AUTHORIZATION_FAILED, UNREACHABLE
 
@@ -25,7 +26,7 @@ class ClusterView:
     poll_id: int = -1  # of the cluster record this view is from (a poll kept home vouches for it: `vouch`)
     leader_imbalance_percentage: int | None = None  # the cluster's leader.imbalance.per.broker.percentage
     reassigning: bool = False  # a partition reassignment is running (ZooKeeper mode)
-    quorum: dict[str, Any] | None = None  # KRaft: the cluster record's DescribeQuorum state
+    quorum: Quorum | None = None  # KRaft: the cluster record's DescribeQuorum state
     error_reason: str | None = None  # why `error` (collectors/access.py)
     denied: tuple[str, ...] = ()  # ACLs the poll found missing
     capabilities: tuple[tuple[str, bool], ...] = ()  # (capability, usable): collectors/capabilities.py
@@ -39,6 +40,8 @@ class ClusterView:
     # a collector apart from the pipeline keeps polls repeating this record home for up to this long
     # (its `holds_s`): the clock vouches for it meanwhile (pipelines/alert_path.py `tick`)
     holds_ms: int | None = None
+    # findings time alone opens on the cluster as its record says (pipelines/clock.py `openings`)
+    opens: tuple[tuple[str, str, int, dict[str, Any]], ...] = ()
     log_dirs: tuple[LogDirState, ...] = ()  # the brokers' log directories as last sampled (pipelines/disks.py)
 
     @property

@@ -6,7 +6,7 @@ the poll unchanged (collectors/unchanged.py). Pure."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from schemas.typed import Quorum
 
 FETCH_TIMEOUT_MS = 2000  # controller.quorum.fetch.timeout.ms's default
 
@@ -22,13 +22,13 @@ class VoterState:
     caught_up_age_ms: int | None
 
 
-def voter_states(quorum: dict[str, Any], timeout_ms: int = FETCH_TIMEOUT_MS) -> list[VoterState]:
+def voter_states(quorum: Quorum, timeout_ms: int = FETCH_TIMEOUT_MS) -> list[VoterState]:
     voters = quorum.get("voters") or []
     leader_id = quorum.get("leader_id")
     leader = next((v for v in voters if v["id"] == leader_id), None)
     times = [t for v in voters for t in (v.get("last_fetch_ms"), v.get("last_caught_up_ms")) if t is not None]
     # "now" on the leader's clock: it reports its own last caught-up time as the current time
-    now = (leader or {}).get("last_caught_up_ms") or (max(times) if times else None)
+    now = (leader.get("last_caught_up_ms") if leader is not None else None) or (max(times) if times else None)
     leader_leo = leader["log_end_offset"] if leader and leader["log_end_offset"] >= 0 else None
 
     def age(t: int | None) -> int | None:
@@ -51,7 +51,7 @@ def voter_states(quorum: dict[str, Any], timeout_ms: int = FETCH_TIMEOUT_MS) -> 
     return out
 
 
-def whole(quorum: dict[str, Any] | None, timeout_ms: int = FETCH_TIMEOUT_MS) -> bool:
+def whole(quorum: Quorum | None, timeout_ms: int = FETCH_TIMEOUT_MS) -> bool:
     """A known leader and every other voter caught up: nothing for the quorum rule to find."""
     if quorum is None:
         return True

@@ -13,7 +13,8 @@
   migration mode: one is missing or misconfigured), or the cluster has been in dual writes for
   `migration_dual_write_max_s` (brokers still in ZooKeeper mode, or finalization never done; rolling
   back is possible only until then). The phase comes from the collector (collectors/zookeeper.py,
-  Kafka's ZkMigrationState numbers); judged in the alert projection.
+  Kafka's ZkMigrationState numbers); judged in the alert projection, and opened on the pipeline's clock
+  while polls stay home (`TimedOpening`, pipelines/clock.py).
 
 Split brain from JMX: more than one broker says it is the active controller.
 
@@ -30,7 +31,7 @@ from __future__ import annotations
 from typing import Any
 
 from pipelines.detectors.exports import Alert, INCIDENTS_OF_TYPE, console
-from pipelines.detectors.rule import ClusterRecordView, Rule
+from pipelines.detectors.rule import ClusterRecordView, Rule, TimedOpening
 
 TYPE = "CONTROLLER_ANOMALY"
 NO_CONTROLLER = "no_active_controller"
@@ -52,6 +53,9 @@ def active_controllers(counts: dict[int, float]) -> list[int]:
 def split_brain(counts: dict[int, float]) -> list[int] | None:
     claimants = active_controllers(counts)
     return claimants if len(claimants) > 1 else None
+
+
+MIGRATION_DETAILS = ("migration_phase", "migration_phase_since_ms")  # a stuck phase's details (both forms)
 
 
 def _plan(view: ClusterRecordView) -> Any:
@@ -120,6 +124,10 @@ RULE = Rule(TYPE, {NO_CONTROLLER: "critical", MULTIPLE: "critical", NO_QUORUM_LE
                    MIGRATION_DUAL_WRITE_STUCK: "warning"}, "cluster",
             "no active controller, more than one, a KRaft quorum losing its majority, or a ZooKeeper → KRaft "
             "migration left half-way", plan=_plan,
+            opens=(TimedOpening(MIGRATION_COPY_STUCK, "migration_phase_since_ms", "migration_copy_stuck_ms",
+                                lambda cs: cs.get("migration_phase") == COPYING, MIGRATION_DETAILS),
+                   TimedOpening(MIGRATION_DUAL_WRITE_STUCK, "migration_phase_since_ms", "migration_dual_write_max_ms",
+                                lambda cs: cs.get("migration_phase") == DUAL_WRITE, MIGRATION_DETAILS)),
             alerts=ALERTS, routine=(
             "A controller fail-over (ZooKeeper mode) lasts under its 5 s grace; restarting one KRaft voter of "
             "three is `voter_lagging` / `quorum_at_risk` (warnings). No active controller or no quorum stops "

@@ -32,6 +32,7 @@ from pipelines.detectors.controllers import TYPE as TYPE  # re-exported: quorum 
 # the voters' states (schemas/quorum.py, shared with the collector), re-exported for pipelines/metrics.py
 from schemas.quorum import CAUGHT_UP, FETCH_TIMEOUT_MS, LAGGING, LEADER, NOT_FETCHING  # noqa: F401
 from schemas.quorum import VoterState, voter_states  # noqa: F401
+from schemas.typed import Quorum
 
 SCOPE = "quorum"  # incidents resolved by each cluster record that carries a quorum
 TOPIC = "__cluster_metadata"  # the subject of quorum findings: the metadata log's only partition
@@ -45,7 +46,7 @@ class QuorumFinding:
     details: dict[str, Any]
 
 
-def judge(quorum: dict[str, Any] | None, timeout_ms: int = FETCH_TIMEOUT_MS) -> list[QuorumFinding]:
+def judge(quorum: Quorum | None, timeout_ms: int = FETCH_TIMEOUT_MS) -> list[QuorumFinding]:
     """Findings for one DescribeQuorum answer (the cluster record's `quorum`); none when absent."""
     if quorum is None:
         return []

@@ -62,6 +62,27 @@ class Escalation:
 
 
 @dataclass(frozen=True)
+class TimedOpening:
+    """A cluster rule's finding that time alone opens: `after` (a DetectorSettings field, ms) since the
+    cluster state's `since` (ms) while `when(state)` holds. The rule's Spark plan says the same of each
+    record it judges; the pipeline's clock opens it between records (pipelines/clock.py), with the
+    cluster state's `details` fields as its details."""
+
+    cause: str
+    since: str
+    after: str
+    when: Callable[[Mapping[str, Any]], bool]
+    details: tuple[str, ...] = ()
+
+    def due_ms(self, state: Mapping[str, Any], settings: Any) -> int | None:
+        """When the finding holds for a cluster staying in `state` (None: never)."""
+        start = state.get(self.since)
+        if start is None or not self.when(state):
+            return None
+        return int(start) + int(getattr(settings, self.after))
+
+
+@dataclass(frozen=True)
 class Rule:
     type: str
     severity: Mapping[str | None, str]  # by cause; the key None for a type without causes
@@ -77,6 +98,7 @@ class Rule:
     # fail or one more failure loses data; what an operator caused on purpose and Kafka heals is a warning
     routine: str = ""
     escalations: tuple[Escalation, ...] = ()  # a cause's severity raised while a condition holds
+    opens: tuple[TimedOpening, ...] = ()  # cluster rules: findings time alone opens (pipelines/clock.py)
     series: tuple[Series, ...] = ()  # the gauges its open incidents export (pipelines/metrics.py)
     alerts: tuple[Alert, ...] = ()  # its Prometheus alert rules (pipelines/alert_rules.py writes the file)
 
@@ -100,6 +122,9 @@ class Rule:
                 raise ValueError(f"{self.type}: escalation {e.when!r} must raise the declared severity")
             if (e.since is None) != (e.after is None):
                 raise ValueError(f"{self.type}: escalation {e.when!r} by time needs both `since` and `after`")
+        for o in self.opens:
+            if o.cause not in self.causes or self.subject != "cluster":
+                raise ValueError(f"{self.type}: a cluster rule opens its own declared causes by time ({o.cause!r})")
 
     @property
     def causes(self) -> tuple[str, ...]:

@@ -128,22 +128,15 @@ def test_details_read_outside_their_type_are_read_by_attribute():
     assert moved.root_cause == "crash" and moved.cause_history == ["crash", "stopped"]
 
 
-# cluster rules whose verdict time alone changes in a way the pipeline's clock does not judge yet, and why
-# that is bounded: a steady poll (the same cluster record) stays home up to [collector] unchanged_publish_s
-UNCLOCKED = {"CONTROLLER_ANOMALY": "a migration phase lasting past its setting opens it: at most "
-                                   "unchanged_publish_s late while polls stay home (#63)"}
-
-
 def test_a_cluster_rule_that_reads_the_observation_time_declares_what_time_alone_changes():
     """A cluster record stays home while steady (collectors/unchanged.py): a cluster rule that compares the
-    observation time with something in the record must declare it (an escalation's since/after, judged by
-    pipelines/clock.py), or it waits for a published poll. Partition rules read it only on partitions that
-    are not quiet, whose polls always go out."""
+    observation time with something in the record must declare it (an escalation's since/after, a finding
+    time alone opens: judged by pipelines/clock.py), or it would wait for a published poll. Partition rules
+    read it only on partitions that are not quiet, whose polls always go out."""
     import inspect
 
     for rule in of_subject("cluster"):
         reads_time = "observed_at_ms" in inspect.getsource(inspect.getmodule(rule.plan))
-        declared = any(e.since is not None for e in rule.escalations)
-        assert not reads_time or declared or rule.type in UNCLOCKED, (
+        declared = any(e.since is not None for e in rule.escalations) or bool(rule.opens)
+        assert not reads_time or declared, (
             f"{rule.type}: its plan reads the observation time; declare on the rule what time alone changes")
-    assert set(UNCLOCKED) <= {r.type for r in of_subject("cluster")}

@@ -315,3 +315,36 @@ def test_a_record_that_holds_vouches_for_its_cluster_on_the_clock_until_then_a_m
     path(_Batch(_leased_rows(28_000, 2, holds_s=None)), 1)  # a change: published, holding nothing
     path.tick(now_ms=50_000)
     assert state.snapshot.clusters["c1"].newest_observed_ms == 28_000
+
+
+def _migration_rows(at: int, poll_id: int, phase: int, since: int) -> list[object]:
+    import json
+
+    from tests.unit.test_capabilities import _row
+
+    rec = cluster_record("c1", "admin", poll_id, at, controller_id=1, brokers=[{"id": 1, "live": True}], topic_count=0,
+                         partition_count=0, migration=(phase, since))
+    return [_row(cluster="c1", poll_id=poll_id, observed_at_ms=at, row_type="cluster", scope="cluster",
+                 details=json.dumps(rec["cluster_state"])),
+            _row(cluster="c1", poll_id=poll_id, observed_at_ms=at, row_type="poll", scope="cluster")]
+
+
+def test_a_migration_stuck_in_a_phase_opens_on_the_clock_at_its_moment_and_a_new_phase_resolves_it():
+    from pipelines.alert_path import AlertPath
+    from pipelines.detectors.controllers import COPYING, DUAL_WRITE, MIGRATION_COPY_STUCK
+    from pipelines.findings import DetectorSettings
+    from pipelines.incidents import IncidentBook
+
+    settings = DetectorSettings(migration_copy_stuck_ms=300_000)
+    state = PipelineState()
+    path = AlertPath(state, IncidentBook(flap_window_ms=0), _Store(), settings=settings)
+    path(_Batch(_migration_rows(10_000, 1, COPYING, since=5_000)), 0)
+    state.vouch("c1", 1, 304_999)
+    assert path.tick() == []
+    state.vouch("c1", 1, 310_000)
+    (opened,) = path.tick()
+    assert (opened.type, opened.cause, opened.opened_at_ms, opened.severity) == (
+        "CONTROLLER_ANOMALY", MIGRATION_COPY_STUCK, 305_000, "warning")
+    assert opened.details["migration_phase"] == COPYING and path.tick() == []
+    path(_Batch(_migration_rows(320_000, 2, DUAL_WRITE, since=315_000)), 1)  # copied at last: dual writes
+    assert state.snapshot.open_incidents == ()
