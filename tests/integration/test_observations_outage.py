@@ -31,7 +31,10 @@ def _gauge(collector, name):
 def test_spool_rides_out_an_observations_outage(kraft_cluster, obs_cluster, tmp_path):
     from kafka import KafkaConsumer
 
-    config = load_config(write_config(kraft_cluster, tmp_path, poll_interval_s=0.5, observations_on=obs_cluster))
+    # every poll published (none kept home as unchanged: collectors/unchanged.py), so a poll missing from the
+    # topic afterwards is one the spool lost
+    config = load_config(write_config(kraft_cluster, tmp_path, poll_interval_s=0.5, observations_on=obs_cluster,
+                                      collector_extra="unchanged_publish_s = 0\n"))
     collector = Collector(config).start()
     try:
         wait_for(lambda: collector.publisher.sent > 0, 60, "first records sent")
