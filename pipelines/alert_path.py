@@ -17,9 +17,8 @@ from dataclasses import replace
 from typing import Any
 
 from foundation.config import Config
-from pipelines import disks, replication_links, tiered_view
+from pipelines import clock, disks, replication_links, tiered_view
 from pipelines.assignment_history import broker_join_ms, topic_layouts
-from pipelines import clock
 from pipelines.balance import BalanceCheck
 from pipelines.detectors import canary, quorum
 from pipelines.detectors.balance import REPLICA_IMBALANCE, AssignmentHistory

@@ -11,9 +11,9 @@ from typing import Any
 
 from pipelines import broker_history, disks
 from pipelines.disks import LogDirState
-from schemas.typed import Quorum
 from pipelines.incidents import Incident
 from schemas.observation import AUTHORIZATION_FAILED, UNREACHABLE
+from schemas.typed import Quorum
 
 
 @dataclass(frozen=True)

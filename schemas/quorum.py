@@ -6,6 +6,7 @@ the poll unchanged (collectors/unchanged.py). Pure."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+
 from schemas.typed import Quorum
 
 FETCH_TIMEOUT_MS = 2000  # controller.quorum.fetch.timeout.ms's default
