@@ -14,7 +14,7 @@ import threading
 import time
 from typing import Any, Callable
 
-from collectors import gc_pause
+from collectors import gc_pause, topic_share
 from collectors.admin import AdminSource
 from collectors.canary import CanarySource
 from collectors.jmx import JmxSource
@@ -47,7 +47,8 @@ class Collector:
         self.vouch: Callable[[str, int, int], None] | None = None
         # a share other than the first: its poll ids are not the ones the pipeline's view of the cluster
         # counts (collectors/topic_share.py), so its polls cannot vouch for it
-        self._share_kept_out = not (config.collector.topic_share or "1/").startswith("1/")
+        share = config.collector.topic_share
+        self._share_kept_out = share is not None and not topic_share.parse(share).speaks_for_cluster
         self.canary_rounds = 0
         self.jmx_scrapes = 0
         self.quick_publishes = 0

@@ -108,7 +108,11 @@ class Pipeline:
             log.info("resuming with %d open incidents from %s", len(book.open_incidents()), self.tables.incidents)
 
         raw = read_observations(self.spark, self.config, since_ms=self.history_since_ms)
-        alert_raw = read_observations(alert_session(self.spark), self.config)
+        # a new alert query reads back one resend window: a collector at rest publishes a cluster's steady
+        # poll once per `unchanged_publish_s` (collectors/unchanged.py), so its last one is in there
+        resend_s = self.config.collector.unchanged_publish_s
+        alert_since_ms = (int((time.time() - resend_s - self.config.slowest_poll_s) * 1000) if resend_s > 0 else None)
+        alert_raw = read_observations(alert_session(self.spark), self.config, since_ms=alert_since_ms)
         p = self.config.pipeline
         balance = BalanceCheck(BalanceSettings.of(p),
                                restored_history(self.tables, store))

@@ -17,7 +17,7 @@ from lab.harness import local_cluster, stored_incidents, wait_for, write_config
 pytestmark = pytest.mark.e2e
 
 IDLE = 3  # holds no replica of anything
-PLANNED_STOP_MAX_S = 15
+PLANNED_STOP_MAX_S = 20
 
 
 def _kept_home(url):
@@ -40,7 +40,9 @@ def test_a_stopped_broker_turns_critical_on_time_while_polls_stay_home(kraft_clu
             admin.create_topics([NewTopic("busy", -1, -1, replica_assignments={p: [1, 2] for p in range(3)})])
         finally:
             admin.close()
+        # no steady poll republished meanwhile (unchanged_publish_s): the escalation can come from the clock alone
         config_path = write_config(cluster, tmp_path, observations_on=kraft_cluster,
+                                   collector_extra="unchanged_publish_s = 600\n",
                                    pipeline_extra=f"planned_stop_max_s = {PLANNED_STOP_MAX_S}\n")
         monitor = Monitor(load_config(config_path), spark=spark).start()
         url = monitor.metrics_url
