@@ -36,6 +36,24 @@ def wait_for(check: Callable[[], Any], timeout_s: float, what: str, interval_s: 
     raise AssertionError(f"timed out after {timeout_s}s waiting for {what} (last error: {last_exc})")
 
 
+def kafka_admin(cluster: LocalCluster, timeout_s: float = 60.0, **kwargs: Any) -> Any:
+    """A KafkaAdminClient of the cluster's super user, retried until the cluster answers: kafka-python's
+    constructor asks the controller its API versions within 2 s by default, which a broker just started
+    on a loaded two-core machine can miss (NodeNotReadyError) though it is registered and serving."""
+    from kafka.admin import KafkaAdminClient
+    from kafka.errors import KafkaConnectionError, NoBrokersAvailable, NodeNotReadyError
+
+    kwargs = {"client_id": "krm-tests", "api_version_auto_timeout_ms": 10_000, **cluster.admin_kwargs(), **kwargs}
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            return KafkaAdminClient(bootstrap_servers=cluster.bootstrap_servers, **kwargs)
+        except (NodeNotReadyError, NoBrokersAvailable, KafkaConnectionError):
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.5)
+
+
 def wait_equal(get: Callable[[], Any], want: Any, timeout_s: float, what: str) -> Any:
     """wait_for(get() == want), reporting the last value seen when it never happened."""
     seen: list[Any] = []
@@ -100,10 +118,9 @@ def krm_json(*args: str) -> Any:
 def create_topic(cluster: LocalCluster, name: str, partitions: int, rf: int,
                  configs: dict[str, str] | None = None) -> dict[int, list[int]]:
     """Create a topic and return its assignment (partition -> replicas)."""
-    from kafka.admin import KafkaAdminClient, NewTopic
+    from kafka.admin import NewTopic
 
-    admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap_servers, client_id="krm-tests",
-                             **cluster.admin_kwargs())
+    admin = kafka_admin(cluster)
     try:
         admin.create_topics([NewTopic(name, partitions, rf, topic_configs=configs or {})])
 
@@ -119,10 +136,7 @@ def create_topic(cluster: LocalCluster, name: str, partitions: int, rf: int,
 
 def partition_states(cluster: LocalCluster, topic: str) -> dict[int, tuple[int, list[int], list[int]]]:
     """Kafka's own view of a topic (DescribeTopics): partition -> (leader, replicas, ISR)."""
-    from kafka.admin import KafkaAdminClient
-
-    admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap_servers, client_id="krm-tests",
-                             **cluster.admin_kwargs())
+    admin = kafka_admin(cluster)
     try:
         (t,) = admin.describe_topics([topic])
         return {p["partition"]: (p["leader"], list(p["replicas"]), list(p["isr"])) for p in t["partitions"]}
@@ -166,10 +180,10 @@ def settled_leaders(cluster: LocalCluster, topic: str, still_s: float) -> dict[i
 def every_isr_whole(cluster: LocalCluster) -> bool:
     """Every partition of every topic on the cluster has a leader and its whole replica set in the ISR
     (Kafka's own view): a shared cluster left as the next test expects it after a fault."""
-    from kafka.admin import KafkaAdminClient
-
-    admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap_servers, client_id="krm-tests",
-                             request_timeout_ms=5000, **cluster.admin_kwargs())
+    try:
+        admin = kafka_admin(cluster, timeout_s=10, request_timeout_ms=5000)
+    except Exception:  # noqa: BLE001 - the cluster not answering yet: not whole
+        return False
     try:
         return all(p["leader"] >= 0 and sorted(p["isr"]) == sorted(p["replicas"])
                    for t in admin.describe_topics() for p in t["partitions"])
@@ -222,10 +236,7 @@ def stored_incidents(*args: str) -> list[dict[str, Any]]:
 def delete_topic(cluster: LocalCluster, name: str) -> None:
     """Remove a test's topic from a shared cluster, so a later test's broker kill sees only its own
     single-replica partitions go offline."""
-    from kafka.admin import KafkaAdminClient
-
-    admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap_servers, client_id="krm-tests",
-                             **cluster.admin_kwargs())
+    admin = kafka_admin(cluster)
     try:
         admin.delete_topics([name], timeout_ms=30_000)
         # the controller accepts at once and deletes later (ZooKeeper mode: once every replica
@@ -237,12 +248,10 @@ def delete_topic(cluster: LocalCluster, name: str) -> None:
 
 def quorum_leader(cluster: LocalCluster) -> int:
     """The KRaft quorum's leader now (DescribeQuorum through a broker)."""
-    from kafka.admin import KafkaAdminClient
-
     from collectors import kraft_protocol
     from collectors.metadata import ask
 
-    admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap_servers)
+    admin = kafka_admin(cluster)
     try:
         client = admin._client
         answer = ask(client, client.least_loaded_node(), kraft_protocol.describe_quorum_request(), 10_000).to_object()

@@ -16,7 +16,7 @@ import pytest
 from foundation.config import load_config
 from krm.runner import Monitor
 from krm.scrape import scrape, series
-from lab.harness import local_cluster, stored_incidents, wait_for, write_config
+from lab.harness import kafka_admin, local_cluster, stored_incidents, wait_for, write_config
 from pipelines.assignment_history import topic_layouts
 from pipelines.tables import Tables
 
@@ -40,13 +40,13 @@ def _open(config_path, type_):
 
 
 def test_partition_expansion_then_broker_expansion(small_cluster, kraft_cluster, spark, tmp_path):
-    from kafka.admin import KafkaAdminClient, NewPartitions, NewTopic
+    from kafka.admin import NewPartitions, NewTopic
 
     cluster = small_cluster
     config_path = write_config(cluster, tmp_path, observations_on=kraft_cluster)
     monitor = Monitor(load_config(config_path), spark=spark).start()
     url = monitor.metrics_url
-    admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap_servers, client_id="krm-tests")
+    admin = kafka_admin(cluster)
     try:
         wait_for(lambda: series(scrape(url), "krm_cluster_offline_partitions", cluster=cluster.name), 90, "/metrics")
         admin.create_topics([NewTopic("expand", num_partitions=-1, replication_factor=-1,

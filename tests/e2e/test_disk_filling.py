@@ -17,7 +17,7 @@ import pytest
 from foundation.config import load_config
 from krm.runner import Monitor
 from krm.scrape import scrape, series
-from lab.harness import local_cluster, partition_states, stored_incidents, wait_equal, wait_for, write_config
+from lab.harness import kafka_admin, local_cluster, partition_states, stored_incidents, wait_equal, wait_for, write_config
 from lab.local_cluster import KRAFT_KAFKA_VERSION
 
 pytestmark = pytest.mark.e2e
@@ -73,10 +73,10 @@ def test_a_filling_disk_is_forecast_before_it_fails_then_named(spark, tmp_path, 
         cluster.stop(VICTIM)
         cluster.small_log_dir(VICTIM, SMALL, SIZE_MB)
         cluster.start(VICTIM)
-        from kafka.admin import KafkaAdminClient, NewTopic
+        from kafka.admin import NewTopic
 
         topic = "fill"
-        admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap_servers, client_id="krm-tests")
+        admin = kafka_admin(cluster)
         try:
             admin.create_topics([NewTopic(topic, -1, -1, replica_assignments={p: [VICTIM] for p in range(6)})])
         finally:
@@ -154,10 +154,10 @@ def test_a_broker_whose_only_disk_fills_goes_down_named_for_it(spark, tmp_path, 
         cluster.stop(VICTIM)
         cluster.small_log_dir(VICTIM, 0, SIZE_MB)
         cluster.start(VICTIM)
-        from kafka.admin import KafkaAdminClient, NewTopic
+        from kafka.admin import NewTopic
 
         topic = "fill1"
-        admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap_servers, client_id="krm-tests")
+        admin = kafka_admin(cluster)
         try:
             admin.create_topics([NewTopic(topic, -1, -1, replica_assignments={p: [VICTIM] for p in range(3)})])
         finally:

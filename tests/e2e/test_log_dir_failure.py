@@ -15,7 +15,7 @@ import pytest
 from foundation.config import load_config
 from krm.runner import Monitor
 from krm.scrape import scrape, series
-from lab.harness import local_cluster, partition_states, stored_incidents, wait_equal, wait_for, write_config
+from lab.harness import kafka_admin, local_cluster, partition_states, stored_incidents, wait_equal, wait_for, write_config
 from lab.local_cluster import KRAFT_KAFKA_VERSION, ZK_KAFKA_VERSION
 
 pytestmark = pytest.mark.e2e
@@ -25,9 +25,9 @@ FAILED_DIR = 1  # the broker's second log directory
 
 
 def _create_on(cluster, topic, assignment):
-    from kafka.admin import KafkaAdminClient, NewTopic
+    from kafka.admin import NewTopic
 
-    admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap_servers, client_id="krm-tests", **cluster.admin_kwargs())
+    admin = kafka_admin(cluster)
     try:
         admin.create_topics([NewTopic(topic, -1, -1, replica_assignments=assignment)])
     finally:
@@ -38,10 +38,7 @@ def _create_on(cluster, topic, assignment):
 
 def _elect_unclean(cluster, topic, partitions):
     """An unclean leader election for these partitions (Admin API ElectLeaders, type 1)."""
-    from kafka.admin import KafkaAdminClient
-
-    admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap_servers, client_id="krm-tests",
-                             **cluster.admin_kwargs())
+    admin = kafka_admin(cluster)
     try:
         admin.perform_leader_election(1, {topic: sorted(partitions)}, timeout_ms=30_000)
         print(f"unclean election of {topic} {sorted(partitions)} asked")

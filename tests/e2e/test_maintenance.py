@@ -30,10 +30,10 @@ import requests
 from foundation.config import load_config
 from krm.runner import Monitor
 from krm.scrape import scrape, series
+from lab.harness import KRM, kafka_admin, kafka_tool, local_cluster, stored_incidents, wait_for, write_config
 from lab.local_cluster import KRAFT_KAFKA_VERSION, ZK_KAFKA_VERSION, free_port
-from tests.e2e.conftest import RULES
 from tests.browser import LiveWatch
-from lab.harness import KRM, kafka_tool, local_cluster, stored_incidents, wait_for, write_config
+from tests.e2e.conftest import RULES
 
 pytestmark = pytest.mark.e2e
 
@@ -299,12 +299,12 @@ def _epoch_s(iso: str) -> float:
 
 
 def test_reassignment_as_kafka_sees_it(stack, tmp_path):
-    from kafka import KafkaAdminClient, KafkaProducer
+    from kafka import KafkaProducer
     from kafka.admin import NewTopic
 
     cluster = stack.cluster
     topic = "maint-move"
-    admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap_servers, client_id="krm-tests")
+    admin = kafka_admin(cluster)
     try:
         admin.create_topics([NewTopic(topic, -1, -1, replica_assignments={p: [1, 2] if p % 2 else [2, 1]
                                                                           for p in range(6)})])

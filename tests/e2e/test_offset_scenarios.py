@@ -18,7 +18,7 @@ import pytest
 from foundation.config import load_config
 from krm.runner import Monitor
 from krm.scrape import scrape, series
-from lab.harness import create_topic, krm_json, stored_incidents, wait_for, write_config
+from lab.harness import create_topic, kafka_admin, krm_json, stored_incidents, wait_for, write_config
 
 pytestmark = pytest.mark.e2e
 
@@ -145,13 +145,13 @@ def test_throttled_follower_lags_and_krm_lag_shows_its_history(zk_cluster, kraft
     """A follower that fell out of the ISR catches up under a replication throttle (Kafka throttles
     only out-of-sync replicas, ReplicationQuotaManager): it answers, so its lag is measured ->
     REPLICA_LAG on that follower, then `krm lag` shows the history from the replica_lag table."""
-    from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient
+    from kafka.admin import ConfigResource, ConfigResourceType
 
     cluster = zk_cluster
     topic = "lagging"
     (replicas,) = create_topic(cluster, topic, partitions=1, rf=2).values()
     leader, follower = replicas
-    admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap_servers, client_id="krm-tests")
+    admin = kafka_admin(cluster)
     throttles = {"leader.replication.throttled.rate": "20000", "follower.replication.throttled.rate": "20000"}
     admin.alter_configs([ConfigResource(ConfigResourceType.TOPIC, topic, configs={
         "leader.replication.throttled.replicas": f"0:{leader}", "follower.replication.throttled.replicas": f"0:{follower}"})])

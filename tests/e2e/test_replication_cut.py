@@ -25,7 +25,7 @@ from foundation.config import load_config
 from krm.runner import Monitor
 from krm.scrape import scrape, series
 from lab.client_judge import ClientJudge
-from lab.harness import create_topic, every_isr_whole, settled_leaders, stored_incidents, wait_for, write_config
+from lab.harness import create_topic, every_isr_whole, kafka_admin, settled_leaders, stored_incidents, wait_for, write_config
 
 pytestmark = pytest.mark.e2e
 
@@ -38,9 +38,8 @@ def _stalled(url, cluster, topic):
 
 
 def _active_controller(cluster):
-    from kafka.admin import KafkaAdminClient
 
-    admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap_servers, client_id="krm-tests", **cluster.admin_kwargs())
+    admin = kafka_admin(cluster)
     try:
         return admin.describe_cluster()["controller_id"]
     finally:

@@ -14,7 +14,7 @@ import pytest
 from foundation.config import load_config
 from krm.runner import Monitor
 from krm.scrape import scrape, series
-from lab.harness import create_topic, kafka_tool, local_cluster, stored_incidents, wait_for, write_config
+from lab.harness import create_topic, kafka_admin, kafka_tool, local_cluster, stored_incidents, wait_for, write_config
 
 pytestmark = pytest.mark.e2e
 
@@ -81,9 +81,8 @@ def _wait_agreement(url, cluster, timeout_s, what):
 
 
 def _in_sync(cluster):
-    from kafka.admin import KafkaAdminClient
 
-    admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap_servers, client_id="krm-tests")
+    admin = kafka_admin(cluster)
     try:
         (t,) = admin.describe_topics([TOPIC])
         return all(sorted(p["isr"]) == sorted(p["replicas"]) and p["leader"] >= 0 for p in t["partitions"])
@@ -138,9 +137,8 @@ def test_a_wiped_follower_of_a_tiered_topic_rebuilds_without_a_data_loss_inciden
 
 
 def _leaders(cluster):
-    from kafka.admin import KafkaAdminClient
 
-    admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap_servers, client_id="krm-tests")
+    admin = kafka_admin(cluster)
     try:
         (t,) = admin.describe_topics([TOPIC])
         return {p["leader"] for p in t["partitions"]}

@@ -12,7 +12,7 @@ import pytest
 from foundation.config import load_config
 from krm.runner import Monitor
 from krm.scrape import scrape, series
-from lab.harness import local_cluster, stored_incidents, wait_for, write_config
+from lab.harness import kafka_admin, local_cluster, stored_incidents, wait_for, write_config
 
 pytestmark = pytest.mark.e2e
 
@@ -30,12 +30,12 @@ def _down(url, cluster):
 
 
 def test_a_stopped_broker_turns_critical_on_time_while_polls_stay_home(kraft_cluster, spark, tmp_path, tmp_path_factory):
-    from kafka.admin import KafkaAdminClient, NewTopic
+    from kafka.admin import NewTopic
 
     cluster = local_cluster(tmp_path_factory, "zk")
     monitor = None
     try:
-        admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap_servers, client_id="krm-tests")
+        admin = kafka_admin(cluster)
         try:
             admin.create_topics([NewTopic("busy", -1, -1, replica_assignments={p: [1, 2] for p in range(3)})])
         finally:

@@ -12,7 +12,7 @@ import pytest
 from foundation.config import load_config
 from krm.runner import Monitor
 from krm.scrape import scrape, series
-from lab.harness import stored_incidents, wait_for, write_config
+from lab.harness import kafka_admin, stored_incidents, wait_for, write_config
 
 pytestmark = pytest.mark.e2e
 
@@ -23,12 +23,12 @@ def _offline(config_path, topic):
 
 
 def test_two_brokers_restarted_in_the_wrong_order(zk_cluster, kraft_cluster, spark, tmp_path):
-    from kafka.admin import KafkaAdminClient, NewTopic
+    from kafka.admin import NewTopic
 
     cluster = zk_cluster
     topic = "wrong-order"
     a, b = cluster.broker_ids[0], cluster.broker_ids[1]
-    admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap_servers, client_id="krm-tests")
+    admin = kafka_admin(cluster)
     admin.create_topics([NewTopic(topic, num_partitions=-1, replication_factor=-1, replica_assignments={0: [b, a]})])
     admin.close()
     config_path = write_config(cluster, tmp_path, observations_on=kraft_cluster)

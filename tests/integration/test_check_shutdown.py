@@ -7,15 +7,14 @@ import subprocess
 
 import pytest
 
-from lab.harness import KRM, create_topic, wait_for, write_config
+from lab.harness import KRM, create_topic, kafka_admin, wait_for, write_config
 
 pytestmark = pytest.mark.integration
 
 
 def _leaders(cluster, topic):
-    from kafka.admin import KafkaAdminClient
 
-    admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap_servers, client_id="krm-tests")
+    admin = kafka_admin(cluster)
     try:
         (t,) = admin.describe_topics([topic])
         return {p["partition"]: p["leader"] for p in t["partitions"]}

@@ -12,15 +12,14 @@ from collections import Counter
 
 import pytest
 
-from lab.harness import kafka_tool, krm_json, wait_for, write_config
+from lab.harness import kafka_admin, kafka_tool, krm_json, wait_for, write_config
 
 pytestmark = pytest.mark.integration
 
 
 def _describe(cluster, topic):
-    from kafka.admin import KafkaAdminClient
 
-    admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap_servers, client_id="krm-tests")
+    admin = kafka_admin(cluster)
     try:
         (t,) = admin.describe_topics([topic])
         return {p["partition"]: (list(p["replicas"]), p["leader"]) for p in t["partitions"]}
@@ -29,12 +28,12 @@ def _describe(cluster, topic):
 
 
 def test_explain_predicts_kafkas_next_expansion(zk_cluster, tmp_path):
-    from kafka.admin import KafkaAdminClient, NewPartitions, NewTopic
+    from kafka.admin import NewPartitions, NewTopic
 
     cluster = zk_cluster
     a, b, c = sorted(int(x) for x in cluster.status()["brokers"])[:3]
     config = write_config(cluster, tmp_path)
-    admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap_servers, client_id="krm-tests")
+    admin = kafka_admin(cluster)
     try:  # laid out by hand, so that partition 1 is not what Kafka's rule would give
         admin.create_topics([NewTopic("explain-grow", num_partitions=-1, replication_factor=-1,
                                       replica_assignments={0: [c, a], 1: [b, c]})])
@@ -54,12 +53,12 @@ def test_explain_predicts_kafkas_next_expansion(zk_cluster, tmp_path):
 
 def test_plan_executed_by_kafkas_reassign_tool(zk_cluster, tmp_path):
     from kafka import KafkaProducer
-    from kafka.admin import KafkaAdminClient, NewTopic
+    from kafka.admin import NewTopic
 
     cluster = zk_cluster
     brokers = sorted(int(b) for b in cluster.status()["brokers"])
     a, b, c = brokers[:3]
-    admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap_servers, client_id="krm-tests")
+    admin = kafka_admin(cluster)
     try:  # everything on two brokers, all preferred leaders on one: what an old, grown cluster looks like
         admin.create_topics([NewTopic("rebal", num_partitions=-1, replication_factor=-1,
                                       replica_assignments={p: [a, b] for p in range(6)})])
