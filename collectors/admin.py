@@ -20,6 +20,7 @@ from collectors.metadata import ask
 from collectors.poll_records import PollRecords
 from collectors.records import cluster_record
 from collectors.zk_mirror_records import ZkMirrorRecords
+from schemas.typed import Broker, ClusterObservation, ClusterState, Observation
 
 log = logging.getLogger(__name__)
 
@@ -31,7 +32,7 @@ class AdminSource(PollRecords, ZkMirrorRecords):
     probe) and the log directories' questions. Its state is collectors/poller_state.py's; its records are
     built by collectors/poll_records.py and, from ZooKeeper alone, collectors/zk_mirror_records.py."""
 
-    def poll(self) -> list[dict[str, Any]]:
+    def poll(self) -> list[Observation]:
         """One poll: a `cluster` record, then one `topic` record per topic. Never raises for an
         unreachable cluster: the failure is itself the observation (a cluster record with `error`)."""
         if self._zk_state is not None:
@@ -40,7 +41,7 @@ class AdminSource(PollRecords, ZkMirrorRecords):
             records = self._poll()
         return self._share.stamp(records) if self._share is not None else records
 
-    def _poll(self) -> list[dict[str, Any]]:
+    def _poll(self) -> list[Observation]:
         with self._poll_lock:  # quick_records (another thread) numbers its records from the same sequence
             self._poll_id += 1
             poll_id = self._poll_id
@@ -115,11 +116,11 @@ class AdminSource(PollRecords, ZkMirrorRecords):
         self._ask_dirs(admin, records, found)
         return records
 
-    def _sample_dirs(self, records: list[dict[str, Any]]) -> None:
+    def _sample_dirs(self, records: list[Observation]) -> None:
         """The directories' answers in since the last poll (sent every `log_dir_poll_s` before the offsets
         round: collectors/disk_watch.py); the cluster record's brokers carry the last word of each, and a
         down broker whose disks were full when it went says so."""
-        brokers = records[0]["cluster_state"]["brokers"]
+        brokers = _cluster_state(records)["brokers"]
         refused: set[int] = set()
         answers = self._dir_requests.harvest(refused)
         if answers or refused:
@@ -135,14 +136,14 @@ class AdminSource(PollRecords, ZkMirrorRecords):
             if (not b["live"] or b.get("reachable") is False) and (full := self._disks.went_full(b["id"])):
                 b["disk_full"], b["log_dirs"] = True, full  # its departure's likely cause (collectors/disk_watch.py)
 
-    def _ask_dirs(self, admin: Any, records: list[dict[str, Any]], found: offsets.OffsetsRound) -> None:
+    def _ask_dirs(self, admin: Any, records: list[Observation], found: offsets.OffsetsRound) -> None:
         """Where Metadata lists a live broker's replica offline, ask that broker whether a log directory
         failed (collectors/log_dirs.py): the topic records then say which brokers report one, and the
         offline rule names a failed directory on that evidence only, never on a restart's moment."""
         if not self._offline_replicas:
             self._failed_dir_brokers = None
             return
-        live = {b["id"] for b in records[0]["cluster_state"]["brokers"] if b["live"]}
+        live = {b["id"] for b in _cluster_state(records)["brokers"] if b["live"]}
         suspects = log_dirs.offline_on_live(self._offline_replicas, live)
         silent = found.asked - found.answered  # just waited for in the offsets round: not asked again
         versions = admin._client.get_api_versions()
@@ -172,7 +173,7 @@ class AdminSource(PollRecords, ZkMirrorRecords):
         else:
             self._access.succeeded()
 
-    def _failed_poll(self, poll_id: int) -> list[dict[str, Any]]:
+    def _failed_poll(self, poll_id: int) -> list[Observation]:
         """What a poll that reached no broker still knows. ZooKeeper mode: the mirror's view of every
         topic with ZooKeeper's live brokers (a whole cluster down leaves dead leaders in the state
         znodes: offline by Kafka's definition); these records open incidents and resolve none, since a
@@ -189,7 +190,9 @@ class AdminSource(PollRecords, ZkMirrorRecords):
         # outage, so a restart resolves it broker by broker instead of raising it for the brokers
         # not yet back (the fault loops' cluster-down). Reachability is unknown: nobody answered.
         held = {r for t in topics for rs in (self.zk.assignment(t) or {}).values() for r in rs}  # type: ignore[union-attr]
-        brokers = [{**b, "reachable": None} for b in self._zookeeper_brokers(live, held)]
+        brokers = self._zookeeper_brokers(live, held)
+        for b in brokers:
+            b["reachable"] = None
         # judged on ZooKeeper's state as the quick records are: the last broker of a whole-cluster stop
         # could hand nothing over, and only these records look at it once the polls fail
         self._judged(brokers, int(time.time() * 1000))
@@ -197,7 +200,7 @@ class AdminSource(PollRecords, ZkMirrorRecords):
         mine = topics if self._share is None else [t for t in topics if self._share.holds(t)]
         return [failure, *self._mirror_topics(mine, poll_id, failure["observed_at_ms"], live, None, resolves=False)]
 
-    def _failure_record(self, poll_id: int, brokers: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    def _failure_record(self, poll_id: int, brokers: list[Broker] | None = None) -> ClusterObservation:
         problem = self._problem
         assert problem is not None
         return cluster_record(self.cluster.name, self.source, poll_id, int(time.time() * 1000), controller_id=None,
@@ -300,3 +303,10 @@ class AdminSource(PollRecords, ZkMirrorRecords):
             except Exception:  # noqa: BLE001 - closing a broken client must not mask the real error
                 pass
             self._admin = None
+
+
+def _cluster_state(records: list[Observation]) -> ClusterState:
+    """The poll's cluster record's state: the first of its records (PollRecords._records)."""
+    first = records[0]
+    assert first["kind"] == "cluster", first["kind"]
+    return first["cluster_state"]

@@ -21,6 +21,7 @@ from typing import Any
 from collectors.records import canary_record
 from foundation.config import ClusterConfig, CollectorConfig
 from foundation.security import kafka_python_kwargs
+from schemas.typed import CanaryObservation, CanaryPartition
 
 log = logging.getLogger(__name__)
 
@@ -66,19 +67,20 @@ class CanarySource:
 
     # ------------------------------------------------------------------ one round
 
-    def poll(self) -> list[dict[str, Any]]:
+    def poll(self) -> list[CanaryObservation]:
         self._poll_id += 1
         try:
             self._connect()
             self._ensure_topic()
-            results = self._round()
+            results: list[CanaryPartition] = self._round()
         except Exception as e:  # noqa: BLE001 - a round that cannot even start says so for every partition
             if not self._failing:
                 log.warning("cluster %s: canary round failed (%s: %s)", self.cluster.name, type(e).__name__, e)
                 self._failing = True
             self._close()
-            results = [{"partition": p, "broker": r[0], "leader": self._leaders.get(p), "produced": False,
-                        "error": f"{type(e).__name__}: {e}"} for p, r in sorted(self._partitions.items())]
+            results = [
+                {"partition": p, "broker": r[0], "leader": self._leaders.get(p), "produced": False,
+                 "error": f"{type(e).__name__}: {e}"} for p, r in sorted(self._partitions.items())]
             self.rounds["not_started"] += 1
         else:
             if self._failing:
@@ -89,7 +91,7 @@ class CanarySource:
         return [canary_record(self.cluster.name, self._poll_id, int(time.time() * 1000), topic=self.topic,
                               partitions=results)] if results else []
 
-    def _round(self) -> list[dict[str, Any]]:
+    def _round(self) -> list[CanaryPartition]:
         from kafka import TopicPartition
         from kafka.errors import KafkaTimeoutError
 
@@ -112,20 +114,21 @@ class CanarySource:
         except KafkaTimeoutError:
             pass  # each partition's future says whether its write made it
         deadline = time.monotonic() + timeout_s
-        results: dict[int, dict[str, Any]] = {}
+        results: dict[int, CanaryPartition] = {}
+        want: dict[int, int] = {}  # partition -> the offset its write got
         metadata = self._producer._metadata  # the leader the producer wrote to (its own, fresh, view)
         for p, (future, t0) in sent.items():
             leader = metadata.leader_for_partition(TopicPartition(self.topic, p))
-            res = {"partition": p, "broker": self._partitions[p][0],
-                   "leader": leader if leader is not None else self._leaders.get(p)}
+            res: CanaryPartition = {"partition": p, "broker": self._partitions[p][0],
+                                    "leader": leader if leader is not None else self._leaders.get(p), "produced": False}
             try:
                 meta = future.get(timeout=max(0.0, deadline - time.monotonic()))
-                res |= {"produced": True, "produce_ms": round((time.monotonic() - t0) * 1000, 1), "offset": meta.offset}
+                res["produced"], res["produce_ms"] = True, round((time.monotonic() - t0) * 1000, 1)
+                want[p] = meta.offset
             except Exception as e:  # noqa: BLE001 - the partition's producers fail the same way now
-                res |= {"produced": False, "error": f"{type(e).__name__}: {e}"[:300]}
+                res["error"] = f"{type(e).__name__}: {e}"[:300]
             results[p] = res
         # read back this round's records (the consumer sits at the log end of every partition)
-        want = {p: r["offset"] for p, r in results.items() if r["produced"]}
         got: dict[int, float] = {}
         while want.keys() - got.keys() and time.monotonic() < deadline:
             for tp, records in self._consumer.poll(timeout_ms=100).items():
@@ -133,7 +136,6 @@ class CanarySource:
                     if rec.offset >= want.get(tp.partition, 1 << 62):
                         got.setdefault(tp.partition, time.time() * 1000 - json.loads(rec.value)["sent_ms"])
         for p, r in results.items():
-            r.pop("offset", None)
             if r["produced"]:
                 r["consumed"] = p in got
                 if p in got:

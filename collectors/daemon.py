@@ -23,6 +23,7 @@ from collectors.unchanged import UnchangedPolls
 from collectors.zookeeper import ZkState
 from foundation.config import Config
 from schemas.quiet import Thresholds
+from schemas.typed import Observation
 
 log = logging.getLogger(__name__)
 
@@ -116,7 +117,7 @@ class Collector:
             canary.close()
         self.publisher.close()
 
-    def _loop(self, src: Any) -> None:
+    def _loop(self, src: AdminSource) -> None:
         interval = src.settings.poll_interval_s  # the cluster's own, else [collector]'s
         wake = self._wake[src.cluster.name]
         zk = self._zk.get(src.cluster.name)
@@ -153,7 +154,7 @@ class Collector:
             if scheduled:  # fixed rate, no burst after a slow poll; extra (watch-triggered) polls never delay it
                 next_at = max(next_at + interval, time.monotonic())
 
-    def _kept_home(self, cluster: str, records: list[dict[str, Any]], interval_s: float) -> bool:
+    def _kept_home(self, cluster: str, records: list[Observation], interval_s: float) -> bool:
         """A steady poll that found what the last published one did: not published (collectors/unchanged.py).
         A pipeline in this process is told at once; one apart reads how long a steady record holds in the
         record itself: until the next poll published, at most a resend and a poll later."""
@@ -165,7 +166,7 @@ class Collector:
         if repeats is None:
             return False
         if vouch is not None:
-            vouch(cluster, repeats, next(r for r in records if r.get("kind") == "cluster")["observed_at_ms"])
+            vouch(cluster, repeats, next(r for r in records if r["kind"] == "cluster")["observed_at_ms"])
         return True
 
     def _canary_loop(self, canary: CanarySource) -> None:

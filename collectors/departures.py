@@ -44,7 +44,9 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Mapping
+
+from schemas.typed import Broker
 
 CONTROLLED = "controlled"
 CRASH = "crash"
@@ -57,7 +59,7 @@ SETTLE_MS = 3000
 DRAIN_WINDOW_MS = 300_000
 
 
-def holders(partitions: Iterable[dict[str, Any]]) -> set[int]:
+def holders(partitions: Iterable[Mapping[str, Any]]) -> set[int]:
     """Brokers leading, or in the ISR of, some partition that has another replica."""
     out: set[int] = set()
     for p in partitions:
@@ -85,7 +87,7 @@ class Departures:
         self.drain_window_ms = drain_window_ms
         self._lock = threading.Lock()
 
-    def annotate(self, brokers: list[dict[str, Any]], partitions: Callable[[], Iterable[dict[str, Any]]],
+    def annotate(self, brokers: list[Broker], partitions: Callable[[], Iterable[Mapping[str, Any]]],
                  at_ms: int, full: bool = True, held: set[int] | None = None) -> None:
         """Add `departure`, `controlled_shutdown` and `down_since_ms` to each down broker (in place).
 

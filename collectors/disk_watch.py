@@ -22,9 +22,10 @@ Pure but for the samples it keeps.
 from __future__ import annotations
 
 from collections import deque
-from typing import Any, Iterable, Sequence
+from typing import Iterable, Sequence
 
 from collectors.log_dirs import LogDir
+from schemas import typed
 
 # A broker that stops serving within this long of its forecast fill (or a sampling interval, if longer) went
 # down on a full disk: Kafka fails the directory on the first write that does not fit, a segment's worth of
@@ -68,10 +69,10 @@ class DiskWatch:
         self.horizon_s = horizon_s
         self._at = float("-inf")
         self._samples: dict[tuple[int, str], deque[tuple[float, int]]] = {}
-        self._latest: dict[int, list[dict[str, Any]]] = {}  # broker -> its directories for the record
+        self._latest: dict[int, list[typed.LogDir]] = {}  # broker -> its directories for the record
         self._sampled_at: dict[int, float] = {}  # broker -> when its directories in _latest were asked
         # a broker not serving -> its directories' last word when they were full as it stopped, else None
-        self._gone: dict[int, list[dict[str, Any]] | None] = {}
+        self._gone: dict[int, list[typed.LogDir] | None] = {}
 
     def due(self, now: float) -> bool:
         """Time to sample again; True marks the sampling as started."""
@@ -101,9 +102,9 @@ class DiskWatch:
         for key in [k for k in self._samples if k[0] not in live]:
             del self._samples[key]
         for broker, (dirs, asked) in reports.items():
-            out = []
+            out: list[typed.LogDir] = []
             for d in sorted(dirs, key=lambda d: d.path):
-                entry: dict[str, Any] = {"path": d.path, "failed": d.failed}
+                entry: typed.LogDir = {"path": d.path, "failed": d.failed}
                 key = (broker, d.path)
                 if d.failed or d.total_bytes is None or d.usable_bytes is None:
                     self._samples.pop(key, None)
@@ -120,10 +121,10 @@ class DiskWatch:
             self._latest[broker] = out
             self._sampled_at[broker] = asked
 
-    def dirs(self, broker: int) -> list[dict[str, Any]] | None:
+    def dirs(self, broker: int) -> list[typed.LogDir] | None:
         return self._latest.get(broker)
 
-    def went_full(self, broker: int) -> list[dict[str, Any]] | None:
+    def went_full(self, broker: int) -> list[typed.LogDir] | None:
         """The directories' last word of a broker that stopped serving with every one failed or full by its
         last sampling; None for any other broker."""
         return self._gone.get(broker)
@@ -133,7 +134,7 @@ class DiskWatch:
         if not dirs or at is None:
             return False
 
-        def full(d: dict[str, Any]) -> bool:
+        def full(d: typed.LogDir) -> bool:
             if d["failed"] or d.get("usable_bytes") == 0:
                 return True
             eta = d.get("full_in_s")  # (slack: it went between two samplings, and Kafka fails a little early)

@@ -21,7 +21,8 @@ import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from collectors.records import envelope
+from schemas.observation import SCHEMA_VERSION
+from schemas.typed import BrokerMetricsObservation, PartitionMetric
 
 log = logging.getLogger(__name__)
 
@@ -45,7 +46,7 @@ PARTITION_METRICS = {
 }
 
 
-def parse_exposition(text: str) -> tuple[dict[str, float], list[dict[str, Any]]]:
+def parse_exposition(text: str) -> tuple[dict[str, float], list[PartitionMetric]]:
     """Prometheus text -> (broker gauges by record name, per-partition values). Pure."""
     from prometheus_client.parser import text_string_to_metric_families
 
@@ -60,19 +61,18 @@ def parse_exposition(text: str) -> tuple[dict[str, float], list[dict[str, Any]]]
                 key = (PARTITION_METRICS[name], s.labels["topic"], int(s.labels["partition"]))
                 # a follower has one fetcher per leader broker: keep the largest lag
                 partitions[key] = max(partitions.get(key, float("-inf")), float(s.value))
-    parts = [{"metric": m, "topic": t, "partition": p, "value": v} for (m, t, p), v in sorted(partitions.items())]
+    parts: list[PartitionMetric] = [{"metric": m, "topic": t, "partition": p, "value": v}
+                                    for (m, t, p), v in sorted(partitions.items())]
     return gauges, parts
 
 
 def broker_metrics_record(cluster: str, poll_id: int, observed_at_ms: int, broker: int, endpoint: str,
-                          gauges: dict[str, float], partitions: list[dict[str, Any]], error: str | None,
-                          scrape_ms: float | None) -> dict[str, Any]:
-    rec = envelope("broker_metrics", cluster, "jmx", poll_id, observed_at_ms)
-    rec["broker_metrics_state"] = {
-        "broker": broker, "endpoint": endpoint, "error": error, "scrape_ms": scrape_ms,
-        "gauges": [{"name": k, "value": v} for k, v in sorted(gauges.items())], "partitions": partitions,
-    }
-    return rec
+                          gauges: dict[str, float], partitions: list[PartitionMetric], error: str | None,
+                          scrape_ms: float | None) -> BrokerMetricsObservation:
+    return {"v": SCHEMA_VERSION, "kind": "broker_metrics", "cluster": cluster, "source": "jmx", "poll_id": poll_id,
+            "observed_at_ms": observed_at_ms, "broker_metrics_state": {
+                "broker": broker, "endpoint": endpoint, "error": error, "scrape_ms": scrape_ms,
+                "gauges": [{"name": k, "value": v} for k, v in sorted(gauges.items())], "partitions": partitions}}
 
 
 class JmxSource:
@@ -91,7 +91,7 @@ class JmxSource:
         self._down: set[int] = set()
         self._context: Any = None
 
-    def poll(self) -> list[dict[str, Any]]:
+    def poll(self) -> list[BrokerMetricsObservation]:
         self._poll_id += 1
         results = list(self._pool.map(self._scrape, sorted(self.endpoints.items())))
         return [broker_metrics_record(self.cluster, self._poll_id, at, b, url, g, p, err, ms)

@@ -20,6 +20,7 @@ import logging
 from typing import Any, Callable
 
 from collectors import kraft_protocol as kp
+from schemas.typed import Quorum
 
 log = logging.getLogger(__name__)
 
@@ -98,7 +99,7 @@ def apply_elr(topics: list[dict[str, Any]], overlay: dict[tuple[str, int], dict[
 CLUSTER_AUTHORIZATION_FAILED = 31
 
 
-def quorum_state(response: dict[str, Any]) -> dict[str, Any]:
+def quorum_state(response: dict[str, Any]) -> Quorum:
     """DescribeQuorum response -> the cluster record's `quorum`. Pure. An error (no leader known) is
     kept as `error` with leader_id -1; a refusal (no DESCRIBE on the cluster) raises PermissionError:
     it says nothing about the quorum."""

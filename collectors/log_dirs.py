@@ -20,12 +20,13 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any, Iterable, Sequence
 
 from kafka.protocol.api import Request, Response
 from kafka.protocol.types import Boolean, CompactArray, CompactString, Int16, Int32, Int64, Schema, TaggedFields
 
 from collectors.metadata import ask
+from schemas.typed import Observation
 
 log = logging.getLogger(__name__)
 
@@ -192,12 +193,13 @@ def offline_on_live(offline: dict[tuple[str, int], list[int]], live: set[int]) -
     return {b for replicas in offline.values() for b in replicas if b in live}
 
 
-def with_failed_dirs(records: list[dict[str, Any]], failed: list[int]) -> None:
+def with_failed_dirs(records: Sequence[Observation], failed: list[int]) -> None:
     """Give each topic record that lists an offline replica the brokers that report a failed directory."""
     for rec in records:
-        ts = rec.get("topic_state")
-        if ts is not None and any(p.get("offline_replicas") for p in ts["partitions"]):
-            ts["failed_log_dir_brokers"] = list(failed)
+        if rec["kind"] == "topic":
+            ts = rec["topic_state"]
+            if any(p.get("offline_replicas") for p in ts["partitions"]):
+                ts["failed_log_dir_brokers"] = list(failed)
 
 
 def partition_sizes(client: Any, brokers: Iterable[int], timeout_ms: int) -> tuple[dict[tuple[str, int], int], list[int]]:

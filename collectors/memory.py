@@ -25,9 +25,9 @@ marks every partition `changed`.
 from __future__ import annotations
 
 import zlib
-from typing import Any
 
 from schemas.quiet import STOPPED_FETCHER_WINDOW_MS, Thresholds
+from schemas.typed import Partition, Previous
 
 
 class Seen:
@@ -96,7 +96,7 @@ class PartitionMemory:
         # partitions being moved: (adding replicas, their highest LEOs seen, when one last grew)
         self._moves: dict[tuple[str, int], tuple[tuple[int, ...], dict[int, int], int]] = {}
 
-    def _progress(self, key: tuple[str, int], p: dict[str, Any], leos: dict[int, int], at_ms: int) -> None:
+    def _progress(self, key: tuple[str, int], p: Partition, leos: dict[int, int], at_ms: int) -> None:
         """`reassignment_progress_ms`: when the adding replicas last copied anything (a log end offset
         of one of them grew), so a reassignment that stopped moving shows (PARTITION_REASSIGNING
         `stalled`). A poll they did not answer is no news."""
@@ -114,7 +114,7 @@ class PartitionMemory:
                 self._moves[key] = (adding, {**seen, **now}, at_ms)
         p["reassignment_progress_ms"] = self._moves[key][2]
 
-    def annotate(self, topic: str, p: dict[str, Any], at_ms: int, leos: dict[int, int] | None = None) -> dict[str, Any]:
+    def annotate(self, topic: str, p: Partition, at_ms: int, leos: dict[int, int] | None = None) -> Partition:
         """Add write_rate / hw_stalled_since_ms / previous to partition dict `p` (in place) and
         remember it. `p` carries leader, leader_epoch, isr, high_watermark, replica_offsets;
         `leos`, when the caller has it, is replica_offsets as broker -> LEO (not copied: kept).
@@ -178,16 +178,17 @@ class PartitionMemory:
                  or (hw is not None and prev.hw is not None and hw < prev.hw)
                  or _went_back(leos, prev_leos))
         if moved:
-            p["previous"] = {"leader": prev.leader, "leader_epoch": prev.leader_epoch, "isr": list(prev.isr),
+            was: Previous = {"leader": prev.leader, "leader_epoch": prev.leader_epoch, "isr": list(prev.isr),
                              "high_watermark": prev.hw, "max_high_watermark": prev.hw_peak,
                              "replica_offsets": [{"broker": b, "log_end_offset": o} for b, o in sorted(prev_leos.items())]}
             if prev.elr is not None:
-                p["previous"]["elr"] = list(prev.elr)
-                p["previous"]["last_known_elr"] = list(prev.last_known_elr or ())
+                was["elr"] = list(prev.elr)
+                was["last_known_elr"] = list(prev.last_known_elr or ())
             if prev.replicas is not None:
-                p["previous"]["replicas"] = list(prev.replicas)
+                was["replicas"] = list(prev.replicas)
             if prev.adding:
-                p["previous"]["adding_replicas"] = list(prev.adding)
+                was["adding_replicas"] = list(prev.adding)
+            p["previous"] = was
         elected = leader >= 0 and (prev.leader != leader or (prev.leader_epoch is not None and epoch is not None
                                                               and prev.leader_epoch != epoch))
         if elected and hw is None:
@@ -280,7 +281,7 @@ class PartitionMemory:
     def seen(self, key: tuple[str, int]) -> Seen | None:
         return self._seen.get(key)
 
-    def mark_change(self, topic: str, p: dict[str, Any]) -> dict[str, Any]:
+    def mark_change(self, topic: str, p: Partition) -> Partition:
         """Mark `changed` on a partition of a metadata-only record (ZooKeeper's mirror, published the
         moment a watch fires, between polls) whose state differs from the last poll, without
         remembering it: the next poll is compared with that poll still, and is marked too."""

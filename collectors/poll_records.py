@@ -15,16 +15,17 @@ from collectors.poller_state import Frozen, PollerState
 from collectors.reachability import refusing
 from collectors.records import cluster_record, summarized, topic_record
 from schemas.quiet import is_quiet, load_of
+from schemas.typed import Broker, Observation, Partition, Quorum, TopicObservation
 
 log = logging.getLogger(__name__)
 
 
-def topic_view(listed: list[dict[str, Any]], built: list[dict[str, Any]]
+def topic_view(listed: list[dict[str, Any]], built: list[Partition]
                ) -> tuple[list[list[int]], dict[int, int], set[int]]:
     """A topic's broker_load (schemas/quiet.py), partitions led per broker and departures.holders(), from
     every partition as published: those `built` by the full way (ZooKeeper's overlay, _no_older) in
     place of their `listed` (decoded) form."""
-    rebuilt = {part["partition"]: part for part in built}
+    rebuilt: dict[int, Any] = {part["partition"]: part for part in built}
     pairs: list[tuple[int, list[int]]] = []
     leads: dict[int, int] = {}
     held: set[int] = set()
@@ -44,8 +45,8 @@ class PollRecords(PollerState):
     """The records of a poll that reached the cluster."""
 
     def _records(self, md: dict[str, Any], topics: list[dict[str, Any]], observed_at_ms: int,
-                 found: offsets.OffsetsRound, poll_id: int, quorum: dict[str, Any] | None = None,
-                 unreachable: set[int] | frozenset[int] = frozenset()) -> list[dict[str, Any]]:
+                 found: offsets.OffsetsRound, poll_id: int, quorum: Quorum | None = None,
+                 unreachable: set[int] | frozenset[int] = frozenset()) -> list[Observation]:
         """The poll's records from every topic Metadata listed (`topics`): the cluster record counts them
         all; topic records only for this process's share of them (all unless `--topic-share`)."""
         everything, topics = topics, self._mine(topics)
@@ -59,7 +60,7 @@ class PollRecords(PollerState):
             live = {bid: self._known_brokers.get(bid, {}) for bid in zk_live}
         live = self._mixed_liveness(live)
         referenced = self._referenced(everything)
-        brokers: list[dict[str, Any]] = [
+        brokers: list[Broker] = [
             {"id": bid, "host": b.get("host") if b else None, "port": b.get("port") if b else None,
              "rack": b.get("rack") if b else None, "live": bid in live,
              "reachable": (bid in found.answered) if bid in found.asked else None}
@@ -69,7 +70,7 @@ class PollRecords(PollerState):
         controller = md.get("controller_id")
         if zk_live is not None:
             controller = self.zk.controller()  # type: ignore[union-attr]
-        records = [cluster_record(
+        cs = cluster_record(
             self.cluster.name, self.source, poll_id, observed_at_ms,
             controller_id=controller if controller is not None and controller >= 0 else None, brokers=brokers,
             topic_count=len(everything), partition_count=sum(len(t["partitions"]) for t in everything),
@@ -79,8 +80,9 @@ class PollRecords(PollerState):
             quorum=quorum, denied=self._denied(), capabilities=self._capabilities,
             migration=(self._zk_state.migration_phase(), self._zk_state.migration_phase_since_ms())
             if self._zk_state is not None else None,
-        )]
-        self._last_cluster_state = records[0]["cluster_state"]
+        )
+        records: list[Observation] = [cs]
+        self._last_cluster_state = cs["cluster_state"]
         held: set[int] = set()  # departures.holders() of every partition, gathered on the way
         leads: dict[int, int] = {}  # broker -> partitions it leads, for broker_view
         snapshot_ms = max(1, int(self.settings.assignment_snapshot_s * 1000))
@@ -101,7 +103,7 @@ class PollRecords(PollerState):
         self.frozen_topics = 0
 
         def record(name: str, partitions: Any, min_isr: int | None, unclean: bool | None, remote_storage: bool,
-                   assignment: str | None) -> dict[str, Any]:
+                   assignment: str | None) -> TopicObservation:
             rec = topic_record(
                 self.cluster.name, self.source, poll_id, observed_at_ms, topic=name, live_brokers=live,
                 partitions=partitions, min_insync_replicas=min_isr, unclean_leader_election=unclean,
@@ -112,7 +114,7 @@ class PollRecords(PollerState):
         for t in topics:
             min_isr, unclean = self._configs.of(t["topic"])
             name = t["topic"]
-            parts = []
+            parts: list[Partition] = []
             part_leos: list[dict[int, int]] = []  # each partition's replica LEOs, in the order of `parts`
             zk_assignment = self.zk.assignment(name) if self.zk is not None else None
             zk_moves = self.zk.moves(name) if self.zk is not None and self.zk.connected else None
@@ -182,7 +184,7 @@ class PollRecords(PollerState):
                                 quick += 1
                                 continue
                 # the decoded lists are this poll's own and no one changes a list in place: not copied
-                part = {"partition": pid, "leader": p["leader"], "leader_epoch": p.get("leader_epoch"),
+                part: Partition = {"partition": pid, "leader": p["leader"], "leader_epoch": p.get("leader_epoch"),
                         "replicas": replicas, "isr": p["isr"], "offline_replicas": p.get("offline_replicas") or []}
                 if part["offline_replicas"]:
                     offline_now[key] = part["offline_replicas"]
@@ -200,7 +202,7 @@ class PollRecords(PollerState):
                 part["log_start_offset"] = start_of(pid)
                 if remote_storage:
                     part["local_log_start_offset"], part["highest_remote_offset"] = local_of(pid), remote_of(pid)
-                leos = {}
+                leos: dict[int, int] = {}
                 for r in replicas:
                     of_r = leo_by_broker.get(r)
                     if of_r is not None and (o := of_r.get(pid)) is not None:
@@ -232,7 +234,7 @@ class PollRecords(PollerState):
             # Those records carry every partition; the others leave the quiet ones out (schemas/quiet.py),
             # whose replica offsets are then never built
             whole = changed or snapshot or remote_storage or not self.settings.leave_out_quiet
-            loud = parts if whole else []
+            loud: list[Partition] = parts if whole else []
             for part, leos in zip(parts, part_leos):
                 if whole or not is_quiet(part, leos, live, unreachable, observed_at_ms, window, quiet):
                     part["replica_offsets"] = [{"broker": r, "log_end_offset": o} for r, o in leos.items()]

@@ -24,6 +24,7 @@ from collectors.zookeeper import ZkState
 from foundation.backoff import Retry
 from foundation.config import ClusterConfig, CollectorConfig
 from schemas.quiet import Thresholds
+from schemas.typed import ClusterState, Partition
 
 
 NO_OLDER_WINDOW_S = 30.0  # far beyond a metadata propagation between the controller and the brokers
@@ -86,7 +87,7 @@ class PollerState:
         self._frozen: dict[str, Frozen] = {}  # topics the next poll may pass over (Frozen)
         self._frozen_world: tuple[Any, ...] | None = None  # what the frozen topics were judged against
         self.frozen_topics = 0  # how many topics the last poll passed over (benchmarks, tests)
-        self._last_cluster_state: dict[str, Any] | None = None  # for the ZooKeeper-triggered cluster record
+        self._last_cluster_state: ClusterState | None = None  # for the ZooKeeper-triggered cluster record
         # topic -> partition -> replicas as last published (a new dict per topic per poll, never changed after)
         self._assignments: dict[str, dict[int, list[int]]] = {}
         self._snapshot_slot: dict[str, int] = {}  # topic -> its assignment_snapshot_s interval last recorded
@@ -141,7 +142,7 @@ class PollerState:
     def _note_live(self, live: set[int]) -> None:
         self._reach.note_live(live)
 
-    def _carry_move(self, topic: str, part: dict[str, Any], move: Any, before: Any,
+    def _carry_move(self, topic: str, part: Partition, move: Any, before: Any,
                     key: tuple[str, int] | None = None) -> None:
         """`before`: the partition's replicas as the last full poll published them; `key`: (topic, partition)."""
         key = key or (topic, part["partition"])
@@ -151,7 +152,7 @@ class PollerState:
         else:
             self._applied.pop(key, None)
 
-    def _no_older(self, topic: str, part: dict[str, Any], key: tuple[str, int] | None = None,
+    def _no_older(self, topic: str, part: Partition, key: tuple[str, int] | None = None,
                   now: float | None = None) -> None:
         """A record never goes back in leader epoch: the brokers' metadata and the ZooKeeper mirror trail
         each other by a few ms, and epochs only grow, so a part older than what was already published
@@ -166,13 +167,13 @@ class PollerState:
         # ISR among the replicas: a topic deleted and created again starts its epochs from 0.
         if (newer is not None and newer[0] > epoch and now - self._published_at.get(key, -math.inf) < NO_OLDER_WINDOW_S
                 and set(newer[2]) | ({newer[1]} - {-1}) <= set(part["replicas"])):
-            part.update(leader_epoch=newer[0], leader=newer[1], isr=list(newer[2]))
+            part["leader_epoch"], part["leader"], part["isr"] = newer[0], newer[1], list(newer[2])
             part.pop("zk_mtime_ms", None)
         else:
             self._published[key] = (epoch, part["leader"], part["isr"])  # (never changed in place)
             self._published_at[key] = now
 
-    def _overlay_zk(self, topic: str, part: dict[str, Any], zk_assignment: dict[int, tuple[int, ...]] | None) -> None:
+    def _overlay_zk(self, topic: str, part: Partition, zk_assignment: dict[int, tuple[int, ...]] | None) -> None:
         """Leader, epoch and ISR as the controller wrote them to ZooKeeper, which the brokers'
         metadata caches (and so the Admin API) trail by up to a metadata propagation."""
         if self.zk is None:
@@ -180,7 +181,8 @@ class PollerState:
         zs = self.zk.partition(topic, part["partition"])
         epoch = part.get("leader_epoch")
         if zs is not None and zs.leader_epoch >= (epoch if epoch is not None else -1):
-            part.update(leader=zs.leader, leader_epoch=zs.leader_epoch, isr=list(zs.isr), zk_mtime_ms=zs.mtime_ms)
+            part["leader"], part["leader_epoch"], part["isr"] = zs.leader, zs.leader_epoch, list(zs.isr)
+            part["zk_mtime_ms"] = zs.mtime_ms
             replicas = (zk_assignment or {}).get(part["partition"])
             if replicas:  # the controller's own assignment beside its leader and ISR: one consistent view
                 part["replicas"] = list(replicas)  # (the Admin API's can trail a reassignment's writes)

@@ -7,7 +7,7 @@ import json
 import logging
 import threading
 import time
-from typing import Any
+from typing import Any, Sequence
 
 from collectors import access
 from collectors.spool import Spool
@@ -16,6 +16,7 @@ from foundation.config import ObservationsConfig
 from foundation.errors import SourceUnavailable
 from foundation.security import kafka_python_kwargs
 from schemas.observation import check
+from schemas.typed import Observation
 
 log = logging.getLogger(__name__)
 
@@ -23,7 +24,7 @@ log = logging.getLogger(__name__)
 RECONNECT_BACKOFF = Backoff(first_s=0.5, cap_s=10.0)
 
 
-def record_key(record: dict[str, Any]) -> bytes:
+def record_key(record: Observation) -> bytes:
     """Records of one subject share a key, so they stay in order on one partition."""
     subject = record["topic_state"]["topic"] if record["kind"] == "topic" else ""
     return f"{record['cluster']}|{record['kind']}|{subject}".encode()
@@ -67,12 +68,12 @@ class Publisher:
         self._thread.start()
         return self
 
-    def publish(self, records: list[dict[str, Any]]) -> int:
+    def publish(self, records: Sequence[Observation]) -> int:
         """Check, serialize and spool one poll's records, then return their size in bytes: the poll
         loop never waits on the observations topic (its leader may sit on the very broker that just died)."""
         return self.publish_encoded(self.encode(records))
 
-    def encode(self, records: list[dict[str, Any]]) -> list[tuple[bytes, bytes]]:
+    def encode(self, records: Sequence[Observation]) -> list[tuple[bytes, bytes]]:
         """(key, value) per record, as published; a record failing the schema check is counted and left out."""
         items = []
         for rec in records:

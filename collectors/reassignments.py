@@ -22,6 +22,8 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
+from schemas.typed import Partition
+
 Moves = dict[tuple[str, int], tuple[tuple[int, ...], tuple[int, ...]]]  # (topic, partition) -> (adding, removing)
 
 
@@ -76,7 +78,7 @@ def inferred(replicas: list[int], isr: Iterable[int], before: Iterable[int] | No
     return None
 
 
-def annotate(part: dict[str, Any], move: tuple[Iterable[int], Iterable[int]] | None,
+def annotate(part: Partition, move: tuple[Iterable[int], Iterable[int]] | None,
              last: tuple[Iterable[int], Iterable[int]] | None = None,
              before: Iterable[int] | None = None) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
     """Add `adding_replicas` / `removing_replicas` to a partition dict (in place) when it is being

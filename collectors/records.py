@@ -2,27 +2,25 @@
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import Iterable
 
 from schemas.observation import SCHEMA_VERSION
 from schemas.quiet import Thresholds, broker_load, is_quiet
+from schemas.typed import (Broker, CanaryObservation, CanaryPartition, ClusterObservation, ClusterState,
+                           Partition, Quorum, TopicObservation, TopicState)
 
 
-def envelope(kind: str, cluster: str, source: str, poll_id: int, observed_at_ms: int) -> dict[str, Any]:
-    return {"v": SCHEMA_VERSION, "kind": kind, "cluster": cluster, "source": source, "poll_id": poll_id,
-            "observed_at_ms": observed_at_ms}
 
 
 def cluster_record(cluster: str, source: str, poll_id: int, observed_at_ms: int, *, controller_id: int | None,
-                   brokers: Iterable[dict[str, Any]], topic_count: int, partition_count: int,
+                   brokers: Iterable[Broker], topic_count: int, partition_count: int,
                    error: str | None = None, replica_lag_time_max_ms: int | None = None,
                    leader_imbalance_per_broker_percentage: int | None = None,
                    reassignment_in_progress: bool | None = None,
-                   quorum: dict[str, Any] | None = None, error_reason: str | None = None,
+                   quorum: Quorum | None = None, error_reason: str | None = None,
                    denied: Iterable[str] = (), capabilities: dict[str, bool] | None = None,
-                   migration: tuple[int, int | None] | None = None) -> dict[str, Any]:
-    rec = envelope("cluster", cluster, source, poll_id, observed_at_ms)
-    rec["cluster_state"] = {
+                   migration: tuple[int, int | None] | None = None) -> ClusterObservation:
+    cs: ClusterState = {
         "controller_id": controller_id, "brokers": sorted(brokers, key=lambda b: b["id"]),
         "topic_count": topic_count, "partition_count": partition_count, "error": error,
         "replica_lag_time_max_ms": replica_lag_time_max_ms,
@@ -30,27 +28,27 @@ def cluster_record(cluster: str, source: str, poll_id: int, observed_at_ms: int,
         "reassignment_in_progress": reassignment_in_progress,
     }
     if quorum is not None:
-        rec["cluster_state"]["quorum"] = quorum
+        cs["quorum"] = quorum
     if error_reason is not None:
-        rec["cluster_state"]["error_reason"] = error_reason
+        cs["error_reason"] = error_reason
     if denied:
-        rec["cluster_state"]["denied"] = sorted(set(denied))
+        cs["denied"] = sorted(set(denied))
     if migration is not None:  # ZooKeeper mode: (ZkMigrationState, since when krm sees it)
-        rec["cluster_state"]["migration_phase"], rec["cluster_state"]["migration_phase_since_ms"] = migration
+        cs["migration_phase"], cs["migration_phase_since_ms"] = migration
     if capabilities:
-        rec["cluster_state"]["capabilities"] = sorted(k for k, ok in capabilities.items() if ok)
-        rec["cluster_state"]["unsupported"] = sorted(k for k, ok in capabilities.items() if not ok)
-    return rec
+        cs["capabilities"] = sorted(k for k, ok in capabilities.items() if ok)
+        cs["unsupported"] = sorted(k for k, ok in capabilities.items() if not ok)
+    return {"v": SCHEMA_VERSION, "kind": "cluster", "cluster": cluster, "source": source, "poll_id": poll_id,
+            "observed_at_ms": observed_at_ms, "cluster_state": cs}
 
 
 def topic_record(cluster: str, source: str, poll_id: int, observed_at_ms: int, *, topic: str,
-                 live_brokers: Iterable[int], partitions: Iterable[dict[str, Any]],
+                 live_brokers: Iterable[int], partitions: Iterable[Partition],
                  min_insync_replicas: int | None, unclean_leader_election: bool | None,
                  replica_lag_time_max_ms: int | None = None, has_offsets: bool = True,
                  unreachable_brokers: Iterable[int] = (), resolves: bool = True,
-                 remote_storage: bool = False) -> dict[str, Any]:
-    rec = envelope("topic", cluster, source, poll_id, observed_at_ms)
-    rec["topic_state"] = {
+                 remote_storage: bool = False) -> TopicObservation:
+    ts: TopicState = {
         "has_offsets": has_offsets,
         "topic": topic, "min_insync_replicas": min_insync_replicas,
         "unclean_leader_election": unclean_leader_election, "live_brokers": sorted(live_brokers),
@@ -58,15 +56,16 @@ def topic_record(cluster: str, source: str, poll_id: int, observed_at_ms: int, *
         "partitions": sorted(partitions, key=lambda p: p["partition"]),
     }
     if unreachable_brokers:
-        rec["topic_state"]["unreachable_brokers"] = sorted(unreachable_brokers)
+        ts["unreachable_brokers"] = sorted(unreachable_brokers)
     if not resolves:
-        rec["topic_state"]["resolves"] = False
+        ts["resolves"] = False
     if remote_storage:
-        rec["topic_state"]["remote_storage"] = True
-    return rec
+        ts["remote_storage"] = True
+    return {"v": SCHEMA_VERSION, "kind": "topic", "cluster": cluster, "source": source, "poll_id": poll_id,
+            "observed_at_ms": observed_at_ms, "topic_state": ts}
 
 
-def leave_out_quiet(rec: dict[str, Any], thresholds: Thresholds) -> dict[str, Any]:
+def leave_out_quiet(rec: TopicObservation, thresholds: Thresholds) -> TopicObservation:
     """`rec` (a topic record of a full poll, every partition in it) without its quiet partitions
     (schemas/quiet.py), with the topic's size and per-broker counts in their place. In place."""
     ts = rec["topic_state"]
@@ -78,7 +77,7 @@ def leave_out_quiet(rec: dict[str, Any], thresholds: Thresholds) -> dict[str, An
     return summarized(rec, len(parts), broker_load(parts), loud)
 
 
-def summarized(rec: dict[str, Any], count: int, load: list[list[int]], published: list[dict[str, Any]]) -> dict[str, Any]:
+def summarized(rec: TopicObservation, count: int, load: list[list[int]], published: list[Partition]) -> TopicObservation:
     """`rec` carrying `published` of the topic's `count` partitions, with what the pipeline needs of all of
     them (schemas/observation.py, v4): the topic's size and its per-broker counts (schemas/quiet.py
     `broker_load`). In place."""
@@ -90,8 +89,8 @@ def summarized(rec: dict[str, Any], count: int, load: list[list[int]], published
 
 
 def canary_record(cluster: str, poll_id: int, observed_at_ms: int, *, topic: str,
-                  partitions: Iterable[dict[str, Any]]) -> dict[str, Any]:
-    rec = envelope("canary", cluster, "canary", poll_id, observed_at_ms)
-    rec["canary_state"] = {"topic": topic, "partitions": sorted(partitions, key=lambda p: p["partition"])}
-    return rec
+                  partitions: Iterable[CanaryPartition]) -> CanaryObservation:
+    return {"v": SCHEMA_VERSION, "kind": "canary", "cluster": cluster, "source": "canary", "poll_id": poll_id,
+            "observed_at_ms": observed_at_ms,
+            "canary_state": {"topic": topic, "partitions": sorted(partitions, key=lambda p: p["partition"])}}
 

@@ -22,6 +22,7 @@ from collectors.kraft_protocol import describe_quorum_request
 from collectors.metadata import MAX_ANSWER_BYTES
 from foundation.config import ClusterConfig
 from foundation.security import kafka_python_kwargs
+from schemas.typed import Quorum
 
 log = logging.getLogger(__name__)
 
@@ -59,7 +60,7 @@ class SideChannel:
     def __init__(self, cluster: ClusterConfig, timeout_ms: int, notes: Notes) -> None:
         self.cluster, self.timeout_ms, self.notes = cluster, timeout_ms, notes
         self._clients: dict[str, Any] = {}  # "quorum" / "moves" -> its connection
-        self.quorum: dict[str, Any] | None = None  # the last DescribeQuorum answer (KRaft)
+        self.quorum: Quorum | None = None  # the last DescribeQuorum answer (KRaft)
         self.quorum_denied = False  # DescribeQuorum refused: no DESCRIBE on the cluster
         self._quorum_ask: tuple[Any, int, float] | None = None  # (future, broker, sent at) while unanswered
         self.moves: reassignments.Moves = {}  # the last ListPartitionReassignments answer
@@ -94,7 +95,7 @@ class SideChannel:
         else:
             qc.poll(timeout_ms=0)
 
-    def harvest_quorum(self, answered: set[int]) -> dict[str, Any] | None:
+    def harvest_quorum(self, answered: set[int]) -> Quorum | None:
         """The quorum for this poll's cluster record: the answer if it came, else the last one while
         the question is younger than QUORUM_PATIENCE_MS; past that, "no leader" — but only if the
         asked broker answered its offsets requests this poll (a dead or paused broker says nothing

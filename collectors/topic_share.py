@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import zlib
 from dataclasses import dataclass
-from typing import Any
+
+from schemas.typed import Observation, TopicShareField
 
 
 @dataclass(frozen=True)
@@ -37,14 +38,14 @@ class TopicShare:
     def holds(self, topic: str) -> bool:
         return share_of(topic, self.count) == self.index
 
-    def field(self) -> dict[str, int]:
+    def field(self) -> TopicShareField:
         """The cluster record's `topic_share`."""
         return {"index": self.index, "count": self.count}
 
-    def stamp(self, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    def stamp(self, records: list[Observation]) -> list[Observation]:
         """Mark this share on every cluster record among `records` (in place); returns them."""
         for r in records:
-            if r.get("kind") == "cluster":
+            if r["kind"] == "cluster":
                 r["cluster_state"]["topic_share"] = self.field()
         return records
 

@@ -14,12 +14,13 @@ numbers (a log directory's bytes, say), up to `resend_s` old (docs/history.md). 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Sequence
 
 from schemas import quorum
 from schemas.disks import URGENT_S
+from schemas.typed import Observation
 
-def steady_digest(records: list[dict[str, Any]]) -> tuple[Any, ...] | None:
+def steady_digest(records: Sequence[Observation]) -> tuple[Any, ...] | None:
     """What two steady polls of one cluster must share to be the same poll; None when the poll is not
     steady (or not a full poll's records). A broker down or not answering is steady: the same finding
     again, its escalation the pipeline's clock's. The KRaft quorum's offsets and timestamps move at every
@@ -27,14 +28,13 @@ def steady_digest(records: list[dict[str, Any]]) -> tuple[Any, ...] | None:
     out: list[Any] = []
     cluster_records = 0
     for rec in records:
-        kind = rec.get("kind")
-        if kind == "cluster":
+        if rec["kind"] == "cluster":
             cs = rec["cluster_state"]
             if cs.get("error") is not None or cs.get("denied") or cs.get("controller_id") is None:
                 return None
-            brokers = cs["brokers"]
+            brokers: list[Any] = list(cs["brokers"])
             if any("log_dirs" in b for b in brokers):  # their bytes move at every sampling: compared by state
-                if any(d["failed"] or d.get("full_in_s", URGENT_S) < URGENT_S for b in brokers
+                if any(d["failed"] or ((eta := d.get("full_in_s")) is not None and eta < URGENT_S) for b in brokers
                        for d in b.get("log_dirs") or ()):
                     return None  # a failed directory, or one full within URGENT_S: every poll goes out
                 brokers = [{k: v for k, v in b.items() if k != "log_dirs"} for b in brokers]
@@ -49,14 +49,14 @@ def steady_digest(records: list[dict[str, Any]]) -> tuple[Any, ...] | None:
             state["brokers"] = brokers
             voters = None if q is None else (q["leader_id"], q.get("leader_epoch"), q.get("observers"),
                                              tuple(v["id"] for v in q["voters"]))
-            out.append((kind, rec.get("source"), rec.get("v"), state, voters))
+            out.append(("cluster", rec["source"], rec["v"], state, voters))
             cluster_records += 1
-        elif kind == "topic":
+        elif rec["kind"] == "topic":
             ts = rec["topic_state"]
             # a partition in the record is one a rule may find something on, or one the history keeps
             if ts["partitions"] or ts.get("assignment") or ts.get("unreachable_brokers") or "partition_count" not in ts:
                 return None
-            out.append((kind, rec.get("source"), rec.get("v"), ts))
+            out.append(("topic", rec["source"], rec["v"], ts))
         else:
             return None
     return tuple(out) if cluster_records == 1 else None
@@ -71,14 +71,14 @@ class UnchangedPolls:
         self.kept_home = 0
         self._last: dict[str, tuple[tuple[Any, ...] | None, int, float]] = {}
 
-    def offer(self, cluster: str, records: list[dict[str, Any]], now: float, holds_s: float | None = None) -> int | None:
+    def offer(self, cluster: str, records: Sequence[Observation], now: float, holds_s: float | None = None) -> int | None:
         """The id of the last published poll when `records` stay home: a steady poll equal to it, published
         less than `resend_s` ago; the caller vouches for that poll at this one's time. None: publish them
         (they are remembered as the last). `holds_s`: no pipeline in this process hears vouches, so a steady
         poll published says itself how long the polls repeating it may stay home (its record's `holds_s`)."""
         digest = steady_digest(records) if self.resend_s > 0 else None
         last = self._last.get(cluster)
-        head = next((r for r in records if r.get("kind") == "cluster"), None)
+        head = next((r for r in records if r["kind"] == "cluster"), None)
         if (digest is not None and head is not None and last is not None and last[0] == digest
                 and now - last[2] < self.resend_s):
             self.kept_home += 1

@@ -9,6 +9,7 @@ from typing import Any, Iterable
 from collectors import log_dirs
 from collectors.poller_state import PollerState
 from collectors.records import cluster_record, topic_record
+from schemas.typed import Broker, Observation, Partition, TopicObservation
 
 
 
@@ -22,7 +23,7 @@ def _later_election(part: dict[str, Any], epoch: int, replicas: Any) -> bool:
 class ZkMirrorRecords(PollerState):
     """Records from the ZooKeeper mirror alone (ZooKeeper mode)."""
 
-    def quick_records(self, topics: set[str]) -> list[dict[str, Any]]:
+    def quick_records(self, topics: set[str]) -> list[Observation]:
         """Metadata-only records of `topics` straight from the ZooKeeper mirror, published as soon as a
         state znode changes: leader, epoch, ISR (with the znode's mtime) and the assignment, no
         offsets (`has_offsets` false, so they judge and resolve only metadata incidents). A cluster
@@ -41,7 +42,7 @@ class ZkMirrorRecords(PollerState):
             poll_id = self._poll_id
             at = int(time.time() * 1000)
             arrived = self._arrived  # a full poll's Metadata, newer than its records so far
-        out = []
+        out: list[Observation] = []
         last = self._last_cluster_state
         if last is not None:
             out.append(cluster_record(
@@ -55,15 +56,15 @@ class ZkMirrorRecords(PollerState):
         return self._share.stamp(out) if self._share is not None else out
 
     def _mirror_topics(self, topics: Iterable[str], poll_id: int, at: int, live: set[int],
-                       arrived: dict[str, list[dict[str, Any]]] | None, resolves: bool = True) -> list[dict[str, Any]]:
+                       arrived: dict[str, list[dict[str, Any]]] | None, resolves: bool = True) -> list[TopicObservation]:
         """Metadata-only topic records of `topics` from the ZooKeeper mirror (see quick_records)."""
         assert self.zk is not None
-        out = []
+        out: list[TopicObservation] = []
         for topic in sorted(topics):
             assignment = self.zk.assignment(topic)
             if not assignment:
                 continue
-            parts = []
+            parts: list[Partition] = []
             moves = self.zk.moves(topic)
             before = self._assignments.get(topic) or {}
             pending = {p["partition"]: p for p in (arrived or {}).get(topic, [])}
@@ -71,13 +72,13 @@ class ZkMirrorRecords(PollerState):
                 zs = self.zk.partition(topic, pid)
                 if zs is None:
                     continue
-                part = {"partition": pid, "leader": zs.leader, "leader_epoch": zs.leader_epoch,
+                part: Partition = {"partition": pid, "leader": zs.leader, "leader_epoch": zs.leader_epoch,
                         "replicas": list(replicas), "isr": list(zs.isr), "zk_mtime_ms": zs.mtime_ms}
                 if (offline := self._offline_replicas.get((topic, pid))) is not None:
                     part["offline_replicas"] = offline
                 newer = pending.get(pid)
                 if newer is not None and _later_election(newer, zs.leader_epoch, replicas):
-                    part.update(leader=newer["leader"], leader_epoch=newer["leader_epoch"], isr=list(newer["isr"]))
+                    part["leader"], part["leader_epoch"], part["isr"] = newer["leader"], newer["leader_epoch"], list(newer["isr"])
                     part.pop("zk_mtime_ms")
                 self._no_older(topic, part)  # this partition's watch may not have fired yet
                 self._carry_move(topic, part, moves.get(pid), before.get(pid))
@@ -99,21 +100,27 @@ class ZkMirrorRecords(PollerState):
             out.append(rec)
         return out
 
-    def _zookeeper_brokers(self, live: set[int], held: Iterable[int] = ()) -> list[dict[str, Any]]:
+    def _zookeeper_brokers(self, live: set[int], held: Iterable[int] = ()) -> list[Broker]:
         """Every broker krm knows (the last full poll's, ZooKeeper's registered ones, `held`: replica
         holders), live when registered in ZooKeeper; the rest as the last full poll saw it."""
         last = self._last_cluster_state
         known = {b["id"]: b for b in last["brokers"]} if last is not None else {}
-        return [{**known.get(bid, {"id": bid, "host": None, "port": None, "rack": None, "reachable": None}),
-                 "live": bid in live} for bid in sorted(set(known) | live | set(held))]
+        out: list[Broker] = []
+        for bid in sorted(set(known) | live | set(held)):
+            b: Broker = (known[bid].copy() if bid in known
+                         else {"id": bid, "host": None, "port": None, "rack": None, "live": False, "reachable": None})
+            b["live"] = bid in live
+            out.append(b)
+        return out
 
-    def _judged(self, brokers: list[dict[str, Any]], at_ms: int) -> list[dict[str, Any]]:
+    def _judged(self, brokers: list[Broker], at_ms: int) -> list[Broker]:
         """ZooKeeper-triggered records: how each down broker went (collectors/departures.py), judged on
         the mirror's leaders and ISRs, the freshest view of the controller's writes; a broker that
         just deregistered is judged here first, not left with the last full poll's verdict."""
         for b in brokers:
-            for key in ("departure", "controlled_shutdown", "down_since_ms"):
-                b.pop(key, None)
+            b.pop("departure", None)
+            b.pop("controlled_shutdown", None)
+            b.pop("down_since_ms", None)
         self._departures.annotate(brokers, self._mirror_partitions, at_ms, full=False)
         return brokers
 

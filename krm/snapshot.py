@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 from collectors.admin import AdminSource
 from collectors.log_dirs import partition_sizes
@@ -24,16 +24,16 @@ class ClusterSnapshot:
     name: str
     mode: str | None  # "zk", "kraft", or None when unknown (a file)
     live: set[int]
-    racks: dict[int, str]
+    racks: dict[int, str | None]
     known: set[int]  # every broker the cluster record names (live or not)
-    topics: list[dict[str, Any]]  # topic_state dicts (collectors/records.py); from a file: replicas only
+    topics: list[Mapping[str, Any]]  # topic_state dicts (collectors/records.py); from a file: replicas only
     sizes: dict[tuple[str, int], int] | None = None
     sizes_note: str = ""
 
     def assignment(self) -> dict[tuple[str, int], list[int]]:
         return {(t["topic"], p["partition"]): list(p["replicas"]) for t in self.topics for p in t["partitions"]}
 
-    def topic(self, name: str) -> dict[str, Any]:
+    def topic(self, name: str) -> Mapping[str, Any]:
         for t in self.topics:
             if t["topic"] == name:
                 return t
@@ -84,7 +84,7 @@ def from_file(path: str, live: list[int] | None, topic: str | None = None,
     else:
         raise KrmError(f"assignment file {path}: expected kafka-reassign-partitions JSON "
                        '({"version": 1, "partitions": [...]}) or krm assign simulate --json output')
-    topics: list[dict[str, Any]] = [{"topic": t, "partitions": sorted(ps, key=lambda p: p["partition"])}
+    topics: list[Mapping[str, Any]] = [{"topic": t, "partitions": sorted(ps, key=lambda p: p["partition"])}
                                     for t, ps in sorted(by_topic.items())]
     for t in topics:
         ids = [p["partition"] for p in t["partitions"]]

@@ -50,7 +50,7 @@ accepts every version in SUPPORTED_VERSIONS and quarantines others.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Mapping, TypeVar
 
 from foundation.errors import SchemaError
 from schemas import fast_check
@@ -294,7 +294,10 @@ _PY_TYPES: dict[str, tuple[type, ...]] = {"string": (str,), "int": (int,), "long
 _INT_RANGE: dict[str, tuple[int, int]] = {"int": (-(2**31), 2**31 - 1), "long": (-(2**63), 2**63 - 1)}
 
 
-def check(record: dict[str, Any]) -> dict[str, Any]:
+R = TypeVar("R", bound=Mapping[str, Any])
+
+
+def check(record: R) -> R:
     """Validate a record against OBSERVATION; returns it unchanged or raises SchemaError."""
     if not _FAST_OBSERVATION(record):  # the generated checker; the walker decides and words a rejection
         try:

@@ -25,9 +25,10 @@ The thresholds are the pipeline's (`[pipeline] replica_lag_messages`, `replica_l
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Collection, Iterable, Self
+from typing import Collection, Iterable, Self
 
 from foundation.config import PipelineConfig, from_pipeline, setting
+from schemas.typed import Partition
 
 # Kafka's default replica.lag.time.max.ms since 2.5 (KIP-537): the HW_STALL window when a cluster's is unknown
 DEFAULT_WINDOW_MS = 30_000
@@ -58,7 +59,7 @@ class Thresholds:
         return DEFAULT_WINDOW_MS if replica_lag_time_max_ms is None else replica_lag_time_max_ms
 
 
-def is_quiet(p: dict[str, Any], leos: dict[int, int], live: Collection[int], unreachable: Collection[int], at_ms: int,
+def is_quiet(p: Partition, leos: dict[int, int], live: Collection[int], unreachable: Collection[int], at_ms: int,
              window_ms: int, t: Thresholds) -> bool:
     """True when no partition rule can find anything in partition dict `p` (as the collector publishes
     it, after collectors/memory.py annotated it); `leos`: its replicas' log end offsets as broker -> LEO
@@ -85,7 +86,7 @@ def is_quiet(p: dict[str, Any], leos: dict[int, int], live: Collection[int], unr
     return not (rate is not None and rate > 0 and behind / rate >= t.lag_seconds)
 
 
-def broker_load(partitions: list[dict[str, Any]]) -> list[list[int]]:
+def broker_load(partitions: Iterable[Partition]) -> list[list[int]]:
     """Per broker holding a replica, [broker, leaders, replicas, preferred, preferred_not_leading], sorted by
     broker: what the pipeline counted from every partition before v4 (pipelines/findings.py
     `broker_counts`)."""

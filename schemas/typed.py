@@ -2,12 +2,14 @@
 and read. Records stay plain dicts (the collector builds and encodes hundreds of thousands per poll, the
 pipeline reads them as JSON); these TypedDicts only name their keys and values.
 
-The schema stays the one source: tests/unit/test_typed_records.py holds every TypedDict here against its
-Struct there, key by key (required or not, and the value's type), so a field added to one and not the
-other fails the unit tier. A required field is `Required`; an optional one may be absent or null.
+A record is one of four kinds, each with its body required (schemas/observation.py `check`): `Observation`
+is their union, and a builder returns the kind it builds. The schema stays the one source:
+tests/unit/test_typed_records.py holds every TypedDict here against its Struct there, key by key
+(required or not, and the value's type), so a field added to one and not the other fails the unit tier.
+A required field is `Required`; an optional one may be absent or null.
 """
 
-from typing import Required, TypedDict  # (no postponed annotations: TypedDict reads `Required` at class creation)
+from typing import Literal, Required, TypedDict, Union  # (no postponed annotations: TypedDict reads `Required` at class creation)
 
 
 class LogDir(TypedDict, total=False):
@@ -133,3 +135,73 @@ class TopicState(TypedDict, total=False):
     partitions: Required[list[Partition]]
     partition_count: int | None
     broker_load: list[list[int]] | None
+
+
+class Gauge(TypedDict):
+    name: str
+    value: float
+
+
+class PartitionMetric(TypedDict):
+    metric: str
+    topic: str
+    partition: int
+    value: float
+
+
+class BrokerMetricsState(TypedDict, total=False):
+    broker: Required[int]
+    endpoint: Required[str]
+    error: str | None
+    scrape_ms: float | None
+    gauges: Required[list[Gauge]]
+    partitions: list[PartitionMetric] | None
+
+
+class CanaryPartition(TypedDict, total=False):
+    partition: Required[int]
+    broker: Required[int]
+    leader: int | None
+    produced: Required[bool]
+    produce_ms: float | None
+    consumed: bool | None
+    e2e_ms: float | None
+    error: str | None
+
+
+class CanaryState(TypedDict):
+    topic: str
+    partitions: list[CanaryPartition]
+
+
+class Envelope(TypedDict):
+    """What every record carries besides its kind (OBSERVATION's required fields)."""
+    v: int
+    cluster: str
+    source: str
+    poll_id: int
+    observed_at_ms: int
+
+
+class ClusterObservation(Envelope):
+    kind: Literal["cluster"]
+    cluster_state: ClusterState
+
+
+class TopicObservation(Envelope):
+    kind: Literal["topic"]
+    topic_state: TopicState
+
+
+class BrokerMetricsObservation(Envelope):
+    kind: Literal["broker_metrics"]
+    broker_metrics_state: BrokerMetricsState
+
+
+class CanaryObservation(Envelope):
+    kind: Literal["canary"]
+    canary_state: CanaryState
+
+
+Observation = Union[ClusterObservation, TopicObservation, BrokerMetricsObservation, CanaryObservation]
+"""One observation record, as schemas/observation.py `check` accepts it: its kind's body is required."""

@@ -12,6 +12,7 @@ from collectors.records import cluster_record, leave_out_quiet, topic_record
 from collectors.topic_share import TopicShare
 from lab.simulate.model import SimCluster
 from schemas.quiet import Thresholds
+from schemas.typed import Broker, Observation, Partition, ReplicaOffset, TopicObservation
 
 
 class Emitter:
@@ -25,15 +26,15 @@ class Emitter:
         self.poll_id = 0
         self._counts: dict[int, int] = {}  # topic -> partition count last published (assignment changes)
 
-    def poll(self) -> list[dict[str, Any]]:
+    def poll(self) -> list[Observation]:
         sim = self.sim
         self.poll_id += 1
         at = sim.now_ms
         live = [b for b in sim.brokers() if sim.live[b]]
         live_set = set(live)
-        brokers = [{"id": b, "host": "sim", "port": 9092 + b, "rack": None, "live": b in live_set,
+        brokers: list[Broker] = [{"id": b, "host": "sim", "port": 9092 + b, "rack": None, "live": b in live_set,
                     "reachable": b in live_set} for b in sim.brokers()]
-        records = [cluster_record(sim.name, "admin", self.poll_id, at, controller_id=live[0] if live else None,
+        records: list[Observation] = [cluster_record(sim.name, "admin", self.poll_id, at, controller_id=live[0] if live else None,
                                   brokers=brokers, topic_count=len(sim.topic_names), partition_count=sim.partitions,
                                   replica_lag_time_max_ms=sim.settings.replica_lag_time_max_ms,
                                   leader_imbalance_per_broker_percentage=10)]
@@ -52,7 +53,7 @@ class Emitter:
         memory = self.memory
         share = self.share
         held = [True] * len(sim.topic_names) if share is None else [share.holds(n) for n in sim.topic_names]
-        parts: list[dict[str, Any]] = []
+        parts: list[Partition] = []
         current: Any = topic_of[0] if topic_of else None
         for i, row in zip(topic_of, order.tolist()):
             if i != current:
@@ -63,9 +64,9 @@ class Emitter:
                 continue
             reps = [b for b in replicas[row] if b >= 0]
             leader = leaders[row]
-            offsets = [{"broker": b, "log_end_offset": o} for b, o, a in zip(replicas[row], leo[row], alive[row])
-                       if b >= 0 and a]
-            p = {"partition": index[row], "leader": leader, "leader_epoch": epoch[row], "replicas": reps,
+            offsets: list[ReplicaOffset] = [{"broker": b, "log_end_offset": o}
+                                            for b, o, a in zip(replicas[row], leo[row], alive[row]) if b >= 0 and a]
+            p: Partition = {"partition": index[row], "leader": leader, "leader_epoch": epoch[row], "replicas": reps,
                  "isr": [b for b, m in zip(replicas[row], isr[row]) if b >= 0 and m],
                  "offline_replicas": [b for b, a in zip(replicas[row], alive[row]) if b >= 0 and not a],
                  "high_watermark": hw[row] if leader >= 0 else None, "log_start_offset": 0 if leader >= 0 else None,
@@ -75,7 +76,7 @@ class Emitter:
             records.append(self._topic(current, parts, at, live))
         return records if share is None else share.stamp(records)
 
-    def _topic(self, t: int, parts: list[dict[str, Any]], at: int, live: list[int]) -> dict[str, Any]:
+    def _topic(self, t: int, parts: list[Partition], at: int, live: list[int]) -> TopicObservation:
         sim = self.sim
         rec = topic_record(sim.name, "admin", self.poll_id, at, topic=sim.topic_names[t], live_brokers=live,
                            partitions=parts, min_insync_replicas=sim.topic_min_isr[t],

@@ -27,6 +27,7 @@ from lab.simulate.emit import Emitter
 from lab.simulate.faults import Applied, Fault, apply
 from lab.simulate.model import SimCluster, SimSettings
 from schemas.quiet import Thresholds
+from schemas.typed import Observation
 
 log = logging.getLogger(__name__)
 
@@ -59,7 +60,7 @@ def build_cluster(cluster_name: str, settings: SimSettings, start_ms: int, uncle
 
 
 def next_poll(sim: SimCluster, emitter: Emitter, pending: list[Fault], now_ms: int, elapsed_s: float,
-              progress: TextIO) -> tuple[list[dict[str, Any]], list[Applied]]:
+              progress: TextIO) -> tuple[list[Observation], list[Applied]]:
     """Advance to `now_ms`, inject the faults due by `elapsed_s`, and build that poll's records."""
     sim.step(now_ms)
     applied = []

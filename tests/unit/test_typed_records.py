@@ -15,7 +15,12 @@ pytestmark = pytest.mark.unit
 
 PAIRS = [(o.LOG_DIR, t.LogDir), (o.BROKER, t.Broker), (o.REPLICA_OFFSET, t.ReplicaOffset), (o.PREVIOUS, t.Previous),
          (o.PARTITION, t.Partition), (o.VOTER, t.Voter), (o.QUORUM, t.Quorum), (o.TOPIC_SHARE, t.TopicShareField),
-         (o.CLUSTER_STATE, t.ClusterState), (o.TOPIC_STATE, t.TopicState)]
+         (o.CLUSTER_STATE, t.ClusterState), (o.TOPIC_STATE, t.TopicState),
+         (o.BROKER_METRICS_STATE, t.BrokerMetricsState), (o.BROKER_METRICS_STATE.fields[4][1].element, t.Gauge),
+         (o.BROKER_METRICS_STATE.fields[5][1].element, t.PartitionMetric),
+         (o.CANARY_STATE, t.CanaryState), (o.CANARY_STATE.fields[1][1].element, t.CanaryPartition)]
+KINDS = {"cluster": t.ClusterObservation, "topic": t.TopicObservation, "broker_metrics": t.BrokerMetricsObservation,
+         "canary": t.CanaryObservation}
 SCALARS = {"string": str, "int": int, "long": int, "bool": bool, "double": float}
 
 
@@ -47,3 +52,20 @@ def test_a_record_built_by_the_collector_reads_as_its_types():
                          partition_count=0)
     cs: t.ClusterState = rec["cluster_state"]
     assert set(cs) <= set(t.ClusterState.__annotations__) and t.ClusterState.__required_keys__ <= set(cs)
+
+
+@pytest.mark.parametrize("kind", o.KINDS)
+def test_each_kind_of_record_is_the_envelope_and_its_body(kind):
+    """A record of kind K: the envelope's required fields, `kind` itself, and K's body, required (`check`)."""
+    typed = KINDS[kind]
+    hints = typing.get_type_hints(typed)
+    envelope = {name: node for name, node, required in o.OBSERVATION.fields if required}
+    body = f"{kind}_state"
+    assert set(hints) == set(envelope) | {body}
+    assert typed.__required_keys__ == set(hints)
+    for name, node in envelope.items():
+        want = typing.Literal[kind] if name == "kind" else python_type(node)
+        assert hints[name] == want, (typed.__name__, name, hints[name], want)
+    (node,) = [n for name, n, _ in o.OBSERVATION.fields if name == body]
+    assert hints[body] == python_type(node)
+    assert set(typing.get_args(t.Observation)) == set(KINDS.values())
