@@ -45,10 +45,8 @@ class TopicConfigs:
 
     def may_ask(self, zookeeper_connected: bool) -> bool:
         """Not while a DescribeConfigs backs off, nor while krm's own ZooKeeper session is down in
-        ZooKeeper mode. A ZooKeeper-mode broker reads topic configs from ZooKeeper (AdminZkClient):
-        with ZooKeeper gone, the request holds one of the broker's request handler threads until
-        ZooKeeper is back, and a few of them stop the broker answering anyone (measured: two with
-        num.io.threads 2) — krm must not take a broker down, nor page about it afterwards."""
+        ZooKeeper mode: the broker would hold a request handler thread per request until ZooKeeper is
+        back, and a few of them stop it answering anyone (docs/collector.md, "Topic configs")."""
         return self._retry.due() and zookeeper_connected
 
     def refresh_or_back_off(self, client: Any, node: int, topics: list[str], brokers: list[int]) -> None:
