@@ -47,6 +47,7 @@ class AdminSource(PollRecords, ZkMirrorRecords):
             poll_id = self._poll_id
         if self._problem is not None and not self._access.due():
             return self._failed_poll(poll_id)  # refused credentials: wait before the broker is asked again
+        phases = self.poll_phases = [("start", time.monotonic())]
         try:
             try:
                 admin = self._client()
@@ -58,6 +59,7 @@ class AdminSource(PollRecords, ZkMirrorRecords):
                 md = self._metadata(admin)
             topics = [t for t in md["topics"] if t["error_code"] == 0]
             observed_at_ms = self._metadata_arrived(topics)
+            phases.append(("metadata", time.monotonic()))
         except Exception as e:  # noqa: BLE001 - any client failure becomes an observation
             self._close()
             self._failed(access.explain(e, self.cluster.name, self.cluster.bootstrap_servers, self.cluster.security,
@@ -80,6 +82,7 @@ class AdminSource(PollRecords, ZkMirrorRecords):
                                               [b["node_id"] for b in md["brokers"]])
         if self.zk is None:
             self._kraft_view(admin, mine)
+        phases.append(("configs", time.monotonic()))
         # to the controller in ZooKeeper mode (a broker answers NOT_CONTROLLER otherwise), else to the
         # broker that answered the Metadata request (KRaft brokers forward it)
         controller = md.get("controller_id")
@@ -104,6 +107,7 @@ class AdminSource(PollRecords, ZkMirrorRecords):
             log.warning("cluster %s: offsets not fetched (%s)", self.cluster.name, e)
             found = offsets.OffsetsRound()
         self.last_offsets = found
+        phases.append(("offsets", time.monotonic()))
         unreachable = self._unreachable(found)
         if log.isEnabledFor(logging.DEBUG):
             log.debug("cluster %s poll %d: metadata from broker %s, offsets asked %s answered %s, unreachable %s",
@@ -112,9 +116,17 @@ class AdminSource(PollRecords, ZkMirrorRecords):
         quorum = self._side.harvest_quorum(found.answered | {self._last_node}) if self.zk is None else None
         self._side.harvest_moves()
         records = self._records(md, topics, observed_at_ms, found, poll_id, quorum, unreachable)
+        phases.append(("records", time.monotonic()))
         self._sample_dirs(records)
         self._ask_dirs(admin, records, found)
+        phases.append(("log_dirs", time.monotonic()))
         return records
+
+    def phases_said(self) -> str:
+        """The last poll's steps and what each took ("metadata 0.01 s, configs 4.20 s, ..."): said when a
+        poll is slow, so its cause is in the log."""
+        marks = self.poll_phases
+        return ", ".join(f"{name} {t - marks[i][1]:.2f} s" for i, (name, t) in enumerate(marks[1:]))
 
     def _sample_dirs(self, records: list[Observation]) -> None:
         """The directories' answers in since the last poll (sent every `log_dir_poll_s` before the offsets

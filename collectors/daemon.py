@@ -27,6 +27,9 @@ from schemas.typed import Observation
 
 log = logging.getLogger(__name__)
 
+SLOW_POLL_INTERVALS = 2  # a poll longer than this many intervals is logged with its steps' times
+SLOW_POLL_SAID_EVERY_S = 60.0  # at most once a minute per cluster
+
 
 class Collector:
     def __init__(self, config: Config, zookeeper_watches: bool = True) -> None:
@@ -123,6 +126,7 @@ class Collector:
         zk = self._zk.get(src.cluster.name)
         probe_every = src.settings.reach_probe_s
         next_at = next_probe = time.monotonic()
+        slow_said_at = float("-inf")
         while not self._stop.is_set():
             wake.clear()
             # KRaft (and a ZooKeeper-mode cluster a KRaft controller took over): no watch on the
@@ -149,8 +153,12 @@ class Collector:
             except Exception:  # noqa: BLE001 - keep polling; the failure is logged with its cause
                 log.exception("poll of cluster %s failed", src.cluster.name)
             self.polls += 1
-            self.last_poll_s[src.cluster.name] = time.monotonic() - t0
+            took = self.last_poll_s[src.cluster.name] = time.monotonic() - t0
             self.last_poll_at[src.cluster.name] = time.time()
+            if took > SLOW_POLL_INTERVALS * interval and time.monotonic() - slow_said_at > SLOW_POLL_SAID_EVERY_S:
+                slow_said_at = time.monotonic()  # (the pipeline's view of the cluster ages meanwhile)
+                log.warning("poll of cluster %s took %.1f s (one every %.0f s): %s", src.cluster.name, took, interval,
+                            src.phases_said())
             if scheduled:  # fixed rate, no burst after a slow poll; extra (watch-triggered) polls never delay it
                 next_at = max(next_at + interval, time.monotonic())
 

@@ -116,6 +116,7 @@ class PollerState:
         self._access = Retry(access.ACCESS_BACKOFF)  # polls refused for credentials, TLS or protocol, in a row
         self._denied_logged: frozenset[str] = frozenset()
         self.last_offsets: offsets.OffsetsRound | None = None  # for benchmarks and logs
+        self.poll_phases: list[tuple[str, float]] = []  # the last poll's steps: (name, time.monotonic() at its end)
         self._elr_known = False  # this poll asked DescribeTopicPartitions (KRaft 3.7+): ELR known, empty unless said
         self._applied: reassignments.Moves = {}  # the moves the last records carried (reassignments.annotate)
         self._departures = Departures()  # how each down broker went down (controlled shutdown or not)

@@ -29,7 +29,7 @@ from pipelines.history_path import HistoryPath, history_tasks
 from pipelines.incident_store import IncidentStore
 from pipelines.incidents import IncidentBook
 from pipelines.ingest import parse, read_observations, valid
-from pipelines.state import PipelineState
+from pipelines.state import PipelineState, blindness_said
 from pipelines.broker_history import BrokerHistory
 from pipelines.quality import QualityRunner
 from pipelines.session import alert_session
@@ -158,12 +158,19 @@ class Pipeline:
         return self
 
     def _tick(self, alerts: AlertPath) -> None:
-        """What time alone changes, between batches (pipelines/clock.py)."""
+        """What time alone changes, between batches (pipelines/clock.py); and when krm goes blind to a
+        cluster or sees it again, which side fell behind (pipelines/state.py `blindness_said`)."""
+        stale: set[str] = set()
         while not self._stopping.wait(CLOCK_TICK_S):
             try:
                 alerts.tick()
             except Exception:  # noqa: BLE001 - e.g. the incidents table being compacted; the next tick retries
                 log.exception("the pipeline's clock could not advance")
+            now = time.time()
+            stale_now = self.state.stale(now)
+            for line in blindness_said(stale, stale_now, self.state.snapshot, now):
+                log.warning("%s", line)
+            stale = set(stale_now)
 
     def prepare_tables(self) -> dict[str, str]:
         """Bound every table's _delta_log (pipelines/log_retention.py) before any query writes: the

@@ -1,0 +1,47 @@
+"""When krm goes blind to a cluster, the log says which side fell behind: the pipeline (no micro-batch
+since the view aged) or what feeds it (batches ran, no newer observation came)."""
+
+from __future__ import annotations
+
+import pytest
+
+from pipelines.state import ClusterView, PipelineState, Snapshot, blindness_said
+
+pytestmark = pytest.mark.unit
+
+NOW = 1_000_000.0
+
+
+def _snap(newest_s: float, last_batch_s_ago: float | None) -> Snapshot:
+    view = ClusterView(brokers=((1, True),), controller_id=1, error=None, newest_observed_ms=int(newest_s * 1000),
+                       poll_id=41)
+    return Snapshot(clusters={"c": view}, last_batch_s=0.35,
+                    last_batch_at=0.0 if last_batch_s_ago is None else NOW - last_batch_s_ago)
+
+
+def _stale(snap: Snapshot) -> dict[str, float]:
+    state = PipelineState(stale_after_s={"c": 6.0})
+    state._snapshot = snap
+    return state.stale(NOW)
+
+
+def test_batches_running_while_the_view_ages_blame_what_feeds_the_pipeline():
+    snap = _snap(NOW - 9.0, last_batch_s_ago=0.8)
+    (line,) = blindness_said(set(), _stale(snap), snap, NOW)
+    assert "cluster c: krm's view is 9.0 s old (poll 41)" in line
+    assert "finished 0.8 s ago after 0.35 s" in line and "no newer observation arrived" in line
+
+
+def test_no_batch_since_the_view_aged_blames_the_pipeline():
+    snap = _snap(NOW - 9.0, last_batch_s_ago=12.0)
+    (line,) = blindness_said(set(), _stale(snap), snap, NOW)
+    assert "the pipeline is behind" in line
+
+
+def test_said_once_when_it_turns_stale_and_once_when_fresh_again():
+    stale = _snap(NOW - 9.0, last_batch_s_ago=1.0)
+    assert blindness_said({"c"}, _stale(stale), stale, NOW) == []
+    fresh = _snap(NOW - 1.0, last_batch_s_ago=1.0)
+    assert _stale(fresh) == {}
+    assert blindness_said({"c"}, {}, fresh, NOW) == ["cluster c: krm's view is fresh again (poll 41)"]
+    assert blindness_said(set(), {}, fresh, NOW) == []
