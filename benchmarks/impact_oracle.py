@@ -5,7 +5,9 @@ topic of 8 partitions (RF 3, min.insync.replicas 2), krm run in-process (the def
 its observations on a 1-broker cluster of their own, and a real Prometheus evaluating the shipped
 rules every second. The judge is one acks=all producer writing to every partition every 200 ms
 (lab/client_judge.py): a partition is hurt in a step when its writes fail or take longer than 2 s
-for 3 s or more in a row.
+for 3 s or more in a row. The first step starts once krm's view of the cluster has been fresh in
+Prometheus for WATCHING_S (before, a run's first fault could start ahead of krm's first micro-batch and
+was timed against its start-up).
 
 Each step picks, at random (seeded): SIGKILL a broker then restart it, SIGSTOP then SIGCONT (2-15 s),
 a controlled stop then start, a gray cut of its listener (nftables, 15 s), or nothing (quiet); with
@@ -32,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import random
 import shutil
 import statistics
@@ -112,6 +115,18 @@ def critical_firing(prometheus: str) -> list[dict[str, str]]:
     return [a["labels"] for a in alerts if a["state"] == "firing" and a["labels"].get("severity") == "critical"]
 
 
+WATCHING_S = 20.0  # krm watching this long before the first fault: a deployed pipeline runs long before one
+
+
+def watching(prometheus: str) -> bool:
+    """krm's view of the cluster is fresh and Prometheus has it: the pipeline has run its first micro-batches.
+    A fault before that would be timed against krm's start-up (its first batch can come ~10 s after
+    Monitor.start), not against its detection."""
+    answer = requests.get(f"{prometheus}/api/v1/query", params={"query": 'krm_cluster_view_stale{cluster="oracle"}'},
+                          timeout=5).json()["data"]["result"]
+    return [r["value"][1] for r in answer] == ["0"]
+
+
 def wait(check: Any, timeout_s: float, every_s: float = 0.5) -> bool:
     end = time.monotonic() + timeout_s
     while time.monotonic() < end:
@@ -146,6 +161,7 @@ def run_step(n: int, rng: random.Random, cluster: LocalCluster, judge: ClientJud
             time.sleep(0.5)
 
     t0 = time.monotonic()
+    logging.getLogger("oracle").info("step %d: %s of broker %s starts", n, action, broker)
     if action == "kill":
         cluster.kill(broker)  # type: ignore[arg-type]
         watch(20)
@@ -302,7 +318,15 @@ def main() -> int:
     ap.add_argument("--faults", default="kill,pause,stop,gray,none",
                     help=f"fault kinds drawn from, comma separated: {', '.join(FAULTS)}")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--log", type=Path, help="krm's log (the alert path's and the collector's at DEBUG, with each "
+                    "step's start) in this file: what a late page waited for")
     args = ap.parse_args()
+    if args.log:
+        logging.basicConfig(filename=args.log, level=logging.INFO,
+                            format="%(asctime)s.%(msecs)03d %(threadName)s %(name)s %(levelname)s %(message)s",
+                            datefmt="%H:%M:%S")
+        for name in ("pipelines.alert_path", "collectors.admin"):
+            logging.getLogger(name).setLevel(logging.DEBUG)
     kinds = [k.strip() for k in args.faults.split(",") if k.strip()]
     unknown = [k for k in kinds if k not in FAULTS]
     if unknown or not kinds:
@@ -338,6 +362,16 @@ def main() -> int:
         if not wait(lambda: settled(cluster), 120):
             raise SystemExit("the cluster did not settle")
         judge = ClientJudge(cluster.bootstrap_servers, TOPIC, set(range(PARTITIONS)))
+        fresh_since: list[float] = []  # krm watching without a break since then
+
+        def watched_for(seconds: float) -> bool:
+            if not watching(prometheus):
+                fresh_since.clear()
+                return False
+            fresh_since[:] = fresh_since or [time.monotonic()]
+            return time.monotonic() - fresh_since[0] >= seconds
+        if not wait(lambda: watched_for(WATCHING_S), 240):
+            raise SystemExit(f"krm's view of the cluster not fresh in Prometheus for {WATCHING_S:.0f} s in a row")
         if not wait(lambda: judge.all_ok_since(time.monotonic() - 2.0) and not critical_firing(prometheus), 180):
             raise SystemExit("no healthy start: clients failing or a critical page firing")
         for n in range(1, args.steps + 1):

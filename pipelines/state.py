@@ -208,14 +208,14 @@ class PipelineState:
 def blindness_said(was_stale: set[str], stale: dict[str, float], snap: Snapshot, now: float) -> list[str]:
     """Log lines for clusters whose view turned stale or fresh since the last look (`was_stale`): which side
     fell behind, so a blind moment's cause is in the log. A micro-batch finished recently while the view
-    aged: the observations stopped coming (the collector, or the observations topic); none recently: the
-    pipeline itself is behind."""
+    aged: nothing newer reached the pipeline; none recently: the pipeline itself is behind."""
     out = []
     for name in sorted(stale.keys() - was_stale):
         view = snap.clusters.get(name)
         since_batch = now - snap.last_batch_at if snap.last_batch_at else float("inf")
         side = ("no micro-batch since: the pipeline is behind" if since_batch >= stale[name]
-                else "micro-batches ran since: no newer observation arrived (the collector, or the observations topic)")
+                else "micro-batches ran since and read nothing newer (the collector, the observations topic, or a "
+                     "query still catching up)")
         out.append(f"cluster {name}: krm's view is {stale[name]:.1f} s old (poll {view.poll_id if view else '?'}); "
                    f"the last micro-batch finished {since_batch:.1f} s ago after {snap.last_batch_s:.2f} s, {side}")
     for name in sorted(was_stale - stale.keys()):

@@ -29,7 +29,7 @@ def test_batches_running_while_the_view_ages_blame_what_feeds_the_pipeline():
     snap = _snap(NOW - 9.0, last_batch_s_ago=0.8)
     (line,) = blindness_said(set(), _stale(snap), snap, NOW)
     assert "cluster c: krm's view is 9.0 s old (poll 41)" in line
-    assert "finished 0.8 s ago after 0.35 s" in line and "no newer observation arrived" in line
+    assert "finished 0.8 s ago after 0.35 s" in line and "read nothing newer" in line
 
 
 def test_no_batch_since_the_view_aged_blames_the_pipeline():
