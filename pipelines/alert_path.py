@@ -166,6 +166,12 @@ class AlertPath:
         changed += self.book.apply(*self.balance.evaluate(self.counts, counts, clusters))
         if jmx:
             changed += self.book.apply(*self.jmx.update(jmx))
+        if self.settings is not None:
+            # an escalation already due stays raised, though a restarted collector's finding counts from its start
+            through = {name: self._with_shares(view, name).fresh_ms for name, view in clusters.items() if view.error is None}
+            raised = self.book.revise(clock.escalations_due(self.book.open_incidents(), through, self.settings))
+            if raised:
+                changed = list({i.incident_id: i for i in [*changed, *raised]}.values())
         snap = self.state.snapshot
         views = dict(snap.clusters)
         for name, view in clusters.items():

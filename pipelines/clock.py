@@ -22,6 +22,11 @@ from pipelines.incidents import Finding, Incident
 TIMED: dict[str, Rule] = {r.type: r for r in RULES if any(e.since is not None for e in r.escalations)}
 OPENING: dict[str, Rule] = {r.type: r for r in RULES if r.opens}
 
+SINCE: dict[str, tuple[str, ...]] = {t: tuple(e.since for e in r.escalations if e.since is not None)
+                                     for t, r in TIMED.items()}
+"""type -> the details an escalation counts from: the incident book keeps them at their earliest while
+the incident is open (a collector restarted meanwhile reports the broker down since its own start)."""
+
 # (type, cause, due_ms, details): a finding time alone opens on a cluster staying as its record says
 Opening = tuple[str, str, int, dict[str, Any]]
 

@@ -46,6 +46,15 @@ def _state(details: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in details.items() if k not in MEASUREMENTS}
 
 
+def _kept_earliest(details: dict[str, Any], before: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
+    """`details` with each of `keys` at its earlier value (`before`'s, when earlier or when `details` lacks it)."""
+    for k in keys:
+        was, now = before.get(k), details.get(k)
+        if was is not None and (now is None or was < now):
+            details = {**details, k: was}
+    return details
+
+
 def _with_causes(details: dict[str, Any], cause: str | None, before: Incident | None) -> dict[str, Any]:
     """`details` of a finding, plus the root cause and the history of causes of its incident."""
     if cause is None and (before is None or before.cause is None):
@@ -134,14 +143,18 @@ class IncidentBook:
     flap_window_ms: int
     hold_ms: dict[str, int] = field(default_factory=dict)  # type -> stays open this long after last seen (events)
     touch_ms: int = 0  # an unchanged open incident is returned for writing at most this often
+    # type -> details kept at their earliest while the incident is open: an escalation's `since`
+    # (pipelines/clock.py), which a restarted collector reports anew (it saw the broker down only now)
+    earliest: dict[str, tuple[str, ...]] = field(default_factory=dict)
     _by_key: dict[Key, Incident] = field(default_factory=dict)
     _written_ms: dict[Key, int] = field(default_factory=dict)  # last_seen_at_ms of the version last returned
     _by_scope: dict[tuple[str, str], set[Key]] = field(default_factory=dict)
 
     @classmethod
     def from_incidents(cls, flap_window_ms: int, incidents: Iterable[Incident],
-                       hold_ms: dict[str, int] | None = None, touch_ms: int = 0) -> IncidentBook:
-        book = cls(flap_window_ms, dict(hold_ms or {}), touch_ms)
+                       hold_ms: dict[str, int] | None = None, touch_ms: int = 0,
+                       earliest: dict[str, tuple[str, ...]] | None = None) -> IncidentBook:
+        book = cls(flap_window_ms, dict(hold_ms or {}), touch_ms, dict(earliest or {}))
         for inc in sorted(incidents, key=lambda i: i.opened_at_ms):
             book._put(inc)
             book._written_ms[inc.key] = inc.last_seen_at_ms
@@ -219,7 +232,7 @@ class IncidentBook:
         if inc is not None and inc.status == "open":
             if f.observed_at_ms <= inc.last_seen_at_ms:
                 return None  # replayed observation
-            details = _with_causes(f.details, f.cause, inc)
+            details = _kept_earliest(_with_causes(f.details, f.cause, inc), inc.details, self.earliest.get(inc.type, ()))
             updated = replace(inc, last_seen_at_ms=f.observed_at_ms, cause=f.cause, details=details,
                               severity=f.severity)
             self._put(updated)

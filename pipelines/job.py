@@ -21,7 +21,7 @@ from typing import Any
 
 from foundation.config import Config
 from pipelines import findings as F_
-from pipelines import log_retention
+from pipelines import clock, log_retention
 from pipelines.alert_path import AlertPath, event_hold_ms, restored_history
 from pipelines.balance import BalanceCheck, BalanceSettings
 from pipelines.checkpoints import repair, writer_id
@@ -102,7 +102,8 @@ class Pipeline:
         store = IncidentStore(self.tables.incidents, properties)
         recent = store.load_recent(since_ms=int(time.time() * 1000) - flap_ms - 3_600_000)
         book = IncidentBook.from_incidents(flap_ms, recent, hold_ms=event_hold_ms(self.config),
-                                           touch_ms=int(self.config.pipeline.incident_touch_s * 1000))
+                                           touch_ms=int(self.config.pipeline.incident_touch_s * 1000),
+                                           earliest=clock.SINCE)
         self.state.update(open_incidents=tuple(book.open_incidents()))
         if recent:
             log.info("resuming with %d open incidents from %s", len(book.open_incidents()), self.tables.incidents)

@@ -348,3 +348,30 @@ def test_a_migration_stuck_in_a_phase_opens_on_the_clock_at_its_moment_and_a_new
     assert opened.details["migration_phase"] == COPYING and path.tick() == []
     path(_Batch(_migration_rows(320_000, 2, DUAL_WRITE, since=315_000)), 1)  # copied at last: dual writes
     assert state.snapshot.open_incidents == ()
+
+
+def test_a_collector_restarted_in_the_middle_of_an_escalation_escalates_it_at_the_same_moment():
+    """A restarted collector first sees the broker down at its own start (`down_since_ms` anew): the
+    incident keeps the earlier moment, escalates when it would have, and a raised page stays raised."""
+    from pipelines.alert_path import AlertPath
+    from pipelines.clock import SINCE
+    from pipelines.findings import DetectorSettings
+    from pipelines.incidents import IncidentBook
+
+    settings = DetectorSettings(planned_stop_max_ms=600_000)
+    for restart_at in (300_000, 650_000):  # before the escalation is due, and after it was raised
+        state = PipelineState()
+        path = AlertPath(state, IncidentBook(flap_window_ms=0, earliest=dict(SINCE)), _Store(), settings=settings)
+        _down_incident(path, 10_000, down_since=9_000)
+        if restart_at > 609_000:
+            state.vouch("c1", 1, 612_000)
+            (raised,) = path.tick()
+            assert raised.severity == "critical"
+        _down_incident(path, restart_at, down_since=restart_at - 1_000)  # the restarted collector's word
+        (inc,) = state.snapshot.open_incidents
+        assert inc.details["down_since_ms"] == 9_000
+        assert inc.severity == ("critical" if restart_at > 609_000 else "warning"), restart_at
+        if restart_at < 609_000:
+            state.vouch("c1", 1, 612_000)
+            (raised,) = path.tick()
+            assert (raised.severity, raised.last_seen_at_ms) == ("critical", 609_001)
