@@ -45,9 +45,9 @@ class AdminSource(PollRecords, ZkMirrorRecords):
         with self._poll_lock:  # quick_records (another thread) numbers its records from the same sequence
             self._poll_id += 1
             poll_id = self._poll_id
+        phases = self.poll_phases = [("start", time.monotonic())]
         if self._problem is not None and not self._access.due():
             return self._failed_poll(poll_id)  # refused credentials: wait before the broker is asked again
-        phases = self.poll_phases = [("start", time.monotonic())]
         try:
             try:
                 admin = self._client()
@@ -126,6 +126,8 @@ class AdminSource(PollRecords, ZkMirrorRecords):
         """The last poll's steps and what each took ("metadata 0.01 s, configs 4.20 s, ..."): said when a
         poll is slow, so its cause is in the log."""
         marks = self.poll_phases
+        if len(marks) < 2:
+            return "it reached no broker (its Metadata request failed, or a refusal is waited out)"
         return ", ".join(f"{name} {t - marks[i][1]:.2f} s" for i, (name, t) in enumerate(marks[1:]))
 
     def _sample_dirs(self, records: list[Observation]) -> None:

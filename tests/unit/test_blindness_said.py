@@ -1,5 +1,6 @@
 """When krm goes blind to a cluster, the log says which side fell behind: the pipeline (no micro-batch
-since the view aged) or what feeds it (batches ran, no newer observation came)."""
+since the view aged) or what feeds it (batches ran, no newer observation came); and a slow poll says
+which of its steps took the time."""
 
 from __future__ import annotations
 
@@ -45,3 +46,13 @@ def test_said_once_when_it_turns_stale_and_once_when_fresh_again():
     assert _stale(fresh) == {}
     assert blindness_said({"c"}, {}, fresh, NOW) == ["cluster c: krm's view is fresh again (poll 41)"]
     assert blindness_said(set(), {}, fresh, NOW) == []
+
+
+def test_a_slow_poll_says_what_each_step_took():
+    from collectors.admin import AdminSource
+
+    src = AdminSource.__new__(AdminSource)  # only its last poll's marks are read
+    src.poll_phases = [("start", 10.0), ("metadata", 10.02), ("configs", 14.22), ("offsets", 14.5)]
+    assert src.phases_said() == "metadata 0.02 s, configs 4.20 s, offsets 0.28 s"
+    src.poll_phases = [("start", 10.0)]
+    assert "reached no broker" in src.phases_said()
