@@ -6,8 +6,7 @@ its observations on a 1-broker cluster of their own, and a real Prometheus evalu
 rules every second. The judge is one acks=all producer writing to every partition every 200 ms
 (lab/client_judge.py): a partition is hurt in a step when its writes fail or take longer than 2 s
 for 3 s or more in a row. The first step starts once krm's view of the cluster has been fresh in
-Prometheus for WATCHING_S (before, a run's first fault could start ahead of krm's first micro-batch and
-was timed against its start-up).
+Prometheus for WATCHING_S, so no fault is timed against krm's own start-up.
 
 Each step picks, at random (seeded): SIGKILL a broker then restart it, SIGSTOP then SIGCONT (2-15 s),
 a controlled stop then start, a gray cut of its listener (nftables, 15 s), or nothing (quiet); with
@@ -119,9 +118,8 @@ WATCHING_S = 20.0  # krm watching this long before the first fault: a deployed p
 
 
 def watching(prometheus: str) -> bool:
-    """krm's view of the cluster is fresh and Prometheus has it: the pipeline has run its first micro-batches.
-    A fault before that would be timed against krm's start-up (its first batch can come ~10 s after
-    Monitor.start), not against its detection."""
+    """krm's view of the cluster is fresh and Prometheus has it: the pipeline has run its first micro-batches,
+    which come a while after Monitor.start returns."""
     answer = requests.get(f"{prometheus}/api/v1/query", params={"query": 'krm_cluster_view_stale{cluster="oracle"}'},
                           timeout=5).json()["data"]["result"]
     return [r["value"][1] for r in answer] == ["0"]

@@ -32,7 +32,7 @@ def steady_digest(records: Sequence[Observation]) -> tuple[Any, ...] | None:
             cs = rec["cluster_state"]
             if cs.get("error") is not None or cs.get("denied") or cs.get("controller_id") is None:
                 return None
-            brokers: list[Any] = list(cs["brokers"])
+            brokers: list[Any] = cs["brokers"]
             if any("log_dirs" in b for b in brokers):  # their bytes move at every sampling: compared by state
                 if any(d["failed"] or ((eta := d.get("full_in_s")) is not None and eta < URGENT_S) for b in brokers
                        for d in b.get("log_dirs") or ()):

@@ -166,10 +166,12 @@ class AlertPath:
         changed += self.book.apply(*self.balance.evaluate(self.counts, counts, clusters))
         if jmx:
             changed += self.book.apply(*self.jmx.update(jmx))
-        if self.settings is not None:
-            # an escalation already due stays raised, though a restarted collector's finding counts from its start
+        touched = [i for i in changed if i.status == "open" and i.type in clock.TIMED]
+        if touched and self.settings is not None:
+            # an escalation already due stays raised, though a restarted collector's finding counts from its
+            # start (only incidents this batch changed: the others are the clock's)
             through = {name: self._with_shares(view, name).fresh_ms for name, view in clusters.items() if view.error is None}
-            raised = self.book.revise(clock.escalations_due(self.book.open_incidents(), through, self.settings))
+            raised = self.book.revise(clock.escalations_due(touched, through, self.settings))
             if raised:
                 changed = list({i.incident_id: i for i in [*changed, *raised]}.values())
         snap = self.state.snapshot
