@@ -10,8 +10,6 @@ from schemas.typed import (Broker, CanaryObservation, CanaryPartition, ClusterOb
                            Partition, Quorum, TopicObservation, TopicState)
 
 
-
-
 def cluster_record(cluster: str, source: str, poll_id: int, observed_at_ms: int, *, controller_id: int | None,
                    brokers: Iterable[Broker], topic_count: int, partition_count: int,
                    error: str | None = None, replica_lag_time_max_ms: int | None = None,
