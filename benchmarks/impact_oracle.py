@@ -25,6 +25,7 @@ Per fault kind (`by_fault`): its steps and verdicts, and the time from the first
 critical page (p50 / max; negative: paged before the harm).
 
 Usage: .venv/bin/python benchmarks/impact_oracle.py --mode zk|kraft --steps N --seed S [--faults KIND,...] [--json]
+(or `--plan KIND:BROKER[:SECONDS],...` to replay chosen steps, e.g. the ones a random run found wanting)
 (the last stdout line with --json: one JSON object; needs root and nftables for the cuts). The kinds:
 kill, pause, stop, gray, none (the default draw: a seed keeps its steps), repl_cut, disk_fill.
 """
@@ -52,6 +53,7 @@ import requests
 from foundation.config import load_config
 from krm.runner import Monitor
 from lab.client_judge import ClientJudge
+from lab.harness import kafka_admin
 from lab.local_cluster import LocalCluster, free_port
 
 TOPIC = "oracle"
@@ -72,6 +74,7 @@ class Step:
     n: int
     action: str
     broker: int | None
+    controller: int | None = None  # ZooKeeper mode: the active controller when the step began
     hurt: list[int] = field(default_factory=list)
     named: list[int] = field(default_factory=list)
     pages: list[str] = field(default_factory=list)
@@ -143,11 +146,51 @@ def names(labels: dict[str, str], partition: int, before: dict[int, tuple[int, l
     return broker is not None and broker.isdigit() and (int(broker) == leader or int(broker) in isr)
 
 
-def run_step(n: int, rng: random.Random, cluster: LocalCluster, judge: ClientJudge, prometheus: str,
-             actions: tuple[str, ...] = ACTIONS) -> Step:
+@dataclass(frozen=True)
+class Fault:
+    """One step's fault: the action (FAULTS' values), its broker, and how long a pause lasts."""
+
+    action: str
+    broker: int | None
+    pause_s: float | None = None
+
+
+def draw(rng: random.Random, brokers: list[int], actions: tuple[str, ...] = ACTIONS) -> Fault:
+    """A random fault (the draw order keeps a seed's steps: action, broker, a pause's length)."""
     action = rng.choice(actions)
-    broker = rng.choice(cluster.broker_ids) if action != "quiet" else None
-    step = Step(n, action, broker)
+    broker = rng.choice(brokers) if action != "quiet" else None
+    return Fault(action, broker, rng.uniform(2, 15) if action == "pause" else None)
+
+
+def parse_plan(text: str) -> list[Fault]:
+    """`--plan`: KIND:BROKER[:SECONDS],... (a pause's length; `none` takes no broker), e.g. repl_cut:1,stop:3."""
+    out = []
+    for item in (i.strip() for i in text.split(",") if i.strip()):
+        kind, *rest = item.split(":")
+        if kind not in FAULTS or (kind != "none" and not rest) or len(rest) > (2 if kind == "pause" else 1):
+            raise ValueError(f"{item!r}: expected KIND:BROKER (pause:BROKER:SECONDS), KIND one of {', '.join(FAULTS)}")
+        broker = int(rest[0]) if rest else None
+        out.append(Fault(FAULTS[kind], broker, float(rest[1]) if len(rest) > 1 else 5.0 if kind == "pause" else None))
+    return out
+
+
+def controller_of(cluster: LocalCluster) -> int | None:
+    """The active controller as a client sees it (KRaft: a broker standing in for it in the answer)."""
+    try:
+        admin = kafka_admin(cluster, timeout_s=10, client_id="krm-oracle")
+    except Exception:  # noqa: BLE001 - informational only
+        return None
+    try:
+        return int(admin.describe_cluster()["controller_id"])
+    except Exception:  # noqa: BLE001
+        return None
+    finally:
+        admin.close()
+
+
+def run_step(n: int, fault: Fault, cluster: LocalCluster, judge: ClientJudge, prometheus: str) -> Step:
+    action, broker = fault.action, fault.broker
+    step = Step(n, action, broker, controller=controller_of(cluster) if cluster.zookeeper else None)
     before = kafka_view(cluster)
     pages: list[tuple[float, dict[str, str]]] = []
 
@@ -166,7 +209,7 @@ def run_step(n: int, rng: random.Random, cluster: LocalCluster, judge: ClientJud
         cluster.start(broker, wait=False)  # type: ignore[arg-type]
     elif action == "pause":
         cluster.pause(broker)  # type: ignore[arg-type]
-        watch(rng.uniform(2, 15))
+        watch(fault.pause_s)  # type: ignore[arg-type]
         cluster.resume(broker)  # type: ignore[arg-type]
     elif action == "stop":
         cluster.stop(broker)  # type: ignore[arg-type]
@@ -315,6 +358,8 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--faults", default="kill,pause,stop,gray,none",
                     help=f"fault kinds drawn from, comma separated: {', '.join(FAULTS)}")
+    ap.add_argument("--plan", help="replay these steps instead of drawing them: KIND:BROKER[:SECONDS],... "
+                    "(e.g. repl_cut:1,stop:3,pause:3:5.1); --steps and --seed are then ignored")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--log", type=Path, help="krm's log (the alert path's and the collector's at DEBUG, with each "
                     "step's start) in this file: what a late page waited for")
@@ -330,6 +375,12 @@ def main() -> int:
     if unknown or not kinds:
         ap.error(f"--faults: unknown {unknown}; choose from {', '.join(FAULTS)}")
     actions = tuple(FAULTS[k] for k in kinds)
+    try:
+        plan = parse_plan(args.plan) if args.plan else None
+    except ValueError as e:
+        ap.error(f"--plan: {e}")
+    if plan:
+        kinds = list(dict.fromkeys(KIND_OF[f.action] for f in plan))
     rng = random.Random(args.seed)
     root = Path(tempfile.mkdtemp(prefix="krm-oracle-"))
     session_ms = 18000 if args.mode == "zk" else 9000  # Kafka's own defaults
@@ -372,10 +423,14 @@ def main() -> int:
             raise SystemExit(f"krm's view of the cluster not fresh in Prometheus for {WATCHING_S:.0f} s in a row")
         if not wait(lambda: judge.all_ok_since(time.monotonic() - 2.0) and not critical_firing(prometheus), 180):
             raise SystemExit("no healthy start: clients failing or a critical page firing")
-        for n in range(1, args.steps + 1):
-            step = run_step(n, rng, cluster, judge, prometheus, actions)
+        for n in range(1, (len(plan) if plan else args.steps) + 1):
+            fault = plan[n - 1] if plan else draw(rng, cluster.broker_ids, actions)
+            step = run_step(n, fault, cluster, judge, prometheus)
             steps.append(step)
-            print(f"step {n:2d} {KIND_OF[step.action]:8s} broker {step.broker}: {step.verdict:14s} hurt {step.hurt} "
+            paused = f" {fault.pause_s:.1f}s" if fault.pause_s else ""
+            controller = f" (controller {step.controller})" if step.controller is not None else ""
+            print(f"step {n:2d} {KIND_OF[step.action]:8s} broker {step.broker}{paused}{controller}: {step.verdict:14s} "
+                  f"hurt {step.hurt} "
                   f"named {step.named} pages {step.pages} resolved +{step.page_resolved_after_recovery_s}s"
                   f"{f' (last: {step.last_pages})' if step.last_pages else ''}; fault undone {step.fault_s}s, clients' last "
                   f"hurt {step.recovered_s}s, acks resumed {step.acks_resumed_s}s, last page {step.last_page_s}s, "
