@@ -162,16 +162,55 @@ def draw(rng: random.Random, brokers: list[int], actions: tuple[str, ...] = ACTI
     return Fault(action, broker, rng.uniform(2, 15) if action == "pause" else None)
 
 
+CONTROLLER = -1  # a plan's broker `c`: the active controller when the step begins (ZooKeeper mode)
+
+
 def parse_plan(text: str) -> list[Fault]:
-    """`--plan`: KIND:BROKER[:SECONDS],... (a pause's length; `none` takes no broker), e.g. repl_cut:1,stop:3."""
+    """`--plan`: KIND:BROKER[:SECONDS],... (a pause's length; `none` takes no broker; BROKER `c`: the active
+    controller, ZooKeeper mode), e.g. repl_cut:c,stop:3."""
     out = []
     for item in (i.strip() for i in text.split(",") if i.strip()):
         kind, *rest = item.split(":")
-        if kind not in FAULTS or (kind != "none" and not rest) or len(rest) > (2 if kind == "pause" else 1):
-            raise ValueError(f"{item!r}: expected KIND:BROKER (pause:BROKER:SECONDS), KIND one of {', '.join(FAULTS)}")
-        broker = int(rest[0]) if rest else None
+        if (kind not in FAULTS or (kind != "none" and not rest) or len(rest) > (2 if kind == "pause" else 1)
+                or (rest and rest[0] != "c" and not rest[0].isdigit())):
+            raise ValueError(f"{item!r}: expected KIND:BROKER (pause:BROKER:SECONDS; BROKER a number or c), "
+                             f"KIND one of {', '.join(FAULTS)}")
+        broker = (CONTROLLER if rest[0] == "c" else int(rest[0])) if rest else None
         out.append(Fault(FAULTS[kind], broker, float(rest[1]) if len(rest) > 1 else 5.0 if kind == "pause" else None))
     return out
+
+
+def _said(p: dict[str, Any], at_ms: int) -> str:
+    """One partition of a topic record, short: leader, ISR, HW, each replica's LEO, what the stall rules read."""
+    leos = {o["broker"]: o["log_end_offset"] for o in p.get("replica_offsets") or ()}
+    out = f"{p['partition']}:L{p['leader']} isr{p['isr']} hw{p.get('high_watermark')} leo{leos}"
+    if p.get("stalled_followers"):
+        out += f" stalled{p['stalled_followers']}"
+    if p.get("hw_stalled_since_ms") is not None:
+        out += f" held{at_ms - p['hw_stalled_since_ms']}ms"
+    return out
+
+
+def tap_records(bootstrap_servers: str, topic: str, stop: threading.Event) -> None:
+    """Log what krm's collector published about the oracle's topic, a line per record (with --log): what
+    a page, or its absence, rested on."""
+    from kafka import KafkaConsumer
+
+    log = logging.getLogger("oracle.records")
+    consumer = KafkaConsumer(topic, bootstrap_servers=bootstrap_servers, auto_offset_reset="latest",
+                             consumer_timeout_ms=500, client_id="krm-oracle-tap")
+    try:
+        while not stop.is_set():
+            for msg in consumer:
+                rec = json.loads(msg.value)
+                ts = rec.get("topic_state")
+                if rec.get("kind") != "topic" or not ts or ts.get("topic") != TOPIC:
+                    continue
+                parts = " ".join(_said(p, rec["observed_at_ms"]) for p in ts.get("partitions") or ())
+                log.info("%s poll %s at %s live %s unreachable %s: %s", rec.get("source"), rec.get("poll_id"),
+                         rec.get("observed_at_ms"), ts.get("live_brokers"), ts.get("unreachable_brokers"), parts)
+    finally:
+        consumer.close()
 
 
 def controller_of(cluster: LocalCluster) -> int | None:
@@ -190,7 +229,12 @@ def controller_of(cluster: LocalCluster) -> int | None:
 
 def run_step(n: int, fault: Fault, cluster: LocalCluster, judge: ClientJudge, prometheus: str) -> Step:
     action, broker = fault.action, fault.broker
-    step = Step(n, action, broker, controller=controller_of(cluster) if cluster.zookeeper else None)
+    controller = controller_of(cluster) if cluster.zookeeper else None
+    if broker == CONTROLLER:
+        if controller is None:
+            raise SystemExit(f"step {n}: no active controller to {action} (a plan's `c` is for ZooKeeper mode)")
+        broker = controller
+    step = Step(n, action, broker, controller=controller)
     before = kafka_view(cluster)
     pages: list[tuple[float, dict[str, str]]] = []
 
@@ -387,6 +431,7 @@ def main() -> int:
     cluster = LocalCluster(root=root / "watched", mode=args.mode, brokers=4, session_timeout_ms=session_ms)
     obs = LocalCluster(root=root / "obs", mode="kraft", brokers=1)
     monitor = judge = prom = None
+    tapped = threading.Event()  # set: the record tap stops
     steps: list[Step] = []
     try:
         print(f"starting a 4-broker {args.mode} cluster (sessions {session_ms} ms) and the observations' cluster ...",
@@ -407,6 +452,9 @@ def main() -> int:
             f'[observations]\nbootstrap_servers = "{obs.bootstrap_servers}"\ntopic = "krm.obs"\nreplication_factor = 1\n\n'
             f'[pipeline]\ndata_dir = "{root / "data"}"\nmetrics_port = {free_port()}\n')
         monitor = Monitor(load_config(config_path)).start()
+        if args.log:
+            threading.Thread(target=tap_records, args=(obs.bootstrap_servers, "krm.obs", tapped), daemon=True,
+                             name="oracle-tap").start()
         prom, prometheus = start_prometheus(root, monitor.metrics_url.split("//")[1].split("/")[0])
         if not wait(lambda: settled(cluster), 120):
             raise SystemExit("the cluster did not settle")
@@ -437,6 +485,7 @@ def main() -> int:
                   f"first hurt -> first page {step.page_delay_s}s",
                   file=sys.stderr, flush=True)
     finally:
+        tapped.set()
         if judge is not None:
             judge.stop()
         if monitor is not None:

@@ -32,8 +32,12 @@ from schemas.typed import Partition
 
 # Kafka's default replica.lag.time.max.ms since 2.5 (KIP-537): the HW_STALL window when a cluster's is unknown
 DEFAULT_WINDOW_MS = 30_000
-# HW_STALL's window while an ISR follower is judged unreachable (pipelines/detectors/hw_stall.py says why)
-SILENT_FOLLOWER_WINDOW_MS = 2000
+# HW_STALL's window while an ISR follower is judged unreachable (pipelines/detectors/hw_stall.py says why).
+# Its silence is proven already (unreachable_after_s); the HW held this long with data pending only rules
+# out a follower krm cannot reach that still fetches (a fetch returns at once when there is data: the HW
+# would move). Short, because the poll that judges the follower may come a second after the one that first
+# saw the HW held (extra polls: a probe's, a watch's), and the next one after a short pause has ended.
+SILENT_FOLLOWER_WINDOW_MS = 1000
 # ... and while an ISR follower that answers krm sits at the HW or stood still for a poll (a fetcher wakes
 # at least every replica.fetch.wait.max.ms, 500 ms): a stopped fetcher, acks=all producers wait. Under the
 # 2 s poll, so two polls of the HW held still are enough whatever their jitter
@@ -72,8 +76,11 @@ def is_quiet(p: Partition, leos: dict[int, int], live: Collection[int], unreacha
             or p.get("lagging") or p.get("stalled_followers")):
         return False
     since = p.get("hw_stalled_since_ms")
-    if since is not None and at_ms - since >= min(window_ms, SILENT_FOLLOWER_WINDOW_MS, STOPPED_FETCHER_WINDOW_MS):
-        return False  # (a stall HW_STALL may judge: a silent follower or a stopped fetcher, else the window)
+    if since is not None and (held := at_ms - since) >= min(window_ms, SILENT_FOLLOWER_WINDOW_MS):
+        # a stall HW_STALL may judge: a stopped fetcher, the window, or an ISR follower judged unreachable
+        if (held >= min(window_ms, STOPPED_FETCHER_WINDOW_MS)
+                or any(r != leader and r in unreachable for r in p["isr"])):
+            return False
     leader_leo = leos.get(leader)
     if leader_leo is None:
         return True  # REPLICA_LAG judges a follower against its leader's LEO only

@@ -20,18 +20,26 @@ STALL = [
      "exactly the window: stalled"),
     (7, 1, [1, 2, 3], 100, {1: 150, 2: 150}, 47_000, 50_000, 30_000, [3], ("isr_follower_unreachable", [3]),
      "3 s held with follower 3 judged unreachable (dead, paused, cut off): producers wait now, not after the window"),
-    (8, 1, [1, 2, 3], 100, {1: 150, 2: 150}, 48_500, 50_000, 30_000, [3], None,
-     "1.5 s held with follower 3 judged unreachable: within two polls of a moving HW, not yet"),
-    (9, 1, [1, 2, 3], 100, {1: 150, 2: 150, 3: 120}, 47_000, 50_000, 30_000, [4], None,
-     "the unreachable broker is in no ISR of this partition, every follower past the HW (the leader's HW trails "
-     "its followers' fetches): the window holds"),
+    (8, 1, [1, 2, 3], 100, {1: 150, 2: 150}, 49_200, 50_000, 30_000, [3], None,
+     "0.8 s held with follower 3 judged unreachable: a follower krm cannot reach may still fetch (a one-way cut), "
+     "and a HW seen at two polls this close may be the same instant of a moving one: not yet"),
+    (16, 1, [1, 2, 3], 100, {1: 150, 2: 150}, 49_000, 50_000, 30_000, [3], ("isr_follower_unreachable", [3]),
+     "1 s held with follower 3 judged unreachable (silent for unreachable_after_s already): a follower that "
+     "fetched would have moved the HW at once (a fetch returns as soon as there is data): producers wait now"),
+    (9, 1, [1, 2, 3], 100, {1: 150, 2: 150, 3: 120}, 49_600, 50_000, 30_000, [4], None,
+     "the unreachable broker is in no ISR of this partition, every follower past the HW for 0.4 s (the leader's HW "
+     "trails its followers' fetches by a moment): no stall"),
     (10, 1, [1, 2, 3], 100, {1: 150, 2: 150, 3: 100}, 47_000, 50_000, 30_000, [1], None,
      "the unreachable broker is the leader (PARTITION_UNAVAILABLE's case): its followers' fetches wait on it, not "
      "a stopped fetcher: the window holds"),
     (11, 1, [1, 2, 3], 100, {1: 100, 2: 100}, None, 50_000, 30_000, [3], None,
      "follower 3 unreachable but the partition idle (LEO == HW, never stalled): nobody waits"),
-    (12, 1, [1, 2], 100, {1: 150, 2: 150}, 47_000, 50_000, 30_000, [3], None,
-     "follower 3 unreachable but already out of the ISR: the HW does not wait for it"),
+    (12, 1, [1, 2], 100, {1: 150, 2: 150}, 49_600, 50_000, 30_000, [3], None,
+     "follower 3 unreachable but already out of the ISR, follower 2 past the HW for 0.4 s: the HW does not wait "
+     "for 3"),
+    (17, 1, [1, 2], 100, {1: 150, 2: 150}, 47_000, 50_000, 30_000, [3], ("leader_isr_stale", []),
+     "follower 3 unreachable and out of the ISR the metadata gives, yet the HW held 3 s behind follower 2: the "
+     "leader still counts 3 (the controller's ISR change has not reached it), producers wait"),
     # a stopped fetcher: the follower answers krm at the HW while its leader's log grows (a replication link cut)
     (13, 1, [1, 2, 3], 100, {1: 150, 2: 150, 3: 100}, 48_500, 50_000, 30_000, [], ("isr_follower_not_caught_up", [3]),
      "1.5 s held (two polls) with follower 3 answering at the HW: it fetches nothing, producers wait now"),
@@ -49,12 +57,23 @@ STOPPED = [
      "2 s held, follower 3 one batch past the HW (the leader has not seen its last fetch) but fetching nothing: stalled"),
     (102, 1, [1, 2, 3], 100, {1: 150, 2: 150, 3: 101}, [3], 48_800, 50_000, [], None,
      "1.2 s held with follower 3 stalled: within a poll of a moving HW, not yet"),
-    (103, 1, [1, 2], 100, {1: 150, 2: 150, 3: 101}, [3], 40_000, 50_000, [], None,
-     "follower 3 fetches nothing but is out of the ISR: the HW does not wait for it (REPLICA_LAG's story)"),
+    (103, 1, [1, 2], 148, {1: 150, 2: 150, 3: 101}, [3], 49_800, 50_000, [], None,
+     "follower 3 fetches nothing but is out of the ISR: the HW does not wait for it, it trails follower 2's "
+     "fetches by a moment (REPLICA_LAG's story)"),
     (104, 1, [1, 2, 3], 100, {1: 150, 2: 101, 3: 101}, [2, 3], 48_000, 50_000, [], ("isr_follower_not_caught_up", [2, 3]),
      "both followers fetch nothing: the leader's side of the links"),
     (105, 1, [1, 2, 3], 100, {1: 150, 2: 150, 3: 101}, [3], 48_000, 50_000, [1], None,
      "the leader is judged unreachable: its followers cannot fetch from it either (PARTITION_UNAVAILABLE's case)"),
+    # the leader waits for a replica outside the ISR krm sees: every ISR follower past the HW and fetching
+    (106, 2, [2, 1], 288, {2: 291, 1: 291}, [], 48_000, 50_000, [], ("leader_isr_stale", []),
+     "2 s held behind both replicas of the ISR, follower 1 fetching: the leader's ISR still holds the broker a "
+     "controlled shutdown took out (its LeaderAndIsr not delivered yet), producers wait"),
+    (107, 2, [2, 1], 288, {2: 291, 1: 291}, [], 48_800, 50_000, [], None,
+     "1.2 s held behind followers that fetch: within a poll of a moving HW, not yet"),
+    (108, 2, [2, 1], 288, {2: 291, 1: 289}, [1], 48_000, 50_000, [], ("isr_follower_not_caught_up", [1]),
+     "follower 1 one batch past the HW but standing still: a stopped fetcher, not a stale leader"),
+    (109, 2, [2, 1], 288, {2: 291, 1: 291}, [], 48_000, 50_000, [2], None,
+     "the leader is judged unreachable: PARTITION_UNAVAILABLE's case, not a stall"),
 ]
 
 

@@ -30,6 +30,17 @@ below) the HW, or one the collector saw stand still for a poll while the leader 
 next fetch), with the HW held still for `STOPPED_FETCHER_WINDOW_MS` and its leader answering, is a
 stopped fetcher and a stall at once. pipelines/replication_links.py groups these stalls by follower and
 leader: which side of a replication link is cut.
+
+And the leader that waits for a replica krm does not see in the ISR (`leader_isr_stale`): every ISR
+follower answered past the HW and none stood still, yet the HW held for `STOPPED_FETCHER_WINDOW_MS`. The
+HW is the minimum over the ISR *the leader holds*; its followers' fetches tell it their offsets at once,
+so a HW that stays behind all of them waits for a replica outside the ISR the metadata gives (the
+controller's). The controller took it out (a controlled shutdown, an ISR shrink) but its word has not
+reached the leader: in ZooKeeper mode a controller whose connections to the brokers stalled (a network
+cut that healed: TCP retransmits back off for many seconds) delivers LeaderAndIsr late, and until then
+acks=all producers wait for the replica that left (docs/cases/controller-channel.md). Its first poll may
+also be a follower that stopped right after it caught up (its next fetch never told the leader): the poll
+after marks it `stalled_followers`, and the cause turns `isr_follower_not_caught_up`.
 """
 
 from __future__ import annotations
@@ -46,6 +57,7 @@ from schemas.quiet import DEFAULT_WINDOW_MS, SILENT_FOLLOWER_WINDOW_MS, STOPPED_
 TYPE = "HW_STALL"
 FOLLOWER_UNREACHABLE = "isr_follower_unreachable"
 FOLLOWER_BEHIND = "isr_follower_not_caught_up"
+LEADER_ISR_STALE = "leader_isr_stale"
 
 
 def stall_columns(p: Any, observed_at_ms: Any, window_ms: Any, judged_unreachable: Any) -> dict[str, Any]:
@@ -64,14 +76,18 @@ def stall_columns(p: Any, observed_at_ms: Any, window_ms: Any, judged_unreachabl
                       & ((leo_of(offsets, r) <= hw) | F.array_contains(not_fetching, r)))
     held_ms = observed_at_ms - since
     silent_follower = F.exists(followers, lambda r: F.array_contains(judged_unreachable, r))
-    stopped_fetcher = (F.size(behind) > 0) & ~F.array_contains(judged_unreachable, p["leader"])
+    leader_answers = ~F.array_contains(judged_unreachable, p["leader"])
+    stopped_fetcher = (F.size(behind) > 0) & leader_answers
+    ahead = F.forall(followers, lambda r: F.array_contains(reported, r) & (leo_of(offsets, r) > hw)
+                     & ~F.array_contains(not_fetching, r))
     long_enough = ((held_ms >= window_ms) | ((held_ms >= F.lit(SILENT_FOLLOWER_WINDOW_MS)) & silent_follower)
-                   | ((held_ms >= F.lit(STOPPED_FETCHER_WINDOW_MS)) & stopped_fetcher))
+                   | ((held_ms >= F.lit(STOPPED_FETCHER_WINDOW_MS)) & (stopped_fetcher | (ahead & leader_answers))))
     stalled = since.isNotNull() & hw.isNotNull() & (p["leader"] >= 0) & long_enough
     return {
         "stalled": F.coalesce(stalled, F.lit(False)),
         "stalled_ms": observed_at_ms - since,
-        "cause": F.when(F.size(unreachable) > 0, F.lit(FOLLOWER_UNREACHABLE)).otherwise(F.lit(FOLLOWER_BEHIND)),
+        "cause": F.when(F.size(unreachable) > 0, F.lit(FOLLOWER_UNREACHABLE))
+                  .when(ahead, F.lit(LEADER_ISR_STALE)).otherwise(F.lit(FOLLOWER_BEHIND)),
         "holding_back": F.concat(unreachable, behind),
         "unreachable": unreachable,
     }
@@ -129,7 +145,10 @@ ALERTS = (
                    "the ISR follower the HW waits for (`krm incidents --open --type HW_STALL --json`); check that broker "
                    "(paused, GC, disk, network; cause isr_follower_unreachable: it does not answer krm either). Kafka drops "
                    "it from the ISR after replica.lag.time.max.ms (or the controller at its session's expiry), which "
-                   "unblocks producers at the cost of redundancy."),
+                   "unblocks producers at the cost of redundancy. Cause leader_isr_stale: every follower of the ISR "
+                   "fetches and is past the HW, so the leader waits for a replica the controller already took out: "
+                   "the ISR change has not reached it (the controller's log for its requests to that broker, the "
+                   "leader's for the LeaderAndIsr or metadata it is missing; docs/cases/controller-channel.md)."),
           links=(("incident", incident_info(TYPE, "url")),
                  ("holding_back", incident_info(TYPE, "holding_back")))),
     Alert("KafkaReplicationLinkStalled", "krm_replication_link_stalled == 1", "warning",
@@ -150,12 +169,14 @@ ALERTS = (
 )
 
 
-RULE = Rule(TYPE, {FOLLOWER_UNREACHABLE: "critical", FOLLOWER_BEHIND: "critical"}, "partition",
+RULE = Rule(TYPE, {FOLLOWER_UNREACHABLE: "critical", FOLLOWER_BEHIND: "critical", LEADER_ISR_STALE: "critical"},
+            "partition",
             "the HW held still for a window while the leader's log is ahead: acks=all producers hang",
             scope="offsets", plan=_plan, affected=lambda v: of(v)["stalled"],
             series=SERIES, alerts=ALERTS, routine=(
             "A controlled shutdown takes the broker out of the ISR before it stops, so no HW waits for it; a "
-            "stall means an ISR follower holds acks=all producers: critical, within 2 s of the HW held once krm "
+            "stall means an ISR follower holds acks=all producers: critical, within 1 s of the HW held once krm "
             "judges that follower unreachable (dead, paused, cut off), within 1.5 s once it finds it answering but "
-            "fetching nothing while its leader's log grows (a stopped fetcher: a replication link cut), else after "
-            "the window."))
+            "fetching nothing while its leader's log grows (a stopped fetcher: a replication link cut) or the HW "
+            "behind every follower of the ISR (the leader still counts a replica the controller took out), else "
+            "after the window."))

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
-from pipelines.detectors.hw_stall import FOLLOWER_BEHIND, FOLLOWER_UNREACHABLE
+from pipelines.detectors.hw_stall import FOLLOWER_BEHIND, FOLLOWER_UNREACHABLE, LEADER_ISR_STALE
 from schemas.quiet import SILENT_FOLLOWER_WINDOW_MS, STOPPED_FETCHER_WINDOW_MS
 from pipelines.detectors.truncation import BELOW_HW, REFETCH, UNCOMMITTED
 from pipelines.detectors.unclean import LAST_KNOWN_ELR, NOT_ELIGIBLE, RULE as UNCLEAN, UNCONFIRMED
@@ -34,11 +34,14 @@ def classify_stall(leader: int, isr: Sequence[int], hw: int | None, leos: dict[i
     unreachable = tuple(r for r in followers if r not in leos)
     behind = tuple(r for r in followers if r in leos and (leos[r] <= hw or r in stalled_followers))
     silent = held_ms >= SILENT_FOLLOWER_WINDOW_MS and any(r in judged_unreachable for r in followers)
-    stopped = held_ms >= STOPPED_FETCHER_WINDOW_MS and behind and leader not in judged_unreachable
+    # every ISR follower answered past the HW and fetching: the leader waits for a replica outside this ISR
+    ahead = all(r in leos and leos[r] > hw and r not in stalled_followers for r in followers)
+    stopped = (held_ms >= STOPPED_FETCHER_WINDOW_MS and (bool(behind) or ahead)
+               and leader not in judged_unreachable)
     if held_ms < window_ms and not silent and not stopped:
         return None
-    return Stall(observed_at_ms - since_ms, FOLLOWER_UNREACHABLE if unreachable else FOLLOWER_BEHIND,
-                 unreachable + behind, unreachable)
+    cause = FOLLOWER_UNREACHABLE if unreachable else LEADER_ISR_STALE if ahead else FOLLOWER_BEHIND
+    return Stall(observed_at_ms - since_ms, cause, unreachable + behind, unreachable)
 
 
 @dataclass(frozen=True)
