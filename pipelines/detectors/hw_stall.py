@@ -36,9 +36,9 @@ follower answered past the HW and none stood still, yet the HW held for `STOPPED
 HW is the minimum over the ISR *the leader holds*; its followers' fetches tell it their offsets at once,
 so a HW that stays behind all of them waits for a replica outside the ISR the metadata gives (the
 controller's). The controller took it out (a controlled shutdown, an ISR shrink) but its word has not
-reached the leader: in ZooKeeper mode a controller whose connections to the brokers stalled (a network
-cut that healed: TCP retransmits back off for many seconds) delivers LeaderAndIsr late, and until then
-acks=all producers wait for the replica that left (docs/cases/controller-channel.md). Its first poll may
+reached the leader, and until it does acks=all producers wait for the replica that left: seen after the
+active controller's connections to the other brokers were cut and healed (docs/cases/controller-channel.md
+has the field case and our reading of it). Its first poll may
 also be a follower that stopped right after it caught up (its next fetch never told the leader): the poll
 after marks it `stalled_followers`, and the cause turns `isr_follower_not_caught_up`.
 """
