@@ -37,7 +37,7 @@ STALL = [
     (12, 1, [1, 2], 100, {1: 150, 2: 150}, 49_600, 50_000, 30_000, [3], None,
      "follower 3 unreachable but already out of the ISR, follower 2 past the HW for 0.4 s: the HW does not wait "
      "for 3"),
-    (17, 1, [1, 2], 100, {1: 150, 2: 150}, 47_000, 50_000, 30_000, [3], ("leader_isr_stale", []),
+    (17, 1, [1, 2], 100, {1: 150, 2: 150}, 47_000, 50_000, 30_000, [3], ("waits_outside_isr", []),
      "follower 3 unreachable and out of the ISR the metadata gives, yet the HW held 3 s behind follower 2: the "
      "leader still counts 3 (the controller's ISR change has not reached it), producers wait"),
     # a stopped fetcher: the follower answers krm at the HW while its leader's log grows (a replication link cut)
@@ -65,7 +65,7 @@ STOPPED = [
     (105, 1, [1, 2, 3], 100, {1: 150, 2: 150, 3: 101}, [3], 48_000, 50_000, [1], None,
      "the leader is judged unreachable: its followers cannot fetch from it either (PARTITION_UNAVAILABLE's case)"),
     # the leader waits for a replica outside the ISR krm sees: every ISR follower past the HW and fetching
-    (106, 2, [2, 1], 288, {2: 291, 1: 291}, [], 48_000, 50_000, [], ("leader_isr_stale", []),
+    (106, 2, [2, 1], 288, {2: 291, 1: 291}, [], 48_000, 50_000, [], ("waits_outside_isr", []),
      "2 s held behind both replicas of the ISR, follower 1 fetching: the leader's ISR still holds the broker a "
      "controlled shutdown took out (its LeaderAndIsr not delivered yet), producers wait"),
     (107, 2, [2, 1], 288, {2: 291, 1: 291}, [], 48_800, 50_000, [], None,
@@ -74,6 +74,16 @@ STOPPED = [
      "follower 1 one batch past the HW but standing still: a stopped fetcher, not a stale leader"),
     (109, 2, [2, 1], 288, {2: 291, 1: 291}, [], 48_000, 50_000, [2], None,
      "the leader is judged unreachable: PARTITION_UNAVAILABLE's case, not a stall"),
+]
+
+# HW_STALL against min ISR, replicas [1, 2, 3], window 30 s: (number, leader, isr, hw, leos, stalled since,
+# observed at, min.insync.replicas, expected (cause, holding_back) or None, reason)
+STALL_MIN_ISR = [
+    (201, 1, [1, 2], 100, {1: 150, 2: 150}, 47_000, 50_000, 3, None,
+     "ISR of 2 under min ISR 3: Kafka 4 holds the HW there by design (KIP-966), acks=1 writes grow the LEO; "
+     "UNDER_MIN_ISR's case, not a leader waiting outside the ISR"),
+    (202, 1, [1, 2], 100, {1: 150, 2: 150}, 47_000, 50_000, 2, ("waits_outside_isr", []),
+     "the same HW held 3 s at min ISR 2: the leader waits for a replica outside the ISR"),
 ]
 
 

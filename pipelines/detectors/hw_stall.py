@@ -31,16 +31,18 @@ next fetch), with the HW held still for `STOPPED_FETCHER_WINDOW_MS` and its lead
 stopped fetcher and a stall at once. pipelines/replication_links.py groups these stalls by follower and
 leader: which side of a replication link is cut.
 
-And the leader that waits for a replica krm does not see in the ISR (`leader_isr_stale`): every ISR
+And the leader that waits for a replica krm does not see in the ISR (`waits_outside_isr`): every ISR
 follower answered past the HW and none stood still, yet the HW held for `STOPPED_FETCHER_WINDOW_MS`. The
-HW is the minimum over the ISR *the leader holds*; its followers' fetches tell it their offsets at once,
-so a HW that stays behind all of them waits for a replica outside the ISR the metadata gives (the
-controller's). The controller took it out (a controlled shutdown, an ISR shrink) but its word has not
-reached the leader, and until it does acks=all producers wait for the replica that left: seen after the
-active controller's connections to the other brokers were cut and healed (docs/cases/controller-channel.md
-has the field case and our reading of it). Its first poll may
-also be a follower that stopped right after it caught up (its next fetch never told the leader): the poll
-after marks it `stalled_followers`, and the cause turns `isr_follower_not_caught_up`.
+leader moves its HW to the lowest LEO over its own maximal ISR and over replicas it still counts as caught
+up (`Partition.maybeIncrementLeaderHW`), and the followers' fetches tell it their offsets at once, so a HW
+behind all of them waits for a replica outside the ISR the metadata gives: one the controller took out
+whose change has not reached the leader, or one the leader still counts as caught up. Acks=all producers
+wait meanwhile: seen after the active controller's connections to the other brokers were cut and healed
+(docs/cases/controller-channel.md has the field case and our reading of it). Not judged under min ISR,
+where Kafka 4 holds the HW by design (KIP-966: `maybeIncrementLeaderHW` returns at `isUnderMinIsr`) and
+UNDER_MIN_ISR says what is wrong. Its first poll may also be a follower that stopped right after it caught
+up (its next fetch never told the leader): the poll after marks it `stalled_followers`, and the cause
+turns `isr_follower_not_caught_up`.
 """
 
 from __future__ import annotations
@@ -49,7 +51,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from pipelines.columns import leo_of
-from pipelines.detectors import offline
+from pipelines.detectors import isr, offline
 from pipelines.detectors.exports import Alert, Series, incident_info
 from pipelines.detectors.rule import PartitionView, Rule
 from schemas.quiet import DEFAULT_WINDOW_MS, SILENT_FOLLOWER_WINDOW_MS, STOPPED_FETCHER_WINDOW_MS
@@ -57,12 +59,14 @@ from schemas.quiet import DEFAULT_WINDOW_MS, SILENT_FOLLOWER_WINDOW_MS, STOPPED_
 TYPE = "HW_STALL"
 FOLLOWER_UNREACHABLE = "isr_follower_unreachable"
 FOLLOWER_BEHIND = "isr_follower_not_caught_up"
-LEADER_ISR_STALE = "leader_isr_stale"
+WAITS_OUTSIDE_ISR = "waits_outside_isr"
 
 
-def stall_columns(p: Any, observed_at_ms: Any, window_ms: Any, judged_unreachable: Any) -> dict[str, Any]:
+def stall_columns(p: Any, observed_at_ms: Any, window_ms: Any, judged_unreachable: Any,
+                  under_min_isr: Any = None) -> dict[str, Any]:
     """The same rule as Spark Columns over one partition struct of a topic record; `judged_unreachable`:
-    the topic record's `unreachable_brokers` (an array, empty when none)."""
+    the topic record's `unreachable_brokers` (an array, empty when none); `under_min_isr`: the ISR rule's
+    column (pipelines/detectors/isr.py), None when unknown."""
     from pyspark.sql import functions as F
 
     since = p["hw_stalled_since_ms"]
@@ -78,16 +82,19 @@ def stall_columns(p: Any, observed_at_ms: Any, window_ms: Any, judged_unreachabl
     silent_follower = F.exists(followers, lambda r: F.array_contains(judged_unreachable, r))
     leader_answers = ~F.array_contains(judged_unreachable, p["leader"])
     stopped_fetcher = (F.size(behind) > 0) & leader_answers
-    ahead = F.forall(followers, lambda r: F.array_contains(reported, r) & (leo_of(offsets, r) > hw)
-                     & ~F.array_contains(not_fetching, r))
+    # every ISR follower fetching and past the HW; not under min ISR, where Kafka 4 holds the HW by design
+    outside = F.forall(followers, lambda r: F.array_contains(reported, r) & (leo_of(offsets, r) > hw)
+                       & ~F.array_contains(not_fetching, r))
+    if under_min_isr is not None:
+        outside = outside & ~F.coalesce(under_min_isr, F.lit(False))
     long_enough = ((held_ms >= window_ms) | ((held_ms >= F.lit(SILENT_FOLLOWER_WINDOW_MS)) & silent_follower)
-                   | ((held_ms >= F.lit(STOPPED_FETCHER_WINDOW_MS)) & (stopped_fetcher | (ahead & leader_answers))))
+                   | ((held_ms >= F.lit(STOPPED_FETCHER_WINDOW_MS)) & (stopped_fetcher | (outside & leader_answers))))
     stalled = since.isNotNull() & hw.isNotNull() & (p["leader"] >= 0) & long_enough
     return {
         "stalled": F.coalesce(stalled, F.lit(False)),
         "stalled_ms": observed_at_ms - since,
         "cause": F.when(F.size(unreachable) > 0, F.lit(FOLLOWER_UNREACHABLE))
-                  .when(ahead, F.lit(LEADER_ISR_STALE)).otherwise(F.lit(FOLLOWER_BEHIND)),
+                  .when(outside, F.lit(WAITS_OUTSIDE_ISR)).otherwise(F.lit(FOLLOWER_BEHIND)),
         "holding_back": F.concat(unreachable, behind),
         "unreachable": unreachable,
     }
@@ -102,7 +109,8 @@ def of(view: PartitionView) -> dict[str, Any]:
         configured = view.settings.hw_stall_window_ms
         window = (F.lit(configured) if configured is not None
                   else F.coalesce(view.ts["replica_lag_time_max_ms"], F.lit(DEFAULT_WINDOW_MS)))
-        return {**stall_columns(view.p, view.observed_at_ms, window, view.unreachable), "window": window}
+        under_min = isr.of(view)["under_min_isr"]
+        return {**stall_columns(view.p, view.observed_at_ms, window, view.unreachable, under_min), "window": window}
     return view.memo("stall", build)
 
 
@@ -145,10 +153,11 @@ ALERTS = (
                    "the ISR follower the HW waits for (`krm incidents --open --type HW_STALL --json`); check that broker "
                    "(paused, GC, disk, network; cause isr_follower_unreachable: it does not answer krm either). Kafka drops "
                    "it from the ISR after replica.lag.time.max.ms (or the controller at its session's expiry), which "
-                   "unblocks producers at the cost of redundancy. Cause leader_isr_stale: every follower of the ISR "
-                   "fetches and is past the HW, so the leader waits for a replica the controller already took out: "
-                   "the ISR change has not reached it (the controller's log for its requests to that broker, the "
-                   "leader's for the LeaderAndIsr or metadata it is missing; docs/cases/controller-channel.md)."),
+                   "unblocks producers at the cost of redundancy. Cause waits_outside_isr: every follower of the ISR "
+                   "fetches and is past the HW, so the leader waits for a replica outside the ISR the controller "
+                   "gave: one it took out whose change has not reached the leader (the controller's log for its "
+                   "requests to that broker, the leader's for the LeaderAndIsr or metadata it is missing; "
+                   "docs/cases/controller-channel.md)."),
           links=(("incident", incident_info(TYPE, "url")),
                  ("holding_back", incident_info(TYPE, "holding_back")))),
     Alert("KafkaReplicationLinkStalled", "krm_replication_link_stalled == 1", "warning",
@@ -169,7 +178,7 @@ ALERTS = (
 )
 
 
-RULE = Rule(TYPE, {FOLLOWER_UNREACHABLE: "critical", FOLLOWER_BEHIND: "critical", LEADER_ISR_STALE: "critical"},
+RULE = Rule(TYPE, {FOLLOWER_UNREACHABLE: "critical", FOLLOWER_BEHIND: "critical", WAITS_OUTSIDE_ISR: "critical"},
             "partition",
             "the HW held still for a window while the leader's log is ahead: acks=all producers hang",
             scope="offsets", plan=_plan, affected=lambda v: of(v)["stalled"],
@@ -178,5 +187,5 @@ RULE = Rule(TYPE, {FOLLOWER_UNREACHABLE: "critical", FOLLOWER_BEHIND: "critical"
             "stall means an ISR follower holds acks=all producers: critical, within 1 s of the HW held once krm "
             "judges that follower unreachable (dead, paused, cut off), within 1.5 s once it finds it answering but "
             "fetching nothing while its leader's log grows (a stopped fetcher: a replication link cut) or the HW "
-            "behind every follower of the ISR (the leader still counts a replica the controller took out), else "
+            "behind every follower of the ISR (the leader waits for a replica outside it), else "
             "after the window."))

@@ -143,13 +143,19 @@ def incomplete(view: PartitionView) -> Any:
     return F.size(view.p["isr"]) < F.size(view.p["replicas"])
 
 
+def of(view: PartitionView) -> dict[str, Any]:
+    """`isr_columns` of a partition view, built once per plan (the ISR rules and HW_STALL read them)."""
+    p, ts = view.p, view.ts
+    return view.memo("isr", lambda: isr_columns(p["replicas"], p["isr"], ts["min_insync_replicas"],
+                                                p["adding_replicas"], p["removing_replicas"]))
+
+
 def _plan_of(kind: str) -> Any:
     def plan(view: PartitionView) -> Any:
         from pyspark.sql import functions as F
 
-        p, ts = view.p, view.ts
-        i = view.memo("isr", lambda: isr_columns(p["replicas"], p["isr"], ts["min_insync_replicas"],
-                                                 p["adding_replicas"], p["removing_replicas"]))
+        ts = view.ts
+        i = of(view)
         details = view.memo("isr_details", lambda: view.details(
             i["out_of_sync"].alias("out_of_sync"), i["effective_min_isr"].alias("effective_min_isr"),
             ts["min_insync_replicas"].alias("min_insync_replicas"),

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
-from pipelines.detectors.hw_stall import FOLLOWER_BEHIND, FOLLOWER_UNREACHABLE, LEADER_ISR_STALE
+from pipelines.detectors.hw_stall import FOLLOWER_BEHIND, FOLLOWER_UNREACHABLE, WAITS_OUTSIDE_ISR
 from schemas.quiet import SILENT_FOLLOWER_WINDOW_MS, STOPPED_FETCHER_WINDOW_MS
 from pipelines.detectors.truncation import BELOW_HW, REFETCH, UNCOMMITTED
 from pipelines.detectors.unclean import LAST_KNOWN_ELR, NOT_ELIGIBLE, RULE as UNCLEAN, UNCONFIRMED
@@ -26,7 +26,7 @@ class Stall:
 
 def classify_stall(leader: int, isr: Sequence[int], hw: int | None, leos: dict[int, int], since_ms: int | None,
                    observed_at_ms: int, window_ms: int, judged_unreachable: Sequence[int] = (),
-                   stalled_followers: Sequence[int] = ()) -> Stall | None:
+                   stalled_followers: Sequence[int] = (), under_min_isr: bool = False) -> Stall | None:
     followers = [r for r in isr if r != leader]
     if since_ms is None or hw is None or leader < 0:
         return None
@@ -35,12 +35,13 @@ def classify_stall(leader: int, isr: Sequence[int], hw: int | None, leos: dict[i
     behind = tuple(r for r in followers if r in leos and (leos[r] <= hw or r in stalled_followers))
     silent = held_ms >= SILENT_FOLLOWER_WINDOW_MS and any(r in judged_unreachable for r in followers)
     # every ISR follower answered past the HW and fetching: the leader waits for a replica outside this ISR
-    ahead = all(r in leos and leos[r] > hw and r not in stalled_followers for r in followers)
+    # (not under min ISR: Kafka 4 holds the HW there by design, KIP-966)
+    ahead = not under_min_isr and all(r in leos and leos[r] > hw and r not in stalled_followers for r in followers)
     stopped = (held_ms >= STOPPED_FETCHER_WINDOW_MS and (bool(behind) or ahead)
                and leader not in judged_unreachable)
     if held_ms < window_ms and not silent and not stopped:
         return None
-    cause = FOLLOWER_UNREACHABLE if unreachable else LEADER_ISR_STALE if ahead else FOLLOWER_BEHIND
+    cause = FOLLOWER_UNREACHABLE if unreachable else WAITS_OUTSIDE_ISR if ahead else FOLLOWER_BEHIND
     return Stall(observed_at_ms - since_ms, cause, unreachable + behind, unreachable)
 
 

@@ -9,7 +9,7 @@ import pytest
 from collectors.records import topic_record
 from pipelines.findings import DetectorSettings, alert_rows
 from pipelines.ingest import parse, valid
-from tests.golden_offsets import CHANGE, ELECTION, EMPTIED, EVIDENCE, LAG, stall_cases
+from tests.golden_offsets import CHANGE, ELECTION, EMPTIED, EVIDENCE, LAG, STALL_MIN_ISR, stall_cases
 
 pytestmark = pytest.mark.spark
 
@@ -20,10 +20,11 @@ def _batch(spark, records):
         "*", "current_timestamp() as timestamp")
 
 
-def _record(topic, now, leader, isr, replicas, unreachable_brokers=(), **fields):
+def _record(topic, now, leader, isr, replicas, unreachable_brokers=(), min_insync_replicas=1, **fields):
     part = {"partition": 0, "leader": leader, "leader_epoch": 5, "replicas": replicas, "isr": isr, **fields}
     return topic_record("c1", "admin", 1, now, topic=topic, live_brokers=replicas, partitions=[part],
-                        min_insync_replicas=1, unclean_leader_election=True, unreachable_brokers=unreachable_brokers)
+                        min_insync_replicas=min_insync_replicas, unclean_leader_election=True,
+                        unreachable_brokers=unreachable_brokers)
 
 
 def _offsets(leos):
@@ -45,6 +46,17 @@ def test_hw_stall_plan_matches_golden_cases(spark):
                for n, leader, isr, hw, leos, since, now, _w, judged, stalled, _e, _r in stall_cases()]
     found = _findings(spark, records, DetectorSettings(hw_stall_window_ms=30_000))
     for n, *_rest, expected, reason in stall_cases():
+        got = [f for f in found.get(f"stall-{n}", []) if f.type == "HW_STALL"]
+        want = [] if expected is None else [expected]
+        assert [(f.cause, json.loads(f.details)["holding_back"]) for f in got] == [tuple(w) for w in want], reason
+
+
+def test_hw_stall_against_min_isr_matches_golden_cases(spark):
+    records = [_record(f"stall-{n}", now, leader, isr, [1, 2, 3], high_watermark=hw, replica_offsets=_offsets(leos),
+                       hw_stalled_since_ms=since, min_insync_replicas=min_isr)
+               for n, leader, isr, hw, leos, since, now, min_isr, _e, _r in STALL_MIN_ISR]
+    found = _findings(spark, records, DetectorSettings(hw_stall_window_ms=30_000))
+    for n, *_rest, expected, reason in STALL_MIN_ISR:
         got = [f for f in found.get(f"stall-{n}", []) if f.type == "HW_STALL"]
         want = [] if expected is None else [expected]
         assert [(f.cause, json.loads(f.details)["holding_back"]) for f in got] == [tuple(w) for w in want], reason

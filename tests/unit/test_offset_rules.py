@@ -4,7 +4,7 @@ product's Spark form runs the same tables in tests/spark/test_offset_detectors_s
 import pytest
 
 from tests.oracles.offsets import classify_election, classify_stall, follower_lags, hw_regressed, is_unclean, truncations
-from tests.golden_offsets import CHANGE, ELECTION, EMPTIED, EVIDENCE, LAG, stall_cases
+from tests.golden_offsets import CHANGE, ELECTION, EMPTIED, EVIDENCE, LAG, STALL_MIN_ISR, stall_cases
 
 pytestmark = pytest.mark.unit
 
@@ -13,6 +13,16 @@ pytestmark = pytest.mark.unit
 def test_hw_stall(case):
     _n, leader, isr, hw, leos, since, now, window, judged, stalled, expected, reason = case
     got = classify_stall(leader, isr, hw, leos, since, now, window, judged, stalled)
+    assert (None if got is None else (got.cause, list(got.holding_back))) == expected, reason
+
+
+@pytest.mark.parametrize("case", STALL_MIN_ISR, ids=[f"stall-{c[0]}" for c in STALL_MIN_ISR])
+def test_hw_stall_against_min_isr(case):
+    from pipelines.detectors.isr import effective_min_isr
+
+    _n, leader, isr, hw, leos, since, now, min_isr, expected, reason = case
+    under = len(isr) < effective_min_isr(min_isr, [1, 2, 3])
+    got = classify_stall(leader, isr, hw, leos, since, now, 30_000, under_min_isr=under)
     assert (None if got is None else (got.cause, list(got.holding_back))) == expected, reason
 
 
