@@ -188,6 +188,8 @@ def _said(p: dict[str, Any], at_ms: int) -> str:
         out += f" stalled{p['stalled_followers']}"
     if p.get("hw_stalled_since_ms") is not None:
         out += f" held{at_ms - p['hw_stalled_since_ms']}ms"
+    if p.get("leader_error"):
+        out += f" {p['leader_error']}{at_ms - p['leader_error_since_ms']}ms"
     return out
 
 

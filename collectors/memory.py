@@ -9,6 +9,9 @@ partition observation carries what only consecutive polls reveal:
 - `previous`: the previous poll's leader, epoch, ISR, HW and replica LEOs, present only when the
   leader epoch changed or an offset went backwards, for UNCLEAN_LEADER_ELECTION, OFFSET_REGRESSION
   and LOG_TRUNCATION. Records grow only when something happened.
+- `leader_error` / `leader_error_since_ms` (absent when none): the error the metadata's leader gave
+  for the partition instead of its HW (collectors/offsets.py REFUSALS), and since when, for
+  PARTITION_UNAVAILABLE;
 - `lagging` (absent when none): the followers that lag — out of the ISR, or at least
   `history_lag_floor_s` behind the leader at the write rate (behind at all when the rate is
   unknown or 0): the history path keeps their replica_lag rows at every poll;
@@ -95,6 +98,27 @@ class PartitionMemory:
         self.idle = 0
         # partitions being moved: (adding replicas, their highest LEOs seen, when one last grew)
         self._moves: dict[tuple[str, int], tuple[tuple[int, ...], dict[int, int], int]] = {}
+        # partitions whose leader refuses the HW question: ((leader, epoch, error), since when)
+        self._refused: dict[tuple[str, int], tuple[tuple[int, int | None, str], int]] = {}
+
+    def refusal_since(self, key: tuple[str, int], leader: int, epoch: int | None, error: str | None, at_ms: int
+                 ) -> int | None:
+        """`leader_error_since_ms`: since when this leader, at this epoch, has refused the partition with
+        `error` (collectors/offsets.py REFUSALS), counted from the first poll that saw it; None (and
+        forgotten) when it did not refuse. Cheap when nothing refuses: the caller may skip the call then
+        (`any_refusal`)."""
+        if error is None:
+            self._refused.pop(key, None)
+            return None
+        now = (leader, epoch, error)
+        was = self._refused.get(key)
+        if was is None or was[0] != now:
+            self._refused[key] = was = (now, at_ms)
+        return was[1]
+
+    @property
+    def any_refusal(self) -> bool:
+        return bool(self._refused)
 
     def _progress(self, key: tuple[str, int], p: Partition, leos: dict[int, int], at_ms: int) -> None:
         """`reassignment_progress_ms`: when the adding replicas last copied anything (a log end offset
@@ -222,7 +246,8 @@ class PartitionMemory:
         prev = self._seen.get(key)
         if (prev is None or hw is None or prev.leader != leader or prev.leader_epoch != epoch or prev.isr != isr
                 or prev.replicas != replicas or prev.lagging or prev.adding or prev.elr != elr
-                or prev.last_known_elr != last_known_elr or key in self._moves):
+                or prev.last_known_elr != last_known_elr or key in self._moves
+                or (self._refused and key in self._refused)):  # (the full way forgets a refusal ended)
             return False
         prev_leos, prev_hw, pid = prev.leos, prev.hw, key[1]
         if len(prev_leos) != len(replicas) or (prev_hw is not None and hw < prev_hw):
@@ -297,3 +322,5 @@ class PartitionMemory:
             del self._seen[key]
         for key in [k for k in self._moves if k not in present]:
             del self._moves[key]
+        for key in [k for k in self._refused if k not in present]:
+            del self._refused[key]

@@ -45,6 +45,20 @@ READ_UNCOMMITTED = 0
 
 TopicPartition = tuple[str, int]
 
+# The errors a partition's leader (by the metadata) gives the HW question that say it does not serve the
+# partition, by Kafka's code (org.apache.kafka.common.protocol.Errors). Kafka's ListOffsets path
+# (`ReplicaManager.fetchOffsetForTimestamp` -> `Partition.fetchOffsetForTimestamp`,
+# core/src/main/scala/kafka/cluster/Partition.scala):
+# - NOT_LEADER_OR_FOLLOWER: the broker does not lead it (`localLogWithEpochOrThrow` with fetchOnlyFromLeader):
+#   the controller's word that it leads has not reached it. Producers get the same answer.
+# - OFFSET_NOT_AVAILABLE: it leads, but its HW is still below the offset its leader epoch started at (a
+#   client request, isolation level set, while `leaderEpochStartOffsetOpt` > the HW): the HW of a new leader
+#   waits for its ISR followers to fetch from it, and acks=all producers wait with it.
+# Both are normal for the first moments after any election; held, they are clients refused or waiting.
+# Not among them: authorization (krm's own ACLs), UNKNOWN_TOPIC_OR_PARTITION (a topic being created or
+# deleted), KAFKA_STORAGE_ERROR (a failed log directory: its own rule).
+REFUSALS = {6: "NOT_LEADER_OR_FOLLOWER", 78: "OFFSET_NOT_AVAILABLE"}
+
 
 @dataclass
 class OffsetsRound:
@@ -56,6 +70,9 @@ class OffsetsRound:
     log_start: dict[str, dict[int, int]] = field(default_factory=dict)  # topic -> partition -> leader's log start
     local_start: dict[str, dict[int, int]] = field(default_factory=dict)  # tiered topics: leader's local log start
     remote: dict[str, dict[int, int]] = field(default_factory=dict)  # tiered: highest offset in remote storage
+    # the leaders' refusals of the HW question (REFUSALS only): topic -> partition -> Kafka error code; only
+    # topics with one (a leader that answers the request but not for a partition: `leader_error` on the record)
+    refused: dict[str, dict[int, int]] = field(default_factory=dict)
     answered: set[int] = field(default_factory=set)  # brokers that answered every request sent to them
     asked: set[int] = field(default_factory=set)
     requests: int = 0
@@ -69,7 +86,7 @@ class OffsetsRound:
     def by_kind(self) -> dict[str, dict[str, Any]]:
         """Its maps by the kind of question that filled them."""
         return {"leo": self.leo, "hw": self.hw, "log_start": self.log_start, "local_start": self.local_start,
-                "remote": self.remote}
+                "remote": self.remote, "refused": self.refused}
 
     @property
     def unanswered(self) -> set[int]:
@@ -315,6 +332,15 @@ def _offsets_of(raw: Any, flat: bool, kind: str) -> dict[int, int]:
     return {p: o for p, e, o in zip(pids, errors, offs) if e == 0 and (o >= 0 or kind == "remote")}
 
 
+def _refusals_of(raw: Any, flat: bool) -> dict[int, int]:
+    """partition -> error code (REFUSALS only) of one topic's part of an answer; empty in the usual case."""
+    errors = raw[1::5] if flat else tuple(p[1] for p in raw)
+    if not any(errors):
+        return {}
+    pids = raw[0::5] if flat else tuple(p[0] for p in raw)
+    return {p: e for p, e in zip(pids, errors) if e in REFUSALS}
+
+
 def _pieces(answer: Any, kind: str, last: tuple[Any, dict[str, tuple[Any, dict[int, int]]]] | None
             ) -> tuple[dict[str, tuple[Any, dict[int, int]]], set[str]]:
     """One answer by topic: topic -> (its part of the answer, partition -> offset), and the topics
@@ -371,10 +397,14 @@ def _gather(result: OffsetsRound, answers: dict[tuple[int, str], Any], made: Req
     else:
         moved = {t for _, by_topic in now.values() for t in by_topic}
     if moved:
-        for (b, kind), (_, by_topic) in now.items():
+        refused = result.refused
+        for (b, kind), (answer, by_topic) in now.items():
             into = maps[kind]
+            flat = getattr(answer, "flat", None) is not None
             for topic in moved.intersection(by_topic):
-                found = by_topic[topic][1]
+                raw, found = by_topic[topic]
+                if kind == "hw" and (errors := _refusals_of(raw, flat)):
+                    refused.setdefault(topic, {}).update(errors)
                 if kind == "leo":
                     into.setdefault(topic, {})[b] = found
                 elif topic in into:

@@ -121,6 +121,8 @@ class PollRecords(PollerState):
             before = self._assignments.get(name) or nothing
             signature: dict[int, list[int]] = {}
             hw_of, start_of = found.hw.get(name, nothing).get, found.log_start.get(name, nothing).get
+            refused = found.refused.get(name)
+            any_refused = refused is not None or memory.any_refusal
             remote_storage = name in self._configs.tiered
             local_of, remote_of = found.local_start.get(name, nothing).get, found.remote.get(name, nothing).get
             leo_by_broker = found.leo.get(name, nothing)
@@ -199,6 +201,12 @@ class PollRecords(PollerState):
                 self._carry_move(name, part, side_moves.get(key) or (zk_moves or nothing).get(pid),
                                  before.get(pid), key)
                 part["high_watermark"] = hw_of(pid)
+                if any_refused:  # the metadata's leader refused the partition (PARTITION_UNAVAILABLE leader_not_serving)
+                    code = refused.get(pid) if refused is not None else None
+                    error = offsets.REFUSALS.get(code) if code is not None and part["high_watermark"] is None else None
+                    since = memory.refusal_since(key, part["leader"], part["leader_epoch"], error, observed_at_ms)
+                    if error is not None:
+                        part["leader_error"], part["leader_error_since_ms"] = error, since
                 part["log_start_offset"] = start_of(pid)
                 if remote_storage:
                     part["local_log_start_offset"], part["highest_remote_offset"] = local_of(pid), remote_of(pid)

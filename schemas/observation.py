@@ -38,7 +38,8 @@ that repeat this one home for that long; absent: it publishes the next one); a p
 sees such a cluster's view age between the published polls. Also a topic's `failed_log_dir_brokers`
 (absent: Metadata's offline replicas read as failed directories, as before), a broker's `log_dirs`
 (absent: nothing known of its disks) and
-`disk_full` (absent: false), and a partition's `stalled_followers` (absent: none known). 4: a topic record
+`disk_full` (absent: false), and a partition's `stalled_followers` (absent: none known) and
+`leader_error` / `leader_error_since_ms` (absent: its leader did not refuse it). 4: a topic record
 may leave out its quiet partitions (schemas/quiet.py: healthy, unchanged, no rule can judge them), and then
 says what the pipeline counted from all of them: `partition_count` (the topic's size) and `broker_load`
 (per broker: leaders, replicas, preferred, preferred not leading). A topic record without `broker_load`
@@ -160,6 +161,11 @@ PARTITION = Struct((
     # v4, optional, added later (collectors/memory.py): followers whose log end offset stood still since the
     # collector's previous poll while the leader had more for them then: they fetched nothing (absent: none)
     ("stalled_followers", Array(INT), False),
+    # v4, optional, added later (collectors/offsets.py REFUSALS): the error the metadata's leader gave for the
+    # partition instead of its HW (NOT_LEADER_OR_FOLLOWER, OFFSET_NOT_AVAILABLE), and since when the
+    # collector has seen this leader refuse it so (absent: it did not)
+    ("leader_error", STRING, False),
+    ("leader_error_since_ms", LONG, False),
     ("changed", BOOL, False),
     ("keyframe", BOOL, False),
     # tiered topics only (KIP-405, collectors/tiered.py): the leader's local log start offset (the first

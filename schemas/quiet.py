@@ -73,7 +73,7 @@ def is_quiet(p: Partition, leos: dict[int, int], live: Collection[int], unreacha
     leader = p["leader"]
     if (leader < 0 or leader not in live or leader in unreachable or len(p["isr"]) != len(p["replicas"])
             or p.get("offline_replicas") or p.get("adding_replicas") or p.get("removing_replicas")
-            or p.get("lagging") or p.get("stalled_followers")):
+            or p.get("lagging") or p.get("stalled_followers") or p.get("leader_error")):
         return False
     since = p.get("hw_stalled_since_ms")
     if since is not None and (held := at_ms - since) >= min(window_ms, SILENT_FOLLOWER_WINDOW_MS):

@@ -73,6 +73,8 @@ class Partition(TypedDict, total=False):
     reassignment_progress_ms: int | None
     lagging: list[int] | None
     stalled_followers: list[int] | None
+    leader_error: str | None
+    leader_error_since_ms: int | None
     changed: bool | None
     keyframe: bool | None
     local_log_start_offset: int | None

@@ -11,3 +11,20 @@ CASES = [
     (5, 2, [1, 3], [2], False, "leader on a broker no longer registered: offline (Kafka's own verdict), not this"),
     (6, 3, [1, 2, 3], None, False, "no unreachable list (older collector, ZooKeeper quick record): nothing judged"),
 ]
+
+# PARTITION_UNAVAILABLE leader_not_serving: (number, leader, live, unreachable, leader_error, leader_error_since_ms,
+# observed_at_ms, expected, reason). NOT_SERVING_WINDOW_MS is 3000.
+NOT_SERVING_CASES = [
+    (101, 2, [1, 2, 3], [], "NOT_LEADER_OR_FOLLOWER", 1000, 4000, True,
+     "the metadata's leader has refused the partition for 3 s: it has not heard that it leads"),
+    (102, 2, [1, 2, 3], [], "OFFSET_NOT_AVAILABLE", 1000, 4500, True,
+     "a new leader's HW below its epoch start for 3.5 s: its ISR followers do not fetch from it"),
+    (103, 2, [1, 2, 3], [], "NOT_LEADER_OR_FOLLOWER", 1000, 3999, False,
+     "refused for just under the window: an election's first moments"),
+    (104, 2, [1, 2, 3], [], None, None, 4000, False, "the leader gave its HW"),
+    (105, 2, [1, 3], [], "NOT_LEADER_OR_FOLLOWER", 1000, 9000, False,
+     "the leader is no longer registered: OFFLINE_PARTITION's case"),
+    (106, -1, [1, 2, 3], [], "NOT_LEADER_OR_FOLLOWER", 1000, 9000, False, "no leader: OFFLINE_PARTITION's case"),
+    (107, 2, [1, 2, 3], [2], "OFFSET_NOT_AVAILABLE", 1000, 9000, False,
+     "the leader judged unreachable since: leader_unreachable says it (that cause wins)"),
+]

@@ -11,6 +11,14 @@ Cause `leader_unreachable` (critical): the partition has a leader by the metadat
 of those brokers. When the controller acts, the partition either gets a new leader (the incident
 resolves) or becomes OFFLINE_PARTITION (the controller confirmed it; this one resolves as the
 offline one opens). `krm_partition_unavailable` reports both: every offline cause, and this one.
+
+Cause `leader_not_serving` (critical): the metadata's leader answers, but refuses the partition
+(the topic record's `leader_error`, collectors/offsets.py REFUSALS) for `NOT_SERVING_WINDOW_MS`:
+NOT_LEADER_OR_FOLLOWER, it has not heard that it leads (producers get the same refusal), or
+OFFSET_NOT_AVAILABLE, its HW has not reached the start of its leader epoch (its ISR followers have not
+fetched from it, and acks=all producers wait). Every election has a moment of either; held for seconds
+the controller's word has not reached a broker: seen after the active controller's connections were cut
+(docs/cases/controller-channel.md).
 """
 
 from __future__ import annotations
@@ -25,6 +33,10 @@ from pipelines.detectors.rule import PartitionView, Rule
 TYPE = "PARTITION_UNAVAILABLE"
 LEADER_UNREACHABLE = "leader_unreachable"
 CANARY_FAILED = "canary_failed"  # judged on the driver from canary rounds (pipelines/detectors/canary.py)
+LEADER_NOT_SERVING = "leader_not_serving"
+# how long a leader may refuse its partition before it pages: the first moments of an election (its word
+# on the way, its followers' first fetches) stay well under it
+NOT_SERVING_WINDOW_MS = 3000
 
 
 def leader_unreachable(leader: int, live: Sequence[int], unreachable: Sequence[int] | None) -> bool:
@@ -40,15 +52,44 @@ def leader_unreachable_column(leader: Any, live: Any, unreachable: Any) -> Any:
                       F.lit(False))
 
 
-def _affected(view: PartitionView) -> Any:
+def leader_not_serving(leader: int, live: Sequence[int], unreachable: Sequence[int] | None, error: str | None,
+                       error_since_ms: int | None, at_ms: int) -> bool:
+    """The metadata's leader is registered and answers, but has refused the partition (`leader_error`)
+    for NOT_SERVING_WINDOW_MS."""
+    return (error is not None and error_since_ms is not None and at_ms - error_since_ms >= NOT_SERVING_WINDOW_MS
+            and leader >= 0 and leader in live and leader not in (unreachable or ()))
+
+
+def leader_not_serving_column(p: Any, live: Any, unreachable: Any, at_ms: Any) -> Any:
+    from pyspark.sql import functions as F
+
+    leader = p["leader"]
+    return F.coalesce(p["leader_error"].isNotNull() & (at_ms - p["leader_error_since_ms"] >= F.lit(NOT_SERVING_WINDOW_MS))
+                      & (leader >= 0) & F.array_contains(live, leader)
+                      & ~F.coalesce(F.array_contains(unreachable, leader), F.lit(False)), F.lit(False))
+
+
+def _unreachable(view: PartitionView) -> Any:
     return view.memo("unavailable", lambda: leader_unreachable_column(view.p["leader"], view.live, view.unreachable))
+
+
+def _not_serving(view: PartitionView) -> Any:
+    return view.memo("not_serving", lambda: leader_not_serving_column(view.p, view.live, view.unreachable,
+                                                                      view.observed_at_ms))
+
+
+def _affected(view: PartitionView) -> Any:
+    return _unreachable(view) | _not_serving(view)
 
 
 def _plan(view: PartitionView) -> Any:
     from pyspark.sql import functions as F
 
-    return F.array(F.when(_affected(view), view.finding(
-        RULE, LEADER_UNREACHABLE, view.details(view.unreachable.alias("unreachable_brokers")))))
+    p = view.p
+    details = view.details(view.unreachable.alias("unreachable_brokers"), p["leader_error"].alias("leader_error"),
+                           p["leader_error_since_ms"].alias("leader_error_since_ms"))
+    return F.array(F.when(_unreachable(view), view.finding(RULE, LEADER_UNREACHABLE, details))
+                   .when(_not_serving(view), view.finding(RULE, LEADER_NOT_SERVING, details)))
 
 
 SERIES = (replace(offline.UNAVAILABLE, cause_default=LEADER_UNREACHABLE),)
@@ -71,6 +112,26 @@ ALERTS = (
                "took unreachable_after_s of silence or a refused connection from a broker registered longer than that "
                "(a starting cluster's brokers register before their ports open: RELIABILITY.md), and a pause shorter "
                "than that verdict plus a wait would hurt clients and end unpaged.")),
+    Alert("KafkaPartitionLeaderNotServing",
+          'krm_partition_unavailable{cause="leader_not_serving"} == 1',
+          "critical",
+          summary=("{{ $labels.cluster }}: {{ $labels.topic }}-{{ $labels.partition }}: its leader refuses it (the "
+                   "controller's word has not reached the broker)"),
+          runbook=("The broker the metadata names as this partition's leader answers, but refuses the partition: "
+                   "details.leader_error of the PARTITION_UNAVAILABLE incident says how. NOT_LEADER_OR_FOLLOWER: it has "
+                   "not heard that it leads, so producers are refused too; OFFSET_NOT_AVAILABLE: it leads, but its high "
+                   "watermark has not reached the start of its leader epoch because its in-sync followers do not fetch "
+                   "from it yet, so acks=all producers wait. Both mean the controller's requests (LeaderAndIsr, "
+                   "UpdateMetadata in ZooKeeper mode; the metadata log in KRaft) have not reached that broker or its "
+                   "followers: check the active controller's log for its requests to them, the brokers' logs for the "
+                   "leader epoch, and the connections between the controller and the brokers "
+                   "(docs/cases/controller-channel.md). Moving the controller (ZooKeeper mode: delete /controller) "
+                   "makes it resend every partition's state."),
+          links=(("incident", incident_info(TYPE, "url")),
+                 ("broker", incident_info(TYPE, "broker"))),
+          why=("The leader refused the partition for 3 s (NOT_SERVING_WINDOW_MS): every election has a moment of it "
+               "(the new leader's word or its followers' first fetches on the way), held it is clients refused or "
+               "waiting.")),
     Alert("KafkaCanaryProduceFailing", "krm_canary_produce_up == 0", "critical", wait="10s",
           summary="{{ $labels.cluster }}: acks=all writes through broker {{ $labels.broker }} fail (canary)",
           runbook=("krm's canary could not write to the krm.canary partition led by this broker (or, with acks=all, to one "
@@ -84,10 +145,13 @@ ALERTS = (
 )
 
 
-RULE = Rule(TYPE, {LEADER_UNREACHABLE: "critical", CANARY_FAILED: "critical"}, "partition",
+RULE = Rule(TYPE, {LEADER_UNREACHABLE: "critical", LEADER_NOT_SERVING: "critical", CANARY_FAILED: "critical"},
+            "partition",
             "clients cannot use the partition, before the controller says so", scope="offsets", plan=_plan,
             affected=_affected,
             series=SERIES, alerts=ALERTS, routine=(
             "A controlled shutdown hands leadership over before the ports close, so a gated restart shows none; a "
             "crashed or hung leader does (critical) until the controller acts. A starting cluster shows none: a "
-            "broker registered less than `unreachable_after_s` ago is still opening its ports."))
+            "broker registered less than `unreachable_after_s` ago is still opening its ports. An election's new "
+            "leader refuses its partition for a moment (its word or its followers' first fetches on the way): "
+            "`leader_not_serving` only once that lasts 3 s."))

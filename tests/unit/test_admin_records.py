@@ -443,3 +443,25 @@ def test_a_new_topic_whole_in_the_mirror_is_recorded_by_its_quick_record():
     m, t = md(replicas=(1,), leader=1, epoch=0)  # a full poll records the topic
     src._records(m, t, 1000, OffsetsRound(), 1)
     assert topic_state(src.quick_records({"t"})).get("assignment") is None
+
+
+def test_a_leader_refusing_its_partition_is_published_with_since_when_it_refuses():
+    """A leader that answers the offsets round but refuses the partition (collectors/offsets.py REFUSALS):
+    `leader_error` with the time of the first poll that saw it, the clock kept while the same leader refuses
+    the same way, restarted by another error, gone when it gives a HW (PARTITION_UNAVAILABLE reads it)."""
+    src = AdminSource(ClusterConfig(name="c", bootstrap_servers="h:1"), CollectorConfig(leave_out_quiet=False))
+    m, t = md()
+
+    def part(at, seq, refused, hw=None):
+        found = OffsetsRound(refused=refused, hw={"t": {0: hw}} if hw is not None else {}, seq=seq)
+        (p,) = topic_state(src._records(m, t, at, found, seq))["partitions"]
+        return p
+
+    assert "leader_error" not in part(1000, 1, {}, hw=5)
+    first = part(2000, 2, {"t": {0: 6}})
+    assert (first["leader_error"], first["leader_error_since_ms"]) == ("NOT_LEADER_OR_FOLLOWER", 2000)
+    assert part(3000, 3, {"t": {0: 6}})["leader_error_since_ms"] == 2000
+    other = part(4000, 4, {"t": {0: 78}})
+    assert (other["leader_error"], other["leader_error_since_ms"]) == ("OFFSET_NOT_AVAILABLE", 4000)
+    assert "leader_error" not in part(5000, 5, {}, hw=5)
+    assert part(6000, 6, {"t": {0: 78}})["leader_error_since_ms"] == 6000  # a new refusal: a new clock

@@ -108,6 +108,7 @@ def test_offsets_answered_with_an_error_or_no_offset_are_left_out_never_guessed(
     assert found.hw == {"clean": {0: 100, 1: 101, 2: 102}, "mixed": {0: 5}}
     assert found.leo == {"clean": {1: {0: 100, 1: 101, 2: 102}}, "mixed": {1: {0: 5}}}
     assert found.answered == {1}
+    assert found.refused == {"mixed": {1: 6}}  # the leader's refusal is kept (a missing offset is not one)
 
 
 def _healthy(parts):
@@ -243,6 +244,40 @@ def test_an_offsets_round_says_which_topics_moved_and_hands_the_others_on():
     client.silent = set()
     fifth = offsets.fetch(client, replica_of, leader_of, 1.0, made)
     assert fifth.moved == {"a", "b", "c"} and fifth.hw == third.hw
+    assert fifth.refused == {}
+
+
+def test_a_leaders_refusal_is_kept_while_its_answer_stands_and_gone_with_it():
+    """The HW question's refusals (offsets.REFUSALS) per topic and partition: kept over rounds whose answer
+    did not move (handed on with the other maps), gone once the leader answers with an offset."""
+    from collectors import offsets
+
+    client = _AnswersClient()
+    error = {("a", 0): 0, ("a", 1): 78, ("b", 0): 29}  # 78: OFFSET_NOT_AVAILABLE; 29: an ACL, not a refusal
+
+    def answer():
+        for kind in ("leo", "hw", "log_start"):
+            by_topic: dict = {}
+            for (t, p), e in error.items():
+                e = e if kind == "hw" else 0
+                by_topic.setdefault(t, []).append((p, e, -1, -1 if e else 7, 0))
+            message = ListOffsetsResponse[4](throttle_time_ms=0, topics=list(by_topic.items()))
+            client.answers[(1, kind)] = message.encode()  # (the message must outlive the call)
+
+    asked = {1: list(error)}
+    made = offsets.Requests()
+    answer()
+    first = offsets.fetch(client, asked, asked, 1.0, made)
+    assert first.refused == {"a": {1: 78}} and first.hw["a"] == {0: 7}
+    again = offsets.fetch(client, asked, asked, 1.0, made)
+    assert again.moved == set() and again.refused == {"a": {1: 78}}
+    error[("a", 1)] = 6  # NOT_LEADER_OR_FOLLOWER
+    answer()
+    assert offsets.fetch(client, asked, asked, 1.0, made).refused == {"a": {1: 6}}
+    error[("a", 1)] = 0
+    answer()
+    served = offsets.fetch(client, asked, asked, 1.0, made)
+    assert served.refused == {} and served.hw["a"] == {0: 7, 1: 7}
 
 
 def test_a_round_ends_when_the_broker_it_awaits_has_been_silent_long_enough():
