@@ -19,6 +19,12 @@ from schemas.typed import Broker, Observation, Partition, Quorum, TopicObservati
 
 log = logging.getLogger(__name__)
 
+# A partition's `leader_error` when the controller's leader (ZooKeeper's state) is not the one the brokers'
+# metadata names: clients, which read the brokers' metadata, are sent to the old leader (gone, or refusing
+# with NOT_LEADER_OR_FOLLOWER) until the controller's UpdateMetadata reaches the brokers. krm's word, not
+# a Kafka error code (the others are: collectors/offsets.py REFUSALS).
+STALE_METADATA = "STALE_METADATA"
+
 
 def topic_view(listed: list[dict[str, Any]], built: list[Partition]
                ) -> tuple[list[list[int]], dict[int, int], set[int]]:
@@ -123,6 +129,7 @@ class PollRecords(PollerState):
             hw_of, start_of = found.hw.get(name, nothing).get, found.log_start.get(name, nothing).get
             refused = found.refused.get(name)
             any_refused = refused is not None or memory.any_refusal
+            zk_on = self.zk is not None
             remote_storage = name in self._configs.tiered
             local_of, remote_of = found.local_start.get(name, nothing).get, found.remote.get(name, nothing).get
             leo_by_broker = found.leo.get(name, nothing)
@@ -201,9 +208,12 @@ class PollRecords(PollerState):
                 self._carry_move(name, part, side_moves.get(key) or (zk_moves or nothing).get(pid),
                                  before.get(pid), key)
                 part["high_watermark"] = hw_of(pid)
-                if any_refused:  # the metadata's leader refused the partition (PARTITION_UNAVAILABLE leader_not_serving)
+                # the brokers' metadata (what clients read) names another leader than the controller elected
+                stale = zk_on and p["leader"] != part["leader"] and part["leader"] >= 0
+                if any_refused or stale:  # PARTITION_UNAVAILABLE leader_not_serving reads it
                     code = refused.get(pid) if refused is not None else None
-                    error = offsets.REFUSALS.get(code) if code is not None and part["high_watermark"] is None else None
+                    error = (STALE_METADATA if stale else offsets.REFUSALS.get(code)
+                             if code is not None and part["high_watermark"] is None else None)
                     since = memory.refusal_since(key, part["leader"], part["leader_epoch"], error, observed_at_ms)
                     if error is not None:
                         part["leader_error"], part["leader_error_since_ms"] = error, since

@@ -161,9 +161,10 @@ PARTITION = Struct((
     # v4, optional, added later (collectors/memory.py): followers whose log end offset stood still since the
     # collector's previous poll while the leader had more for them then: they fetched nothing (absent: none)
     ("stalled_followers", Array(INT), False),
-    # v4, optional, added later (collectors/offsets.py REFUSALS): the error the metadata's leader gave for the
-    # partition instead of its HW (NOT_LEADER_OR_FOLLOWER, OFFSET_NOT_AVAILABLE), and since when the
-    # collector has seen this leader refuse it so (absent: it did not)
+    # v4, optional, added later: why the elected leader does not serve the partition, and since when the
+    # collector has seen it so (absent: it serves it): the error it gave instead of its HW
+    # (NOT_LEADER_OR_FOLLOWER, OFFSET_NOT_AVAILABLE: collectors/offsets.py REFUSALS), or STALE_METADATA
+    # (ZooKeeper mode: the brokers' metadata names another leader than the controller's)
     ("leader_error", STRING, False),
     ("leader_error_since_ms", LONG, False),
     ("changed", BOOL, False),

@@ -27,4 +27,6 @@ NOT_SERVING_CASES = [
     (106, -1, [1, 2, 3], [], "NOT_LEADER_OR_FOLLOWER", 1000, 9000, False, "no leader: OFFLINE_PARTITION's case"),
     (107, 2, [1, 2, 3], [2], "OFFSET_NOT_AVAILABLE", 1000, 9000, False,
      "the leader judged unreachable since: leader_unreachable says it (that cause wins)"),
+    (108, 2, [1, 2, 3], [], "STALE_METADATA", 1000, 5000, True,
+     "ZooKeeper mode: the brokers' metadata still names the old leader 4 s after the controller elected broker 2"),
 ]

@@ -12,13 +12,15 @@ of those brokers. When the controller acts, the partition either gets a new lead
 resolves) or becomes OFFLINE_PARTITION (the controller confirmed it; this one resolves as the
 offline one opens). `krm_partition_unavailable` reports both: every offline cause, and this one.
 
-Cause `leader_not_serving` (critical): the metadata's leader answers, but refuses the partition
-(the topic record's `leader_error`, collectors/offsets.py REFUSALS) for `NOT_SERVING_WINDOW_MS`:
-NOT_LEADER_OR_FOLLOWER, it has not heard that it leads (producers get the same refusal), or
-OFFSET_NOT_AVAILABLE, its HW has not reached the start of its leader epoch (its ISR followers have not
-fetched from it, and acks=all producers wait). Every election has a moment of either; held for seconds
-the controller's word has not reached a broker: seen after the active controller's connections were cut
-(docs/cases/controller-channel.md).
+Cause `leader_not_serving` (critical): the elected leader does not serve the partition (the topic
+record's `leader_error`) for `NOT_SERVING_WINDOW_MS`: it answers krm but refuses the partition
+(collectors/offsets.py REFUSALS) with NOT_LEADER_OR_FOLLOWER, it has not heard that it leads (producers
+get the same refusal), or OFFSET_NOT_AVAILABLE, its HW has not reached the start of its leader epoch (its
+ISR followers have not fetched from it, and acks=all producers wait); or, in ZooKeeper mode,
+STALE_METADATA: the brokers' metadata, which clients read, still names another leader than the one the
+controller elected (collectors/poll_records.py). Every election has a moment of each; held for seconds,
+the controller's word has not reached the brokers: seen after the active controller's connections were
+cut (docs/cases/controller-channel.md).
 """
 
 from __future__ import annotations
@@ -54,7 +56,7 @@ def leader_unreachable_column(leader: Any, live: Any, unreachable: Any) -> Any:
 
 def leader_not_serving(leader: int, live: Sequence[int], unreachable: Sequence[int] | None, error: str | None,
                        error_since_ms: int | None, at_ms: int) -> bool:
-    """The metadata's leader is registered and answers, but has refused the partition (`leader_error`)
+    """The elected leader is registered and answers, but has not served the partition (`leader_error`)
     for NOT_SERVING_WINDOW_MS."""
     return (error is not None and error_since_ms is not None and at_ms - error_since_ms >= NOT_SERVING_WINDOW_MS
             and leader >= 0 and leader in live and leader not in (unreachable or ()))
@@ -115,13 +117,14 @@ ALERTS = (
     Alert("KafkaPartitionLeaderNotServing",
           'krm_partition_unavailable{cause="leader_not_serving"} == 1',
           "critical",
-          summary=("{{ $labels.cluster }}: {{ $labels.topic }}-{{ $labels.partition }}: its leader refuses it (the "
-                   "controller's word has not reached the broker)"),
-          runbook=("The broker the metadata names as this partition's leader answers, but refuses the partition: "
-                   "details.leader_error of the PARTITION_UNAVAILABLE incident says how. NOT_LEADER_OR_FOLLOWER: it has "
-                   "not heard that it leads, so producers are refused too; OFFSET_NOT_AVAILABLE: it leads, but its high "
-                   "watermark has not reached the start of its leader epoch because its in-sync followers do not fetch "
-                   "from it yet, so acks=all producers wait. Both mean the controller's requests (LeaderAndIsr, "
+          summary=("{{ $labels.cluster }}: {{ $labels.topic }}-{{ $labels.partition }}: its elected leader does not "
+                   "serve it (the controller's word has not reached the brokers)"),
+          runbook=("The elected leader of this partition does not serve it: details.leader_error of the "
+                   "PARTITION_UNAVAILABLE incident says how. NOT_LEADER_OR_FOLLOWER: it has not heard that it leads, so "
+                   "producers are refused too; OFFSET_NOT_AVAILABLE: it leads, but its high watermark has not reached "
+                   "the start of its leader epoch because its in-sync followers do not fetch from it yet, so acks=all "
+                   "producers wait; STALE_METADATA (ZooKeeper mode): the brokers' metadata, which clients read, still "
+                   "names the old leader. All mean the controller's requests (LeaderAndIsr, "
                    "UpdateMetadata in ZooKeeper mode; the metadata log in KRaft) have not reached that broker or its "
                    "followers: check the active controller's log for its requests to them, the brokers' logs for the "
                    "leader epoch, and the connections between the controller and the brokers "
@@ -129,9 +132,9 @@ ALERTS = (
                    "makes it resend every partition's state."),
           links=(("incident", incident_info(TYPE, "url")),
                  ("broker", incident_info(TYPE, "broker"))),
-          why=("The leader refused the partition for 3 s (NOT_SERVING_WINDOW_MS): every election has a moment of it "
-               "(the new leader's word or its followers' first fetches on the way), held it is clients refused or "
-               "waiting.")),
+          why=("The elected leader did not serve the partition for 3 s (NOT_SERVING_WINDOW_MS): every election has a "
+               "moment of it (the controller's word or the followers' first fetches on the way); held, clients are "
+               "refused or wait.")),
     Alert("KafkaCanaryProduceFailing", "krm_canary_produce_up == 0", "critical", wait="10s",
           summary="{{ $labels.cluster }}: acks=all writes through broker {{ $labels.broker }} fail (canary)",
           runbook=("krm's canary could not write to the krm.canary partition led by this broker (or, with acks=all, to one "

@@ -465,3 +465,24 @@ def test_a_leader_refusing_its_partition_is_published_with_since_when_it_refuses
     assert (other["leader_error"], other["leader_error_since_ms"]) == ("OFFSET_NOT_AVAILABLE", 4000)
     assert "leader_error" not in part(5000, 5, {}, hw=5)
     assert part(6000, 6, {"t": {0: 78}})["leader_error_since_ms"] == 6000  # a new refusal: a new clock
+
+
+def test_brokers_metadata_naming_another_leader_than_the_controller_is_published_with_since_when():
+    """ZooKeeper mode: the controller elected broker 2, the brokers' metadata (what clients read) still names
+    broker 1: `leader_error` STALE_METADATA from the first poll that saw it, gone once the metadata agrees."""
+    state = {("t", 0): ZkPartition(leader=2, leader_epoch=1, isr=(2,), controller_epoch=3, mtime_ms=990, version=4)}
+    zk = FakeZk({1, 2}, state)
+    src = AdminSource(ClusterConfig(name="c", bootstrap_servers="h:1", zookeeper="zk:2181"),
+                      CollectorConfig(leave_out_quiet=False), zk)
+    m, t = md(leader=1, epoch=0)
+    (p,) = topic_state(src._records(m, t, 1000, OffsetsRound(seq=1), 1))["partitions"]
+    assert (p["leader"], p["leader_error"], p["leader_error_since_ms"]) == (2, "STALE_METADATA", 1000)
+    (p,) = topic_state(src._records(m, t, 2000, OffsetsRound(seq=2), 2))["partitions"]
+    assert p["leader_error_since_ms"] == 1000
+    m, t = md(leader=2, epoch=1)  # the controller's UpdateMetadata arrived
+    (p,) = topic_state(src._records(m, t, 3000, OffsetsRound(seq=3), 3))["partitions"]
+    assert "leader_error" not in p
+    state[("t", 0)] = ZkPartition(leader=-1, leader_epoch=2, isr=(2,), controller_epoch=3, mtime_ms=990, version=4)
+    m, t = md(leader=2, epoch=1)
+    (p,) = topic_state(src._records(m, t, 4000, OffsetsRound(seq=4), 4))["partitions"]
+    assert p["leader"] == -1 and "leader_error" not in p  # no leader at all: OFFLINE_PARTITION's case
