@@ -98,23 +98,18 @@ class PartitionMemory:
         self.idle = 0
         # partitions being moved: (adding replicas, their highest LEOs seen, when one last grew)
         self._moves: dict[tuple[str, int], tuple[tuple[int, ...], dict[int, int], int]] = {}
-        # partitions whose leader refuses the HW question: ((leader, epoch, error), since when)
-        self._refused: dict[tuple[str, int], tuple[tuple[int, int | None, str], int]] = {}
+        # partitions whose elected leader does not serve them: since when (refusal_since)
+        self._refused: dict[tuple[str, int], int] = {}
 
-    def refusal_since(self, key: tuple[str, int], leader: int, epoch: int | None, error: str | None, at_ms: int
-                 ) -> int | None:
-        """`leader_error_since_ms`: since when this leader, at this epoch, has refused the partition with
-        `error` (collectors/offsets.py REFUSALS), counted from the first poll that saw it; None (and
-        forgotten) when it did not refuse. Cheap when nothing refuses: the caller may skip the call then
-        (`any_refusal`)."""
+    def refusal_since(self, key: tuple[str, int], error: str | None, at_ms: int) -> int | None:
+        """`leader_error_since_ms`: since when the partition's elected leader has not served it, counted from
+        the first poll of an unbroken run of polls that saw it so, whatever the reason at each (a stale
+        metadata that turns into OFFSET_NOT_AVAILABLE is one outage to its clients); None (and forgotten)
+        when it was served. The caller may skip the call while `any_refusal` is False and nothing refuses."""
         if error is None:
             self._refused.pop(key, None)
             return None
-        now = (leader, epoch, error)
-        was = self._refused.get(key)
-        if was is None or was[0] != now:
-            self._refused[key] = was = (now, at_ms)
-        return was[1]
+        return self._refused.setdefault(key, at_ms)
 
     @property
     def any_refusal(self) -> bool:

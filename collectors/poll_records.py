@@ -214,7 +214,7 @@ class PollRecords(PollerState):
                     code = refused.get(pid) if refused is not None else None
                     error = (STALE_METADATA if stale else offsets.REFUSALS.get(code)
                              if code is not None and part["high_watermark"] is None else None)
-                    since = memory.refusal_since(key, part["leader"], part["leader_epoch"], error, observed_at_ms)
+                    since = memory.refusal_since(key, error, observed_at_ms)
                     if error is not None:
                         part["leader_error"], part["leader_error_since_ms"] = error, since
                 part["log_start_offset"] = start_of(pid)
