@@ -9,8 +9,8 @@ partition observation carries what only consecutive polls reveal:
 - `previous`: the previous poll's leader, epoch, ISR, HW and replica LEOs, present only when the
   leader epoch changed or an offset went backwards, for UNCLEAN_LEADER_ELECTION, OFFSET_REGRESSION
   and LOG_TRUNCATION. Records grow only when something happened.
-- `leader_error` / `leader_error_since_ms` (absent when none): the error the metadata's leader gave
-  for the partition instead of its HW (collectors/offsets.py REFUSALS), and since when, for
+- `leader_error_since_ms` (with the caller's `leader_error`, absent when none): since when the
+  elected leader has not served the partition (collectors/poll_records.py says why), for
   PARTITION_UNAVAILABLE;
 - `lagging` (absent when none): the followers that lag — out of the ISR, or at least
   `history_lag_floor_s` behind the leader at the write rate (behind at all when the rate is

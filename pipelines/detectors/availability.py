@@ -128,8 +128,8 @@ ALERTS = (
                    "UpdateMetadata in ZooKeeper mode; the metadata log in KRaft) have not reached that broker or its "
                    "followers: check the active controller's log for its requests to them, the brokers' logs for the "
                    "leader epoch, and the connections between the controller and the brokers "
-                   "(docs/cases/controller-channel.md). Moving the controller (ZooKeeper mode: delete /controller) "
-                   "makes it resend every partition's state."),
+                   "(docs/cases/controller-channel.md). In ZooKeeper mode, as a last resort, moving the controller "
+                   "(deleting the /controller znode) makes the next one send every broker the whole state again."),
           links=(("incident", incident_info(TYPE, "url")),
                  ("broker", incident_info(TYPE, "broker"))),
           why=("The elected leader did not serve the partition for 3 s (NOT_SERVING_WINDOW_MS): every election has a "
@@ -155,6 +155,6 @@ RULE = Rule(TYPE, {LEADER_UNREACHABLE: "critical", LEADER_NOT_SERVING: "critical
             series=SERIES, alerts=ALERTS, routine=(
             "A controlled shutdown hands leadership over before the ports close, so a gated restart shows none; a "
             "crashed or hung leader does (critical) until the controller acts. A starting cluster shows none: a "
-            "broker registered less than `unreachable_after_s` ago is still opening its ports. An election's new "
-            "leader refuses its partition for a moment (its word or its followers' first fetches on the way): "
-            "`leader_not_serving` only once that lasts 3 s."))
+            "broker registered less than `unreachable_after_s` ago is still opening its ports. Every election "
+            "leaves its partition unserved for a moment (the controller's word or the followers' first fetches on "
+            "the way): `leader_not_serving` only once that lasts 3 s."))
