@@ -117,17 +117,18 @@ ALERTS = (
     Alert("KafkaPartitionLeaderNotServing",
           'krm_partition_unavailable{cause="leader_not_serving"} == 1',
           "critical",
-          summary=("{{ $labels.cluster }}: {{ $labels.topic }}-{{ $labels.partition }}: its elected leader does not "
-                   "serve it (the controller's word has not reached the brokers)"),
+          summary=("{{ $labels.cluster }}: {{ $labels.topic }}-{{ $labels.partition }} is unavailable: its elected leader "
+                   "does not serve it"),
           runbook=("The elected leader of this partition does not serve it: details.leader_error of the "
                    "PARTITION_UNAVAILABLE incident says how. NOT_LEADER_OR_FOLLOWER: it has not heard that it leads, so "
                    "producers are refused too; OFFSET_NOT_AVAILABLE: it leads, but its high watermark has not reached "
                    "the start of its leader epoch because its in-sync followers do not fetch from it yet, so acks=all "
                    "producers wait; STALE_METADATA (ZooKeeper mode): the brokers' metadata, which clients read, still "
-                   "names the old leader. All mean the controller's requests (LeaderAndIsr, "
+                   "names the old leader. Usually the controller's requests (LeaderAndIsr, "
                    "UpdateMetadata in ZooKeeper mode; the metadata log in KRaft) have not reached that broker or its "
-                   "followers: check the active controller's log for its requests to them, the brokers' logs for the "
-                   "leader epoch, and the connections between the controller and the brokers "
+                   "followers (OFFSET_NOT_AVAILABLE alone can also be an in-sync follower that fetches nothing: its "
+                   "broker's health, as for HW_STALL): check the active controller's log for its requests to them, "
+                   "the brokers' logs for the leader epoch, and the connections between the controller and the brokers "
                    "(docs/cases/controller-channel.md). In ZooKeeper mode, as a last resort, moving the controller "
                    "(deleting the /controller znode) makes the next one send every broker the whole state again."),
           links=(("incident", incident_info(TYPE, "url")),
