@@ -18,9 +18,10 @@ record's `leader_error`) for `NOT_SERVING_WINDOW_MS`: it answers krm but refuses
 get the same refusal), or OFFSET_NOT_AVAILABLE, its HW has not reached the start of its leader epoch (its
 ISR followers have not fetched from it, and acks=all producers wait); or, in ZooKeeper mode,
 STALE_METADATA: the brokers' metadata, which clients read, still names another leader than the one the
-controller elected (collectors/poll_records.py). Every election has a moment of each; held for seconds,
-the controller's word has not reached the brokers: seen after the active controller's connections were
-cut (docs/cases/controller-channel.md).
+controller elected (collectors/poll_records.py). OFFSET_NOT_AVAILABLE is not judged under min ISR,
+where Kafka 4 holds the HW by design (KIP-966) and UNDER_MIN_ISR says it. Every election has a moment
+of each; held for seconds, the controller's word has not reached the brokers: seen after the active
+controller's connections were cut (docs/cases/controller-channel.md).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any, Sequence
 
-from pipelines.detectors import offline
+from pipelines.detectors import isr, offline
 from pipelines.detectors.exports import Alert, BROKER_PAGE, console, incident_info
 from pipelines.detectors.rule import PartitionView, Rule
 
@@ -39,6 +40,7 @@ LEADER_NOT_SERVING = "leader_not_serving"
 # how long a leader may refuse its partition before it pages: the first moments of an election (its word
 # on the way, its followers' first fetches) stay well under it
 NOT_SERVING_WINDOW_MS = 3000
+OFFSET_NOT_AVAILABLE = "OFFSET_NOT_AVAILABLE"  # a leader_error (collectors/offsets.py REFUSALS)
 
 
 def leader_unreachable(leader: int, live: Sequence[int], unreachable: Sequence[int] | None) -> bool:
@@ -55,19 +57,23 @@ def leader_unreachable_column(leader: Any, live: Any, unreachable: Any) -> Any:
 
 
 def leader_not_serving(leader: int, live: Sequence[int], unreachable: Sequence[int] | None, error: str | None,
-                       error_since_ms: int | None, at_ms: int) -> bool:
+                       error_since_ms: int | None, at_ms: int, under_min_isr: bool = False) -> bool:
     """The elected leader is registered and answers, but has not served the partition (`leader_error`)
-    for NOT_SERVING_WINDOW_MS."""
+    for NOT_SERVING_WINDOW_MS. OFFSET_NOT_AVAILABLE is not judged under min ISR (the ISR rule's verdict,
+    pipelines/detectors/isr.py): Kafka 4 holds the HW there by design (KIP-966), and UNDER_MIN_ISR says what
+    is wrong, with the wait its routine dips need."""
     return (error is not None and error_since_ms is not None and at_ms - error_since_ms >= NOT_SERVING_WINDOW_MS
+            and not (error == OFFSET_NOT_AVAILABLE and under_min_isr)
             and leader >= 0 and leader in live and leader not in (unreachable or ()))
 
 
-def leader_not_serving_column(p: Any, live: Any, unreachable: Any, at_ms: Any) -> Any:
+def leader_not_serving_column(p: Any, live: Any, unreachable: Any, at_ms: Any, under_min_isr: Any) -> Any:
     from pyspark.sql import functions as F
 
-    leader = p["leader"]
-    return F.coalesce(p["leader_error"].isNotNull() & (at_ms - p["leader_error_since_ms"] >= F.lit(NOT_SERVING_WINDOW_MS))
-                      & (leader >= 0) & F.array_contains(live, leader)
+    leader, error = p["leader"], p["leader_error"]
+    held_by_min_isr = (error == F.lit(OFFSET_NOT_AVAILABLE)) & F.coalesce(under_min_isr, F.lit(False))
+    return F.coalesce(error.isNotNull() & (at_ms - p["leader_error_since_ms"] >= F.lit(NOT_SERVING_WINDOW_MS))
+                      & ~held_by_min_isr & (leader >= 0) & F.array_contains(live, leader)
                       & ~F.coalesce(F.array_contains(unreachable, leader), F.lit(False)), F.lit(False))
 
 
@@ -76,8 +82,8 @@ def _unreachable(view: PartitionView) -> Any:
 
 
 def _not_serving(view: PartitionView) -> Any:
-    return view.memo("not_serving", lambda: leader_not_serving_column(view.p, view.live, view.unreachable,
-                                                                      view.observed_at_ms))
+    return view.memo("not_serving", lambda: leader_not_serving_column(
+        view.p, view.live, view.unreachable, view.observed_at_ms, isr.of(view)["under_min_isr"]))
 
 
 def _affected(view: PartitionView) -> Any:

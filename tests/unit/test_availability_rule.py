@@ -11,7 +11,7 @@ def test_availability_golden(num, leader, live, unreachable, expected, reason):
     assert leader_unreachable(leader, live, unreachable) is expected, reason
 
 
-@pytest.mark.parametrize("num,leader,live,unreachable,error,since,at,expected,reason", NOT_SERVING_CASES,
+@pytest.mark.parametrize("num,leader,live,unreachable,error,since,at,under_min,expected,reason", NOT_SERVING_CASES,
                          ids=[f"case{c[0]}" for c in NOT_SERVING_CASES])
-def test_not_serving_golden(num, leader, live, unreachable, error, since, at, expected, reason):
-    assert leader_not_serving(leader, live, unreachable, error, since, at) is expected, reason
+def test_not_serving_golden(num, leader, live, unreachable, error, since, at, under_min, expected, reason):
+    assert leader_not_serving(leader, live, unreachable, error, since, at, under_min) is expected, reason
