@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from collectors import tiered, wire
+from schemas.observation import NOT_LEADER_OR_FOLLOWER, OFFSET_NOT_AVAILABLE
 
 log = logging.getLogger(__name__)
 
@@ -57,7 +58,7 @@ TopicPartition = tuple[str, int]
 # Both are normal for the first moments after any election; held, they are clients refused or waiting.
 # Not among them: authorization (krm's own ACLs), UNKNOWN_TOPIC_OR_PARTITION (a topic being created or
 # deleted), KAFKA_STORAGE_ERROR (a failed log directory: its own rule).
-REFUSALS = {6: "NOT_LEADER_OR_FOLLOWER", 78: "OFFSET_NOT_AVAILABLE"}
+REFUSALS = {6: NOT_LEADER_OR_FOLLOWER, 78: OFFSET_NOT_AVAILABLE}
 
 
 @dataclass

@@ -14,16 +14,11 @@ from collectors.departures import holders
 from collectors.poller_state import Frozen, PollerState
 from collectors.reachability import refusing
 from collectors.records import cluster_record, summarized, topic_record
+from schemas.observation import STALE_METADATA
 from schemas.quiet import is_quiet, load_of
 from schemas.typed import Broker, Observation, Partition, Quorum, TopicObservation
 
 log = logging.getLogger(__name__)
-
-# A partition's `leader_error` when the controller's leader (ZooKeeper's state) is not the one the brokers'
-# metadata names: clients, which read the brokers' metadata, are sent to the old leader (gone, or refusing
-# with NOT_LEADER_OR_FOLLOWER) until the controller's UpdateMetadata reaches the brokers. krm's word, not
-# a Kafka error code (the others are: collectors/offsets.py REFUSALS).
-STALE_METADATA = "STALE_METADATA"
 
 
 def topic_view(listed: list[dict[str, Any]], built: list[Partition]
@@ -208,7 +203,8 @@ class PollRecords(PollerState):
                 self._carry_move(name, part, side_moves.get(key) or (zk_moves or nothing).get(pid),
                                  before.get(pid), key)
                 part["high_watermark"] = hw_of(pid)
-                # the brokers' metadata (what clients read) names another leader than the controller elected
+                # the brokers' metadata (what clients read) names another leader than the controller elected:
+                # clients are sent to the old one until the controller's UpdateMetadata reaches the brokers
                 stale = zk_on and p["leader"] != part["leader"] and part["leader"] >= 0
                 if any_refused or stale:  # PARTITION_UNAVAILABLE leader_not_serving reads it
                     code = refused.get(pid) if refused is not None else None

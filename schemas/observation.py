@@ -200,6 +200,15 @@ PROTOCOL_MISMATCH = "protocol_mismatch"  # the listener speaks another security 
 AUTHORIZATION_FAILED = "authorization_failed"  # logged in, but an ACL krm needs is missing
 UNREACHABLE = "unreachable"  # nothing answered (down, wrong address, firewall)
 
+# The values of a partition's `leader_error` (why its elected leader does not serve it), read by
+# PARTITION_UNAVAILABLE `leader_not_serving` (pipelines/detectors/availability.py). The first two are Kafka's
+# error names as the leader gives them for the partition instead of its HW (collectors/offsets.py REFUSALS);
+# STALE_METADATA is krm's word: in ZooKeeper mode the brokers' metadata, which clients read, names another
+# leader than the one the controller wrote to ZooKeeper (collectors/poll_records.py).
+NOT_LEADER_OR_FOLLOWER = "NOT_LEADER_OR_FOLLOWER"
+OFFSET_NOT_AVAILABLE = "OFFSET_NOT_AVAILABLE"
+STALE_METADATA = "STALE_METADATA"
+
 TOPIC_SHARE = Struct((
     ("index", INT, True),  # 1-based
     ("count", INT, True),

@@ -32,6 +32,7 @@ from typing import Any, Sequence
 from pipelines.detectors import isr, offline
 from pipelines.detectors.exports import Alert, BROKER_PAGE, console, incident_info
 from pipelines.detectors.rule import PartitionView, Rule
+from schemas.observation import OFFSET_NOT_AVAILABLE
 
 TYPE = "PARTITION_UNAVAILABLE"
 LEADER_UNREACHABLE = "leader_unreachable"
@@ -40,7 +41,6 @@ LEADER_NOT_SERVING = "leader_not_serving"
 # how long a leader may refuse its partition before it pages: the first moments of an election (its word
 # on the way, its followers' first fetches) stay well under it
 NOT_SERVING_WINDOW_MS = 3000
-OFFSET_NOT_AVAILABLE = "OFFSET_NOT_AVAILABLE"  # a leader_error (collectors/offsets.py REFUSALS)
 
 
 def leader_unreachable(leader: int, live: Sequence[int], unreachable: Sequence[int] | None) -> bool:
