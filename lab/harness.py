@@ -193,6 +193,34 @@ def every_isr_whole(cluster: LocalCluster) -> bool:
         admin.close()
 
 
+def every_broker_agrees(cluster: LocalCluster) -> bool:
+    """Every broker's own Metadata answer names the same leader and ISR for every partition, and every
+    ISR is whole. After a fault that held the ZooKeeper-mode controller's requests (a replication cut of
+    the controller), the other brokers' caches can trail ZooKeeper for a while after `every_isr_whole`
+    (one broker's answer) already holds; the next test would read the stale cache."""
+    from kafka.client_async import KafkaClient
+
+    from collectors import metadata
+
+    client = KafkaClient(bootstrap_servers=[f"127.0.0.1:{cluster.broker(b).port}" for b in cluster.broker_ids],
+                         client_id="krm-tests", request_timeout_ms=5000, **cluster.admin_kwargs())
+    try:
+        metadata.metadata(client, None, set(), 5000)  # the client learns the brokers' ids (it knows addresses only)
+        answers = []
+        for b in cluster.broker_ids:
+            node, md = metadata.metadata(client, b, set(), 5000)
+            if node != b:
+                return False
+            answers.append({(t["topic"], p["partition"]): (p["leader"], sorted(p["isr"]), sorted(p["replicas"]))
+                            for t in md["topics"] for p in t["partitions"]})
+        return (all(a == answers[0] for a in answers)
+                and all(leader >= 0 and isr == replicas for leader, isr, replicas in answers[0].values()))
+    except Exception:  # noqa: BLE001 - a broker not answering yet: not agreed
+        return False
+    finally:
+        client.close()
+
+
 def local_cluster(tmp_path_factory: Any, mode: str, chroot: str | None = None, brokers: int = 3,
                   kafka_version: str = "", controllers: int = 1, security: str = "plaintext",
                   tiered_storage: bool = False, kerberos: bool = False, log_dirs: int = 1) -> LocalCluster:

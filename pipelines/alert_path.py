@@ -81,6 +81,7 @@ class AlertPath:
         self.balance = balance or BalanceCheck()
         self.jmx = JmxView()
         self.shares: dict[str, dict[int, int]] = {}  # split clusters: share index (>= 2) -> newest observation
+        self.batch_started_at: float | None = None  # time.monotonic() a batch entered the handler; None between
 
     def _with_shares(self, view: ClusterView, name: str) -> ClusterView:
         """`view` with what the other shares of a split cluster said last (collectors/topic_share.py)."""
@@ -90,11 +91,20 @@ class AlertPath:
         return replace(view, share_newest=tuple(sorted((seen or {}).items())))
 
     def __call__(self, batch: Any, batch_id: int) -> None:
-        t0 = time.perf_counter()
-        rows = batch.collect()  # the Spark job: Kafka fetch, parse, detect
-        t_collect = time.perf_counter() - t0
-        with self._lock:
-            self._judge(rows, batch_id, t0, t_collect)
+        self.batch_started_at = time.monotonic()
+        try:
+            t0 = time.perf_counter()
+            rows = batch.collect()  # the Spark job: Kafka fetch, parse, detect
+            t_collect = time.perf_counter() - t0
+            with self._lock:
+                self._judge(rows, batch_id, t0, t_collect)
+        finally:
+            self.batch_started_at = None
+
+    def batch_running_s(self) -> float | None:
+        """How long the batch in this handler has run (None: none is): a blind moment's side."""
+        started = self.batch_started_at
+        return None if started is None else time.monotonic() - started
 
     def tick(self, now_ms: int | None = None) -> list[Any]:
         """What time alone changed since the last batch or tick, up to each cluster's known time:

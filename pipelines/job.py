@@ -29,7 +29,7 @@ from pipelines.history_path import HistoryPath, history_tasks
 from pipelines.incident_store import IncidentStore
 from pipelines.incidents import IncidentBook
 from pipelines.ingest import parse, read_observations, valid
-from pipelines.state import PipelineState, blindness_said
+from pipelines.state import PipelineState, alert_query_said, blindness_said
 from pipelines.broker_history import BrokerHistory
 from pipelines.quality import QualityRunner
 from pipelines.session import alert_session
@@ -169,9 +169,19 @@ class Pipeline:
                 log.exception("the pipeline's clock could not advance")
             now = time.time()
             stale_now = self.state.stale(now)
-            for line in blindness_said(stale, stale_now, self.state.snapshot, now):
+            doing = self._alert_query_said(alerts) if stale_now.keys() - stale else None
+            for line in blindness_said(stale, stale_now, self.state.snapshot, now, doing):
                 log.warning("%s", line)
             stale = set(stale_now)
+
+    def _alert_query_said(self, alerts: AlertPath) -> tuple[bool, str] | None:
+        """What the alert query is doing now (busy or waiting for data), asked only as a view turns stale."""
+        running = alerts.batch_running_s()
+        try:
+            status = next((q.status for q in self.queries if q.name == "krm-alerts"), None)
+        except Exception:  # noqa: BLE001 - a query being restarted: the handler's clock still says something
+            status = None
+        return alert_query_said(status, running)
 
     def prepare_tables(self) -> dict[str, str]:
         """Bound every table's _delta_log (pipelines/log_retention.py) before any query writes: the

@@ -205,20 +205,37 @@ class PipelineState:
             self._snapshot = Snapshot(**{**cur.__dict__, "query_restarts": restarts})
 
 
-def blindness_said(was_stale: set[str], stale: dict[str, float], snap: Snapshot, now: float) -> list[str]:
+def blindness_said(was_stale: set[str], stale: dict[str, float], snap: Snapshot, now: float,
+                   alert_query: tuple[bool, str] | None = None) -> list[str]:
     """Log lines for clusters whose view turned stale or fresh since the last look (`was_stale`): which side
-    fell behind, so a blind moment's cause is in the log. A micro-batch finished recently while the view
-    aged: nothing newer reached the pipeline; none recently: the pipeline itself is behind."""
+    fell behind, so a blind moment's cause is in the log. `alert_query`: (busy, what it is doing) as the
+    alert query says at that moment (`alert_query_said`): busy, the pipeline is behind; waiting for data,
+    nothing newer reached it (the collector's polls or the observations topic). The last micro-batch's
+    time alone cannot tell: the batch that brought the view's newest observation always came after it."""
     out = []
     for name in sorted(stale.keys() - was_stale):
         view = snap.clusters.get(name)
         since_batch = now - snap.last_batch_at if snap.last_batch_at else float("inf")
-        side = ("no micro-batch since: the pipeline is behind" if since_batch >= stale[name]
-                else "micro-batches ran since and read nothing newer (the collector, the observations topic, or a "
-                     "query still catching up)")
+        if alert_query is None:
+            side = "the alert query's state unknown"
+        elif alert_query[0]:
+            side = f"the alert query is busy ({alert_query[1]}): the pipeline is behind"
+        else:
+            side = (f"the alert query is idle ({alert_query[1]}): nothing newer reached the pipeline (the collector's "
+                    "polls or the observations topic)")
         out.append(f"cluster {name}: krm's view is {stale[name]:.1f} s old (poll {view.poll_id if view else '?'}); "
-                   f"the last micro-batch finished {since_batch:.1f} s ago after {snap.last_batch_s:.2f} s, {side}")
+                   f"the last micro-batch finished {since_batch:.1f} s ago after {snap.last_batch_s:.2f} s; {side}")
     for name in sorted(was_stale - stale.keys()):
         view = snap.clusters.get(name)
         out.append(f"cluster {name}: krm's view is fresh again (poll {view.poll_id if view else '?'})")
     return out
+
+
+def alert_query_said(status: dict[str, Any] | None, batch_running_s: float | None) -> tuple[bool, str] | None:
+    """(busy, what) from the alert query's Spark status (StreamingQuery.status: message, isTriggerActive)
+    and how long the batch handler has been running (None: no batch in the handler)."""
+    if batch_running_s is not None:
+        return True, f"a micro-batch in its handler for {batch_running_s:.1f} s"
+    if status is None:
+        return None
+    return bool(status.get("isTriggerActive")), str(status.get("message", ""))

@@ -1,12 +1,12 @@
-"""When krm goes blind to a cluster, the log says which side fell behind: the pipeline (no micro-batch
-since the view aged) or what feeds it (batches ran, no newer observation came); and a slow poll says
-which of its steps took the time."""
+"""When krm goes blind to a cluster, the log says which side fell behind: the pipeline (its alert query
+busy) or what feeds it (the query idle, waiting for data); and a slow poll says which of its steps took
+the time."""
 
 from __future__ import annotations
 
 import pytest
 
-from pipelines.state import ClusterView, PipelineState, Snapshot, blindness_said
+from pipelines.state import ClusterView, PipelineState, Snapshot, alert_query_said, blindness_said
 
 pytestmark = pytest.mark.unit
 
@@ -26,17 +26,27 @@ def _stale(snap: Snapshot) -> dict[str, float]:
     return state.stale(NOW)
 
 
-def test_batches_running_while_the_view_ages_blame_what_feeds_the_pipeline():
-    snap = _snap(NOW - 9.0, last_batch_s_ago=0.8)
-    (line,) = blindness_said(set(), _stale(snap), snap, NOW)
+def test_an_idle_alert_query_blames_what_feeds_the_pipeline():
+    snap = _snap(NOW - 9.0, last_batch_s_ago=8.2)
+    idle = alert_query_said({"message": "Waiting for data to arrive", "isTriggerActive": False}, None)
+    (line,) = blindness_said(set(), _stale(snap), snap, NOW, idle)
     assert "cluster c: krm's view is 9.0 s old (poll 41)" in line
-    assert "finished 0.8 s ago after 0.35 s" in line and "read nothing newer" in line
+    assert "finished 8.2 s ago after 0.35 s" in line
+    assert "idle (Waiting for data to arrive): nothing newer reached the pipeline" in line
 
 
-def test_no_batch_since_the_view_aged_blames_the_pipeline():
-    snap = _snap(NOW - 9.0, last_batch_s_ago=12.0)
-    (line,) = blindness_said(set(), _stale(snap), snap, NOW)
-    assert "the pipeline is behind" in line
+def test_a_busy_alert_query_blames_the_pipeline():
+    # the last batch finished after the view's newest observation (it brought it): its time alone
+    # cannot say which side is behind; what the query is doing now can
+    snap = _snap(NOW - 9.0, last_batch_s_ago=7.5)
+    for doing in (alert_query_said({"message": "Getting offsets from KafkaV2", "isTriggerActive": True}, None),
+                  alert_query_said({"message": "Waiting for data to arrive", "isTriggerActive": False}, 6.9)):
+        (line,) = blindness_said(set(), _stale(snap), snap, NOW, doing)
+        assert "the pipeline is behind" in line, line
+    (line,) = blindness_said(set(), _stale(snap), snap, NOW, alert_query_said(None, 6.9))
+    assert "busy (a micro-batch in its handler for 6.9 s)" in line
+    (line,) = blindness_said(set(), _stale(snap), snap, NOW, None)
+    assert "state unknown" in line
 
 
 def test_said_once_when_it_turns_stale_and_once_when_fresh_again():
