@@ -209,7 +209,8 @@ def blindness_said(was_stale: set[str], stale: dict[str, float], snap: Snapshot,
                    alert_query: tuple[bool, str] | None = None) -> list[str]:
     """Log lines for clusters whose view turned stale or fresh since the last look (`was_stale`): which side
     fell behind, so a blind moment's cause is in the log. `alert_query`: (busy, what it is doing) as the
-    alert query says at that moment (`alert_query_said`): busy, the pipeline is behind; waiting for data,
+    alert query says at that moment (`alert_query_said`): busy asking for the topic's offsets, the
+    observations topic does not answer; busy otherwise, the pipeline is behind; waiting for data,
     nothing newer reached it (the collector's polls or the observations topic). The last micro-batch's
     time alone cannot tell: the batch that brought the view's newest observation always came after it."""
     out = []
@@ -218,6 +219,9 @@ def blindness_said(was_stale: set[str], stale: dict[str, float], snap: Snapshot,
         since_batch = now - snap.last_batch_at if snap.last_batch_at else float("inf")
         if alert_query is None:
             side = "the alert query's state unknown"
+        elif alert_query[0] and alert_query[1].startswith("Getting offsets"):
+            side = (f"the alert query is busy ({alert_query[1]}): the observations topic does not answer the "
+                    "pipeline's reads")
         elif alert_query[0]:
             side = f"the alert query is busy ({alert_query[1]}): the pipeline is behind"
         else:

@@ -39,10 +39,14 @@ def test_a_busy_alert_query_blames_the_pipeline():
     # the last batch finished after the view's newest observation (it brought it): its time alone
     # cannot say which side is behind; what the query is doing now can
     snap = _snap(NOW - 9.0, last_batch_s_ago=7.5)
-    for doing in (alert_query_said({"message": "Getting offsets from KafkaV2", "isTriggerActive": True}, None),
+    for doing in (alert_query_said({"message": "Processing new data", "isTriggerActive": True}, None),
                   alert_query_said({"message": "Waiting for data to arrive", "isTriggerActive": False}, 6.9)):
         (line,) = blindness_said(set(), _stale(snap), snap, NOW, doing)
         assert "the pipeline is behind" in line, line
+    asking = alert_query_said({"message": "Getting offsets from KafkaV2[Subscribe[krm.obs]]",
+                               "isTriggerActive": True}, None)
+    (line,) = blindness_said(set(), _stale(snap), snap, NOW, asking)
+    assert "the observations topic does not answer the pipeline's reads" in line
     (line,) = blindness_said(set(), _stale(snap), snap, NOW, alert_query_said(None, 6.9))
     assert "busy (a micro-batch in its handler for 6.9 s)" in line
     (line,) = blindness_said(set(), _stale(snap), snap, NOW, None)
