@@ -195,9 +195,9 @@ def every_isr_whole(cluster: LocalCluster) -> bool:
 
 def every_broker_agrees(cluster: LocalCluster) -> bool:
     """Every broker's own Metadata answer names the same leader and ISR for every partition, and every
-    ISR is whole. After a fault that held the ZooKeeper-mode controller's requests (a replication cut of
-    the controller), the other brokers' caches can trail ZooKeeper for a while after `every_isr_whole`
-    (one broker's answer) already holds; the next test would read the stale cache."""
+    ISR is whole: a cluster left as the next test expects it, asked of each cache, where `every_isr_whole`
+    asks one broker. For a fault that held the ZooKeeper-mode controller's UpdateMetadata requests to the
+    other brokers (a replication cut of the controller)."""
     from kafka.client_async import KafkaClient
 
     from collectors import metadata

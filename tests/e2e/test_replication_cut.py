@@ -132,6 +132,6 @@ def test_a_cut_replication_link_is_paged_while_writes_wait_and_named(mode, reque
         if writes is not None:
             writes.stop()
         monitor.stop()
-        # every broker's cache, not one broker's answer: the ZooKeeper-mode controller's UpdateMetadata
-        # requests were held by the cut, and the next test reads leaders from whichever broker it asks
+        # every broker's cache, not one broker's answer: in ZooKeeper mode the cut held the controller's
+        # UpdateMetadata requests to them, and the next test reads leaders from whichever broker it asks
         wait_for(lambda: every_broker_agrees(cluster), 120, "every broker's metadata whole and alike after the heal")
