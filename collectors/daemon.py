@@ -61,6 +61,8 @@ class Collector:
         self.polls = 0
         self.last_poll_s: dict[str, float] = {}
         self.last_poll_at: dict[str, float] = {}  # cluster -> time.time() the last poll ended
+        self.poll_started_at: dict[str, float] = {}  # cluster -> time.time() the current or last poll began
+        self.last_published: dict[str, tuple[int, float]] = {}  # cluster -> (poll id, time.time()) spooled
 
     def migration_phases(self) -> dict[str, tuple[int, int | None]]:
         """cluster -> (ZkMigrationState-numbered phase, brokers still registered in ZooKeeper)."""
@@ -145,11 +147,15 @@ class Collector:
                 wake.wait(max(0.0, min(wait, tick) if tick > 0 else wait))
                 continue
             t0 = time.monotonic()
+            self.poll_started_at[src.cluster.name] = time.time()
             try:
                 with gc_pause.paused():  # the records are freed by reference counting once spooled
                     records = src.poll()
                     if not self._kept_home(src.cluster.name, records, interval):
                         self.publisher.publish(records)
+                        head = next((r for r in records if r["kind"] == "cluster"), None)
+                        if head is not None:
+                            self.last_published[src.cluster.name] = (head["poll_id"], time.time())
             except Exception:  # noqa: BLE001 - keep polling; the failure is logged with its cause
                 log.exception("poll of cluster %s failed", src.cluster.name)
             self.polls += 1
@@ -161,6 +167,21 @@ class Collector:
                             src.phases_said())
             if scheduled:  # fixed rate, no burst after a slow poll; extra (watch-triggered) polls never delay it
                 next_at = max(next_at + interval, time.monotonic())
+
+    def said(self, cluster: str, now: float) -> str:
+        """This collector's side of a blind moment (pipelines/state.py `blindness_said`): its poll of
+        `cluster` (running, or when it ended), the last poll it published, and where the records are."""
+        started, ended = self.poll_started_at.get(cluster), self.last_poll_at.get(cluster)
+        if started is None:
+            poll = "has not polled it yet"
+        elif ended is None or started > ended:
+            poll = f"is in a poll of it for {now - started:.1f} s"
+        else:
+            poll = f"last polled it {now - ended:.1f} s ago (took {self.last_poll_s.get(cluster, 0.0):.1f} s)"
+        published = self.last_published.get(cluster)
+        sent = (f"published poll {published[0]} {now - published[1]:.1f} s ago, kept the steady ones since home"
+                if published else "published no poll of it yet")
+        return f"the collector here {poll}, {sent}; {self.publisher.said(now)}"
 
     def _kept_home(self, cluster: str, records: list[Observation], interval_s: float) -> bool:
         """A steady poll that found what the last published one did: not published (collectors/unchanged.py).

@@ -45,6 +45,7 @@ class Publisher:
         self.sent = 0
         self.invalid = 0
         self.send_failures = 0
+        self.acked_at = 0.0  # time.time() the topic last acknowledged a batch (0: never)
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -58,6 +59,17 @@ class Publisher:
     @property
     def dropped(self) -> int:
         return self.spool.dropped
+
+    def said(self, now: float) -> str:
+        """Where the records are (for a blind moment's log line): acknowledged, waiting, or spooled
+        through an outage."""
+        waiting = self.spool.depth
+        if self.in_outage:
+            return f"the observations topic is out of reach ({waiting} records spooled)"
+        last = f", the last {now - self.acked_at:.1f} s ago" if self.acked_at else ""
+        if waiting:
+            return f"{waiting} records wait to be sent ({self.sent} acknowledged{last})"
+        return f"the observations topic acknowledged every record sent ({self.sent}{last})"
 
     def start(self) -> Publisher:
         try:
@@ -178,6 +190,7 @@ class Publisher:
             self.spool.pop(batch)
             with self._lock:
                 self.sent += len(batch)
+                self.acked_at = time.time()
             retry.succeeded()
             if self._outage:
                 log.warning("observations topic reachable again; spool replayed in order (%d still waiting)",

@@ -105,8 +105,9 @@ class Monitor:
                     self._ensure_observations_topic()
                 # the collector's first polls (each partition's first state) were published while Spark
                 # started: a new history reads them (ingest.read_observations)
-                self.pipeline = Pipeline(self.config, self._spark, state,
-                                         history_since_ms=self._collector_started_ms).start()
+                self.pipeline = Pipeline(self.config, self._spark, state, history_since_ms=self._collector_started_ms,
+                                         collector_said=self.collector.said if self.collector is not None else None
+                                         ).start()
         except BaseException:
             self.stop()
             raise

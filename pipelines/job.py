@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import Any
+from typing import Any, Callable
 
 from foundation.config import Config
 from pipelines import findings as F_
@@ -79,9 +79,11 @@ class Pipeline:
     """Construct validates paths only; start() opens Spark queries and the incident table."""
 
     def __init__(self, config: Config, spark: Any, state: PipelineState | None = None,
-                 history_since_ms: int | None = None) -> None:
-        """`history_since_ms`: where a history query with no checkpoint starts (ingest.read_observations)."""
+                 history_since_ms: int | None = None, collector_said: Callable[[str, float], str] | None = None) -> None:
+        """`history_since_ms`: where a history query with no checkpoint starts (ingest.read_observations).
+        `collector_said`: a collector in this process describing its side of a blind moment (`_tick`)."""
         self.config = config
+        self.collector_said = collector_said
         self.history_since_ms = history_since_ms
         self.spark = spark
         self.state = state or PipelineState()
@@ -170,7 +172,9 @@ class Pipeline:
             now = time.time()
             stale_now = self.state.stale(now)
             doing = self._alert_query_said(alerts) if stale_now.keys() - stale else None
-            for line in blindness_said(stale, stale_now, self.state.snapshot, now, doing):
+            said = self.collector_said
+            collector = {name: said(name, now) for name in stale_now.keys() - stale} if said is not None else {}
+            for line in blindness_said(stale, stale_now, self.state.snapshot, now, doing, collector):
                 log.warning("%s", line)
             stale = set(stale_now)
 

@@ -206,13 +206,16 @@ class PipelineState:
 
 
 def blindness_said(was_stale: set[str], stale: dict[str, float], snap: Snapshot, now: float,
-                   alert_query: tuple[bool, str] | None = None) -> list[str]:
+                   alert_query: tuple[bool, str] | None = None,
+                   collector: dict[str, str] | None = None) -> list[str]:
     """Log lines for clusters whose view turned stale or fresh since the last look (`was_stale`): which side
     fell behind, so a blind moment's cause is in the log. `alert_query`: (busy, what it is doing) as the
     alert query says at that moment (`alert_query_said`): busy asking for the topic's offsets, the
     observations topic does not answer; busy otherwise, the pipeline is behind; waiting for data,
     nothing newer reached it (the collector's polls or the observations topic). The last micro-batch's
-    time alone cannot tell: the batch that brought the view's newest observation always came after it."""
+    time alone cannot tell: the batch that brought the view's newest observation always came after it.
+    `collector`: cluster -> what a collector in this process says of it (collectors/daemon.py `said`): its
+    polls and the observations topic's acknowledgements, the other side of the same moment."""
     out = []
     for name in sorted(stale.keys() - was_stale):
         view = snap.clusters.get(name)
@@ -227,8 +230,9 @@ def blindness_said(was_stale: set[str], stale: dict[str, float], snap: Snapshot,
         else:
             side = (f"the alert query is idle ({alert_query[1]}): nothing newer reached the pipeline (the collector's "
                     "polls or the observations topic)")
+        said = f"; {collector[name]}" if collector and name in collector else ""
         out.append(f"cluster {name}: krm's view is {stale[name]:.1f} s old (poll {view.poll_id if view else '?'}); "
-                   f"the last micro-batch finished {since_batch:.1f} s ago after {snap.last_batch_s:.2f} s; {side}")
+                   f"the last micro-batch finished {since_batch:.1f} s ago after {snap.last_batch_s:.2f} s; {side}{said}")
     for name in sorted(was_stale - stale.keys()):
         view = snap.clusters.get(name)
         out.append(f"cluster {name}: krm's view is fresh again (poll {view.poll_id if view else '?'})")

@@ -80,6 +80,8 @@ def test_observations_on_the_watched_cluster_blinded_by_a_cut_still_page(zk_clus
         said = [r.getMessage() for r in caplog.records if r.name == "pipelines.job"
                 and r.getMessage().startswith(f"cluster {cluster.name}: krm's view is ")]
         assert said and "the observations topic does not answer the pipeline's reads" in said[0], caplog.text[-2000:]
+        # the collector beside it says its side: it goes on polling while its records wait
+        assert "; the collector here " in said[0] and " records" in said[0], said[0]
         print(f"[blind] the log: {said[0]}")
 
         console = url.removesuffix("/metrics")

@@ -70,3 +70,37 @@ def test_a_slow_poll_says_what_each_step_took():
     assert src.phases_said() == "metadata 0.02 s, configs 4.20 s, offsets 0.28 s"
     src.poll_phases = [("start", 10.0)]
     assert "reached no broker" in src.phases_said()
+
+
+def test_the_collector_in_this_process_says_its_side():
+    """Polls that went out and were acknowledged while the alert query waits for data: the records are
+    in the topic but not readable yet (its high watermark); a poll that hangs or an outage says so."""
+    from types import SimpleNamespace
+
+    from collectors.daemon import Collector
+    from collectors.publisher import Publisher
+    from collectors.spool import Spool
+
+    pub = Publisher.__new__(Publisher)
+    pub.spool, pub._producer, pub._outage, pub.sent, pub.acked_at = Spool(1 << 20), object(), False, 212, NOW - 6.5
+    c = Collector.__new__(Collector)
+    c.publisher = pub
+    c.poll_started_at, c.last_poll_at, c.last_poll_s = {"c": NOW - 1.3}, {"c": NOW - 0.4}, {"c": 0.9}
+    c.last_published = {"c": (57, NOW - 6.6)}
+    said = c.said("c", NOW)
+    assert said == ("the collector here last polled it 0.4 s ago (took 0.9 s), published poll 57 6.6 s ago, kept "
+                    "the steady ones since home; the observations topic acknowledged every record sent (212, the "
+                    "last 6.5 s ago)")
+    snap = _snap(NOW - 9.0, last_batch_s_ago=8.2)
+    idle = alert_query_said({"message": "Waiting for data to arrive", "isTriggerActive": False}, None)
+    (line,) = blindness_said(set(), _stale(snap), snap, NOW, idle, {"c": said})
+    assert line.endswith("(the collector's polls or the observations topic); " + said)
+
+    c.poll_started_at["c"], c.last_poll_at["c"] = NOW - 7.0, NOW - 8.0  # a poll that has not ended
+    assert c.said("c", NOW).startswith("the collector here is in a poll of it for 7.0 s, published poll 57")
+    pub.spool.put([(b"k", b"v")])
+    assert c.said("c", NOW).endswith("1 records wait to be sent (212 acknowledged, the last 6.5 s ago)")
+    pub._producer = None
+    assert c.said("c", NOW).endswith("the observations topic is out of reach (1 records spooled)")
+    assert Collector.said(SimpleNamespace(poll_started_at={}, last_poll_at={}, last_published={}, publisher=pub),
+                          "c", NOW).startswith("the collector here has not polled it yet, published no poll of it yet")

@@ -48,7 +48,7 @@ def test_watch_triggered_polls_do_not_delay_the_schedule():
     c._wake = {"c1": wake}
     c._zk = {"c1": Watches(wake)}
     c._stop = threading.Event()
-    c.polls, c.last_poll_s, c.last_poll_at = 0, {}, {}
+    c.polls, c.last_poll_s, c.last_poll_at, c.poll_started_at, c.last_published = 0, {}, {}, {}, {}
     t = threading.Thread(target=c._loop, args=(src,), daemon=True)
     start = time.monotonic()
     t.start()
@@ -89,7 +89,7 @@ def test_without_watches_a_broker_change_polls_at_once():
     src = KraftSource(start)
     c.publisher = SimpleNamespace(publish=lambda records: None)
     c._wake, c._zk, c._stop = {"c1": wake}, {}, threading.Event()
-    c.polls, c.last_poll_s, c.last_poll_at = 0, {}, {}
+    c.polls, c.last_poll_s, c.last_poll_at, c.poll_started_at, c.last_published = 0, {}, {}, {}, {}
     t = threading.Thread(target=c._loop, args=(src,), daemon=True)
     t.start()
     time.sleep(1.2)
@@ -109,7 +109,7 @@ def _run_without_watch_requests(src, seconds):
     c.publisher = SimpleNamespace(publish=lambda records: None)
     c._wake, c._stop = {"c1": wake}, threading.Event()
     c._zk = {"c1": SimpleNamespace(take_poll_request=lambda: False)}
-    c.polls, c.last_poll_s, c.last_poll_at = 0, {}, {}
+    c.polls, c.last_poll_s, c.last_poll_at, c.poll_started_at, c.last_published = 0, {}, {}, {}, {}
     t = threading.Thread(target=c._loop, args=(src,), daemon=True)
     t.start()
     time.sleep(seconds)

@@ -78,7 +78,7 @@ def test_spark_conf_reaches_the_session_over_krms_defaults(monkeypatch, tmp_path
         return object()
 
     class FakePipeline:
-        def __init__(self, config, spark, state, history_since_ms=None):
+        def __init__(self, config, spark, state, history_since_ms=None, collector_said=None):
             pass
 
         def start(self):
