@@ -10,8 +10,11 @@ request counts too), and one that answers a probe again is polled at once."""
 from __future__ import annotations
 
 import logging
+import os
+import sys
 import threading
 import time
+import traceback
 from typing import Any, Callable
 
 from collectors import gc_pause, topic_share
@@ -29,6 +32,27 @@ log = logging.getLogger(__name__)
 
 SLOW_POLL_INTERVALS = 2  # a poll longer than this many intervals is logged with its steps' times
 SLOW_POLL_SAID_EVERY_S = 60.0  # at most once a minute per cluster
+STUCK_POLL_S = 10.0  # a poll still running after this (or five intervals, if longer) is logged as it runs
+_ROOT = f"{os.path.dirname(os.path.dirname(os.path.abspath(__file__)))}{os.sep}"
+
+
+def where(thread: threading.Thread | None, frames: int = 3) -> str:
+    """Where a thread is now, innermost first ("kafka/conn.py:757 _recv_bytes_blocking <- ..."): a
+    poll that does not end says what it waits on while it waits, not after."""
+    frame = sys._current_frames().get(thread.ident) if thread is not None and thread.ident is not None else None
+    if frame is None:
+        return "unknown"
+    out = []
+    for f in reversed(traceback.extract_stack(frame)[-frames:]):
+        path = f.filename
+        if f"site-packages{os.sep}" in path:
+            path = path.split(f"site-packages{os.sep}")[-1]  # kafka/conn.py
+        elif path.startswith(_ROOT):
+            path = path.removeprefix(_ROOT)  # collectors/offsets.py
+        else:
+            path = os.path.basename(path)  # the standard library's threading.py
+        out.append(f"{path}:{f.lineno} {f.name}")
+    return " <- ".join(out)
 
 
 class Collector:
@@ -63,6 +87,7 @@ class Collector:
         self.last_poll_at: dict[str, float] = {}  # cluster -> time.time() the last poll ended
         self.poll_started_at: dict[str, float] = {}  # cluster -> time.time() the current or last poll began
         self.last_published: dict[str, tuple[int, float]] = {}  # cluster -> (poll id, time.time()) spooled
+        self._poll_threads: dict[str, threading.Thread] = {}  # cluster -> its poll loop's thread
 
     def migration_phases(self) -> dict[str, tuple[int, int | None]]:
         """cluster -> (ZkMigrationState-numbered phase, brokers still registered in ZooKeeper)."""
@@ -78,6 +103,7 @@ class Collector:
             t = threading.Thread(target=self._loop, args=(src,), name=f"krm-collect-{src.cluster.name}", daemon=True)
             t.start()
             self._threads.append(t)
+            self._poll_threads[src.cluster.name] = t
             if src.cluster.name in self._zk:
                 q = threading.Thread(target=self._publish_changes, args=(src,), daemon=True,
                                      name=f"krm-zk-publish-{src.cluster.name}")
@@ -94,7 +120,32 @@ class Collector:
             self._threads.append(t)
         for zk in self._zk.values():
             zk.start()
+        watch = threading.Thread(target=self._watch_polls, name="krm-collect-watch", daemon=True)
+        watch.start()
+        self._threads.append(watch)
         return self
+
+    def stuck_polls(self, now: float, said: dict[str, float]) -> list[str]:
+        """Log lines for polls running longer than STUCK_POLL_S (or five intervals), each poll once
+        (`said`: cluster -> the start of the poll last said; updated): where its thread waits and the
+        steps it finished, while it still waits."""
+        out = []
+        for src in self.sources:
+            name = src.cluster.name
+            started, ended = self.poll_started_at.get(name), self.last_poll_at.get(name, 0.0)
+            limit = max(STUCK_POLL_S, 5 * src.settings.poll_interval_s)
+            if started is None or started <= ended or now - started < limit or said.get(name) == started:
+                continue
+            said[name] = started
+            out.append(f"poll of cluster {name} has run for {now - started:.0f} s and not ended; its thread is at "
+                       f"{where(self._poll_threads.get(name))} (steps done: {src.phases_said()})")
+        return out
+
+    def _watch_polls(self) -> None:
+        said: dict[str, float] = {}
+        while not self._stop.wait(1.0):
+            for line in self.stuck_polls(time.time(), said):
+                log.warning("%s", line)
 
     def request_stop(self) -> None:
         """Tell every loop to end after its current round, without waiting for them."""
@@ -175,7 +226,7 @@ class Collector:
         if started is None:
             poll = "has not polled it yet"
         elif ended is None or started > ended:
-            poll = f"is in a poll of it for {now - started:.1f} s"
+            poll = f"is in a poll of it for {now - started:.1f} s (at {where(self._poll_threads.get(cluster), 1)})"
         else:
             poll = f"last polled it {now - ended:.1f} s ago (took {self.last_poll_s.get(cluster, 0.0):.1f} s)"
         published = self.last_published.get(cluster)

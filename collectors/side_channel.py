@@ -71,9 +71,12 @@ class SideChannel:
         if kind not in self._clients:
             from kafka.client_async import KafkaClient
 
+            # the poll's timeout for the connection itself: kafka-python spends it connecting and in each
+            # blocking step of a SASL login (a broker paused mid-login holds the poll's thread that long);
+            # the questions' own, longer waits go with each request (ask_quorum, ask_moves)
             qc = KafkaClient(
                 bootstrap_servers=like.config["bootstrap_servers"], client_id=f"krm-{kind}-{self.cluster.name}",
-                api_version=like.config["api_version"], request_timeout_ms=kraft.QUORUM_REQUEST_TIMEOUT_MS,
+                api_version=like.config["api_version"], request_timeout_ms=like.config["request_timeout_ms"],
                 reconnect_backoff_max_ms=1000, receive_message_max_bytes=MAX_ANSWER_BYTES,
                 **kafka_python_kwargs(self.cluster.security))
             qc.cluster.request_update()

@@ -86,7 +86,7 @@ def test_the_collector_in_this_process_says_its_side():
     c = Collector.__new__(Collector)
     c.publisher = pub
     c.poll_started_at, c.last_poll_at, c.last_poll_s = {"c": NOW - 1.3}, {"c": NOW - 0.4}, {"c": 0.9}
-    c.last_published = {"c": (57, NOW - 6.6)}
+    c.last_published, c._poll_threads = {"c": (57, NOW - 6.6)}, {}
     said = c.said("c", NOW)
     assert said == ("the collector here last polled it 0.4 s ago (took 0.9 s), published poll 57 6.6 s ago, kept "
                     "the steady ones since home; the observations topic acknowledged every record sent (212, the "
@@ -97,10 +97,47 @@ def test_the_collector_in_this_process_says_its_side():
     assert line.endswith("(the collector's polls or the observations topic); " + said)
 
     c.poll_started_at["c"], c.last_poll_at["c"] = NOW - 7.0, NOW - 8.0  # a poll that has not ended
-    assert c.said("c", NOW).startswith("the collector here is in a poll of it for 7.0 s, published poll 57")
+    assert c.said("c", NOW).startswith("the collector here is in a poll of it for 7.0 s (at unknown), published poll 57")
     pub.spool.put([(b"k", b"v")])
     assert c.said("c", NOW).endswith("1 records wait to be sent (212 acknowledged, the last 6.5 s ago)")
     pub._producer = None
     assert c.said("c", NOW).endswith("the observations topic is out of reach (1 records spooled)")
-    assert Collector.said(SimpleNamespace(poll_started_at={}, last_poll_at={}, last_published={}, publisher=pub),
+    assert Collector.said(SimpleNamespace(poll_started_at={}, last_poll_at={}, last_published={}, publisher=pub,
+                                          _poll_threads={}),
                           "c", NOW).startswith("the collector here has not polled it yet, published no poll of it yet")
+
+
+def test_a_poll_that_does_not_end_says_where_its_thread_waits_while_it_waits():
+    import threading
+    import time
+    from types import SimpleNamespace
+
+    from collectors.daemon import Collector
+
+    release = threading.Event()
+
+    def _recv_bytes_blocking():  # stands for the library call a poll hangs in
+        release.wait(10)
+
+    t = threading.Thread(target=_recv_bytes_blocking, daemon=True)
+    t.start()
+    try:
+        src = SimpleNamespace(cluster=SimpleNamespace(name="c"), settings=SimpleNamespace(poll_interval_s=1.0),
+                              phases_said=lambda: "metadata 0.01 s")
+        c = Collector.__new__(Collector)
+        c.sources, c._poll_threads = [src], {"c": t}
+        now = time.time()
+        c.poll_started_at, c.last_poll_at = {"c": now - 12.0}, {"c": now - 13.0}
+        said: dict[str, float] = {}
+        (line,) = c.stuck_polls(now, said)
+        assert line.startswith("poll of cluster c has run for 12 s and not ended; its thread is at threading.py:")
+        assert "<- tests/unit/test_blindness_said.py:" in line and "_recv_bytes_blocking" in line, line
+        assert line.endswith("(steps done: metadata 0.01 s)"), line
+        assert c.stuck_polls(now + 5, said) == [], "each stuck poll is said once"
+        c.poll_started_at["c"] = now - 3.0  # a new poll, not yet long
+        assert c.stuck_polls(now, said) == []
+        c.last_poll_at["c"] = now - 1.0  # ended
+        assert c.stuck_polls(now + 20, said) == []
+    finally:
+        release.set()
+        t.join()
