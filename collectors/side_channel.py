@@ -102,14 +102,19 @@ class SideChannel:
         """The quorum for this poll's cluster record: the answer if it came, else the last one while
         the question is younger than QUORUM_PATIENCE_MS; past that, "no leader" — but only if the
         asked broker answered its offsets requests this poll (a dead or paused broker says nothing
-        about the controllers). A broken connection or a refusal judges nothing."""
+        about the controllers: its question is dropped then, and the next poll asks the broker that
+        answers Metadata). A broken connection or a refusal judges nothing."""
         if self._quorum_ask is None:
             return self.quorum
         future, node, sent_at = self._quorum_ask
         self._clients["quorum"].poll(timeout_ms=0)
         if not future.is_done:
             waited_ms = (time.monotonic() - sent_at) * 1000
-            if waited_ms < kraft.QUORUM_PATIENCE_MS or node not in answered:
+            if waited_ms < kraft.QUORUM_PATIENCE_MS:
+                return self.quorum
+            if node not in answered:  # else the question would wait on the silent broker for minutes
+                self._quorum_ask = None
+                self._clients["quorum"].close(node)
                 return self.quorum
             return {"leader_id": -1, "voters": [],
                     "error": f"DescribeQuorum unanswered for over {kraft.QUORUM_PATIENCE_MS / 1000:.0f}s by broker "
