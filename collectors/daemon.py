@@ -204,9 +204,7 @@ class Collector:
                     records = src.poll()
                     if not self._kept_home(src.cluster.name, records, interval):
                         self.publisher.publish(records)
-                        head = next((r for r in records if r["kind"] == "cluster"), None)
-                        if head is not None:
-                            self.last_published[src.cluster.name] = (head["poll_id"], time.time())
+                        self._published(src.cluster.name, records)
             except Exception:  # noqa: BLE001 - keep polling; the failure is logged with its cause
                 log.exception("poll of cluster %s failed", src.cluster.name)
             self.polls += 1
@@ -218,6 +216,11 @@ class Collector:
                             src.phases_said())
             if scheduled:  # fixed rate, no burst after a slow poll; extra (watch-triggered) polls never delay it
                 next_at = max(next_at + interval, time.monotonic())
+
+    def _published(self, cluster: str, records: list[Observation]) -> None:
+        """Noted for `said`: the poll id every record carries (a full poll's or ZooKeeper's quick records)."""
+        if records:
+            self.last_published[cluster] = (records[0]["poll_id"], time.time())
 
     def said(self, cluster: str, now: float) -> str:
         """This collector's side of a blind moment (pipelines/state.py `blindness_said`): its poll of
@@ -285,7 +288,9 @@ class Collector:
                 continue
             try:
                 self.unchanged.forget(src.cluster.name)  # the pipeline's view moves past the last full poll
-                self.publisher.publish(src.quick_records(dirty))
+                records = src.quick_records(dirty)
+                self.publisher.publish(records)
+                self._published(src.cluster.name, records)
                 self.quick_publishes += 1
             except Exception:  # noqa: BLE001 - the next full poll covers it
                 log.exception("ZooKeeper-triggered publish for cluster %s failed", src.cluster.name)
