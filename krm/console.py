@@ -32,8 +32,6 @@ from krm.console_templates import TEMPLATES
 from krm.charts import BLUE, ORANGE, bar_chart, partition_chart
 from krm.history_charts import broker_chart, lag_chart, plan_bars
 from pipelines import incident_groups
-from pipelines.detectors.rule import PartitionDetails
-from pipelines.disks import last_look
 from pipelines.incident_store import IncidentStore
 from pipelines.state import STALE_DEFAULT_S
 
@@ -52,7 +50,7 @@ def _where(i: Any) -> str:
 
 
 def _act_on(i: Any) -> str:
-    return "; ".join(f"{name} {list(brokers)}" for name, brokers in PartitionDetails.of(i.details).act_on())
+    return "; ".join(f"{name} {list(brokers)}" for name, brokers in i.facts.act_on())
 
 
 RANGES = ("15m", "1h", "6h", "24h", "7d")  # the history pages' windows
@@ -74,8 +72,9 @@ def _min_isr(incidents: list[Any]) -> int | None:
     """The effective min ISR (min(min.insync.replicas, RF), pipelines/detectors/isr.py) the newest of these
     incidents recorded; None when none did."""
     for i in sorted(incidents, key=lambda i: i.last_seen_at_ms, reverse=True):
-        if isinstance(i.details.get("effective_min_isr"), int):
-            return int(i.details["effective_min_isr"])
+        value = getattr(i.facts, "effective_min_isr", None)
+        if isinstance(value, int):
+            return value
     return None
 
 
@@ -238,9 +237,9 @@ class Console:
                                  cluster=i.cluster, until=end)
             svg = partition_chart(states, [i], start, end, min_isr=_min_isr([i]))
         return "200 OK", self._page(f"{i.type} on {i.cluster} {_where(i)}", "incident.html", i=i,
-                                    rule=BY_TYPE.get(i.type), details=json.dumps(i.details, indent=2, default=str),
-                                    changes=changes(states)[-30:], svg=svg,
-                                    disks=last_look(i.details.get("log_dirs")))
+                                    rule=BY_TYPE.get(i.type), details=json.dumps(i.facts.raw(), indent=2, default=str),
+                                    changes=changes(states)[-30:], svg=svg, headline=i.facts.headline(),
+                                    unreadable=i.facts.unreadable)
 
     def _unknown(self, cluster: str, topic: str | None = None, partition: int | None = None,
                  broker: int | None = None) -> tuple[str, str] | None:
@@ -400,7 +399,7 @@ class Console:
         for i in self._open():
             if i.cluster != cluster:
                 continue
-            why = [name for name, brokers in PartitionDetails.of(i.details).act_on() if broker in brokers]
+            why = [name for name, brokers in i.facts.act_on() if broker in brokers]
             if i.broker == broker:
                 why.insert(0, "its subject")
             if why:

@@ -117,15 +117,13 @@ incidents that share one cause read as one{% endif %}{{ note }}</p>{% endblock %
  (<a href="/partitions/{{ i.cluster|urlencode }}/{{ i.topic|urlencode }}/{{ i.partition }}">partition timeline</a>,
  <a href="/topics/{{ i.cluster|urlencode }}/{{ i.topic|urlencode }}">topic</a>){% endif %}</td></tr>
 <tr><th>act on</th><td>{{ act_on(i) or "-" }}</td></tr>
-{% set link = i.details.replication_link %}{% if link and link.summary %}<tr><th>cut</th>
-<td>{{ link.summary }} ({{ link.side }} side)</td></tr>{% endif %}
-{% if i.details.disk_full and disks %}<tr><th>disks</th><td>{{ disks }} (the last look before it went)</td></tr>{% endif %}
+{% if headline %}<tr><th>evidence</th><td>{{ headline }}</td></tr>{% endif %}
 <tr><th>opened</th><td>{{ iso(i.opened_at_ms) }}</td></tr><tr><th>last seen</th><td>{{ iso(i.last_seen_at_ms) }}</td></tr>
 <tr><th>resolved</th><td>{{ iso(i.resolved_at_ms) if i.resolved_at_ms else "open" }}</td></tr>
 <tr><th>id</th><td><code>{{ i.incident_id }}</code></td></tr>
 {% if rule %}<tr><th>means</th><td>{{ rule.summary }}</td></tr><tr><th>routine work</th><td>{{ rule.routine }}</td></tr>{% endif %}
 </table>
-<h2>details</h2><pre>{{ details }}</pre>
+<h2>details</h2><pre>{{ details }}</pre>{% if unreadable %}<p class="muted">not of the declared shape, left out: {{ unreadable|join(", ") }}</p>{% endif %}
 {% if svg %}<h2>the partition around it</h2>{{ svg|safe }}{% endif %}
 {% if changes %}<table><tr><th>at</th><th>what</th></tr>{% for e in changes %}<tr><td>{{ e.at.isoformat(timespec="seconds") }}</td>
 <td>{{ e.what }}</td></tr>{% endfor %}</table>{% endif %}{% endblock %}""",

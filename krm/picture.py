@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 from urllib.parse import quote, urlencode
 
-from pipelines.detectors.rule import PartitionDetails
 
 SEVERITY_ORDER = {"critical": 0, "warning": 1, "info": 2}
 # what a cell says of each partition incident (the incident type's short name)
@@ -70,7 +69,7 @@ class Grid:
 
 def names(i: Any) -> set[int]:
     """The brokers an incident names: to act on, or its subject."""
-    named = {b for _, brokers in PartitionDetails.of(i.details).act_on() for b in brokers}
+    named = i.facts.brokers_named()
     if i.broker is not None:
         named.add(i.broker)
     return named

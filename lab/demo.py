@@ -99,7 +99,7 @@ def run_demo(keep: bool = False, brokers: int = 3) -> int:
         say("summary:")
         for i in incidents:
             dur = ((i.resolved_at_ms or i.last_seen_at_ms) - i.opened_at_ms) / 1000
-            must = OfflineDetails.of(i.details).must_return if i.type == OFFLINE else ()
+            must = i.facts.must_return if isinstance(i.facts, OfflineDetails) else ()
             root = i.root_cause or i.cause
             print(f"         {i.type} {i.topic}/{i.partition} cause={root} {i.status} after {dur:.1f}s"
                   + (f" (last: {i.cause})" if i.cause != root else "")
@@ -111,7 +111,8 @@ def run_demo(keep: bool = False, brokers: int = 3) -> int:
         monitor.stop()
         monitor = None
         if incidents:  # the page's incident: an offline partition, the one naming the broker to bring back first
-            shown = min(incidents, key=lambda i: (i.type != OFFLINE, not OfflineDetails.of(i.details).must_return))
+            shown = min(incidents, key=lambda i: (i.type != OFFLINE,
+                                                  not (isinstance(i.facts, OfflineDetails) and i.facts.must_return)))
             _history(say, cluster.config_path, shown)
         print(f"\n  History: .venv/bin/krm incidents --config {cluster.config_path}")
         return 0

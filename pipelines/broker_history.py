@@ -24,6 +24,8 @@ import threading
 from typing import Any
 
 from foundation.storage import Location, as_location
+from pipelines.detectors.isr import IsrDetails
+from pipelines.detectors.offline import OfflineDetails
 
 log = logging.getLogger(__name__)
 
@@ -39,11 +41,12 @@ def trouble(open_incidents: Any) -> dict[tuple[str, int], tuple[int, int]]:
         if i.topic is None or i.partition is None:
             continue
         tp = (i.topic, i.partition)
-        if i.type in ISR_TYPES:
-            for b in i.details.get("out_of_sync") or ():
+        facts = i.facts
+        if i.type in ISR_TYPES and isinstance(facts, IsrDetails):
+            for b in facts.out_of_sync:
                 out_of_sync.setdefault((i.cluster, b), set()).add(tp)
-        elif i.type == "OFFLINE_PARTITION":
-            for b in i.details.get("must_return") or ():
+        elif isinstance(facts, OfflineDetails):
+            for b in facts.must_return:
                 offline.setdefault((i.cluster, b), set()).add(tp)
     return {k: (len(out_of_sync.get(k, ())), len(offline.get(k, ()))) for k in set(out_of_sync) | set(offline)}
 

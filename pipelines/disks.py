@@ -33,18 +33,6 @@ def of_brokers(brokers: Iterable[Broker]) -> tuple[LogDirState, ...]:
                  for b in brokers if b.get("live", True) for d in b.get("log_dirs") or ())
 
 
-def last_look(log_dirs: Iterable[dict[str, Any]] | None) -> str | None:
-    """A down broker's directories as krm last saw them, in a line (BROKER_DOWN `log_dir_full`'s evidence)."""
-    parts = []
-    for d in log_dirs or ():
-        if d.get("failed"):
-            parts.append(f"{d['path']} failed")
-        elif d.get("total_bytes") is not None and d.get("usable_bytes") is not None:
-            eta = f", full in {d['full_in_s']:.0f} s at its rate" if d.get("full_in_s") is not None else ""
-            parts.append(f"{d['path']} {d['usable_bytes'] / 2**20:.1f} of {d['total_bytes'] / 2**20:.1f} MiB free{eta}")
-    return "; ".join(parts) or None
-
-
 def urgency(full_in_s: float | None, page_within_s: float = PAGE_WITHIN_S,
             warn_within_s: float = WARN_WITHIN_S) -> str | None:
     """`critical` for a forecast within the page's horizon, `warning` within the warning's, else None."""

@@ -6,8 +6,8 @@ Pure, computed whenever incidents are listed (the console, `krm incidents`), nev
 table keeps one row per incident, and `krm incidents --json` one object per incident with its `group`.
 
 - A BROKER_DOWN incident heads the group of every partition incident of its cluster that names that
-  broker as one to act on (PartitionDetails.act_on: must_return, holding_back, out_of_sync,
-  unreachable_brokers) and opened while it was down (from LEAD_MS before its opening: a partition whose
+  broker as one to act on (its details' `act_on`: must_return, holding_back, out_of_sync,
+  unreachable_brokers, adding) and opened while it was down (from LEAD_MS before its opening: a partition whose
   leader stopped answering opens as the broker does).
 - HW_STALL incidents with the same cut side (details.replication_link: pipelines/replication_links.py).
 - OFFLINE_PARTITION `log_dir_offline` incidents of the same broker's failed directory (its must_return).
@@ -21,7 +21,9 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Iterable
 
-from pipelines.detectors.rule import PartitionDetails
+from pipelines.detectors.details import PartitionDetails
+from pipelines.detectors.hw_stall import StallDetails
+from pipelines.detectors.offline import OfflineDetails
 from pipelines.incidents import Incident
 
 LEAD_MS = 60_000
@@ -74,16 +76,18 @@ def _end(i: Incident) -> int:
 
 
 def _link_key(i: Incident) -> tuple[str, str] | None:
-    link = i.details.get("replication_link")
-    if i.type != "HW_STALL" or not isinstance(link, dict) or link.get("broker") is None:
+    facts = i.facts
+    link = facts.replication_link if isinstance(facts, StallDetails) else None
+    if link is None or link.broker is None:
         return None
-    return f"cut:{i.cluster}:{link.get('side')}:{link['broker']}", str(link.get("summary") or "a cut replication link")
+    return f"cut:{i.cluster}:{link.side}:{link.broker}", link.summary or "a cut replication link"
 
 
 def _disk_key(i: Incident) -> tuple[str, str] | None:
-    if i.type != "OFFLINE_PARTITION" or i.cause != "log_dir_offline":
+    facts = i.facts
+    if not isinstance(facts, OfflineDetails) or i.cause != "log_dir_offline":
         return None
-    brokers = ",".join(str(b) for b in sorted(i.details.get("must_return") or ()))
+    brokers = ",".join(str(b) for b in sorted(facts.must_return))
     return f"disk:{i.cluster}:{brokers}", f"failed log directory on broker {brokers}"
 
 
@@ -109,7 +113,7 @@ def group(incidents: Iterable[Incident]) -> list[Group]:
             else:
                 runs.append((title, [i], _end(i)))
             continue
-        named = {b for _, brokers in PartitionDetails.of(i.details).act_on() for b in brokers}
+        named = i.facts.brokers_named() if isinstance(i.facts, PartitionDetails) else set()
         anchors = [d for d in downs if d.cluster == i.cluster and d.broker in named
                    and d.opened_at_ms - LEAD_MS <= i.opened_at_ms <= _end(d)]
         if anchors:

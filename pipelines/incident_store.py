@@ -49,11 +49,21 @@ def to_row(i: Incident) -> dict[str, Any]:
     }
 
 
+def _details(text: str | None) -> dict[str, Any]:
+    """A row's details object; a row whose details are not a JSON object (written by hand, cut short) reads as
+    none, so every reader still lists the incident."""
+    try:
+        value = json.loads(text or "{}")
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
 def from_row(r: dict[str, Any]) -> Incident:
     return Incident(
         incident_id=r["incident_id"], cluster=r["cluster"], scope=r["scope"], type=r["type"], severity=r["severity"],
         topic=r["topic"], partition=r["partition"], broker=r["broker"], cause=r["cause"],
-        details=json.loads(r["details"] or "{}"), opened_at_ms=_ms(r["opened_at"]) or 0,
+        details=_details(r["details"]), opened_at_ms=_ms(r["opened_at"]) or 0,
         last_seen_at_ms=_ms(r["last_seen_at"]) or 0, resolved_at_ms=_ms(r["resolved_at"]), status=r["status"],
         reopen_count=r["reopen_count"] or 0,
     )
@@ -109,7 +119,7 @@ def to_json_obj(i: Incident) -> dict[str, Any]:
     iso = lambda ms: None if ms is None else _ts(ms).isoformat().replace("+00:00", "Z")  # type: ignore[union-attr]  # noqa: E731
     return {
         "incident_id": i.incident_id, "cluster": i.cluster, "type": i.type, "severity": i.severity,
-        "topic": i.topic, "partition": i.partition, "broker": i.broker, "cause": i.cause, "details": i.details,
+        "topic": i.topic, "partition": i.partition, "broker": i.broker, "cause": i.cause, "details": i.facts.raw(),
         "opened_at": iso(i.opened_at_ms), "last_seen_at": iso(i.last_seen_at_ms), "resolved_at": iso(i.resolved_at_ms),
         "status": i.status,
     }

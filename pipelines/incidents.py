@@ -28,7 +28,10 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from typing import Any, Iterable, Mapping
+
+from pipelines.detectors.details import Details
 
 Key = tuple[str, str, str | None, int | None, int | None]  # cluster, type, topic, partition, broker
 
@@ -120,15 +123,26 @@ class Incident:
     def key(self) -> Key:
         return (self.cluster, self.type, self.topic, self.partition, self.broker)
 
+    @cached_property
+    def facts(self) -> Details:
+        """Its details in its type's declared shape (pipelines/detectors/details.py): what every reader reads.
+        Parsed once per version of the incident; never raises."""
+        from pipelines.detectors.registry import details_of
+
+        return details_of(self.type, self.details)
+
     @property
     def cause_history(self) -> list[str | None]:
-        """The causes it went through, oldest first (the last CAUSE_HISTORY_MAX), kept in its details."""
-        return list(self.details.get("cause_history") or [self.cause])
+        """The causes it went through, oldest first (the last CAUSE_HISTORY_MAX), kept in its details. Read
+        without `facts`: the lifecycle asks it of every incident a poll sees again."""
+        kept = self.details.get("cause_history")
+        return list(kept) if isinstance(kept, list) and kept else [self.cause]
 
     @property
     def root_cause(self) -> str | None:
         """The cause it opened with."""
-        return self.details.get("root_cause", self.cause_history[0])
+        kept = self.details.get("root_cause")
+        return kept if isinstance(kept, str) else self.cause_history[0]
 
 
 def incident_id(key: Key, opened_at_ms: int) -> str:
@@ -261,6 +275,9 @@ class IncidentBook:
         return new
 
     def _put(self, inc: Incident) -> None:
+        before = self._by_key.get(inc.key)
+        if before is not None and "facts" in before.__dict__ and before.details == inc.details:
+            inc.__dict__["facts"] = before.__dict__["facts"]  # the same details: /metrics reads them parsed
         self._by_key[inc.key] = inc
         self._by_scope.setdefault((inc.cluster, inc.scope), set()).add(inc.key)
 

@@ -203,8 +203,9 @@ def _incident_info_series(incidents: tuple[Incident, ...], console_url: str) -> 
                             labels=["cluster", "type", "severity", "topic", "partition", "broker", "cause",
                                     "incident_id", "must_return", "holding_back", "url"])
     for inc in incidents:
-        must_return = offline.OfflineDetails.of(inc.details).must_return if inc.type == offline.TYPE else ()
-        holding_back = hw_stall.StallDetails.of(inc.details).holding_back if inc.type == hw_stall.TYPE else ()
+        facts = inc.facts
+        must_return = facts.must_return if isinstance(facts, offline.OfflineDetails) else ()
+        holding_back = facts.holding_back if isinstance(facts, hw_stall.StallDetails) else ()
         fam.add_metric([inc.cluster, inc.type, inc.severity, inc.topic or "",
                         "" if inc.partition is None else str(inc.partition), "" if inc.broker is None else str(inc.broker),
                         inc.cause or "", inc.incident_id, _brokers_label(must_return), _brokers_label(holding_back),

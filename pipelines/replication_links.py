@@ -14,21 +14,23 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import replace
-from typing import Any, Callable, Iterable, Iterator, Mapping
+from typing import Any, Callable, Iterable, Iterator
 
+from pipelines.detectors.details import parse
+from pipelines.detectors.hw_stall import StallDetails
 from pipelines.incidents import Finding, Incident
 
 TYPE = "HW_STALL"
 Pair = tuple[int, int]  # (follower, leader)
 
 
-def stopped(details: Mapping[str, Any]) -> list[Pair]:
+def stopped(details: StallDetails) -> list[Pair]:
     """The (follower, leader) pairs of one HW_STALL's details: followers holding it back that answer krm."""
-    leader = details.get("leader")
+    leader = details.leader
     if leader is None or leader < 0:
         return []
-    silent = set(details.get("unreachable") or ())
-    return [(f, leader) for f in details.get("holding_back") or () if f not in silent and f != leader]
+    silent = set(details.unreachable)
+    return [(f, leader) for f in details.holding_back if f not in silent and f != leader]
 
 
 def side(pair: Pair, pairs: set[Pair]) -> dict[str, Any]:
@@ -57,29 +59,34 @@ def annotate(found: list[Finding], open_incidents: Callable[[], Iterable[Inciden
     stalls = [f for f in found if f.type == TYPE]
     if not stalls:
         return found
-    latest: dict[tuple[str, str | None, int | None], Mapping[str, Any]] = {}
+    latest: dict[tuple[str, str | None, int | None], StallDetails] = {}
     for inc in open_incidents():
         if inc.type == TYPE:
-            latest[(inc.cluster, inc.topic, inc.partition)] = inc.details
+            latest[(inc.cluster, inc.topic, inc.partition)] = _stall(inc.facts)
+    seen = {id(f): parse(StallDetails, f.details) for f in stalls}
     for f in stalls:
-        latest[(f.cluster, f.topic, f.partition)] = f.details
+        latest[(f.cluster, f.topic, f.partition)] = seen[id(f)]
     pairs: dict[str, set[Pair]] = defaultdict(set)
     for (cluster, _, _), details in latest.items():
         pairs[cluster].update(stopped(details))
     out = []
     for f in found:
-        mine = stopped(f.details) if f.type == TYPE else []
+        mine = stopped(seen[id(f)]) if f.type == TYPE else []
         if mine:
             f = replace(f, details={**f.details, "replication_link": side(mine[0], pairs[f.cluster])})
         out.append(f)
     return out
 
 
+def _stall(facts: object) -> StallDetails:
+    return facts if isinstance(facts, StallDetails) else StallDetails()
+
+
 def stalled_pairs(open_incidents: Iterable[Incident]) -> dict[str, set[Pair]]:
     out: dict[str, set[Pair]] = defaultdict(set)
     for inc in open_incidents:
         if inc.type == TYPE and inc.status == "open":
-            out[inc.cluster].update(stopped(inc.details))
+            out[inc.cluster].update(stopped(_stall(inc.facts)))
     return out
 
 

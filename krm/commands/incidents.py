@@ -87,8 +87,6 @@ def cmd_incident_show(args: argparse.Namespace, incident_id: str) -> int:
     from foundation.config import load_config
     from krm.timeline import changes, read_states
     from pipelines.detectors.registry import BY_TYPE
-    from pipelines.detectors.rule import PartitionDetails
-    from pipelines.disks import last_look
     from pipelines.incident_store import IncidentStore, to_json_obj
     from pipelines.tables import Tables
 
@@ -113,34 +111,43 @@ def cmd_incident_show(args: argparse.Namespace, incident_id: str) -> int:
     if args.json:
         print(json.dumps(obj, indent=2, default=str))
         return 0
+    print("\n".join(describe(inc, rule, history)))
+    return 0
+
+
+def describe(inc: Any, rule: Any, history: list[Any]) -> list[str]:
+    """`krm incidents show`'s text: the incident, what to act on, its evidence, every declared detail it has,
+    what its type means, and its partition's changes around the opening."""
+    out: list[str] = []
+    opened, last, resolved = (iso_ms(ms) if ms is not None else "-"
+                              for ms in (inc.opened_at_ms, inc.last_seen_at_ms, inc.resolved_at_ms))
     where = f"{inc.topic}-{inc.partition}" if inc.topic is not None else (f"broker {inc.broker}" if inc.broker is not None
                                                                          else "cluster")
-    print(f"{inc.severity.upper()} {inc.type} ({inc.cause or '-'}) on {inc.cluster} {where}  [{inc.status}]")
-    print(f"  id          {inc.incident_id}")
-    print(f"  opened      {obj['opened_at']}   last seen {obj['last_seen_at']}   resolved {obj['resolved_at'] or '-'}")
+    out.append(f"{inc.severity.upper()} {inc.type} ({inc.cause or '-'}) on {inc.cluster} {where}  [{inc.status}]")
+    out.append(f"  id          {inc.incident_id}")
+    out.append(f"  opened      {opened}   last seen {last}   resolved {resolved}")
     if inc.broker is not None:
-        print(f"  broker      {inc.broker}")
-    facts = PartitionDetails.of(inc.details)
-    shown = {**{name: getattr(facts, name) for name in ("must_return", "holding_back", "out_of_sync", "leader", "isr",
-                                                        "elr", "replicas")},
-             "root_cause": inc.root_cause}
-    for key, value in shown.items():
-        if value is not None:
-            print(f"  {key:<12}{list(value) if isinstance(value, tuple) else value}")
-    link = inc.details.get("replication_link")
-    if isinstance(link, dict) and link.get("summary"):  # HW_STALL: which side of a replication link is cut
-        print(f"  cut         {link['summary']} ({link.get('side')} side)")
-    if inc.details.get("disk_full") and (disks := last_look(inc.details.get("log_dirs"))):
-        print(f"  disks       {disks} (the last look before it went)")  # BROKER_DOWN log_dir_full
+        out.append(f"  broker      {inc.broker}")
+    facts = inc.facts
+    for name, brokers in facts.act_on():
+        out.append(f"  {name:<11} {list(brokers)}")
+    if (headline := facts.headline()) is not None:  # the cut link, the disks that filled, the uneven brokers
+        out.append(f"  evidence    {headline}")
+    acted = {name for name, _ in facts.act_on()}
+    for name, text in facts.facts():
+        if name not in acted:
+            out.append(f"  {name:<11} {text}")
     if rule:
-        print(f"  means       {rule.summary}")
-        print(f"  routine     {rule.routine}")
-    print("  details     " + json.dumps({k: v for k, v in inc.details.items()}, default=str))
+        out.append(f"  means       {rule.summary}")
+        out.append(f"  routine     {rule.routine}")
+    if facts.unreadable:
+        out.append(f"  unreadable  {', '.join(facts.unreadable)} (not of the declared shape, left out)")
+    out.append("  details     " + json.dumps(facts.raw(), default=str))
     if history:
-        print(f"  the partition's changes around the opening (up to {SHOW_CHANGES} before and after):")
+        out.append(f"  the partition's changes around the opening (up to {SHOW_CHANGES} before and after):")
         for e in history:
-            print(f"    {e.at.isoformat(timespec='seconds')}  {e.what}")
-    return 0
+            out.append(f"    {e.at.isoformat(timespec='seconds')}  {e.what}")
+    return out
 
 
 def add(sub: Any) -> None:

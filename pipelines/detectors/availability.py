@@ -30,6 +30,7 @@ from dataclasses import replace
 from typing import Any, Sequence
 
 from pipelines.detectors import isr, offline
+from pipelines.detectors.details import Brokers, PartitionDetails
 from pipelines.detectors.exports import Alert, BROKER_PAGE, console, incident_info
 from pipelines.detectors.rule import PartitionView, Rule
 from schemas.observation import OFFSET_NOT_AVAILABLE
@@ -155,10 +156,23 @@ ALERTS = (
 )
 
 
+class AvailabilityDetails(PartitionDetails):
+    """PARTITION_UNAVAILABLE incidents' details: the metadata's leader does not answer (`unreachable_brokers`),
+    refuses the partition (`leader_error` since `leader_error_since_ms`), or the canary's writes fail (`error`,
+    `produce_ms`; `leader` then is the leader the canary saw)."""
+
+    ACT_ON = ("unreachable_brokers",)
+    unreachable_brokers: Brokers = ()
+    leader_error: str | None = None
+    leader_error_since_ms: int | None = None
+    error: str | None = None
+    produce_ms: float | None = None
+
+
 RULE = Rule(TYPE, {LEADER_UNREACHABLE: "critical", LEADER_NOT_SERVING: "critical", CANARY_FAILED: "critical"},
             "partition",
             "clients cannot use the partition, before the controller says so", scope="offsets", plan=_plan,
-            affected=_affected,
+            affected=_affected, details=AvailabilityDetails,
             series=SERIES, alerts=ALERTS, routine=(
             "A controlled shutdown hands leadership over before the ports close, so a gated restart shows none; a "
             "crashed or hung leader does (critical) until the controller acts. A starting cluster shows none: a "

@@ -31,6 +31,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from pydantic import model_validator
+
+from pipelines.detectors.details import Brokers, Details
 from pipelines.detectors.exports import Alert, INCIDENTS_OF_TYPE, console
 from pipelines.detectors.rule import Rule
 from pipelines.load import Counts, TopicLoad
@@ -67,18 +70,71 @@ REPLICA_ALERTS = (
 )
 
 
+class PreferredDetails(Details):
+    """A PREFERRED_LEADER_IMBALANCE incident's details (the incident's `broker` is the preferred leader)."""
+
+    preferred_partitions: int | None = None  # partitions whose first replica is the broker
+    led_elsewhere: int | None = None  # of those, led by another broker or by nobody
+    imbalance_ratio: float | None = None
+    threshold_percentage: int | None = None  # leader.imbalance.per.broker.percentage
+
+
+class SkewDetails(Details):
+    """A LEADER_SKEW incident's details (the incident's `broker` is the skewed broker)."""
+
+    leaders: int | None = None  # partitions it leads
+    mean_leaders: float | None = None
+    deviation: float | None = None  # leaders / mean - 1
+    tolerance: float | None = None
+
+
+class ImbalanceDetails(Details):
+    """A REPLICA_IMBALANCE incident's details: per topic (the incident's `topic`) or per underloaded broker
+    (its `broker`, with `replica_count` and `mean_replicas`). `too_few` / `too_many` name the brokers an
+    operator moves replicas onto and off (`krm plan rebalance`)."""
+
+    ACT_ON = ("too_few",)
+    replicas_by_broker: dict[str, int] = {}  # live broker -> the replicas it holds (of the topic, or of all)
+    too_few: Brokers = ()
+    too_many: Brokers = ()
+    uncovered_brokers: Brokers = ()  # live brokers holding none of the topic's replicas
+    partitions: int | None = None  # the topic's partition count
+    replication_factor: float | None = None
+    replica_count: int | None = None  # the underloaded broker's replicas
+    mean_replicas: float | None = None
+    tolerance: float | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _count_was_replicas(cls, data: object) -> object:
+        """Rows written before `replica_count` named the count `replicas`, a broker list everywhere else."""
+        if isinstance(data, dict) and isinstance(data.get("replicas"), int) and "replica_count" not in data:
+            data = {k: v for k, v in data.items() if k != "replicas"} | {"replica_count": data["replicas"]}
+        return data
+
+    def headline(self) -> str | None:
+        if not self.replicas_by_broker:
+            return None
+        spread = " ".join(f"{b}:{n}" for b, n in self.replicas_by_broker.items())
+        few = f"; too few on {', '.join(map(str, self.too_few))}" if self.too_few else ""
+        many = f"; too many on {', '.join(map(str, self.too_many))}" if self.too_many else ""
+        return f"replicas by broker {spread}{few}{many}"
+
+
 RULES = {
     PREFERRED: Rule(PREFERRED, {None: "warning"}, "driver",
                     "a broker not leading more than leader.imbalance.per.broker.percentage of its preferred partitions",
+                    details=PreferredDetails,
             alerts=LEADERSHIP_ALERTS, routine=(
             "After a rolling restart the restarted brokers lead nothing until the preferred election "
             "(auto.leader.rebalance.enable): a warning, its alert waits 10 minutes.")),
     LEADER_SKEW: Rule(LEADER_SKEW, {None: "warning"}, "driver", "a broker leading far more or fewer than the mean",
-            routine=(
+            details=SkewDetails, routine=(
             "As PREFERRED_LEADER_IMBALANCE after a restart; a warning with a 10-minute alert.")),
     REPLICA_IMBALANCE: Rule(REPLICA_IMBALANCE, {PARTITION_EXPANSION: "warning", BROKER_EXPANSION: "warning",
                                                 UNEVEN: "warning"}, "driver",
                             "replicas unevenly spread: a broker left out by an expansion or an uneven assignment",
+                            details=ImbalanceDetails,
             alerts=REPLICA_ALERTS, routine=(
             "A broker added (expansion) holds nothing until a reassignment: a warning with a 30-minute alert; "
             "nothing is judged while a reassignment runs.")),
@@ -207,12 +263,13 @@ def topic_replica_imbalance(cluster: str, loads: list[TopicLoad], live: set[int]
             continue
         key = (cluster, load.topic)
         laid_out = history.topic_laid_out_ms.get(key, 0)
-        lows = [b for b, n in counts.items() if n == lo]
+        lows = sorted(b for b, n in counts.items() if n == lo)
         if all(history.joined_after(cluster, b, laid_out) for b in lows):
             continue  # only brokers newer than the topic's layout are short: the cluster-level incident
         cause = PARTITION_EXPANSION if key in history.topic_expanded_ms else UNEVEN
         out.append(BalanceFinding(REPLICA_IMBALANCE, None, load.topic, cause, {
             "replicas_by_broker": {str(b): n for b, n in sorted(counts.items())}, "uncovered_brokers": uncovered,
+            "too_few": lows, "too_many": sorted(b for b, n in counts.items() if n == hi and hi > lo),
             "partitions": load.partitions, "replication_factor": round(rf, 3)}))
     return out
 
@@ -230,6 +287,7 @@ def cluster_replica_imbalance(cluster: str, totals: dict[int, Counts], live: set
         if n < (1 - tolerance) * mean:
             cause = BROKER_EXPANSION if history.joined_while_watched(cluster, b) else UNEVEN
             out.append(BalanceFinding(REPLICA_IMBALANCE, b, None, cause, {
-                "replicas": n, "mean_replicas": round(mean, 3), "tolerance": tolerance,
+                "replica_count": n, "mean_replicas": round(mean, 3), "tolerance": tolerance, "too_few": [b],
+                "too_many": sorted(k for k, v in replicas.items() if v > (1 + tolerance) * mean),
                 "replicas_by_broker": {str(k): v for k, v in sorted(replicas.items())}}))
     return out

@@ -49,6 +49,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from pipelines.detectors.details import Details, Part
 from pipelines.detectors.exports import Alert, Series, BROKER_PAGE, console, incident_info
 from pipelines.detectors.rule import ClusterRecordView, Escalation, Rule
 
@@ -176,12 +177,50 @@ ALERTS = (
 )
 
 
+class LogDir(Part):
+    """One log directory of the broker as krm last saw it (schemas/observation.py LOG_DIR)."""
+
+    path: str | None = None
+    failed: bool | None = None
+    total_bytes: int | None = None
+    usable_bytes: int | None = None
+    full_in_s: float | None = None
+
+
+class BrokerDownDetails(Details):
+    """A BROKER_DOWN incident's details (the incident's `broker` is the broker)."""
+
+    host: str | None = None
+    port: int | None = None
+    rack: str | None = None
+    controlled_shutdown: bool | None = None
+    departure: str | None = None  # controlled | crash | unknown (collectors/departures.py)
+    down_since_ms: int | None = None
+    disk_full: bool | None = None
+    log_dirs: tuple[LogDir, ...] = ()
+
+    def last_look(self) -> str | None:
+        """Its directories as krm last saw them, in a line (`log_dir_full`'s evidence)."""
+        parts = []
+        for d in self.log_dirs:
+            if d.failed:
+                parts.append(f"{d.path} failed")
+            elif d.total_bytes is not None and d.usable_bytes is not None:
+                eta = f", full in {d.full_in_s:.0f} s at its rate" if d.full_in_s is not None else ""
+                parts.append(f"{d.path} {d.usable_bytes / 2**20:.1f} of {d.total_bytes / 2**20:.1f} MiB free{eta}")
+        return "; ".join(parts) or None
+
+    def headline(self) -> str | None:
+        disks = self.last_look() if self.disk_full else None
+        return None if disks is None else f"disks: {disks} (the last look before it went)"
+
+
 RULE = Rule(BROKER_DOWN, {NOT_REGISTERED: "warning", STOPPED: "warning", UNKNOWN: "warning", UNREACHABLE: "warning",
                           LOG_DIR_FULL: "warning"},
             "cluster",
             "a broker not registered after a crash, a controlled shutdown, a full disk or a departure nothing "
             "explains (warning, critical when it lasts), or not answering while still registered (warning)",
-            plan=_plan, failed_polls=True,
+            plan=_plan, failed_polls=True, details=BrokerDownDetails,
             escalations=(Escalation((NOT_REGISTERED, STOPPED, UNKNOWN, LOG_DIR_FULL), PAST_PLANNED_STOP, "critical",
                                     "down longer than `planned_stop_max_s`: no restart takes that long",
                                     since="down_since_ms", after="planned_stop_max_ms"),),

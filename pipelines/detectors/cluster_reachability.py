@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from pipelines.detectors.details import Details
 from pipelines.detectors.exports import Alert, console
 from pipelines.detectors.rule import ClusterRecordView, Rule
 from schemas.observation import (AUTHENTICATION_FAILED, AUTHORIZATION_FAILED, PROTOCOL_MISMATCH, TLS_FAILED,
@@ -56,10 +57,17 @@ ALERTS = (
 )
 
 
+class UnreachableDetails(Details):
+    """A CLUSTER_UNREACHABLE incident's details: the poll's error as the client said it."""
+
+    error: str | None = None
+
+
 RULE = Rule(TYPE, {UNREACHABLE: "critical", AUTHENTICATION_FAILED: "critical", TLS_FAILED: "critical",
                    PROTOCOL_MISMATCH: "critical", AUTHORIZATION_FAILED: "critical"},
             "cluster", "krm cannot see the cluster at all: no broker answered its poll and nothing else (ZooKeeper) "
             "said who is registered", plan=_plan, failed_polls=True,
+            details=UnreachableDetails,
             alerts=ALERTS, routine=(
             "A rolling restart or upgrade keeps brokers answering: never. Stopping a whole KRaft cluster opens it "
             "until the first broker answers again (nothing tells a stop from a cut network); the shipped alert "

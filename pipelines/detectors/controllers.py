@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from pipelines.detectors.details import Brokers, Details
 from pipelines.detectors.exports import Alert, INCIDENTS_OF_TYPE, console
 from pipelines.detectors.rule import ClusterRecordView, Rule, TimedOpening
 
@@ -119,11 +120,34 @@ ALERTS = (
 )
 
 
+class ControllerDetails(Details):
+    """A CONTROLLER_ANOMALY incident's details, by cause: `multiple_active_controllers` names the claimants
+    (`active_controllers`); a stuck migration its phase; the KRaft quorum's causes the voters (pipelines/
+    detectors/quorum.py: `voter_lagging` one voter's fetch state, the others the counts and the voters `out`)."""
+
+    ACT_ON = ("out", "active_controllers")
+    active_controllers: Brokers = ()
+    migration_phase: int | None = None  # ZooKeeper migration state: 1 dual-write, 2 copying (ZkMigrationState)
+    migration_phase_since_ms: int | None = None
+    error: str | None = None
+    quorum_epoch: int | None = None  # the quorum leader's epoch
+    leader_id: int | None = None  # the quorum's leader
+    state: str | None = None  # a voter's fetch state: caught_up | lagging | not_fetching
+    records_behind: int | None = None
+    fetch_age_ms: int | None = None
+    caught_up_age_ms: int | None = None
+    voter_count: int | None = None
+    healthy: int | None = None
+    majority: int | None = None
+    can_lose: int | None = None
+    out: Brokers = ()  # voters lagging or not fetching
+
+
 RULE = Rule(TYPE, {NO_CONTROLLER: "critical", MULTIPLE: "critical", NO_QUORUM_LEADER: "critical",
                    VOTER_LAGGING: "warning", QUORUM_AT_RISK: "warning", MIGRATION_COPY_STUCK: "warning",
                    MIGRATION_DUAL_WRITE_STUCK: "warning"}, "cluster",
             "no active controller, more than one, a KRaft quorum losing its majority, or a ZooKeeper → KRaft "
-            "migration left half-way", plan=_plan,
+            "migration left half-way", plan=_plan, details=ControllerDetails,
             opens=(TimedOpening(MIGRATION_COPY_STUCK, "migration_phase_since_ms", "migration_copy_stuck_ms",
                                 lambda cs: cs.get("migration_phase") == COPYING, MIGRATION_DETAILS),
                    TimedOpening(MIGRATION_DUAL_WRITE_STUCK, "migration_phase_since_ms", "migration_dual_write_max_ms",

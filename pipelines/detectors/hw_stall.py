@@ -47,11 +47,11 @@ turns `isr_follower_not_caught_up`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 from pipelines.columns import leo_of
 from pipelines.detectors import isr, offline
+from pipelines.detectors.details import Brokers, Part, PartitionDetails, parse
 from pipelines.detectors.exports import Alert, Series, incident_info
 from pipelines.detectors.rule import PartitionView, Rule
 from schemas.quiet import DEFAULT_WINDOW_MS, SILENT_FOLLOWER_WINDOW_MS, STOPPED_FETCHER_WINDOW_MS
@@ -124,21 +124,39 @@ def _plan(view: PartitionView) -> Any:
     return F.array(F.when(~offline.of(view)["is_offline"] & st["stalled"], view.finding(RULE, st["cause"], details)))
 
 
-@dataclass(frozen=True)
-class StallDetails:
-    """A HW_STALL incident's details as the metrics read them."""
+class ReplicationLink(Part):
+    """Which side of a replication link is cut, judged over every stalled pair of the cluster
+    (pipelines/replication_links.py side)."""
 
+    side: str | None = None  # follower | leader | link
+    broker: int | None = None  # the broker on the cut side
+    peers: Brokers = ()  # the brokers it fetches nothing from (follower side) or that fetch nothing from it
+    summary: str | None = None
+
+
+class StallDetails(PartitionDetails):
+    """A HW_STALL incident's details."""
+
+    ACT_ON = ("holding_back",)
+    high_watermark: int | None = None
+    leader_leo: int | None = None
+    stalled_ms: int | None = None
     hw_stalled_since_ms: int | None = None  # since when the HW has not moved with the LEO ahead
-    holding_back: tuple[int, ...] = ()  # the ISR followers holding it: unreachable, then not caught up
+    window_ms: int | None = None
+    holding_back: Brokers = ()  # the ISR followers holding it: unreachable, then not caught up
+    unreachable: Brokers = ()  # of those, the ones that did not answer the collector
+    replication_link: ReplicationLink | None = None
 
-    @classmethod
-    def of(cls, details: Mapping[str, Any]) -> StallDetails:
-        return cls(details.get("hw_stalled_since_ms"), tuple(details.get("holding_back") or ()))
+    def headline(self) -> str | None:
+        link = self.replication_link
+        if link is None or not link.summary:
+            return None
+        return f"cut: {link.summary} ({link.side} side)"
 
 
 def _stalled_s(inc: Any, now: float) -> float | None:
     """Seconds since the HW stopped moving (from the incident's latest observation; it keeps counting)."""
-    since = StallDetails.of(inc.details).hw_stalled_since_ms
+    since = parse(StallDetails, inc.details).hw_stalled_since_ms
     return None if since is None else max(0.0, now - since / 1000)
 
 
@@ -181,7 +199,7 @@ ALERTS = (
 RULE = Rule(TYPE, {FOLLOWER_UNREACHABLE: "critical", FOLLOWER_BEHIND: "critical", WAITS_OUTSIDE_ISR: "critical"},
             "partition",
             "the HW held still for a window while the leader's log is ahead: acks=all producers hang",
-            scope="offsets", plan=_plan, affected=lambda v: of(v)["stalled"],
+            scope="offsets", plan=_plan, affected=lambda v: of(v)["stalled"], details=StallDetails,
             series=SERIES, alerts=ALERTS, routine=(
             "A controlled shutdown takes the broker out of the ISR before it stops, so no HW waits for it; a "
             "stall means an ISR follower holds acks=all producers: critical, within 1 s of the HW held once krm "

@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from pipelines.detectors import offline
+from pipelines.detectors.details import Brokers, Part, PartitionDetails
 from pipelines.detectors.exports import Alert, Series, incident_info
 from pipelines.detectors.rule import PartitionView, Rule
 
@@ -208,16 +209,33 @@ UNDER_REPLICATED_ALERTS = (
 )
 
 
+class CliView(Part):
+    """What kafka-topics --under-min-isr-partitions / --at-min-isr-partitions would say, where krm differs."""
+
+    under_min_isr: bool | None = None
+    at_min_isr: bool | None = None
+
+
+class IsrDetails(PartitionDetails):
+    """UNDER_REPLICATED, UNDER_MIN_ISR and AT_MIN_ISR incidents' details."""
+
+    ACT_ON = ("out_of_sync",)
+    out_of_sync: Brokers = ()  # replicas not in the ISR (adding replicas of a reassignment left out)
+    effective_min_isr: int | None = None  # min(min.insync.replicas, RF), as the broker judges it
+    min_insync_replicas: int | None = None  # the topic's configured value
+    cli_view: CliView | None = None
+
+
 RULES = {
     UNDER_REPLICATED: Rule(UNDER_REPLICATED, {None: "warning"}, "partition", "a led partition with |ISR| < RF",
-                           scope="topic", plan=_plan_of(UNDER_REPLICATED), affected=incomplete,
+                           scope="topic", plan=_plan_of(UNDER_REPLICATED), affected=incomplete, details=IsrDetails,
             series=UNDER_REPLICATED_SERIES, alerts=UNDER_REPLICATED_ALERTS, routine=(
             "Every rolling restart, upgrade or broker stop makes the stopped broker's partitions under-replicated "
             "until it catches up; Kafka heals it. A reassignment does not (RF = replicas minus adding ones). "
             "Warning only, its alert waits 5 minutes.")),
     UNDER_MIN_ISR: Rule(UNDER_MIN_ISR, {None: "critical"}, "partition",
                         "|ISR| < min(min.insync.replicas, RF): acks=all producers fail", scope="topic",
-                        plan=_plan_of(UNDER_MIN_ISR), affected=incomplete,
+                        plan=_plan_of(UNDER_MIN_ISR), affected=incomplete, details=IsrDetails,
             series=UNDER_MIN_ISR_SERIES, alerts=UNDER_MIN_ISR_ALERTS, routine=(
             "A gated rolling restart (`krm check shutdown --wait`) never goes below min ISR where RF > min ISR; a "
             "cluster starting up, or a broker's return, dips below it for seconds while followers rejoin: its alert "
@@ -225,7 +243,7 @@ RULES = {
             "critical by design.")),
     AT_MIN_ISR: Rule(AT_MIN_ISR, {None: "warning"}, "partition",
                      "ISR members lost down to min ISR: one more loss stops acks=all", scope="topic",
-                     plan=_plan_of(AT_MIN_ISR), affected=incomplete,
+                     plan=_plan_of(AT_MIN_ISR), affected=incomplete, details=IsrDetails,
             series=AT_MIN_ISR_SERIES, alerts=AT_MIN_ISR_ALERTS, routine=(
             "Each stop of a rolling restart with RF = min ISR + 1 puts the stopped broker's partitions here: the "
             "warning is the advice not to stop another broker now (its alert waits 1 minute).")),

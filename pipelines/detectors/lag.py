@@ -12,10 +12,10 @@ reports their progress instead.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 from pipelines.columns import leo_of, let
+from pipelines.detectors.details import PartitionDetails, parse
 from pipelines.detectors.exports import Alert, Series, incident_info
 from pipelines.detectors.rule import PartitionView, Rule
 
@@ -70,19 +70,19 @@ def _affected(view: PartitionView) -> Any:
     return F.size(of(view)) > 0
 
 
-@dataclass(frozen=True)
-class LagDetails:
-    """A REPLICA_LAG incident's details as the metrics read them."""
+class LagDetails(PartitionDetails):
+    """A REPLICA_LAG incident's details (the incident's `broker` is the follower)."""
 
     lag_messages: int | None = None  # the leader's LEO minus the follower's
-
-    @classmethod
-    def of(cls, details: Mapping[str, Any]) -> LagDetails:
-        return cls(details.get("lag_messages"))
+    lag_seconds: float | None = None  # estimated from the partition's write rate
+    in_isr: bool | None = None
+    leader_leo: int | None = None
+    follower_leo: int | None = None
+    write_rate: float | None = None  # messages per second into the partition
 
 
 SERIES = (Series("krm_replica_lag_messages", "Leader LEO minus this follower's LEO.", ("topic", "partition", "broker"),
-                 value=lambda inc, now: LagDetails.of(inc.details).lag_messages),)
+                 value=lambda inc, now: parse(LagDetails, inc.details).lag_messages),)
 
 ALERTS = (
     Alert("KafkaReplicaLagging", "krm_replica_lag_messages > 0", "warning", wait="2m",
@@ -97,7 +97,7 @@ ALERTS = (
 
 
 RULE = Rule(TYPE, {None: "warning"}, "partition", "a follower behind its leader (messages or estimated seconds)",
-            scope="offsets", plan=_plan, affected=_affected,
+            scope="offsets", plan=_plan, affected=_affected, details=LagDetails,
             series=SERIES, alerts=ALERTS, routine=(
             "A restarted broker catches up (warning, 2-minute alert); replicas a reassignment adds are progress "
             "(PARTITION_REASSIGNING), not lag."))

@@ -56,8 +56,9 @@ brokers (every list empty), it holds the dead replicas (with unclean election, a
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any, Sequence
 
+from pipelines.detectors.details import Brokers, PartitionDetails
 from pipelines.detectors.exports import Alert, Series, incident_info
 from pipelines.detectors.rule import PartitionView, Rule
 
@@ -172,15 +173,14 @@ def _plan(view: PartitionView) -> Any:
     return F.array(F.when(o["is_offline"], view.finding(RULE, o["cause"], details)))
 
 
-@dataclass(frozen=True)
-class OfflineDetails:
-    """An OFFLINE_PARTITION incident's details as the metrics, the console and the demo read them."""
+class OfflineDetails(PartitionDetails):
+    """An OFFLINE_PARTITION incident's details."""
 
-    must_return: tuple[int, ...] = ()  # brokers of which one must come back (empty: a live one can lead)
-
-    @classmethod
-    def of(cls, details: Mapping[str, Any]) -> OfflineDetails:
-        return cls(tuple(details.get("must_return") or ()))
+    ACT_ON = ("must_return",)
+    live_brokers: Brokers | None = None  # the brokers registered as the finding saw them
+    must_return: Brokers = ()  # brokers of which one must come back (empty: a live one can lead)
+    live_isr: Brokers | None = None  # live ISR members the controller has not elected (live_isr_but_no_leader)
+    unclean_leader_election: bool | None = None  # the topic's unclean.leader.election.enable
 
 
 # krm_partition_unavailable: every offline partition with the controller's cause, and (declared on
@@ -230,7 +230,7 @@ ALERTS = (
 
 
 RULE = Rule(TYPE, {c: "critical" for c in CAUSES}, "partition", "no live leader: nobody can produce or consume",
-            scope="topic", plan=_plan, affected=lambda v: of(v)["is_offline"],
+            scope="topic", plan=_plan, affected=lambda v: of(v)["is_offline"], details=OfflineDetails,
             series=SERIES, alerts=ALERTS, routine=(
             "No routine operation causes it on a replicated partition: a controlled shutdown moves leadership "
             "first. RF-1 partitions of a stopped broker are offline for real (clients fail): critical by design; "

@@ -52,7 +52,7 @@ def judge(quorum: Quorum | None, timeout_ms: int = FETCH_TIMEOUT_MS) -> list[Quo
         return []
     if quorum.get("leader_id") is None or quorum["leader_id"] < 0:
         return [QuorumFinding(NO_LEADER, RULE.severity_of(NO_LEADER), None,
-                              {"error": quorum.get("error"), "leader_epoch": quorum.get("leader_epoch")})]
+                              {"error": quorum.get("error"), "quorum_epoch": quorum.get("leader_epoch")})]
     states = voter_states(quorum, timeout_ms)
     found = [QuorumFinding(VOTER_LAGGING, RULE.severity_of(VOTER_LAGGING), s.id,
                            {"state": s.state, "records_behind": s.records_behind, "fetch_age_ms": s.fetch_age_ms,
@@ -60,7 +60,7 @@ def judge(quorum: Quorum | None, timeout_ms: int = FETCH_TIMEOUT_MS) -> list[Quo
              for s in states if s.state in (LAGGING, NOT_FETCHING)]
     healthy = sum(1 for s in states if s.state in (LEADER, CAUGHT_UP))
     majority = len(states) // 2 + 1
-    counts = {"voters": len(states), "healthy": healthy, "majority": majority, "can_lose": healthy - majority,
+    counts = {"voter_count": len(states), "healthy": healthy, "majority": majority, "can_lose": healthy - majority,
               "out": [s.id for s in states if s.state in (LAGGING, NOT_FETCHING)], "leader_id": quorum["leader_id"]}
     if states and healthy < majority:
         found.append(QuorumFinding(NO_LEADER, RULE.severity_of(NO_LEADER), None, {**counts, "error": "majority lost"}))

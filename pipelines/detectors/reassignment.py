@@ -20,6 +20,7 @@ from typing import Any
 
 from pipelines.columns import leo_of
 from pipelines.detectors.isr import reassignment_column
+from pipelines.detectors.details import Brokers, Part, PartitionDetails
 from pipelines.detectors.exports import Alert, Series, INCIDENTS_OF_TYPE, console
 from pipelines.detectors.rule import PartitionView, Rule
 
@@ -70,8 +71,26 @@ ALERTS = (
 )
 
 
+class Copying(Part):
+    """An adding replica and what it still has to copy from the leader."""
+
+    broker: int | None = None
+    messages_to_copy: int | None = None
+
+
+class ReassignmentDetails(PartitionDetails):
+    """A PARTITION_REASSIGNING incident's details."""
+
+    ACT_ON = ("adding",)
+    adding: Brokers = ()
+    removing: Brokers = ()
+    progress: tuple[Copying, ...] = ()
+    last_progress_ms: int | None = None
+
+
 RULE = Rule(TYPE, {IN_PROGRESS: "info", STALLED: "warning"}, "partition",
             "a reassignment is adding or removing replicas of the partition", scope="topic", plan=_plan, affected=_moving,
+            details=ReassignmentDetails,
             series=SERIES, alerts=ALERTS, routine=(
             "A reassignment is routine: info and the `krm_partition_reassigning` series; a warning (5-minute "
             "alert) only when its adding replicas stopped copying for `reassignment_stall_s`. Never a page."))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pipelines.detectors import (availability, balance, brokers, cluster_reachability, controllers, hw_stall, isr, lag,
                                  offline, reassignment, truncation, unclean)
+from pipelines.detectors.details import Details, parse
 from pipelines.detectors.exports import Series
 from pipelines.detectors.rule import Rule
 
@@ -51,6 +52,12 @@ def _series_by_name() -> dict[str, Series]:
 
 
 SERIES: dict[str, Series] = _series_by_name()
+
+
+def details_of(type_: str, raw: object) -> Details:
+    """An incident's stored details in its type's declared shape (an unknown type: the common fields only)."""
+    rule = BY_TYPE.get(type_)
+    return parse(rule.details if rule is not None else Details, raw)
 
 
 def of_subject(subject: str) -> tuple[Rule, ...]:

@@ -22,11 +22,13 @@ A type judged in several places (CONTROLLER_ANOMALY) has one rule whose `plan` c
 
 from __future__ import annotations
 
+import builtins
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, Callable, Iterable, Mapping
 
 from pipelines.columns import leo_of
+from pipelines.detectors.details import Details
 from pipelines.detectors.exports import Alert, Series
 
 # The columns of every row the alert projection hands the driver (findings, poll markers, states).
@@ -101,6 +103,8 @@ class Rule:
     opens: tuple[TimedOpening, ...] = ()  # cluster rules: findings time alone opens (pipelines/clock.py)
     series: tuple[Series, ...] = ()  # the gauges its open incidents export (pipelines/metrics.py)
     alerts: tuple[Alert, ...] = ()  # its Prometheus alert rules (pipelines/alert_rules.py writes the file)
+    # the declared shape of its incidents' details (pipelines/detectors/details.py): what readers get
+    details: builtins.type[Details] = Details
 
     def __post_init__(self) -> None:
         if self.subject not in ("partition", "cluster", "driver"):
@@ -249,38 +253,6 @@ class PartitionView:
         scope = F.concat(F.lit(f"{rule.scope}:"), self.topic)
         return row(row_type=F.lit("finding"), scope=scope, type=F.lit(rule.type), severity=lit(severity),
                    topic=self.topic, partition=self.p["partition"], broker=lit(broker), cause=cause, details=details)
-
-
-def _brokers(value: Any) -> tuple[int, ...] | None:
-    return None if value is None else tuple(value)
-
-
-@dataclass(frozen=True)
-class PartitionDetails:
-    """What any partition incident's details say, whatever its type: the partition as the finding saw
-    it (`PartitionView.base`) and the brokers an operator acts on (OFFLINE_PARTITION's `must_return`,
-    HW_STALL's `holding_back`, the ISR rules' `out_of_sync`, PARTITION_UNAVAILABLE's
-    `unreachable_brokers`). None where the incident's details do not carry it."""
-
-    leader: int | None = None
-    replicas: tuple[int, ...] | None = None
-    isr: tuple[int, ...] | None = None
-    elr: tuple[int, ...] | None = None
-    must_return: tuple[int, ...] | None = None
-    holding_back: tuple[int, ...] | None = None
-    out_of_sync: tuple[int, ...] | None = None
-    unreachable_brokers: tuple[int, ...] | None = None
-
-    ACT_ON = ("must_return", "holding_back", "out_of_sync", "unreachable_brokers")
-
-    @classmethod
-    def of(cls, details: Mapping[str, Any]) -> PartitionDetails:
-        return cls(details.get("leader"), *(_brokers(details.get(k)) for k in (
-            "replicas", "isr", "elr", "must_return", "holding_back", "out_of_sync", "unreachable_brokers")))
-
-    def act_on(self) -> list[tuple[str, tuple[int, ...]]]:
-        """The non-empty lists of brokers to act on, by name."""
-        return [(name, value) for name in self.ACT_ON if (value := getattr(self, name))]
 
 
 def changed(view: PartitionView) -> Any:

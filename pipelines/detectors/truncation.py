@@ -26,6 +26,7 @@ from __future__ import annotations
 from typing import Any
 
 from pipelines.columns import leo_of
+from pipelines.detectors.details import PartitionChange, PartitionDetails
 from pipelines.detectors.exports import Alert, INCIDENTS_OF_TYPE, console
 from pipelines.detectors.rule import PartitionView, Rule, changed
 
@@ -98,14 +99,24 @@ TRUNCATION_ALERTS = (
 )
 
 
+class TruncationDetails(PartitionDetails):
+    """A LOG_TRUNCATION incident's details (the incident's `broker` is the replica whose log went back)."""
+
+    log_end_offset_before: int | None = None
+    log_end_offset_after: int | None = None
+    truncated_messages: int | None = None
+    previous_high_watermark: int | None = None
+    max_high_watermark: int | None = None  # the highest HW krm saw for the partition
+
+
 REGRESSION_RULE = Rule(REGRESSION, {None: "critical"}, "partition",
                        "the high watermark went back: committed messages are lost", scope="offsets",
-                       plan=_regression_plan, affected=changed, event=True,
+                       plan=_regression_plan, affected=changed, event=True, details=PartitionChange,
             routine=(
             "No routine operation moves a high watermark back: always data loss, critical."))
 TRUNCATION_RULE = Rule(TRUNCATION, {UNCOMMITTED: "warning", REFETCH: "warning", BELOW_HW: "critical"}, "partition",
                        "a replica's log end offset went back", scope="offsets", plan=_truncation_plan,
-                       affected=changed, event=True,
+                       affected=changed, event=True, details=TruncationDetails,
             alerts=TRUNCATION_ALERTS, routine=(
             "A restarted old leader truncating its uncommitted suffix is normal (warning), and so is a restarted "
             "follower cutting below the HW the leader still covers (`follower_refetch`, warning: it fetches "

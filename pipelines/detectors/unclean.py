@@ -43,6 +43,7 @@ from __future__ import annotations
 from typing import Any
 
 from pipelines.columns import leo_of
+from pipelines.detectors.details import PartitionChange
 from pipelines.detectors.exports import Alert, INCIDENTS_OF_TYPE, console
 from pipelines.detectors.rule import Escalation, PartitionView, Rule, changed
 
@@ -112,7 +113,7 @@ ALERTS = (
 
 RULE = Rule(TYPE, {NOT_ELIGIBLE: "critical", LAST_KNOWN_ELR: "warning", UNCONFIRMED: "info"}, "partition",
             "a leader elected from outside the ISR and the ELR", scope="offsets", plan=_plan, affected=changed,
-            event=True,
+            event=True, details=PartitionChange,
             escalations=(Escalation((LAST_KNOWN_ELR,), HW_WENT_BACK, "critical",
                                     "the high watermark went back in the same observation: acknowledged writes lost"),),
             alerts=ALERTS, routine=(

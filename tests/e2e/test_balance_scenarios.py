@@ -77,7 +77,7 @@ def test_partition_expansion_then_broker_expansion(small_cluster, kraft_cluster,
         new = cluster.add_broker()
         joined = wait_for(lambda: [i for i in _open(config_path, "REPLICA_IMBALANCE") if i["broker"] == new],
                           90, "REPLICA_IMBALANCE for the new broker")
-        assert joined[0]["cause"] == "broker_expansion" and joined[0]["details"]["replicas"] == 0
+        assert joined[0]["cause"] == "broker_expansion" and joined[0]["details"]["replica_count"] == 0
         # the topic's own incident keeps its cause: broker 3 was left out by the expansion, not by joining late
         (still,) = [i for i in _open(config_path, "REPLICA_IMBALANCE") if i["topic"] == "expand"]
         assert still["cause"] == "partition_expansion" and still["incident_id"] == inc["incident_id"]

@@ -1,6 +1,8 @@
 """Which side of a replication link is cut, from the HW_STALL stalls (pipelines/replication_links.py)."""
 
 import pytest
+
+from pipelines.detectors.hw_stall import StallDetails
 from prometheus_client import CollectorRegistry
 
 from pipelines.incidents import Finding, Incident
@@ -18,8 +20,8 @@ def stall(topic, partition, leader, holding_back, unreachable=(), cluster="c1"):
 
 
 def test_a_follower_that_answers_krm_is_a_stopped_fetcher_one_that_does_not_is_not():
-    assert stopped({"leader": 1, "holding_back": [3, 2], "unreachable": [2]}) == [(3, 1)]
-    assert stopped({"leader": -1, "holding_back": [3]}) == []
+    assert stopped(StallDetails(leader=1, holding_back=(3, 2), unreachable=(2,))) == [(3, 1)]
+    assert stopped(StallDetails(leader=-1, holding_back=(3,))) == []
 
 
 def test_one_follower_behind_several_leaders_is_the_followers_side():

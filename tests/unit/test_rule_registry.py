@@ -116,9 +116,12 @@ def test_details_read_outside_their_type_are_read_by_attribute():
     from pipelines.detectors.offline import OfflineDetails
     from pipelines.incidents import Incident
 
-    assert OfflineDetails.of({"must_return": [3, 1]}).must_return == (3, 1) and OfflineDetails.of({}).must_return == ()
-    assert StallDetails.of({"hw_stalled_since_ms": 5, "holding_back": [2]}) == StallDetails(5, (2,))
-    assert StallDetails.of({}) == StallDetails(None, ()) and LagDetails.of({"lag_messages": 7}).lag_messages == 7
+    from pipelines.detectors.details import parse
+
+    assert parse(OfflineDetails, {"must_return": [3, 1]}).must_return == (3, 1) and parse(OfflineDetails, {}).must_return == ()
+    stall = parse(StallDetails, {"hw_stalled_since_ms": 5, "holding_back": [2]})
+    assert (stall.hw_stalled_since_ms, stall.holding_back) == (5, (2,))
+    assert parse(StallDetails, {}).holding_back == () and parse(LagDetails, {"lag_messages": 7}).lag_messages == 7
 
     def incident(cause, details):
         return Incident("i", "c", "s", "BROKER_DOWN", "warning", None, None, 1, cause, details, 0, 0, None, "open")
