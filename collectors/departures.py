@@ -19,13 +19,12 @@ or registered but unreachable):
   offline either way and OFFLINE_PARTITION pages).
 
 The view is the suspect for a moment: the brokers' metadata caches and krm's ZooKeeper mirror trail
-the controller's writes, by more on a loaded machine (CI saw clean rolling restarts first seen
-registered but refusing connections, or already deregistered, while the mirror still showed the
-leaderships the controller had just moved). So a broker first seen down while the view shows it
+the controller's writes, by more on a loaded machine: a clean stop can be first seen registered but
+refusing connections, or already deregistered, while the view still shows the leaderships the
+controller has just moved. So a broker first seen down while the view shows it
 holding is judged again at every look (every poll, and in ZooKeeper mode every ZooKeeper-triggered
 record) for SETTLE_MS; meanwhile its verdict is `unknown`. SETTLE_MS is shorter than any broker
-session (ZooKeeper enforces at least two ticks, 4 s by default; KRaft's broker.session.timeout.ms
-defaults to 9 s), and before its session expires nothing moves a crashed broker's leaderships away,
+session (ZooKeeper enforces at least two ticks; KRaft's broker.session.timeout.ms), and before its session expires nothing moves a crashed broker's leaderships away,
 so a crash still holds them at the final look.
 
 A verdict, once final, holds for the whole departure: until a full poll sees the broker registered
@@ -94,9 +93,9 @@ class Departures:
         `partitions` returns the partitions as this look sees them; called only when needed (a broker
         newly down or not judged yet, or `full` without `held`). `full`: a full poll, whose
         reachability is this look's own; only a full poll that sees a broker registered and answering
-        ends its departure: not one whose views disagree for a moment (`make demo`: the brokers'
-        caches dropped the dead broker, so it was not asked, while krm's ZooKeeper mirror still had
-        it registered: live, reachability unknown). `held`: this look's holders() when the caller has
+        ends its departure: not one whose views disagree for a moment (the brokers' caches dropped a
+        dead broker, so it was not asked, while the ZooKeeper mirror still has it registered: live,
+        reachability unknown). `held`: this look's holders() when the caller has
         them already."""
         down = {b["id"]: b for b in brokers if not b["live"] or b.get("reachable") is False}
         with self._lock:

@@ -6,8 +6,8 @@ controller (SIGSTOP) holds ListPartitionReassignments, and a broker serves one c
 in order, so on the poll's own connection either would hold up the offsets requests behind it (the
 broker would look unreachable). Each on its own connection, too: the client closes a connection
 whose request timed out, failing every request on it, and a ListPartitionReassignments timing out
-(a few seconds) must not take down a DescribeQuorum whose silence is itself the answer ("no quorum
-leader" after QUORUM_PATIENCE_MS; CI saw it closed at 4 s, before the 5 s patience ran out).
+must not take down a DescribeQuorum whose silence is itself the answer ("no quorum leader" after
+QUORUM_PATIENCE_MS, which a shorter request timeout would cut short).
 One question of each kind is in flight at a time.
 """
 

@@ -21,9 +21,8 @@ class SparkUnavailable(KrmError):
 
 
 # The driver at rest runs much code a few times a batch (planning, Delta's commits) and little code
-# many times: compiling only what has run 4x the JVM's default counts spends a fresh driver's first
-# minutes running krm instead of compiling Spark, and at scale (the executors' code runs in this JVM
-# in local mode) the batches kept their speed (benchmarks/BENCHMARKS.md, "The driver's JIT").
+# many times: compiling only what has run several times the JVM's default counts spends a fresh
+# driver's first minutes running krm instead of compiling Spark (benchmarks/BENCHMARKS.md, "The driver's JIT").
 DRIVER_JIT_OPTS = "-XX:CompileThresholdScaling=4"
 
 # What a running driver JVM can no longer take: spark-submit's own options set them
@@ -165,7 +164,7 @@ def build_session(master: str = "local[2,4]", app_name: str = "krm-pipeline", lo
         "spark.sql.codegen.cache.maxEntries": "1000",
         # Each micro-batch persists its batch. Caching a plan clones the session when either of these
         # would need turning off for it (CacheManager.getOrCloneSessionWithConfigsOff), and Spark 4.0.0
-        # never frees a cloned session (SPARK-54753: a session leaked per batch, RELIABILITY.md "Soak").
+        # never frees a cloned session (SPARK-54753: a session leaked per batch).
         # krm has no bucketed tables and runs without AQE: set as the cache wants them, no clone is made.
         "spark.sql.sources.bucketing.autoBucketedScan.enabled": "false",
         "spark.sql.optimizer.canChangeCachedPlanOutputPartitioning": "true",

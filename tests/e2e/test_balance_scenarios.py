@@ -9,14 +9,20 @@ clusters' other tests must not see.
    broker 4, cause broker_expansion; the topic's incident keeps its own cause.
 3. The monitor restarts: both incidents keep their ids and causes (the assignment history is
    rebuilt from the `assignments` table and the incidents, not forgotten).
+4. Broker 1 is killed beside the open imbalance: every reader (`krm incidents` grouped, ungrouped, --open
+   --json, `krm incidents show` of each open incident, `krm timeline`, `krm sql`, the console's pages) works
+   and shows the imbalance (the brokers with too few replicas) beside the crash.
 """
 
+import subprocess
+
 import pytest
+import requests
 
 from foundation.config import load_config
 from krm.runner import Monitor
 from krm.scrape import scrape, series
-from lab.harness import kafka_admin, local_cluster, stored_incidents, wait_for, write_config
+from lab.harness import KRM, kafka_admin, krm_json, local_cluster, stored_incidents, wait_for, write_config
 from pipelines.assignment_history import topic_layouts
 from pipelines.tables import Tables
 
@@ -100,6 +106,61 @@ def test_partition_expansion_then_broker_expansion(small_cluster, kraft_cluster,
             topic_layouts(tables.assignments).get((cluster.name, "expand")))
         assert after[(None, new)]["incident_id"] == joined[0]["incident_id"]
         assert after[(None, new)]["cause"] == "broker_expansion"
+
+        # 4. a crash beside the open imbalance: every reader reads both. A replicated topic on the three first
+        # brokers keeps broker 4's share below the mean once broker 1 is gone (else only `expand`'s two live
+        # replicas would count, too few to judge a spread)
+        admin.create_topics([NewTopic("spread", num_partitions=-1, replication_factor=-1, replica_assignments={
+            p: list([(1, 2), (2, 3), (3, 1)][p % 3]) for p in range(6)})])
+        wait_for(lambda: replicas() == 16, 60, "the pipeline to count spread's 12 replicas")
+        cluster.kill(1)
+        crash = wait_for(lambda: _crash_settled(config_path), 90,
+                         "BROKER_DOWN for broker 1 and its two expand partitions offline, must_return [1]")
+        _every_reader_shows(config_path, monitor.metrics_url.removesuffix("/metrics"), cluster.name, new, crash)
     finally:
         admin.close()
         monitor.stop()
+
+
+def _crash_settled(config_path):
+    """The settled state after broker 1's kill: its BROKER_DOWN and both of its expand partitions offline."""
+    opened = stored_incidents("--open", "--config", str(config_path))
+    down = [i for i in opened if i["type"] == "BROKER_DOWN" and i["broker"] == 1]
+    offline = [i for i in opened if i["type"] == "OFFLINE_PARTITION" and i["topic"] == "expand"]
+    settled = sorted(i["partition"] for i in offline) == [0, 2] and all(
+        i["details"].get("must_return") == [1] for i in offline)
+    return [*down, *offline] if down and settled else None
+
+
+def _krm(*args):
+    out = subprocess.run([KRM, *args], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, f"krm {' '.join(args)}: {out.stderr}"
+    return out.stdout
+
+
+def _every_reader_shows(config_path, console, cluster, new, expected):
+    cfg = ["--config", str(config_path)]
+    grouped, ungrouped = _krm("incidents", *cfg), _krm("incidents", "--ungrouped", *cfg)
+    for text in (grouped, ungrouped):
+        assert "REPLICA_IMBALANCE" in text and "BROKER_DOWN" in text and "OFFLINE_PARTITION" in text
+    listed = {i["incident_id"]: i for i in krm_json("incidents", "--open", *cfg)}
+    assert {i["incident_id"] for i in expected} <= set(listed)
+    assert [i for i in listed.values() if i["type"] == "REPLICA_IMBALANCE" and i["broker"] == new]
+    for incident_id, i in listed.items():
+        shown = _krm("incidents", "show", incident_id, *cfg)
+        assert i["type"] in shown
+        if i["type"] == "REPLICA_IMBALANCE" and i["broker"] == new:
+            assert f"too_few     [{new}]" in shown and f"too few on {new}" in shown
+        page = requests.get(f"{console}/incidents/{incident_id}", timeout=30)
+        assert page.status_code == 200 and i["type"] in page.text
+        if i["type"] == "REPLICA_IMBALANCE" and i["broker"] == new:
+            assert f"too few on {new}" in page.text
+    events = krm_json("timeline", "--topic", "expand", "--partition", "0", "--since", "1h", *cfg)
+    assert any(e.get("type") == "OFFLINE_PARTITION" for e in events), events
+    rows = krm_json("sql", "select type, cause from incidents where status = 'open'", *cfg)
+    assert {"REPLICA_IMBALANCE", "BROKER_DOWN", "OFFLINE_PARTITION"} <= {r["type"] for r in rows}
+    for path in ("/", "/incidents", f"/clusters/{cluster}", f"/topics/{cluster}/expand",
+                 f"/partitions/{cluster}/expand/0", f"/brokers/{cluster}/{new}", f"/brokers/{cluster}/1"):
+        page = requests.get(f"{console}{path}", timeout=30)
+        assert page.status_code == 200, (path, page.text[:300])
+    assert "REPLICA_IMBALANCE" in requests.get(f"{console}/incidents", timeout=30).text

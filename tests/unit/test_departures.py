@@ -83,12 +83,21 @@ def test_a_return_forgets_the_last_stop():
 
 
 def test_partitions_are_read_only_when_needed():
+    """A poll that brings the holders (`held`) or is not a full one reads no partitions, and says nothing of a
+    broker that is up."""
     d = Departures()
+    reads = []
 
-    def boom():
-        raise AssertionError("read")
-    d.annotate([{"id": 1, "live": True, "reachable": True}], boom, 1_000, held={1})
-    d.annotate([{"id": 1, "live": True, "reachable": True}], boom, 1_000, full=False)
+    def partitions():
+        reads.append(1)
+        return HEALTHY
+    for kwargs in ({"held": {1}}, {"full": False}):
+        up = [{"id": 1, "live": True, "reachable": True}]
+        d.annotate(up, partitions, 1_000, **kwargs)
+        assert up == [{"id": 1, "live": True, "reachable": True}], kwargs
+    assert reads == []
+    d.annotate([{"id": 1, "live": True, "reachable": True}], partitions, 2_000)  # a full poll without holders reads
+    assert reads == [1]
 
 
 def test_first_seen_deregistered_while_the_view_still_holds_it_is_judged_again_at_the_next_looks():

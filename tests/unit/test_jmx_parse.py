@@ -3,6 +3,7 @@
 import pytest
 
 from collectors.jmx import broker_metrics_record, parse_exposition
+from foundation.errors import SchemaError
 from schemas.observation import check
 
 pytestmark = pytest.mark.unit
@@ -31,5 +32,11 @@ def test_gauges_and_partition_values():
 
 def test_records_pass_the_schema_including_an_unreachable_endpoint():
     gauges, parts = parse_exposition(TEXT)
-    check(broker_metrics_record("c1", 1, 1000, 2, "http://b2:7071/metrics", gauges, parts, None, 3.5))
-    check(broker_metrics_record("c1", 1, 1000, 3, "http://b3:7071/metrics", {}, [], "URLError: refused", None))
+    answered = broker_metrics_record("c1", 1, 1000, 2, "http://b2:7071/metrics", gauges, parts, None, 3.5)
+    assert check(answered) is answered
+    refused = broker_metrics_record("c1", 1, 1000, 3, "http://b3:7071/metrics", {}, [], "URLError: refused", None)
+    assert check(refused) is refused
+    assert answered["broker_metrics_state"]["gauges"] and not refused["broker_metrics_state"]["gauges"]
+    assert refused["broker_metrics_state"]["error"] == "URLError: refused"
+    with pytest.raises(SchemaError):
+        check({**refused, "v": 99})
