@@ -3,6 +3,7 @@
 #   make demo   install what is missing, then replay docs/cases/rf1-outage-zk-chroot.md on a real local cluster
 #   make test   install what is missing, then run the whole test suite
 #   make check  the quick tier: lint, unit tests, the Spark golden tables (run it before every commit)
+#   make docs   the documentation site from docs/ into .cache/site
 #   make bench-smoke  the alert and history paths' cost at small sizes against recorded budgets (~5 min, not in
 #               `make test`; run it before and after a change to either path: benchmarks/BENCHMARKS.md)
 #
@@ -24,7 +25,7 @@ SPARK_EXCLUDES := -DexcludeGroupIds=org.apache.hadoop,org.scala-lang,org.scala-l
 OBJECTSTORE_EXCLUDES := -DexcludeGroupIds=io.netty,org.slf4j,commons-codec,commons-logging,org.apache.httpcomponents
 PYTEST_ARGS ?=
 
-.PHONY: demo test check bench-smoke lint setup system-packages jars compat-jars compat venv unit clean
+.PHONY: demo test check docs bench-smoke lint setup system-packages jars compat-jars compat venv unit clean
 
 demo: setup
 	$(VENV)/bin/krm demo
@@ -44,6 +45,10 @@ unit: venv
 # Spark session, no Kafka). `make test` (the whole suite) before a stop.
 check: venv jars lint
 	$(VENV)/bin/python -m pytest -m "unit or spark" $(PYTEST_ARGS)
+
+# The documentation site (docs/, mkdocs.yml) into .cache/site; strict: a broken link or a page left out of the nav fails
+docs: venv
+	$(VENV)/bin/mkdocs build --strict
 
 bench-smoke: setup
 	$(VENV)/bin/python benchmarks/bench_smoke.py

@@ -32,8 +32,8 @@ each mode it has (ZooKeeper mode up to 3.9, KRaft from 3.3), a real 3-broker loc
    said, never silent.
 
 Each comparison waits for a settled state: the two views equal at two reads in a row. The results go
-to benchmarks/data/compat.json (a run of some releases replaces only their rows) and README's version
-table (`--readme` rewrites it from that file).
+to benchmarks/data/compat.json (a run of some releases replaces only their rows) and the version table of
+docs/kafka-versions.md (`--readme` rewrites it from that file).
 
 Usage: make compat-jars && .venv/bin/python benchmarks/compat.py [--versions 2.8.2,3.3.2] [--modes zk,kraft] [--readme]
 """
@@ -70,7 +70,7 @@ from lab.harness import create_topic, stored_incidents, write_config
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "data" / "compat.json"
-README = ROOT / "README.md"
+README = ROOT / "docs" / "kafka-versions.md"  # holds the version table
 TABLE_START, TABLE_END = "<!-- compat-table:start -->", "<!-- compat-table:end -->"
 TOPIC_COMMANDS = ("org.apache.kafka.tools.TopicCommand", "kafka.admin.TopicCommand")  # 3.7+, before
 # 4.4.0's runtime folder holds kafka-tools 4.3.1's jar alone (jvm/kafka4-pom.xml), which misses classes

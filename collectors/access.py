@@ -172,7 +172,7 @@ def denials(cluster: str, sec: KafkaSecurity, denied: Iterable[str]) -> AccessPr
         return None
     shown = "; ".join(items[:3]) + (f"; and {len(items) - 3} more" if len(items) > 3 else "")
     return AccessProblem(AUTHORIZATION, f"authorization failed for cluster {cluster} ({sec.principal()}): "
-                                        f"missing ACL: {shown} (krm's minimum ACLs: README, 'Secured clusters')")
+                                        f"missing ACL: {shown} (krm's minimum ACLs: docs/security.md)")
 
 
 def _broker_words(exc: BaseException) -> str:

@@ -24,8 +24,9 @@ refusing connections, or already deregistered, while the view still shows the le
 controller has just moved. So a broker first seen down while the view shows it
 holding is judged again at every look (every poll, and in ZooKeeper mode every ZooKeeper-triggered
 record) for SETTLE_MS; meanwhile its verdict is `unknown`. SETTLE_MS is shorter than any broker
-session (ZooKeeper enforces at least two ticks; KRaft's broker.session.timeout.ms), and before its session expires nothing moves a crashed broker's leaderships away,
-so a crash still holds them at the final look.
+session (ZooKeeper enforces at least two ticks; KRaft's broker.session.timeout.ms), and before its
+session expires nothing moves a crashed broker's leaderships away, so a crash still holds them at the
+final look.
 
 A verdict, once final, holds for the whole departure: until a full poll sees the broker registered
 and answering again (a broker holding no replica is not asked, so its departure lasts until it holds

@@ -156,7 +156,7 @@ class Publisher:
         problem = access.classify(e, f"observations ({s.bootstrap_servers})", s.security)
         if problem is not None and problem.reason == access.AUTHORIZATION:
             return (f"{problem.message}; krm needs CREATE (unless the topic exists), WRITE and READ on TOPIC {s.topic} "
-                    f"(README, 'Secured clusters')")
+                    f"(docs/security.md)")
         if problem is not None:
             return problem.message
         return f"observations topic {s.topic} on {s.bootstrap_servers} unreachable ({type(e).__name__}: {e})"

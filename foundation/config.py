@@ -2,7 +2,7 @@
 and what it is for; loaded once and checked before anything connects.
 
 Errors name the file, the table and the key, e.g. `krm.toml: [collector] poll_interval_s must be >= 0.05,
-got 0` (foundation/settings.py says pydantic's errors that way); README's configuration reference is
+got 0` (foundation/settings.py says pydantic's errors that way); docs/configuration.md is
 checked against these models (tests/unit/test_config.py).
 """
 

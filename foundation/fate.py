@@ -45,7 +45,7 @@ def sharing_fate(config: Any) -> list[str]:
 
 WARNING = ("the observations topic %s lives on cluster %s, which krm watches: a fault on that cluster can stop "
            "the records that would report it (krm_observations_share_fate). Put it on a cluster krm does not "
-           "watch (README: Deployment)")
+           "watch (docs/deploying.md)")
 
 
 class FateMetrics:
@@ -63,7 +63,7 @@ class FateMetrics:
 
         fam = GaugeMetricFamily("krm_observations_share_fate",
                                 "1: the observations topic lives on this watched cluster, so a fault there can blind "
-                                "krm to it (README: Deployment).", labels=["cluster"])
+                                "krm to it (docs/deploying.md).", labels=["cluster"])
         for name in self.clusters:
             fam.add_metric([name], 1)
         yield fam

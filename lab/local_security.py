@@ -9,7 +9,7 @@ authority of its own, a broker certificate it signed, and the ACLs of krm's leas
   and krm connect with theirs.
 
 Users: `admin` (the brokers' inter-broker principal and the only super user) and `krm` (what the
-monitor connects as, holding exactly `KRM_ACLS`, the minimum the README documents). Passwords are
+monitor connects as, holding exactly `KRM_ACLS`, the minimum docs/security.md documents). Passwords are
 random per cluster, kept in `<root>/secrets/<user>.password` (mode 0600) and referenced by the
 cluster's krm.toml, never written into it.
 """

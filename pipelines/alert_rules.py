@@ -22,7 +22,7 @@ SELF_ALERTS = (
           "warning", wait="5m",
           summary="{{ $labels.cluster }}: krm's canary rounds do not start",
           runbook=("The collector's log has a WARNING `canary round failed` with the cause. Usually krm lacks CREATE / ALTER"
-                   ' / WRITE / READ on the canary topic (README, "Secured clusters"), or the cluster refuses connections '
+                   ' / WRITE / READ on the canary topic (docs/security.md), or the cluster refuses connections '
                    "(see KrmClusterUnreachable). Produce availability is not measured meanwhile."),
           links=(("console", console()),),
           why=("A canary that cannot even start (no canary topic: CREATE denied, or no connection) has no partition to "
@@ -53,7 +53,7 @@ SELF_ALERTS = (
           runbook=("Clients of the partitions this broker leads fail (it is down, hung or cut off), and the pipeline cannot "
                    "say more because no observation reaches it. Check the broker first, then the observations path "
                    "(KrmViewStale). If the observations topic lives on this cluster (krm_observations_share_fate 1), move it"
-                   " to a cluster krm does not watch (README: Deployment)."),
+                   " to a cluster krm does not watch (docs/deploying.md)."),
           why=("The collector's own view while the observations path is down (a fault on the cluster holding the "
                "observations topic, or the pipeline gone): a broker the collector cannot reach leads partitions, so their "
                "clients fail. Silent while the pipeline's view is fresh, where KafkaPartitionLeaderUnreachable and "

@@ -1,7 +1,7 @@
 """A real browser for the console's tests: Debian's chromium, driven by Selenium through Debian's
 chromedriver (`make setup` installs both; Selenium never downloads a driver here).
 
-`KRM_SCREENSHOTS=DIR` makes `shot()` save PNGs there (README's console pictures come from it:
+`KRM_SCREENSHOTS=DIR` makes `shot()` save PNGs there (docs' console pictures come from it:
 `KRM_SCREENSHOTS=docs/images .venv/bin/python -m pytest tests/e2e/test_prometheus_alertmanager.py`).
 """
 

@@ -51,7 +51,7 @@ ALERTS = (
                    "tls_failed / protocol_mismatch: the collector's log has one line naming the cause (wrong password, CA "
                    "that did not sign the brokers' certificates, listener protocol); fix [clusters.security]. krm retries "
                    "such refusals slowly (up to once a minute). authorization_failed: krm polls but misses an ACL (its log "
-                   "and the cluster record's `denied` name it); grant krm's minimum ACLs (README, \"Secured clusters\")."),
+                   "and the cluster record's `denied` name it); grant krm's minimum ACLs (docs/security.md)."),
           links=(("console", console()),
                  ("incidents", console("/incidents?cluster={{ $labels.cluster }}&type=CLUSTER_UNREACHABLE")))),
 )

@@ -75,8 +75,7 @@ def test_observations_on_the_watched_cluster_blinded_by_a_cut_still_page(zk_clus
               f"{stale_page_s:.1f}s")
         # the pipeline saw none of it: what it last knew still says the broker is fine
         assert _value(url, "krm_broker_up", cluster=cluster.name, broker=str(victim)) == 1
-        # and its log says when it went blind and why: its alert query hangs on the topic's offsets (README,
-        # "Deploying")
+        # and its log says when it went blind and why: its alert query hangs on the topic's offsets (docs/deploying.md)
         said = [r.getMessage() for r in caplog.records if r.name == "pipelines.job"
                 and r.getMessage().startswith(f"cluster {cluster.name}: krm's view is ")]
         assert said and "the observations topic does not answer the pipeline's reads" in said[0], caplog.text[-2000:]

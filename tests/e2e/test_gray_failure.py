@@ -36,7 +36,7 @@ def _unavailable(url: str, cluster: str, topic: str) -> dict[int, str]:
 @pytest.mark.parametrize("mode", ["zk", "kraft4"])
 def test_a_leader_nobody_can_reach_is_named_and_cleared(mode, request, zk_cluster, kraft_cluster, spark, tmp_path):
     cluster = zk_cluster if mode == "zk" else request.getfixturevalue("kraft4_cluster")
-    observations = kraft_cluster if mode == "zk" else zk_cluster  # not on the watched cluster (see README)
+    observations = kraft_cluster if mode == "zk" else zk_cluster  # not on the watched cluster (docs/deploying.md)
     topic = f"gray-{mode}"
     create_topic(cluster, topic, partitions=6, rf=3, configs={"min.insync.replicas": "2"})
     config_path = write_config(cluster, tmp_path, poll_interval_s=POLL_S, observations_on=observations)

@@ -73,7 +73,7 @@ class StaleWatch:
 def test_a_cut_replication_link_is_paged_while_writes_wait_and_named(mode, request, zk_cluster, kraft_cluster, spark,
                                                                      tmp_path):
     cluster = zk_cluster if mode == "zk" else request.getfixturevalue("kraft4_cluster")
-    observations = kraft_cluster if mode == "zk" else zk_cluster  # not on the watched cluster (see README)
+    observations = kraft_cluster if mode == "zk" else zk_cluster  # not on the watched cluster (docs/deploying.md)
     topic = f"cut-{mode}"
     create_topic(cluster, topic, partitions=6, rf=3, configs={"min.insync.replicas": "2"})
     config_path = write_config(cluster, tmp_path, poll_interval_s=2.0, observations_on=observations)

@@ -260,12 +260,12 @@ def test_console_url_defaults_to_where_metrics_are_served(tmp_path):
     assert chosen.console_url == "https://krm.example"
 
 
-# ---------------------------------------------------------------- README's configuration reference
+# ---------------------------------------------------------------- docs/configuration.md
 
 def _reference_rows() -> dict[tuple[str, str], str]:
-    """(table, key) -> the default column, from README's "Configuration reference"."""
-    text = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    section = text.split("## Configuration reference", 1)[1].split("\n## ", 1)[0]
+    """(table, key) -> the default column, from docs/configuration.md."""
+    text = (Path(__file__).resolve().parents[2] / "docs" / "configuration.md").read_text()
+    section = text.split("# Configuration reference", 1)[1]
     rows = {}
     for line in section.splitlines():
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
@@ -280,8 +280,8 @@ def _reference_rows() -> dict[tuple[str, str], str]:
     return rows
 
 
-def test_readme_reference_lists_every_setting_with_its_default():
-    """Every key of the config models has a row in README's reference, and a numeric default there is the
+def test_the_reference_lists_every_setting_with_its_default():
+    """Every key of the config models has a row in docs/configuration.md, and a numeric default there is the
     model's: the table cannot drift from foundation/config.py."""
     from foundation.config import ClusterConfig, CollectorConfig, ObservationsConfig, PipelineConfig
 
@@ -304,7 +304,7 @@ def test_readme_reference_lists_every_setting_with_its_default():
                 continue  # a default said in words ("first cluster's", "required")
             if isinstance(field.default, (int, float)) and not isinstance(field.default, bool) \
                     and float(field.default) != shown:
-                wrong.append(f"{table} {name}: README {default}, model {field.default}")
+                wrong.append(f"{table} {name}: docs {default}, model {field.default}")
     assert not missing and not wrong, (missing, wrong)
 
 

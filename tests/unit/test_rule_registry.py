@@ -14,9 +14,9 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def readme_rows() -> dict[str, tuple[set[str], str]]:
-    """incident -> (severities, the row's text) from README's "What it detects" table."""
+    """incident -> (severities, the row's text) from docs/detections.md's table."""
     rows = {}
-    for line in (ROOT / "README.md").read_text().splitlines():
+    for line in (ROOT / "docs" / "detections.md").read_text().splitlines():
         m = re.match(r"\| `([A-Z_]+)` \| ([a-z /]+) \|(.*)", line)
         if m:
             rows[m.group(1)] = ({s.strip() for s in m.group(2).split("/")}, m.group(3))

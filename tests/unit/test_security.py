@@ -282,7 +282,7 @@ def test_missing_acls_in_one_line():
     assert p.reason == "authorization_failed"
     assert p.message == ("authorization failed for cluster c (SCRAM-SHA-512, user krm): missing ACL: DESCRIBE on CLUSTER; "
                          "DESCRIBE_CONFIGS on TOPIC t0; DESCRIBE_CONFIGS on TOPIC t1; and 3 more "
-                         "(krm's minimum ACLs: README, 'Secured clusters')")
+                         "(krm's minimum ACLs: docs/security.md)")
     assert access.denials("c", SCRAM, []) is None
 
 
