@@ -145,12 +145,13 @@ def probe(cluster: str, bootstrap_servers: str, sec: KafkaSecurity, timeout_s: f
                                                               f"cluster {cluster}: {type(e).__name__}: {e}")
         close = conn.close
 
-        def recording_close(error: BaseException | None = None, _close: Any = close, _errors: list = errors) -> None:
+        def recording_close(error: BaseException | None = None, _close: Any = close,
+                            _errors: list[BaseException] = errors) -> None:
             if error is not None:  # the connection keeps only the last state; the cause is in the first error
                 _errors.append(error)
             _close(error)
 
-        conn.close = recording_close  # type: ignore[method-assign]
+        conn.close = recording_close
         try:
             if conn.connect_blocking(timeout=max(0.1, deadline - time.monotonic())):
                 return None

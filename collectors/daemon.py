@@ -24,6 +24,7 @@ from collectors.jmx import JmxSource
 from collectors.publisher import Publisher
 from collectors.unchanged import UnchangedPolls
 from collectors.zookeeper import ZkState
+from foundation.cadence import Cadence
 from foundation.config import Config
 from schemas.quiet import Thresholds
 from schemas.typed import Observation
@@ -32,7 +33,6 @@ log = logging.getLogger(__name__)
 
 SLOW_POLL_INTERVALS = 2  # a poll longer than this many intervals is logged with its steps' times
 SLOW_POLL_SAID_EVERY_S = 60.0  # at most once a minute per cluster
-STUCK_POLL_S = 10.0  # a poll still running after this (or five intervals, if longer) is logged as it runs
 _ROOT = f"{os.path.dirname(os.path.dirname(os.path.abspath(__file__)))}{os.sep}"
 
 
@@ -126,14 +126,14 @@ class Collector:
         return self
 
     def stuck_polls(self, now: float, said: dict[str, float]) -> list[str]:
-        """Log lines for polls running longer than STUCK_POLL_S (or five intervals), each poll once
+        """Log lines for polls running longer than their cadence's `stuck_after_s`, each poll once
         (`said`: cluster -> the start of the poll last said; updated): where its thread waits and the
         steps it finished, while it still waits."""
         out = []
         for src in self.sources:
             name = src.cluster.name
             started, ended = self.poll_started_at.get(name), self.last_poll_at.get(name, 0.0)
-            limit = max(STUCK_POLL_S, 5 * src.settings.poll_interval_s)
+            limit = Cadence(src.settings.poll_interval_s).stuck_after_s
             if started is None or started <= ended or now - started < limit or said.get(name) == started:
                 continue
             said[name] = started
@@ -244,7 +244,7 @@ class Collector:
         vouch = self.vouch
         if self.publisher.in_outage or self._share_kept_out:
             return False
-        holds_s = None if vouch is not None else self.unchanged.resend_s + interval_s
+        holds_s = None if vouch is not None else Cadence(interval_s, self.unchanged.resend_s).steady_hold_s
         repeats = self.unchanged.offer(cluster, records, time.monotonic(), holds_s)
         if repeats is None:
             return False

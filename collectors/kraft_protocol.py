@@ -44,7 +44,7 @@ class _Uuid(AbstractType):
 
     @classmethod
     def decode(cls, data: Any) -> bytes:
-        return data.read(16)
+        return bytes(data.read(16))
 
 
 class _NullableStruct(AbstractType):
@@ -55,8 +55,8 @@ class _NullableStruct(AbstractType):
 
     def encode(self, value: Any) -> bytes:
         if value is None:
-            return Int8.encode(-1)
-        return Int8.encode(1) + self.schema.encode(value)
+            return bytes(Int8.encode(-1))
+        return bytes(Int8.encode(1) + self.schema.encode(value))
 
     def decode(self, data: Any) -> Any:
         return None if Int8.decode(data) < 0 else self.schema.decode(data)

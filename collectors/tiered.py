@@ -50,7 +50,7 @@ class ListOffsetsResponseV9(Response):
     )
 
     @classmethod
-    def decode(cls, data: Any) -> Any:  # type: ignore[override]
+    def decode(cls, data: Any) -> Any:
         """As the v4/v5 answers read (collectors/wire.py OffsetsAnswer): topics as (name, [(partition,
         error_code, timestamp, offset, leader_epoch)]), tagged fields dropped."""
         decoded = super().decode(data)

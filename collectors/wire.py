@@ -131,7 +131,7 @@ def decode_metadata_v8(data: bytes, memory: TopicBlocks | None = None) -> Metada
                 and data.startswith(last[0], start)):
             # the same bytes decode to the same values and end where they ended then
             at = start + len(last[0])
-            kept[name] = last  # type: ignore[index]
+            kept[name] = last
             topics.append({"error_code": error, "topic": name, "is_internal": bool(internal), "partitions": last[1]})
             continue
         at += 5
@@ -160,13 +160,13 @@ def decode_metadata_v8(data: bytes, memory: TopicBlocks | None = None) -> Metada
     return MetadataAnswer(brokers, cluster_id, controller, topics)
 
 
-class _MetadataResponseV8(MetadataResponse[8]):  # type: ignore[misc,valid-type]
+class _MetadataResponseV8(MetadataResponse[8]):
     @classmethod
-    def decode(cls, data: Any) -> MetadataAnswer:  # type: ignore[override]
+    def decode(cls, data: Any) -> MetadataAnswer:
         return decode_metadata_v8(data.read())
 
 
-class MetadataRequestV8(MetadataRequest[8]):  # type: ignore[misc,valid-type]
+class MetadataRequestV8(MetadataRequest[8]):
     """Metadata v8 for every topic (or none), its answer decoded by decode_metadata_v8 (with
     `remembering(memory)`, against the last answer's healthy topics)."""
 
@@ -241,7 +241,7 @@ class OffsetsAnswer:
     @property
     def topics(self) -> list[tuple[str, list[tuple[int, int, int, int, int]]]]:
         if self._topics is None:
-            self._topics = [(name, list(zip(f[0::5], f[1::5], f[2::5], f[3::5], f[4::5])))  # type: ignore[misc]
+            self._topics = [(name, list(zip(f[0::5], f[1::5], f[2::5], f[3::5], f[4::5])))
                             for name, f in self.flat or ()]
         return self._topics
 
@@ -315,9 +315,9 @@ def decode_like(data: bytes, base: OffsetsAnswer) -> OffsetsAnswer | None:
 
 
 def _offsets_response(version: int) -> Any:
-    class _Response(ListOffsetsResponse[version]):  # type: ignore[misc,valid-type]
+    class _Response(ListOffsetsResponse[version]):
         @classmethod
-        def decode(cls, data: Any) -> OffsetsAnswer:  # type: ignore[override]
+        def decode(cls, data: Any) -> OffsetsAnswer:
             return decode_list_offsets_v4(data.read())
 
     return _Response
@@ -326,7 +326,7 @@ def _offsets_response(version: int) -> Any:
 _OFFSETS_RESPONSES = {4: _offsets_response(4), 5: _offsets_response(5)}
 
 
-class ListOffsetsRequestV4(ListOffsetsRequest[4]):  # type: ignore[misc,valid-type]
+class ListOffsetsRequestV4(ListOffsetsRequest[4]):
     """ListOffsets v4/v5 encoded in one pass: partition, current_leader_epoch -1 (no epoch check),
     timestamp, for every partition asked. Built with `offsets_request`."""
 
@@ -335,7 +335,7 @@ class ListOffsetsRequestV4(ListOffsetsRequest[4]):  # type: ignore[misc,valid-ty
         self.RESPONSE_TYPE = _Decoding(_OFFSETS_RESPONSES[version], SameAnswer().decode)  # this request's last answer
         self._body = body
 
-    def encode(self) -> bytes:  # type: ignore[override]
+    def encode(self) -> bytes:
         return self._body
 
     def __repr__(self) -> str:

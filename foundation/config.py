@@ -16,6 +16,7 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
+from foundation.cadence import Cadence
 from foundation.errors import ConfigError
 from foundation.security import HttpSecurity, KafkaSecurity, ZooKeeperSecurity
 from foundation.settings import File, Table, Text, tuple_field, validate
@@ -310,6 +311,10 @@ class Config(Table):
             observations = config.observations.model_copy(update={"security": config.clusters[0].security})
             return config.model_copy(update={"observations": observations})
         return config
+
+    def cadence(self, cluster: ClusterConfig) -> Cadence:
+        """The cluster's cadence (foundation/cadence.py): its poll interval and the resend of unchanged polls."""
+        return Cadence(self.collector.for_cluster(cluster).poll_interval_s, self.collector.unchanged_publish_s)
 
     @property
     def slowest_poll_s(self) -> float:

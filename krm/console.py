@@ -23,6 +23,7 @@ from collections import Counter
 from typing import Any, Callable
 from urllib.parse import parse_qs, quote
 
+from foundation.cadence import STALE_MIN_S, reload_every_s
 from foundation.errors import KrmError
 from krm.lag import parse_since
 from krm.timeline import (broker_rows, changes, latest_states, oldest_day, read_states, timeline, topic_lag_rows)
@@ -33,7 +34,7 @@ from krm.charts import BLUE, ORANGE, bar_chart, partition_chart
 from krm.history_charts import broker_chart, lag_chart, plan_bars
 from pipelines import incident_groups
 from pipelines.incident_store import IncidentStore
-from pipelines.state import STALE_DEFAULT_S
+
 
 NOT_FOUND_LISTED = 200  # what exists, listed at most, on a 404
 HISTORY_LIMIT = 500  # resolved incidents listed at most (newest first)
@@ -147,8 +148,8 @@ class Console:
     def _every_ms(self, cluster: str | None = None) -> int:
         """How often a live part reloads: a poll (a view is stale after three), at least a second."""
         names = [cluster] if cluster else list(self.state.snapshot.clusters)
-        stale_after = min((self.state.stale_after_s.get(n, STALE_DEFAULT_S) for n in names), default=STALE_DEFAULT_S)
-        return int(max(1.0, stale_after / 3) * 1000)
+        stale_after = min((self.state.stale_after_s.get(n, STALE_MIN_S) for n in names), default=STALE_MIN_S)
+        return int(reload_every_s(stale_after) * 1000)
 
     def _age(self, view: Any) -> str:
         return f"{max(0.0, time.time() - view.fresh_ms / 1000):.0f}s"

@@ -16,6 +16,7 @@ from typing import Any
 from collectors.daemon import Collector
 from collectors.publisher import ensure_topic
 from collectors.stats import CollectorMetrics
+from foundation.cadence import ready_window_s
 from foundation.config import Config
 from foundation.fate import WARNING, FateMetrics, sharing_fate
 from foundation.web_config import load_web_config
@@ -24,7 +25,7 @@ from krm.snapshot import from_cluster
 from pipelines.job import Pipeline
 from pipelines.tables import Tables
 from pipelines.metrics import serve
-from pipelines.state import STALE_DEFAULT_S, PipelineState
+from pipelines.state import PipelineState
 from pipelines.session import build_session, objectstore_jars
 
 log = logging.getLogger(__name__)
@@ -144,15 +145,14 @@ class Monitor:
     @property
     def stale_after_s(self) -> dict[str, float]:
         """cluster -> how old its view may be before the console and krm_cluster_view_stale call it
-        stale: three of its polls, and at least STALE_DEFAULT_S (one slow micro-batch is not blindness)."""
-        return {c.name: max(STALE_DEFAULT_S, 3 * self.config.collector.for_cluster(c).poll_interval_s)
-                for c in self.config.clusters}
+        stale (foundation/cadence.py)."""
+        return {c.name: self.config.cadence(c).stale_after_s for c in self.config.clusters}
 
     @property
     def ready_window_s(self) -> float:
         """/readyz and krm_pipeline_up want a batch (or a poll) at least this recent: five polls, >= 30 s, and
         two of the published polls of a cluster at rest (`[collector] unchanged_publish_s`)."""
-        return max(30.0, 5 * self.config.slowest_poll_s, 2 * self.config.collector.unchanged_publish_s)
+        return ready_window_s(self.config.slowest_poll_s, self.config.collector.unchanged_publish_s)
 
     def _collector_readiness(self) -> tuple[bool, str]:
         """`krm collect`: ready while every cluster was polled within the window."""

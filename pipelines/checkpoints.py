@@ -86,7 +86,7 @@ def writer_id(spark: Any, checkpoint: Location, legacy: str) -> str:
     if fs.exists(token):
         stream = fs.open(token)
         try:
-            return jvm.org.apache.commons.io.IOUtils.toString(stream, "UTF-8").strip()
+            return str(jvm.org.apache.commons.io.IOUtils.toString(stream, "UTF-8")).strip()
         finally:
             stream.close()
     has_metadata = fs.exists(jvm.org.apache.hadoop.fs.Path(root, "metadata"))

@@ -21,7 +21,8 @@ def built_once(key: Hashable, build: Callable[[], T]) -> T:
     with _building:
         hit = _built.get(key)
         if hit is not None and hit[0] is gateway:
-            return hit[1]
+            kept: T = hit[1]
+            return kept
         value = build()
         _built[key] = (gateway, value)
         return value

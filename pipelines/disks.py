@@ -11,7 +11,8 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Iterator
 
 from pipelines.detectors.exports import Alert, console
-from schemas.disks import PAGE_WITHIN_S, WARN_WITHIN_S
+from schemas.disks import PAGE_WITHIN_S as PAGE_WITHIN_S  # re-exported: the forecast horizons
+from schemas.disks import WARN_WITHIN_S as WARN_WITHIN_S
 from schemas.typed import Broker
 
 

@@ -116,7 +116,10 @@ class IncidentStore:
 
 def to_json_obj(i: Incident) -> dict[str, Any]:
     """The `krm incidents --json` contract (DESIGN.md): times as ISO-8601 UTC strings."""
-    iso = lambda ms: None if ms is None else _ts(ms).isoformat().replace("+00:00", "Z")  # type: ignore[union-attr]  # noqa: E731
+    def iso(ms: int | None) -> str | None:
+        at = _ts(ms)
+        return None if at is None else at.isoformat().replace("+00:00", "Z")
+
     return {
         "incident_id": i.incident_id, "cluster": i.cluster, "type": i.type, "severity": i.severity,
         "topic": i.topic, "partition": i.partition, "broker": i.broker, "cause": i.cause, "details": i.facts.raw(),

@@ -19,6 +19,7 @@ import threading
 import time
 from typing import Any, Callable
 
+from foundation.cadence import read_back_s
 from foundation.config import Config
 from pipelines import findings as F_
 from pipelines import clock, log_retention
@@ -113,8 +114,8 @@ class Pipeline:
         raw = read_observations(self.spark, self.config, since_ms=self.history_since_ms)
         # a new alert query reads back one resend window: a collector at rest publishes a cluster's steady
         # poll once per `unchanged_publish_s` (collectors/unchanged.py), so its last one is in there
-        resend_s = self.config.collector.unchanged_publish_s
-        alert_since_ms = (int((time.time() - resend_s - self.config.slowest_poll_s) * 1000) if resend_s > 0 else None)
+        back_s = read_back_s(self.config.slowest_poll_s, self.config.collector.unchanged_publish_s)
+        alert_since_ms = None if back_s is None else int((time.time() - back_s) * 1000)
         alert_raw = read_observations(alert_session(self.spark), self.config, since_ms=alert_since_ms)
         p = self.config.pipeline
         balance = BalanceCheck(BalanceSettings.of(p),

@@ -329,7 +329,7 @@ def serve(state: PipelineState | None, host: str, port: int, extra: tuple[Any, .
 def with_probes(metrics_app: Any, readiness: Any = None, pages: Any = None) -> Any:
     """/healthz (the process answers) and /readyz (`readiness()` -> (ready, why): 200 or 503 with the
     why) beside /metrics. Probes carry no data, so a web config's basic auth does not apply to them."""
-    def app(environ: dict, start_response: Any) -> Any:
+    def app(environ: dict[str, Any], start_response: Any) -> Any:
         path = environ.get("PATH_INFO", "")
         if path == "/healthz":
             start_response("200 OK", [("Content-Type", "text/plain")])

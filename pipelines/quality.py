@@ -69,7 +69,8 @@ def partition_rows(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
     if not records:
         return []
-    return partition_table(pa.Table.from_pylist(records)).to_pylist()
+    rows: list[dict[str, Any]] = partition_table(pa.Table.from_pylist(records)).to_pylist()
+    return rows
 
 
 def partition_table(records: Any) -> Any:

@@ -14,6 +14,7 @@ from pipelines.disks import LogDirState
 from pipelines.incidents import Incident
 from schemas.observation import AUTHORIZATION_FAILED, UNREACHABLE
 from schemas.typed import Quorum
+from foundation.cadence import STALE_MIN_S
 
 
 @dataclass(frozen=True)
@@ -101,7 +102,6 @@ class Snapshot:
     tiered: dict[tuple[str, str], Any] = field(default_factory=dict)  # (cluster, topic) -> tiered_view.TieredTopic
 
 
-STALE_DEFAULT_S = 6.0  # a view older than this is stale when the config gives no poll interval
 
 
 class PipelineState:
@@ -121,12 +121,12 @@ class PipelineState:
 
     def stale(self, now: float | None = None) -> dict[str, float]:
         """cluster -> the age of its view (seconds since the newest observation processed was taken),
-        for each cluster whose view is older than its `stale_after_s` (default STALE_DEFAULT_S): krm
+        for each cluster whose view is older than its `stale_after_s` (default STALE_MIN_S): krm
         is blind to it now, whatever its pages and series still say."""
         now = time.time() if now is None else now
         ages = {name: max(0.0, now - view.fresh_ms / 1000) for name, view in self._snapshot.clusters.items()}
         return {name: age for name, age in sorted(ages.items())
-                if age > self.stale_after_s.get(name, STALE_DEFAULT_S)}
+                if age > self.stale_after_s.get(name, STALE_MIN_S)}
 
     def vouch(self, cluster: str, poll_id: int, observed_at_ms: int) -> None:
         """The collector in this process kept home a poll that found what its poll `poll_id` did

@@ -126,7 +126,9 @@ def offline_columns(leader: Any, replicas: Any, isr: Any, live: Any, elr: Any = 
     column (or None): Metadata's offline replicas trusted as in classify_offline."""
     from pyspark.sql import functions as F
 
-    is_live = lambda b: F.array_contains(live, b)  # noqa: E731
+    def is_live(b: Any) -> Any:
+        return F.array_contains(live, b)
+
     empty = F.array().cast("array<int>")
     elr = empty if elr is None else F.coalesce(elr, empty)
     lk_elr = empty if last_known_elr is None else F.coalesce(last_known_elr, empty)
@@ -134,7 +136,9 @@ def offline_columns(leader: Any, replicas: Any, isr: Any, live: Any, elr: Any = 
     if failed_dir_brokers is not None:  # only where the broker itself reports a failed directory
         dir_offline = F.when(failed_dir_brokers.isNull(), dir_offline).otherwise(
             F.filter(dir_offline, lambda b: F.array_contains(failed_dir_brokers, b)))
-    on_failed_dir = lambda b: is_live(b) & F.array_contains(dir_offline, b)  # noqa: E731
+    def on_failed_dir(b: Any) -> Any:
+        return is_live(b) & F.array_contains(dir_offline, b)
+
     offline = (leader == -1) | ~is_live(leader)
     isr_empty = F.size(isr) == 0
     candidates = F.when(isr_empty & (F.size(elr) > 0), elr).otherwise(isr)

@@ -30,8 +30,13 @@ from pipelines.detectors.controllers import QUORUM_AT_RISK as AT_RISK
 from pipelines.detectors.controllers import RULE, VOTER_LAGGING
 from pipelines.detectors.controllers import TYPE as TYPE  # re-exported: quorum findings are CONTROLLER_ANOMALY
 # the voters' states (schemas/quorum.py, shared with the collector), re-exported for pipelines/metrics.py
-from schemas.quorum import CAUGHT_UP, FETCH_TIMEOUT_MS, LAGGING, LEADER, NOT_FETCHING  # noqa: F401
-from schemas.quorum import VoterState, voter_states  # noqa: F401
+from schemas.quorum import CAUGHT_UP as CAUGHT_UP  # re-exported: the states /metrics counts
+from schemas.quorum import FETCH_TIMEOUT_MS as FETCH_TIMEOUT_MS
+from schemas.quorum import LAGGING as LAGGING
+from schemas.quorum import LEADER as LEADER
+from schemas.quorum import NOT_FETCHING as NOT_FETCHING
+from schemas.quorum import VoterState as VoterState
+from schemas.quorum import voter_states as voter_states
 from schemas.typed import Quorum
 
 SCOPE = "quorum"  # incidents resolved by each cluster record that carries a quorum

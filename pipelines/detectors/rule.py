@@ -25,7 +25,7 @@ from __future__ import annotations
 import builtins
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping, TypeVar
 
 from pipelines.columns import leo_of
 from pipelines.detectors.details import Details
@@ -38,6 +38,7 @@ ROW_FIELDS = [("row_type", "string"), ("scope", "string"), ("type", "string"), (
 
 
 SEVERITIES = ("info", "warning", "critical")  # in rising order
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -203,10 +204,11 @@ class PartitionView:
         self.prev = p["previous"]
         self._memo: dict[str, Any] = {}
 
-    def memo(self, key: str, build: Callable[[], Any]) -> Any:
+    def memo(self, key: str, build: Callable[[], T]) -> T:
         if key not in self._memo:
             self._memo[key] = build()
-        return self._memo[key]
+        built: T = self._memo[key]
+        return built
 
     @cached_property
     def base(self) -> list[Any]:
