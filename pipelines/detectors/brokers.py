@@ -76,7 +76,6 @@ def _plan(view: ClusterRecordView) -> Any:
     from pyspark.sql import functions as F
 
     b = broker_columns(view.cs)
-    limit_ms = view.settings.planned_stop_max_ms if view.settings is not None else None
 
     def details(br: Any) -> Any:
         return F.to_json(F.struct(br["host"].alias("host"), br["port"].alias("port"), br["rack"].alias("rack"),
@@ -97,9 +96,7 @@ def _plan(view: ClusterRecordView) -> Any:
         said = how(br)
         cause = (F.when(disk_full(br), F.lit(LOG_DIR_FULL)).when(said == "controlled", F.lit(STOPPED))
                  .when(said == "unknown", F.lit(UNKNOWN)).otherwise(F.lit(NOT_REGISTERED)))
-        conditions = {}
-        if limit_ms is not None and view.observed_at_ms is not None:  # as Escalation.due_ms says (the clock's form)
-            conditions[PAST_PLANNED_STOP] = view.observed_at_ms - br["down_since_ms"] > F.lit(limit_ms)
+        conditions = RULE.timed(view.observed_at_ms, view.settings, down_since_ms=br["down_since_ms"])
         return view.finding(RULE, cause, details(br), broker=br["id"], severity=RULE.severity_column(cause, **conditions))
 
     def silent(br: Any) -> Any:

@@ -56,12 +56,25 @@ class Escalation:
     since: str | None = None
     after: str | None = None
 
+    def after_ms(self, settings: Any) -> int | None:
+        """How long after `since` a time-alone condition holds (None: not one, or no settings)."""
+        return None if self.after is None or settings is None else int(getattr(settings, self.after))
+
     def due_ms(self, details: Mapping[str, Any], settings: Any) -> int | None:
-        """When this time-alone condition starts to hold for an incident with `details` (None: never)."""
+        """When this time-alone condition starts to hold for an incident with `details` (None: never): the
+        clock's form (pipelines/clock.py) of `holds`."""
         start = details.get(self.since) if self.since is not None else None
-        if start is None or self.after is None:
+        after = self.after_ms(settings)
+        return None if start is None or after is None else int(start) + after + 1
+
+    def holds(self, observed_at_ms: Any, start_ms: Any, settings: Any) -> Any:
+        """The Spark form: a Column true once the observation is past `due_ms` (None: not one by time)."""
+        from pyspark.sql import functions as F
+
+        after = self.after_ms(settings)
+        if after is None or observed_at_ms is None:
             return None
-        return int(start) + int(getattr(settings, self.after)) + 1
+        return observed_at_ms - start_ms > F.lit(after)
 
 
 @dataclass(frozen=True)
@@ -148,6 +161,15 @@ class Rule:
             if cause in e.causes and e.when in held:
                 return e.severity
         return self.severity[cause]
+
+    def timed(self, observed_at_ms: Any, settings: Any, **since: Any) -> dict[str, Any]:
+        """The conditions of its escalations by time as Columns, by name, from the Columns of their `since`
+        details: what `severity_column` takes, said once with the clock's `Escalation.due_ms`."""
+        out = {}
+        for e in self.escalations:
+            if e.since in since and (held := e.holds(observed_at_ms, since[e.since], settings)) is not None:
+                out[e.when] = held
+        return out
 
     def severity_column(self, cause: Any, **conditions: Any) -> Any:
         """`severity_of` as a Column: the declared severity of a cause Column (one `when` per cause;
