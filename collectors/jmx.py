@@ -40,6 +40,18 @@ BROKER_GAUGES = {
     "kafka_server_replicamanager_isrexpandspersec": "isr_expands_total",
     "kafka_controller_controllerstats_uncleanleaderelectionspersec": "unclean_leader_elections_total",
 }
+# how fast the broker answers: kafka_network_requestmetrics_<phase>{request, quantile} -> a gauge named
+# <request>_<phase>_<quantile>_ms (e.g. produce_queue_p99_ms), and the broker's idle shares and log flushes
+REQUEST_PHASES = {"totaltimems": "total", "requestqueuetimems": "queue", "localtimems": "local",
+                  "remotetimems": "remote"}
+REQUESTS = {"Produce": "produce", "FetchFollower": "fetch_follower"}
+QUANTILES = {"50th": "p50", "99th": "p99"}
+LOAD_GAUGES = {
+    "kafka_server_kafkarequesthandlerpool_requesthandleravgidlepercent": "request_handler_idle",
+    "kafka_network_socketserver_networkprocessoravgidlepercent": "network_processor_idle",
+    "kafka_log_logflushstats_logflushtimems_p99": "log_flush_p99_ms",
+}
+REQUEST_METRIC = "kafka_network_requestmetrics_"
 PARTITION_METRICS = {
     "kafka_server_fetcherlagmetrics_consumerlag": "consumer_lag",
     "kafka_log_log_logendoffset": "log_end_offset",
@@ -57,6 +69,13 @@ def parse_exposition(text: str) -> tuple[dict[str, float], list[PartitionMetric]
             name = s.name[:-len("_total")] if s.name.endswith("_total") else s.name
             if name in BROKER_GAUGES:
                 gauges[BROKER_GAUGES[name]] = float(s.value)
+            elif name in LOAD_GAUGES:
+                gauges[LOAD_GAUGES[name]] = float(s.value)
+            elif name.startswith(REQUEST_METRIC):
+                phase = REQUEST_PHASES.get(name[len(REQUEST_METRIC):])
+                request, quantile = REQUESTS.get(s.labels.get("request", "")), QUANTILES.get(s.labels.get("quantile", ""))
+                if phase and request and quantile:
+                    gauges[f"{request}_{phase}_{quantile}_ms"] = float(s.value)
             elif name in PARTITION_METRICS and "topic" in s.labels and "partition" in s.labels:
                 key = (PARTITION_METRICS[name], s.labels["topic"], int(s.labels["partition"]))
                 # a follower has one fetcher per leader broker: keep the largest lag

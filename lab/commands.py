@@ -57,6 +57,12 @@ def cmd_local_cluster(args: argparse.Namespace) -> int:
         c.start(args.broker_id, kafka_version=args.kafka_version)
         node = c.broker(args.broker_id)
         print(f"{node.role} {args.broker_id}: started on Kafka {node.kafka_version or c.kafka_version}")
+    elif args.action == "slow":
+        said = c.slow(args.broker_id, cpu_pct=args.cpu, disk_delay_ms=args.disk_delay)
+        print(f"broker {args.broker_id}: {said}; `krm local-cluster fast {args.broker_id}` undoes it")
+    elif args.action == "fast":
+        c.fast(args.broker_id)
+        print(f"broker {args.broker_id}: full speed again")
     elif args.action in ("cut", "heal"):
         getattr(c, args.action)(args.broker_id)
         print(f"broker {args.broker_id}: listener port {c.broker(args.broker_id).port} "
@@ -177,9 +183,15 @@ def add_commands(sub: Any) -> None:
                              ("pause", "SIGSTOP one broker"), ("resume", "SIGCONT a paused broker"),
                              ("cut", "gray failure: drop every packet to the broker's listener (nftables, root); "
                                      "its process, session and heartbeats live on"),
-                             ("heal", "let packets reach a cut broker's listener again")):
+                             ("heal", "let packets reach a cut broker's listener again"),
+                             ("slow", "a slow broker that stays registered and answers: --cpu PCT caps its JVM at PCT %% of "
+                                      "one core (a CPU cgroup, root)"),
+                             ("fast", "undo `slow`")):
         a = lcs.add_parser(action, help=helptext)
         a.add_argument("broker_id", type=int, metavar="BROKER_ID")
+        if action == "slow":
+            a.add_argument("--cpu", type=float, metavar="PCT", help="cap the broker's CPU at PCT %% of one core")
+            a.add_argument("--disk-delay", type=int, metavar="MS", help="delay its log directory's writes (not built yet)")
         if action == "start":
             a.add_argument("--kafka-version", metavar="V", help="start it on this Kafka release from now on (a rolling "
                                                                  "upgrade step: same data and settings)")

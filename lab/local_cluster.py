@@ -35,7 +35,7 @@ from typing import Any
 
 from foundation.errors import ClusterError
 from foundation.paths import CONF_DIR, IN_CHECKOUT, JVM_DIR, jar_group, jars_dir
-from lab import packet_filter
+from lab import cpu_cap, packet_filter
 from lab.local_kdc import LocalKdc
 from lab.local_security import ADMIN_USER, KRM_USER, MECHANISM, LocalSecurity, grant_krm_acls
 
@@ -390,6 +390,8 @@ class LocalCluster:
             node.pid = None
             if node.role == "broker" and node.port:
                 packet_filter.release_cgroup(packet_filter.cgroup_name(node.port))
+            if node.role == "broker":
+                cpu_cap.uncap(self._cpu_group(node))
         if (self.root / "state.json").exists():
             self._save()
         self.release_small_log_dirs()
@@ -690,6 +692,28 @@ class LocalCluster:
         if not packet_filter.heal(self.broker(broker_id).port) and not missing_ok:
             raise ClusterError(f"broker {broker_id} is not cut off")
 
+    def _cpu_group(self, node: Node) -> str:
+        return f"{self.name}-{node.role}-{node.id}"
+
+    def slow(self, broker_id: int, cpu_pct: float | None = None, disk_delay_ms: int | None = None) -> str:
+        """A slow broker, still registered and answering: its JVM capped at `cpu_pct` % of one core (lab/cpu_cap.py).
+        A restart ends the cap (a new process); `fast` undoes it. Says what it did."""
+        if cpu_pct is None and disk_delay_ms is None:
+            raise ClusterError("say how: --cpu PCT and/or --disk-delay MS")
+        if disk_delay_ms is not None:
+            raise ClusterError("--disk-delay needs a delaying layer under the broker's log directory (device-mapper's "
+                               "delay target or a FUSE layer); the lab does not build one yet")
+        node = self._live_broker(broker_id)
+        assert cpu_pct is not None and node.pid is not None
+        quota = cpu_cap.cap(self._cpu_group(node), node.pid, cpu_pct)
+        return f"CPU capped at {cpu_pct:g} % of one core ({quota} µs per {cpu_cap.PERIOD_US} µs)"
+
+    def fast(self, broker_id: int, missing_ok: bool = False) -> None:
+        """Undo `slow`; with `missing_ok`, a broker not slowed is no error (a test's cleanup)."""
+        node = self.broker(broker_id)
+        if not cpu_cap.uncap(self._cpu_group(node)) and not missing_ok:
+            raise ClusterError(f"broker {broker_id} is not slowed")
+
     def resume(self, broker_id: int) -> None:
         node = self.broker(broker_id)
         if _pid_state(node.pid) == "dead":
@@ -714,6 +738,7 @@ class LocalCluster:
                     "port": self.broker(b).port,
                     "jmx_port": self.broker(b).jmx_port,
                     "state": _pid_state(self.broker(b).pid),
+                    "cpu_cap_pct": cpu_cap.capped_pct(self._cpu_group(self.broker(b))),
                     "kafka_version": self.broker(b).kafka_version or self.kafka_version,
                     "log": str(self.root / f"broker-{b}" / "logs" / "server.log"),
                 }

@@ -37,6 +37,7 @@ class CanarySample:
     produce_ms: float | None
     e2e_ms: float | None
     observed_at_ms: int
+    leader: int | None = None  # the partition's leader the round wrote to (None: unknown)
 
 
 def judge(state: dict[str, Any]) -> list[CanaryFinding]:
@@ -48,7 +49,7 @@ def judge(state: dict[str, Any]) -> list[CanaryFinding]:
 
 def samples(cluster: str, state: dict[str, Any], observed_at_ms: int) -> list[CanarySample]:
     return [CanarySample(cluster, p["broker"], p["partition"], bool(p["produced"]), p.get("produce_ms"),
-                         p.get("e2e_ms"), observed_at_ms) for p in state["partitions"]]
+                         p.get("e2e_ms"), observed_at_ms, p.get("leader")) for p in state["partitions"]]
 
 
 __all__ = ["CAUSE", "SCOPE", "SEVERITY", "TYPE", "CanaryFinding", "CanarySample", "judge", "samples"]

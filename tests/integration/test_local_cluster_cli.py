@@ -49,6 +49,18 @@ def test_up_json_status_and_broker_control(tmp_path):
         assert state() == "paused"
         assert _krm(tmp_path, "resume", "1", "--name", "cli").returncode == 0
         assert state() == "running"
+        # slow: capped at 5 % of a core, still running and registered; fast undoes it; a second fast says so
+        slow = _krm(tmp_path, "slow", "1", "--cpu", "5", "--name", "cli")
+        assert slow.returncode == 0 and "5 % of one core" in slow.stdout, slow.stderr
+
+        def cap():
+            return json.loads(_krm(tmp_path, "status", "--json", "--name", "cli").stdout)["brokers"]["1"]["cpu_cap_pct"]
+        assert state() == "running" and cap() == 5.0
+        assert _krm(tmp_path, "fast", "1", "--name", "cli").returncode == 0 and cap() is None
+        again = _krm(tmp_path, "fast", "1", "--name", "cli")
+        assert again.returncode != 0 and "broker 1 is not slowed" in again.stderr
+        no_how = _krm(tmp_path, "slow", "1", "--name", "cli")
+        assert no_how.returncode != 0 and "--cpu PCT" in no_how.stderr
         assert _krm(tmp_path, "kill", "1", "--name", "cli").returncode == 0
         assert state() == "dead"
         assert _krm(tmp_path, "start", "1", "--name", "cli").returncode == 0

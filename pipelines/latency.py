@@ -1,0 +1,56 @@
+"""How fast each broker answers, as series: the broker's own request times (its RequestMetrics, from the JMX
+exporter: collectors/jmx.py) and what a client writing to the partitions it leads waits (the canary's acks=all
+writes, per leader). Pure: built from the pipeline's snapshot on each scrape."""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Iterator, Mapping
+
+# the request names Kafka's RequestMetrics uses, by the prefix of the record's gauge names (collectors/jmx.py)
+REQUESTS = {"produce": "Produce", "fetch_follower": "FetchFollower"}
+QUANTILES = {"p50": "0.5", "p99": "0.99"}
+
+
+def request_latencies(gauges: Mapping[str, float]) -> list[tuple[str, str, float]]:
+    """(request, quantile, seconds) of a broker's total request times, from one scrape's gauges."""
+    out = []
+    for prefix, request in REQUESTS.items():
+        for q, quantile in QUANTILES.items():
+            ms = gauges.get(f"{prefix}_total_{q}_ms")
+            if ms is not None:
+                out.append((request, quantile, ms / 1000))
+    return out
+
+
+def client_latencies(samples: Iterable[Any]) -> dict[tuple[str, int], float]:
+    """(cluster, broker) -> the slowest acknowledgement, in seconds, of the newest canary writes to partitions
+    the broker led (the leader the round wrote to; the preferred leader where the round did not say)."""
+    out: dict[tuple[str, int], float] = {}
+    for s in samples:
+        if s.produce_ms is None or not s.produced:
+            continue
+        key = (s.cluster, s.leader if s.leader is not None and s.leader >= 0 else s.broker)
+        out[key] = max(out.get(key, 0.0), s.produce_ms / 1000)
+    return out
+
+
+def series(jmx: Mapping[tuple[str, int], Any], canary: Mapping[tuple[str, int], Any]) -> Iterator[Any]:
+    """krm_broker_request_latency_seconds{cluster,broker,request,quantile} and
+    krm_broker_client_latency_seconds{cluster,broker}."""
+    from prometheus_client.core import GaugeMetricFamily
+
+    request = GaugeMetricFamily("krm_broker_request_latency_seconds",
+                                "The broker's own total request time (Kafka's RequestMetrics TotalTimeMs) at a quantile, "
+                                "Produce and FetchFollower, as its last JMX scrape said.",
+                                labels=["cluster", "broker", "request", "quantile"])
+    for (cluster, broker), sample in sorted(jmx.items()):
+        if sample.error is None:
+            for name, quantile, seconds in request_latencies(sample.gauges):
+                request.add_metric([cluster, str(broker), name, quantile], seconds)
+    client = GaugeMetricFamily("krm_broker_client_latency_seconds",
+                               "What a client writing to partitions this broker leads waits now: the slowest "
+                               "acknowledgement of the newest canary round's acks=all writes to them.",
+                               labels=["cluster", "broker"])
+    for (cluster, broker), seconds in sorted(client_latencies(canary.values()).items()):
+        client.add_metric([cluster, str(broker)], seconds)
+    yield from (request, client)
