@@ -62,6 +62,8 @@ class ClusterConfig(Table):
     security: KafkaSecurity = KafkaSecurity()  # [clusters.security]
     canary: bool = False  # produce/consume canary (collectors/canary.py)
     canary_topic: Text = "krm.canary"
+    # what "hurt" means for this cluster's clients: a BROKER_SLOW pages once the canary waits longer (s)
+    latency_objective_s: float = Field(2.0, gt=0.0)
     zookeeper_security: ZooKeeperSecurity | None = None  # [clusters.zookeeper_security]
     jmx_security: HttpSecurity | None = None  # [clusters.jmx_security]
     # this cluster's own pace and patience where it differs from [collector]'s (far away, a slow link)

@@ -27,6 +27,7 @@ from pipelines.incident_store import IncidentStore
 from pipelines.incidents import Finding, IncidentBook, ScopePoll
 from pipelines.jmx_view import JmxSample, JmxView
 from pipelines.load import BrokerLoad, TopicLoad
+from pipelines.slow_view import SlowView
 from pipelines.state import ClusterView, PipelineState
 from pipelines.tables import Tables
 from schemas.typed import ClusterState
@@ -68,7 +69,8 @@ class AlertPath:
     """
 
     def __init__(self, state: PipelineState, book: IncidentBook, store: IncidentStore,
-                 balance: BalanceCheck | None = None, deleted_after_ms: int = 30_000, settings: Any = None) -> None:
+                 balance: BalanceCheck | None = None, deleted_after_ms: int = 30_000, settings: Any = None,
+                 slow: SlowView | None = None) -> None:
         self.state = state
         self.settings = settings  # findings.DetectorSettings: what the escalations by time read (None: none)
         self._lock = threading.Lock()  # a batch and a tick never interleave
@@ -80,6 +82,7 @@ class AlertPath:
         self.counts = BrokerLoad()
         self.balance = balance or BalanceCheck()
         self.jmx = JmxView()
+        self.slow = slow or SlowView()  # BROKER_SLOW, with each cluster's latency objective
         self.shares: dict[str, dict[int, int]] = {}  # split clusters: share index (>= 2) -> newest observation
         self.batch_started_at: float | None = None  # time.monotonic() a batch entered the handler; None between
 
@@ -176,6 +179,11 @@ class AlertPath:
         changed += self.book.apply(*self.balance.evaluate(self.counts, counts, clusters))
         if jmx:
             changed += self.book.apply(*self.jmx.update(jmx))
+        if jmx or canaries:  # BROKER_SLOW: a round of each cluster that said how fast its brokers answer
+            live = {n: [b for b, up in v.brokers if up] for n, v in {**self.state.snapshot.clusters, **clusters}.items()}
+            latest_rounds = {**self.state.snapshot.canary, **{(c.cluster, c.partition): c for c in canaries}}
+            changed += self.book.apply(*self.slow.judge({s.cluster for s in jmx} | {c.cluster for c in canaries}, live,
+                                                        self.jmx.latest, latest_rounds))
         touched = [i for i in changed if i.status == "open" and i.type in clock.TIMED]
         if touched and self.settings is not None:
             # an escalation already due stays raised, though a restarted collector's finding counts from its

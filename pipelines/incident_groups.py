@@ -5,10 +5,10 @@ directory and the partitions it leaves offline. The on-call fixes the cause once
 Pure, computed whenever incidents are listed (the console, `krm incidents`), never stored: the incidents
 table keeps one row per incident, and `krm incidents --json` one object per incident with its `group`.
 
-- A BROKER_DOWN incident heads the group of every partition incident of its cluster that names that
-  broker as one to act on (its details' `act_on`: must_return, holding_back, out_of_sync,
-  unreachable_brokers, adding) and opened while it was down (from LEAD_MS before its opening: a partition whose
-  leader stopped answering opens as the broker does).
+- A BROKER_DOWN or BROKER_SLOW incident heads the group of every partition incident of its cluster that names
+  that broker as one to act on (its details' `act_on`: must_return, holding_back, out_of_sync,
+  unreachable_brokers, adding) and opened while it was down or slow (from LEAD_MS before its opening: a partition
+  whose leader stopped answering opens as the broker does). A broker both down and slow heads with the earlier.
 - HW_STALL incidents with the same cut side (details.replication_link: pipelines/replication_links.py).
 - OFFLINE_PARTITION `log_dir_offline` incidents of the same broker's failed directory (its must_return).
 Stalls and failed directories group while they overlap in time (each opening before the group's last
@@ -27,6 +27,7 @@ from pipelines.detectors.offline import OfflineDetails
 from pipelines.incidents import Incident
 
 LEAD_MS = 60_000
+HEADS = ("BROKER_DOWN", "BROKER_SLOW")  # broker incidents the partitions they hold up are grouped under
 _SEVERITY = {"critical": 0, "warning": 1, "info": 2}
 _OPEN_END = 2**62
 
@@ -95,12 +96,12 @@ def group(incidents: Iterable[Incident]) -> list[Group]:
     """Every incident in exactly one group, the groups ordered as their heads were (the first member's place)."""
     items = list(incidents)
     order = {id(i): n for n, i in enumerate(items)}
-    downs = [i for i in items if i.type == "BROKER_DOWN" and i.broker is not None]
+    downs = [i for i in items if i.type in HEADS and i.broker is not None]
     by_down: dict[int, list[Incident]] = {id(d): [] for d in downs}
     chains: dict[str, list[tuple[str, list[Incident], int]]] = {}  # raw key -> [(title, members, end)]
     alone: list[Incident] = []
     for i in sorted(items, key=lambda i: i.opened_at_ms):
-        if i.type == "BROKER_DOWN":
+        if i.type in HEADS and i.broker is not None:
             continue
         keyed = _link_key(i) or _disk_key(i)
         if keyed is not None:
@@ -124,7 +125,8 @@ def group(incidents: Iterable[Incident]) -> list[Group]:
     for d in downs:
         members = by_down[id(d)]
         key = f"broker:{d.cluster}:{d.broker}@{d.opened_at_ms}" if members else None
-        groups.append(Group(key, f"broker {d.broker} down ({d.cause})", (d, *members)))
+        how = "down" if d.type == "BROKER_DOWN" else "slow"
+        groups.append(Group(key, f"broker {d.broker} {how} ({d.cause})", (d, *members)))
     for raw, runs in chains.items():
         for title, members, _ in runs:
             key = f"{raw}@{members[0].opened_at_ms}" if len(members) > 1 else None

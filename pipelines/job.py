@@ -35,6 +35,7 @@ from pipelines.broker_history import BrokerHistory
 from pipelines.quality import QualityRunner
 from pipelines.session import alert_session
 from pipelines.tables import Tables
+from pipelines.slow_view import SlowView
 
 log = logging.getLogger(__name__)
 
@@ -122,7 +123,8 @@ class Pipeline:
                                restored_history(self.tables, store))
         deleted_after_ms = int(max(30.0, 3 * self.config.slowest_poll_s) * 1000)
         settings = F_.DetectorSettings.of(p)
-        alerts = AlertPath(self.state, book, store, balance, deleted_after_ms, settings)
+        alerts = AlertPath(self.state, book, store, balance, deleted_after_ms, settings,
+                           SlowView({c.name: c.latency_objective_s for c in self.config.clusters}))
         alert_path = interruptible(alerts)
         for query in ("alerts", "history"):
             repair(self.tables.checkpoints / query)

@@ -7,7 +7,7 @@ others. `krm incidents --type`, the docs and the shipped alert rules are checked
 from __future__ import annotations
 
 from pipelines.detectors import (availability, balance, brokers, cluster_reachability, controllers, hw_stall, isr, lag,
-                                 offline, reassignment, truncation, unclean)
+                                 offline, reassignment, slow, truncation, unclean)
 from pipelines.detectors.details import Details, parse
 from pipelines.detectors.exports import Series
 from pipelines.detectors.rule import Rule
@@ -25,6 +25,7 @@ RULES: tuple[Rule, ...] = (
     truncation.TRUNCATION_RULE,
     reassignment.RULE,
     brokers.RULE,
+    slow.RULE,
     controllers.RULE,
     cluster_reachability.RULE,
     balance.RULES[balance.PREFERRED],

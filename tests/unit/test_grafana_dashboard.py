@@ -22,6 +22,7 @@ pytestmark = pytest.mark.unit
 
 DASHBOARD = REPO_ROOT / "dashboards" / "grafana" / "krm-overview.json"
 TYPES = ["OFFLINE_PARTITION", "UNDER_REPLICATED", "UNDER_MIN_ISR", "AT_MIN_ISR", "HW_STALL", "REPLICA_LAG", "BROKER_DOWN",
+         "BROKER_SLOW",
          "PARTITION_REASSIGNING"]
 
 

@@ -134,3 +134,21 @@ def test_krm_incidents_reads_a_group_as_one_row_and_json_keeps_one_object_each(t
     assert len(listed) == 10
     assert {i["incident_id"]: i["group"] for i in listed} == {
         **{f"u{n}": f"broker:prod:2@{T}" for n in range(8)}, "bd": f"broker:prod:2@{T}", "x": None}
+
+
+def test_a_slow_broker_heads_the_partitions_it_holds_up():
+    """BROKER_SLOW groups the pages of the partitions waiting on it (the 2 % cap's seven pages read as one)."""
+    from pipelines.incidents import Incident
+
+    def inc(id_, type_, broker=None, topic=None, partition=None, cause=None, details=None, at=1_000):
+        return Incident(id_, "c", "s", type_, "critical", topic, partition, broker, cause, details or {}, at, at, None,
+                        "open")
+
+    slow = inc("slow", "BROKER_SLOW", broker=2, cause="cpu_starved")
+    stall = inc("stall", "HW_STALL", topic="t", partition=0, cause="isr_follower_behind", details={"holding_back": [2]})
+    gone = inc("gone", "PARTITION_UNAVAILABLE", topic="t", partition=1, cause="leader_unreachable",
+               details={"unreachable_brokers": [2]})
+    other = inc("other", "HW_STALL", topic="t", partition=2, cause="isr_follower_behind", details={"holding_back": [3]})
+    (head, alone) = group([slow, stall, gone, other])
+    assert head.title == "broker 2 slow (cpu_starved)" and [m.incident_id for m in head.members] == ["slow", "stall", "gone"]
+    assert [m.incident_id for m in alone.members] == ["other"]

@@ -83,10 +83,10 @@ def test_routine_operations_doc_is_generated_from_the_rules():
 def test_escalations_are_data_and_severity_of_decides_them():
     """A severity raised while a condition holds is declared beside the causes (`Rule.escalations`) and
     decided by `severity_of` alone; the Spark form is checked equal in tests/spark/test_rule_severities.py."""
-    from pipelines.detectors import brokers, unclean
+    from pipelines.detectors import brokers, slow, unclean
 
     escalated = {r.type: r for r in RULES if r.escalations}
-    assert set(escalated) == {brokers.BROKER_DOWN, unclean.TYPE}  # the two the issue named, now declared
+    assert set(escalated) == {brokers.BROKER_DOWN, unclean.TYPE, slow.TYPE}  # declared, never written in a plan
     down = brokers.RULE
     assert down.severity_of(brokers.STOPPED) == "warning"
     assert down.severity_of(brokers.STOPPED, [brokers.PAST_PLANNED_STOP]) == "critical"

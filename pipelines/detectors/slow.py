@@ -1,0 +1,194 @@
+"""BROKER_SLOW: a broker that stays registered and answers, but late (a CPU-starved JVM, a slow disk, a degraded
+replication path): one incident per slow broker, naming it and the kind, instead of a page per partition it
+holds up. Pure, judged on the driver at each canary or JMX round of a cluster.
+
+What a broker is compared with is its peers at the same moment (Cruise Control's slow-broker finder compares a
+broker's log flush time with its peers' and its own past over minutes of samples; krm must say it in seconds,
+so it compares what every broker answers now):
+- the client's view: the slowest acks=all write of the newest canary round to the partitions the broker leads
+  (pipelines/latency.py). Slow when it is at least `SLOW_MIN_S` and `PEER_FACTOR` times the median of its
+  peers'. Writes to the partitions it follows are slow too (acks=all waits for it): the leaders' RemoteTime
+  grows, not their own time, so only the broker's own time (queue + local) ever counts against it.
+- the broker's own word (its RequestMetrics, from the JMX exporter): Produce queue + local time at p99 at least
+  `SLOW_MIN_S` and `PEER_FACTOR` times its peers' median.
+- its JMX endpoint timing out while its peers answer: the agent runs in the broker's JVM, so a whole JVM
+  starved of CPU (or stopped by the collector-invisible GC) answers nothing in time, not even its own metrics.
+
+The cause, read from the evidence: `cpu_starved` (its JVM answers nothing in time, or requests wait in its
+queue longer than they are served: RequestQueueTime above LocalTime, its handlers not idle), `slow_disk` (its
+own LocalTime or log flushes dominate while the JVM answers), `slow_replication` (it waits on its followers:
+RemoteTime dominates its Produce time while its own part is fast), else `unknown` (only the canary says so).
+
+Severity: a warning while clients stay within the cluster's `latency_objective_s`; critical once the canary
+waits longer than that on a partition it leads (`clients_hurt`), which the partitions' own pages
+(HW_STALL, PARTITION_UNAVAILABLE naming the broker) are grouped under (pipelines/incident_groups.py).
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from pipelines.detectors.details import Details
+from pipelines.detectors.exports import Alert, BROKER_PAGE, Series, console, incident_info
+from pipelines.detectors.rule import Escalation, Rule
+
+TYPE = "BROKER_SLOW"
+CPU_STARVED, SLOW_DISK, SLOW_REPLICATION, UNKNOWN = "cpu_starved", "slow_disk", "slow_replication", "unknown"
+CLIENTS_HURT = "clients_hurt"  # escalation: the canary waited past the latency objective
+SCOPE = "slow"
+
+SLOW_MIN_S = 0.2  # below this nothing is slow, whatever its peers answer
+PEER_FACTOR = 3.0  # ... and at least this many times the median of its peers
+TIMED_OUT = "timed out"  # in a JMX scrape's error: the endpoint accepted and did not answer in time
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """What one live broker answers now. None: not known (no canary partition led, no JMX scrape)."""
+
+    client_s: float | None = None  # the canary's slowest acknowledged write to a partition it leads
+    jmx_error: str | None = None
+    gauges: Mapping[str, float] | None = None  # its JMX gauges (collectors/jmx.py names), when it answered
+
+    def own_s(self) -> float | None:
+        """Its own share of a Produce request at p99 (queue + local): what the broker itself takes."""
+        g = self.gauges or {}
+        queue, local = g.get("produce_queue_p99_ms"), g.get("produce_local_p99_ms")
+        return None if queue is None or local is None else (queue + local) / 1000
+
+    @property
+    def jmx_timed_out(self) -> bool:
+        return self.jmx_error is not None and TIMED_OUT in self.jmx_error.lower()
+
+
+@dataclass(frozen=True)
+class SlowFinding:
+    broker: int
+    cause: str
+    severity: str
+    details: dict[str, Any]
+
+
+class SlowDetails(Details):
+    """A BROKER_SLOW incident's details (the incident's `broker` is the slow broker)."""
+
+    client_latency_s: float | None = None  # the canary's slowest write to a partition it leads
+    peers_client_latency_s: float | None = None  # the median of its peers'
+    own_latency_s: float | None = None  # its Produce queue + local time at p99
+    peers_own_latency_s: float | None = None
+    produce_queue_p99_ms: float | None = None
+    produce_local_p99_ms: float | None = None
+    produce_remote_p99_ms: float | None = None
+    request_handler_idle: float | None = None
+    log_flush_p99_ms: float | None = None
+    jmx_error: str | None = None
+    latency_objective_s: float | None = None
+
+    def headline(self) -> str | None:
+        said = []
+        if self.client_latency_s is not None:
+            peers = f" (peers {self.peers_client_latency_s:.2f} s)" if self.peers_client_latency_s is not None else ""
+            said.append(f"clients wait {self.client_latency_s:.2f} s on its partitions{peers}")
+        if self.own_latency_s is not None:
+            said.append(f"it takes {self.own_latency_s:.2f} s of a Produce at p99 itself")
+        if self.jmx_error is not None:
+            said.append(f"its JMX endpoint: {self.jmx_error}")
+        return "; ".join(said) or None
+
+
+def _median(values: list[float]) -> float | None:
+    return statistics.median(values) if values else None
+
+
+def _markedly(value: float | None, peers: list[float]) -> bool:
+    """At least SLOW_MIN_S and PEER_FACTOR times the peers' median (no peer: the floor alone is not enough)."""
+    median = _median(peers)
+    return value is not None and median is not None and value >= max(SLOW_MIN_S, PEER_FACTOR * median)
+
+
+def cause_of(e: Evidence) -> str:
+    """The kind of slowness its evidence reads as (see the module's docstring)."""
+    if e.jmx_timed_out:
+        return CPU_STARVED
+    g = e.gauges or {}
+    queue, local = g.get("produce_queue_p99_ms"), g.get("produce_local_p99_ms")
+    remote, flush = g.get("produce_remote_p99_ms"), g.get("log_flush_p99_ms")
+    idle = g.get("request_handler_idle")
+    if queue is None or local is None:
+        return UNKNOWN
+    if remote is not None and remote > 2 * (queue + local):
+        return SLOW_REPLICATION
+    if queue > local and (idle is None or idle < 0.5):
+        return CPU_STARVED
+    if local >= queue or (flush is not None and flush >= local):
+        return SLOW_DISK
+    return UNKNOWN
+
+
+def judge(evidence: Mapping[int, Evidence], objective_s: float) -> list[SlowFinding]:
+    """The live brokers (`evidence` holds one entry each) markedly slower than their peers now."""
+    out = []
+    for b, e in sorted(evidence.items()):
+        peers = [p for q, p in evidence.items() if q != b]
+        peer_client = [p.client_s for p in peers if p.client_s is not None]
+        peer_own = [s for p in peers if (s := p.own_s()) is not None]
+        answered = [p for p in peers if p.jmx_error is None and p.gauges is not None]
+        slow_client = _markedly(e.client_s, peer_client)
+        slow_own = _markedly(e.own_s(), peer_own)
+        # its JVM answers nothing in time while its peers' endpoints do, yet it acknowledged writes: alive, starved
+        # (a paused or dead broker acknowledges none: BROKER_DOWN's, not a slow one)
+        starved = e.jmx_timed_out and bool(answered) and e.client_s is not None
+        if not (slow_client or slow_own or starved):
+            continue
+        hurt = e.client_s is not None and e.client_s > objective_s
+        g = e.gauges or {}
+        details: dict[str, Any] = {
+            "client_latency_s": e.client_s, "peers_client_latency_s": _median(peer_client),
+            "own_latency_s": e.own_s(), "peers_own_latency_s": _median(peer_own),
+            "produce_queue_p99_ms": g.get("produce_queue_p99_ms"), "produce_local_p99_ms": g.get("produce_local_p99_ms"),
+            "produce_remote_p99_ms": g.get("produce_remote_p99_ms"), "request_handler_idle": g.get("request_handler_idle"),
+            "log_flush_p99_ms": g.get("log_flush_p99_ms"), "jmx_error": e.jmx_error, "latency_objective_s": objective_s}
+        cause = cause_of(e)
+        out.append(SlowFinding(b, cause, RULE.severity_of(cause, [CLIENTS_HURT] if hurt else []),
+                               {k: v for k, v in details.items() if v is not None}))
+    return out
+
+
+SERIES = (Series("krm_broker_slow", "1 while the broker is registered and answers, but markedly slower than its peers "
+                 "(BROKER_SLOW): cause cpu_starved, slow_disk, slow_replication or unknown; severity as the incident's.",
+                 ("broker", "cause", "severity")),)
+
+_RUNBOOK = ("The broker answers, late, so every partition it leads or follows waits on it (acks=all producers most). "
+            "cause=cpu_starved: its JVM gets too little CPU (a noisy neighbour, a container's CPU limit, long GC): "
+            "check the host's steal and throttling, the container's quota, the GC log. cause=slow_disk: its own "
+            "LocalTime or log flushes dominate: check the disk's latency and saturation. cause=slow_replication: its "
+            "produces wait on followers (RemoteTime). Moving its leaderships away relieves clients at once "
+            "(`kafka-leader-election` after lowering its preference, or stopping it cleanly with `krm check shutdown "
+            "--broker ID --wait 600` first). `krm incidents` groups the partitions it holds up under it.")
+
+ALERTS = (
+    Alert("KafkaBrokerSlow", 'krm_broker_slow{severity="critical"} == 1', "critical",
+          summary=("{{ $labels.cluster }}: broker {{ $labels.broker }} is slow ({{ $labels.cause }}): clients wait past "
+                   "the latency objective"),
+          runbook=_RUNBOOK,
+          links=(("incident", incident_info(TYPE, "url", by=("broker",))), ("broker_page", console(BROKER_PAGE))),
+          why=("Clients are hurt now: the canary's acks=all write to a partition the broker leads waited past the "
+               "cluster's latency_objective_s. One page names the broker and the kind.")),
+    Alert("KafkaBrokerSlowWithinObjective", 'krm_broker_slow{severity="warning"} == 1', "warning", wait="1m",
+          summary="{{ $labels.cluster }}: broker {{ $labels.broker }} is markedly slower than its peers ({{ $labels.cause }})",
+          runbook=_RUNBOOK,
+          links=(("incident", incident_info(TYPE, "url", by=("broker",))), ("broker_page", console(BROKER_PAGE))),
+          why="Slower than its peers while clients stay within the objective: worth a look, not a page."),
+)
+
+RULE = Rule(TYPE, {CPU_STARVED: "warning", SLOW_DISK: "warning", SLOW_REPLICATION: "warning", UNKNOWN: "warning"},
+            "driver", "a registered broker that answers, markedly slower than its peers: the kind read from its evidence",
+            details=SlowDetails,
+            escalations=(Escalation((CPU_STARVED, SLOW_DISK, SLOW_REPLICATION, UNKNOWN), CLIENTS_HURT, "critical",
+                                    "the canary waited past the cluster's latency_objective_s on a partition it leads"),),
+            series=SERIES, alerts=ALERTS, routine=(
+            "A rolling restart's broker is down or catching up, not slow; a reassignment's copying can slow a broker's "
+            "disk within the objective: a warning (its alert waits a minute). It pages only while clients wait past "
+            "the latency objective."))

@@ -1,0 +1,49 @@
+"""What each live broker answers now, gathered for the slow-broker rule (pipelines/detectors/slow.py) at each
+canary or JMX round of a cluster: the canary's newest writes per leader and the newest JMX scrape. Kept on the
+driver, bounded by brokers."""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Mapping
+
+from pipelines import latency
+from pipelines.detectors import slow
+from pipelines.incidents import Finding, ScopePoll
+
+FRESH_MS = 30_000  # a canary round or a JMX scrape older than this says nothing of the broker now
+
+
+class SlowView:
+    def __init__(self, objectives: Mapping[str, float] | None = None, default_objective_s: float = 2.0) -> None:
+        self.objectives = dict(objectives or {})  # cluster -> its latency_objective_s
+        self.default_objective_s = default_objective_s
+        self._rounds: dict[str, tuple[int, int]] = {}  # cluster -> (the last round judged, its time)
+
+    def judge(self, clusters: Iterable[str], live: Mapping[str, Iterable[int]], jmx: Mapping[tuple[str, int], Any],
+              canary: Mapping[tuple[str, int], Any]) -> tuple[list[ScopePoll], list[Finding]]:
+        """One round of each of `clusters` (those a canary or JMX record of this batch came from)."""
+        polls, found = [], []
+        for name in sorted(set(clusters)):
+            brokers = set(live.get(name, ()))
+            mine_jmx = {b: s for (c, b), s in jmx.items() if c == name and b in brokers}
+            mine_canary = [s for s in canary.values() if s.cluster == name]
+            at = max([s.observed_at_ms for s in mine_jmx.values()] + [s.observed_at_ms for s in mine_canary], default=None)
+            if at is None or not brokers:
+                continue
+            client = {b: s for (c, b), s in latency.client_latencies(
+                s for s in mine_canary if at - s.observed_at_ms <= FRESH_MS).items() if c == name}
+            evidence = {}
+            for b in brokers:
+                j = mine_jmx.get(b)
+                if j is None or at - j.observed_at_ms > FRESH_MS:
+                    evidence[b] = slow.Evidence(client.get(b))
+                else:
+                    evidence[b] = slow.Evidence(client.get(b), j.error, j.gauges if j.error is None else None)
+            last_id, last_at = self._rounds.get(name, (0, 0))
+            round_id, at = last_id + 1, max(at, last_at)  # rounds in order, whichever record came first
+            self._rounds[name] = (round_id, at)
+            polls.append(ScopePoll(name, slow.SCOPE, round_id, at))
+            objective = self.objectives.get(name, self.default_objective_s)
+            found += [Finding(name, slow.SCOPE, slow.TYPE, f.severity, None, None, f.broker, f.cause, f.details, at,
+                              round_id) for f in slow.judge(evidence, objective)]
+        return polls, found

@@ -1,0 +1,56 @@
+"""BROKER_SLOW (pipelines/detectors/slow.py) as a numbered table: each case's brokers, what the rule finds
+(broker, cause, severity), and why. Figures from a real 3-broker KRaft 4.4 cluster with broker 2 capped at 2 %
+of a core (BENCHMARKS.md has the run): its canary writes 0.9-1.9 s against 0.2 s, its JMX scrape timing out,
+the other leaders' RemoteTime at 1.1-1.4 s while they wait on it as a follower."""
+
+import pytest
+
+from pipelines.detectors.slow import CPU_STARVED, SLOW_DISK, SLOW_REPLICATION, UNKNOWN, Evidence, judge
+
+pytestmark = pytest.mark.unit
+
+TIMEOUT = "URLError: <urlopen error timed out>"
+
+
+def g(queue, local, remote=1.0, idle=0.9, flush=None):
+    out = {"produce_queue_p99_ms": queue, "produce_local_p99_ms": local, "produce_remote_p99_ms": remote,
+           "request_handler_idle": idle}
+    return out | ({"log_flush_p99_ms": flush} if flush is not None else {})
+
+
+HEALTHY = Evidence(0.02, None, g(1, 2))
+CASES = [
+    (1, {1: HEALTHY, 2: HEALTHY, 3: HEALTHY}, [], "every broker alike: nothing is slow"),
+    (2, {1: HEALTHY, 2: Evidence(1.5), 3: HEALTHY}, [(2, UNKNOWN, "warning")],
+     "its canary writes 75x its peers' but within the 2 s objective; no JMX: the kind unknown"),
+    (3, {1: Evidence(0.2, None, g(10, 30, remote=1300)), 2: Evidence(2.5, TIMEOUT), 3: Evidence(0.2, None, g(8, 25, 1100))},
+     [(2, CPU_STARVED, "critical")],
+     "the 2 % cap: its JVM answers no scrape, its clients wait past the objective; the leaders waiting on it as a "
+     "follower (RemoteTime) are not blamed"),
+    (4, {1: HEALTHY, 2: Evidence(None, TIMEOUT), 3: HEALTHY}, [],
+     "paused or dead: no write acknowledged, no scrape answered: BROKER_DOWN's, not a slow broker"),
+    (5, {1: HEALTHY, 2: Evidence(None, None, g(400, 5, idle=0.1)), 3: HEALTHY}, [(2, CPU_STARVED, "warning")],
+     "no canary: its own queue time 80x its peers', its handlers busy"),
+    (6, {1: HEALTHY, 2: Evidence(None, None, g(2, 600)), 3: HEALTHY}, [(2, SLOW_DISK, "warning")],
+     "its own LocalTime dominates while requests do not queue: the disk"),
+    (7, {1: HEALTHY, 2: Evidence(1.0, None, g(2, 3, remote=900)), 3: HEALTHY}, [(2, SLOW_REPLICATION, "warning")],
+     "its writes are slow for clients but its own part is fast: it waits on its followers"),
+    (8, {1: HEALTHY, 2: Evidence(0.15), 3: HEALTHY}, [], "7x its peers but under the 0.2 s floor: not slow"),
+    (9, {1: Evidence(None), 2: Evidence(1.5), 3: Evidence(None)}, [], "no peer to compare with: nothing said"),
+    (10, {1: HEALTHY, 2: Evidence(0.5, TIMEOUT), 3: HEALTHY}, [(2, CPU_STARVED, "warning")],
+     "the 5 % cap: clients within the objective, its JVM too slow to answer its own metrics in time: a warning"),
+    (11, {1: Evidence(0.3, None, g(150, 120)), 2: Evidence(0.35, None, g(160, 110)), 3: Evidence(0.28, None, g(140, 130))},
+     [], "a busy cluster, every broker alike: slow together is load, not a slow broker"),
+]
+
+
+@pytest.mark.parametrize("num, evidence, expected, reason", CASES, ids=[str(c[0]) for c in CASES])
+def test_slow_broker_cases(num, evidence, expected, reason):
+    got = [(f.broker, f.cause, f.severity) for f in judge(evidence, objective_s=2.0)]
+    assert got == expected, f"case {num}: {reason}"
+
+
+def test_details_say_the_evidence():
+    (f,) = judge(CASES[2][1], objective_s=2.0)
+    assert f.details["client_latency_s"] == 2.5 and f.details["peers_client_latency_s"] == 0.2
+    assert f.details["jmx_error"] == TIMEOUT and f.details["latency_objective_s"] == 2.0
