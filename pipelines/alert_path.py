@@ -261,7 +261,7 @@ def split_rows(rows: list[Any], canaries: list[Any] | None = None, tiered: list[
         elif kind == "jmx":
             d = loads(r[details])
             jmx.append(JmxSample(r[cluster], r[broker], r[poll_id], r[at], d.get("error"),
-                                 {g["name"]: g["value"] for g in d.get("gauges") or []}))
+                                 {g["name"]: g["value"] for g in d.get("gauges") or []}, d.get("scrape_ms")))
         elif kind == "canary":  # judged here: one record per round and cluster
             d = loads(r[details])
             polls.append(ScopePoll(r[cluster], canary.SCOPE, r[poll_id], r[at]))

@@ -156,7 +156,8 @@ def jmx_rows(obs: Any) -> Any:
 
     bm = obs["broker_metrics_state"]
     return F.array(_row(row_type=F.lit("jmx"), scope=F.lit("jmx"), broker=bm["broker"],
-                        details=F.to_json(F.struct(bm["error"].alias("error"), bm["gauges"].alias("gauges")))))
+                        details=F.to_json(F.struct(bm["error"].alias("error"), bm["gauges"].alias("gauges"),
+                                                   bm["scrape_ms"].alias("scrape_ms")))))
 
 
 def canary_rows(obs: Any) -> Any:

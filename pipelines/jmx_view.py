@@ -19,6 +19,7 @@ class JmxSample:
     observed_at_ms: int
     error: str | None
     gauges: dict[str, float]
+    scrape_ms: float | None = None  # how long its exporter took to answer (its JVM's own pace)
 
 
 class JmxView:

@@ -18,6 +18,7 @@ class SlowView:
         self.objectives = dict(objectives or {})  # cluster -> its latency_objective_s
         self.default_objective_s = default_objective_s
         self._rounds: dict[str, tuple[int, int]] = {}  # cluster -> (the last round judged, its time)
+        self._seen: dict[str, set[int]] = {}  # cluster -> the brokers its last round judged slow
 
     def judge(self, clusters: Iterable[str], live: Mapping[str, Iterable[int]], jmx: Mapping[tuple[str, int], Any],
               canary: Mapping[tuple[str, int], Any]) -> tuple[list[ScopePoll], list[Finding]]:
@@ -38,12 +39,16 @@ class SlowView:
                 if j is None or at - j.observed_at_ms > FRESH_MS:
                     evidence[b] = slow.Evidence(client.get(b))
                 else:
-                    evidence[b] = slow.Evidence(client.get(b), j.error, j.gauges if j.error is None else None)
+                    evidence[b] = slow.Evidence(client.get(b), j.error, j.gauges if j.error is None else None,
+                                                j.scrape_ms if j.error is None else None)
             last_id, last_at = self._rounds.get(name, (0, 0))
             round_id, at = last_id + 1, max(at, last_at)  # rounds in order, whichever record came first
             self._rounds[name] = (round_id, at)
             polls.append(ScopePoll(name, slow.SCOPE, round_id, at))
             objective = self.objectives.get(name, self.default_objective_s)
+            judged = slow.judge(evidence, objective)
+            # a broker is slow when two rounds in a row say so: one late answer on a loaded host is not a slow broker
+            before, self._seen[name] = self._seen.get(name, set()), {f.broker for f in judged}
             found += [Finding(name, slow.SCOPE, slow.TYPE, f.severity, None, None, f.broker, f.cause, f.details, at,
-                              round_id) for f in slow.judge(evidence, objective)]
+                              round_id) for f in judged if f.broker in before]
         return polls, found

@@ -9,10 +9,13 @@ so it compares what every broker answers now):
   (pipelines/latency.py). Slow when it is at least `SLOW_MIN_S` and `PEER_FACTOR` times the median of its
   peers'. Writes to the partitions it follows are slow too (acks=all waits for it): the leaders' RemoteTime
   grows, not their own time, so only the broker's own time (queue + local) ever counts against it.
-- the broker's own word (its RequestMetrics, from the JMX exporter): Produce queue + local time at p99 at least
-  `SLOW_MIN_S` and `PEER_FACTOR` times its peers' median.
-- its JMX endpoint timing out while its peers answer: the agent runs in the broker's JVM, so a whole JVM
-  starved of CPU (or stopped by the collector-invisible GC) answers nothing in time, not even its own metrics.
+- the broker's own word (its RequestMetrics, from the JMX exporter): Produce queue + local time at the median
+  at least `SLOW_MIN_S` and `PEER_FACTOR` times its peers'. The median, not the 99th percentile: Kafka's
+  histograms decay old samples by weight, and at a quiet broker's few requests a slow spell's tail holds the
+  p99 long after it ended.
+- its JMX endpoint answering markedly later than its peers' (the same floor and factor), or timing out while its
+  peers answer and it still acknowledges writes: the agent runs in the broker's JVM and reads no disk, so a
+  whole JVM starved of CPU (or stopped by long GC pauses) answers its own metrics late or not at all.
 
 The cause, read from the evidence: `cpu_starved` (its JVM answers nothing in time, or requests wait in its
 queue longer than they are served: RequestQueueTime above LocalTime, its handlers not idle), `slow_disk` (its
@@ -28,7 +31,7 @@ from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from pipelines.detectors.details import Details
 from pipelines.detectors.exports import Alert, BROKER_PAGE, Series, console, incident_info
@@ -51,11 +54,12 @@ class Evidence:
     client_s: float | None = None  # the canary's slowest acknowledged write to a partition it leads
     jmx_error: str | None = None
     gauges: Mapping[str, float] | None = None  # its JMX gauges (collectors/jmx.py names), when it answered
+    scrape_ms: float | None = None  # how long its JMX exporter took to answer: its JVM's own pace, no disk in it
 
     def own_s(self) -> float | None:
-        """Its own share of a Produce request at p99 (queue + local): what the broker itself takes."""
+        """Its own share of a Produce request at the median (queue + local): what the broker itself takes."""
         g = self.gauges or {}
-        queue, local = g.get("produce_queue_p99_ms"), g.get("produce_local_p99_ms")
+        queue, local = g.get("produce_queue_p50_ms"), g.get("produce_local_p50_ms")
         return None if queue is None or local is None else (queue + local) / 1000
 
     @property
@@ -76,14 +80,16 @@ class SlowDetails(Details):
 
     client_latency_s: float | None = None  # the canary's slowest write to a partition it leads
     peers_client_latency_s: float | None = None  # the median of its peers'
-    own_latency_s: float | None = None  # its Produce queue + local time at p99
+    own_latency_s: float | None = None  # its Produce queue + local time at the median
     peers_own_latency_s: float | None = None
-    produce_queue_p99_ms: float | None = None
-    produce_local_p99_ms: float | None = None
-    produce_remote_p99_ms: float | None = None
+    produce_queue_p50_ms: float | None = None
+    produce_local_p50_ms: float | None = None
+    produce_remote_p50_ms: float | None = None
     request_handler_idle: float | None = None
     log_flush_p99_ms: float | None = None
     jmx_error: str | None = None
+    jmx_scrape_ms: float | None = None  # how long its exporter took to answer
+    peers_jmx_scrape_ms: float | None = None
     latency_objective_s: float | None = None
 
     def headline(self) -> str | None:
@@ -92,37 +98,48 @@ class SlowDetails(Details):
             peers = f" (peers {self.peers_client_latency_s:.2f} s)" if self.peers_client_latency_s is not None else ""
             said.append(f"clients wait {self.client_latency_s:.2f} s on its partitions{peers}")
         if self.own_latency_s is not None:
-            said.append(f"it takes {self.own_latency_s:.2f} s of a Produce at p99 itself")
+            peers = f" (peers {self.peers_own_latency_s:.2f} s)" if self.peers_own_latency_s is not None else ""
+            said.append(f"it takes {self.own_latency_s:.2f} s of a median Produce itself{peers}")
         if self.jmx_error is not None:
             said.append(f"its JMX endpoint: {self.jmx_error}")
+        elif self.jmx_scrape_ms is not None:
+            peers = f" (peers {self.peers_jmx_scrape_ms:.0f} ms)" if self.peers_jmx_scrape_ms is not None else ""
+            said.append(f"its JMX endpoint answers in {self.jmx_scrape_ms:.0f} ms{peers}")
         return "; ".join(said) or None
 
 
-def _median(values: list[float]) -> float | None:
+def _median(values: Sequence[float]) -> float | None:
     return statistics.median(values) if values else None
 
 
-def _markedly(value: float | None, peers: list[float]) -> bool:
+def _markedly(value: float | None, peers: Sequence[float]) -> bool:
     """At least SLOW_MIN_S and PEER_FACTOR times the peers' median (no peer: the floor alone is not enough)."""
     median = _median(peers)
     return value is not None and median is not None and value >= max(SLOW_MIN_S, PEER_FACTOR * median)
 
 
-def cause_of(e: Evidence) -> str:
-    """The kind of slowness its evidence reads as (see the module's docstring)."""
-    if e.jmx_timed_out:
+def cause_of(e: Evidence, peers_scrape_ms: Sequence[float] = (), peers_own_s: Sequence[float] = ()) -> str:
+    """The kind of slowness its evidence reads as (see the module's docstring). The exporter runs in the broker's
+    JVM and reads no disk: its answer timing out, or coming markedly later than its peers', is the whole JVM
+    short of CPU. Only then do the request phases decide (a starved JVM is slow in every phase, LocalTime too)."""
+    if e.jmx_timed_out or _markedly(None if e.scrape_ms is None else e.scrape_ms / 1000,
+                                    [ms / 1000 for ms in peers_scrape_ms]):
         return CPU_STARVED
     g = e.gauges or {}
-    queue, local = g.get("produce_queue_p99_ms"), g.get("produce_local_p99_ms")
-    remote, flush = g.get("produce_remote_p99_ms"), g.get("log_flush_p99_ms")
+    queue, local = g.get("produce_queue_p50_ms"), g.get("produce_local_p50_ms")
+    remote, flush = g.get("produce_remote_p50_ms"), g.get("log_flush_p99_ms")
     idle = g.get("request_handler_idle")
     if queue is None or local is None:
         return UNKNOWN
-    if remote is not None and remote > 2 * (queue + local):
+    # waits on its followers while its own part is no slower than its peers' (a starved leader serves its
+    # followers' fetches late too, so its RemoteTime grows with its own time)
+    if remote is not None and remote > 2 * (queue + local) and not _markedly(e.own_s(), peers_own_s):
         return SLOW_REPLICATION
     if queue > local and (idle is None or idle < 0.5):
         return CPU_STARVED
-    if local >= queue or (flush is not None and flush >= local):
+    # LocalTime or log flushes dominate: the disk, once its JVM is known to answer at its peers' pace (a starved
+    # JVM is slow in LocalTime too)
+    if (local >= queue or (flush is not None and flush >= local)) and e.scrape_ms is not None and peers_scrape_ms:
         return SLOW_DISK
     return UNKNOWN
 
@@ -137,20 +154,26 @@ def judge(evidence: Mapping[int, Evidence], objective_s: float) -> list[SlowFind
         answered = [p for p in peers if p.jmx_error is None and p.gauges is not None]
         slow_client = _markedly(e.client_s, peer_client)
         slow_own = _markedly(e.own_s(), peer_own)
+        # its exporter, in the same JVM, answering markedly later than its peers': the whole JVM is slow, now
+        # (no decaying histogram in it)
+        slow_jvm = _markedly(None if e.scrape_ms is None else e.scrape_ms / 1000,
+                             [p.scrape_ms / 1000 for p in peers if p.scrape_ms is not None])
         # its JVM answers nothing in time while its peers' endpoints do, yet it acknowledged writes: alive, starved
         # (a paused or dead broker acknowledges none: BROKER_DOWN's, not a slow one)
         starved = e.jmx_timed_out and bool(answered) and e.client_s is not None
-        if not (slow_client or slow_own or starved):
+        if not (slow_client or slow_own or slow_jvm or starved):
             continue
         hurt = e.client_s is not None and e.client_s > objective_s
         g = e.gauges or {}
         details: dict[str, Any] = {
             "client_latency_s": e.client_s, "peers_client_latency_s": _median(peer_client),
             "own_latency_s": e.own_s(), "peers_own_latency_s": _median(peer_own),
-            "produce_queue_p99_ms": g.get("produce_queue_p99_ms"), "produce_local_p99_ms": g.get("produce_local_p99_ms"),
-            "produce_remote_p99_ms": g.get("produce_remote_p99_ms"), "request_handler_idle": g.get("request_handler_idle"),
-            "log_flush_p99_ms": g.get("log_flush_p99_ms"), "jmx_error": e.jmx_error, "latency_objective_s": objective_s}
-        cause = cause_of(e)
+            "produce_queue_p50_ms": g.get("produce_queue_p50_ms"), "produce_local_p50_ms": g.get("produce_local_p50_ms"),
+            "produce_remote_p50_ms": g.get("produce_remote_p50_ms"), "request_handler_idle": g.get("request_handler_idle"),
+            "log_flush_p99_ms": g.get("log_flush_p99_ms"), "jmx_error": e.jmx_error, "jmx_scrape_ms": e.scrape_ms,
+            "peers_jmx_scrape_ms": _median([p.scrape_ms for p in peers if p.scrape_ms is not None]),
+            "latency_objective_s": objective_s}
+        cause = cause_of(e, [p.scrape_ms for p in peers if p.scrape_ms is not None], peer_own)
         out.append(SlowFinding(b, cause, RULE.severity_of(cause, [CLIENTS_HURT] if hurt else []),
                                {k: v for k, v in details.items() if v is not None}))
     return out

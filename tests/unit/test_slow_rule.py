@@ -13,12 +13,12 @@ TIMEOUT = "URLError: <urlopen error timed out>"
 
 
 def g(queue, local, remote=1.0, idle=0.9, flush=None):
-    out = {"produce_queue_p99_ms": queue, "produce_local_p99_ms": local, "produce_remote_p99_ms": remote,
+    out = {"produce_queue_p50_ms": queue, "produce_local_p50_ms": local, "produce_remote_p50_ms": remote,
            "request_handler_idle": idle}
     return out | ({"log_flush_p99_ms": flush} if flush is not None else {})
 
 
-HEALTHY = Evidence(0.02, None, g(1, 2))
+HEALTHY = Evidence(0.02, None, g(1, 2), scrape_ms=40.0)
 CASES = [
     (1, {1: HEALTHY, 2: HEALTHY, 3: HEALTHY}, [], "every broker alike: nothing is slow"),
     (2, {1: HEALTHY, 2: Evidence(1.5), 3: HEALTHY}, [(2, UNKNOWN, "warning")],
@@ -31,14 +31,21 @@ CASES = [
      "paused or dead: no write acknowledged, no scrape answered: BROKER_DOWN's, not a slow broker"),
     (5, {1: HEALTHY, 2: Evidence(None, None, g(400, 5, idle=0.1)), 3: HEALTHY}, [(2, CPU_STARVED, "warning")],
      "no canary: its own queue time 80x its peers', its handlers busy"),
-    (6, {1: HEALTHY, 2: Evidence(None, None, g(2, 600)), 3: HEALTHY}, [(2, SLOW_DISK, "warning")],
-     "its own LocalTime dominates while requests do not queue: the disk"),
-    (7, {1: HEALTHY, 2: Evidence(1.0, None, g(2, 3, remote=900)), 3: HEALTHY}, [(2, SLOW_REPLICATION, "warning")],
+    (6, {1: HEALTHY, 2: Evidence(None, None, g(2, 600), scrape_ms=42.0), 3: HEALTHY}, [(2, SLOW_DISK, "warning")],
+     "its own LocalTime dominates while requests do not queue, its JVM at its peers' pace: the disk"),
+    (7, {1: HEALTHY, 2: Evidence(1.0, None, g(2, 3, remote=900), scrape_ms=40.0), 3: HEALTHY}, [(2, SLOW_REPLICATION, "warning")],
      "its writes are slow for clients but its own part is fast: it waits on its followers"),
     (8, {1: HEALTHY, 2: Evidence(0.15), 3: HEALTHY}, [], "7x its peers but under the 0.2 s floor: not slow"),
     (9, {1: Evidence(None), 2: Evidence(1.5), 3: Evidence(None)}, [], "no peer to compare with: nothing said"),
     (10, {1: HEALTHY, 2: Evidence(0.5, TIMEOUT), 3: HEALTHY}, [(2, CPU_STARVED, "warning")],
      "the 5 % cap: clients within the objective, its JVM too slow to answer its own metrics in time: a warning"),
+    (12, {1: HEALTHY, 2: Evidence(0.6, None, g(20, 250), scrape_ms=900.0), 3: HEALTHY}, [(2, CPU_STARVED, "warning")],
+     "a starved JVM is slow in every phase, LocalTime too: its exporter answering 20x later than its peers' says CPU"),
+    (13, {1: HEALTHY, 2: Evidence(0.6, None, g(2, 400), scrape_ms=45.0), 3: HEALTHY}, [(2, SLOW_DISK, "warning")],
+     "LocalTime dominates and its JVM answers its metrics as fast as its peers: the disk"),
+    (14, {1: HEALTHY, 2: Evidence(0.02, None, g(1, 2), scrape_ms=1034.0), 3: HEALTHY}, [(2, CPU_STARVED, "warning")],
+     "a real 5 % cap: the canary's one small write still quick, its request histograms slow to move, its exporter "
+     "answering 26x later than its peers': the JVM is starved now"),
     (11, {1: Evidence(0.3, None, g(150, 120)), 2: Evidence(0.35, None, g(160, 110)), 3: Evidence(0.28, None, g(140, 130))},
      [], "a busy cluster, every broker alike: slow together is load, not a slow broker"),
 ]
@@ -54,3 +61,14 @@ def test_details_say_the_evidence():
     (f,) = judge(CASES[2][1], objective_s=2.0)
     assert f.details["client_latency_s"] == 2.5 and f.details["peers_client_latency_s"] == 0.2
     assert f.details["jmx_error"] == TIMEOUT and f.details["latency_objective_s"] == 2.0
+
+
+def test_a_starved_leader_s_remote_time_is_not_slow_replication():
+    """A starved leader serves its followers' fetches late, so its RemoteTime grows too (a real 5 % cap: queue 80,
+    local 209, remote 399 ms): its own part, markedly slower than its peers', says the broker is the cause."""
+    starved = Evidence(0.03, None, g(80, 209, remote=700), scrape_ms=900.0)
+    (f,) = judge({1: HEALTHY, 2: starved, 3: HEALTHY}, objective_s=2.0)
+    assert (f.broker, f.cause) == (2, "cpu_starved")
+    # without its exporter's pace the phases cannot tell a starved JVM from a slow disk: krm says it does not know
+    (f,) = judge({1: HEALTHY, 2: Evidence(0.03, None, g(80, 209, remote=700)), 3: HEALTHY}, objective_s=2.0)
+    assert (f.broker, f.cause) == (2, "unknown")

@@ -1,0 +1,28 @@
+"""pipelines/slow_view.py: a cluster's round gathers the live brokers' evidence, and a broker is slow only when
+two rounds in a row say so."""
+
+import pytest
+
+from pipelines.detectors.canary import CanarySample
+from pipelines.jmx_view import JmxSample
+from pipelines.slow_view import SlowView
+
+pytestmark = pytest.mark.unit
+
+
+def _jmx(at, slow_ms=1000.0):
+    return {("c", b): JmxSample("c", b, 1, at, None, {}, slow_ms if b == 2 else 30.0) for b in (1, 2, 3)}
+
+
+def test_two_rounds_in_a_row_and_only_live_brokers():
+    view = SlowView({"c": 2.0})
+    canary = {("c", 0): CanarySample("c", 1, 0, True, 20.0, None, 1_000, leader=1)}
+    polls, found = view.judge(["c"], {"c": [1, 2, 3]}, _jmx(1_000), canary)
+    assert [p.scope for p in polls] == ["slow"] and found == []  # first sight: a suspect only
+    polls, found = view.judge(["c"], {"c": [1, 2, 3]}, _jmx(2_000), canary)
+    assert [(f.broker, f.cause, f.severity) for f in found] == [(2, "cpu_starved", "warning")]
+    assert polls[0].poll_id == 2 and polls[0].observed_at_ms == 2_000
+    _, found = view.judge(["c"], {"c": [1, 3]}, _jmx(3_000), canary)  # broker 2 deregistered: BROKER_DOWN's
+    assert found == []
+    _, found = view.judge(["c"], {"c": [1, 2, 3]}, _jmx(4_000, slow_ms=35.0), canary)
+    assert found == []
