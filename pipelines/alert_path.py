@@ -182,8 +182,10 @@ class AlertPath:
         if jmx or canaries:  # BROKER_SLOW: a round of each cluster that said how fast its brokers answer
             live = {n: [b for b, up in v.brokers if up] for n, v in {**self.state.snapshot.clusters, **clusters}.items()}
             latest_rounds = {**self.state.snapshot.canary, **{(c.cluster, c.partition): c for c in canaries}}
+            back = {(i.cluster, i.broker): i.resolved_at_ms for i in self.book.resolved("BROKER_DOWN")
+                    if i.broker is not None and i.resolved_at_ms is not None}
             changed += self.book.apply(*self.slow.judge({s.cluster for s in jmx} | {c.cluster for c in canaries}, live,
-                                                        self.jmx.latest, latest_rounds))
+                                                        self.jmx.latest, latest_rounds, back))
         touched = [i for i in changed if i.status == "open" and i.type in clock.TIMED]
         if touched and self.settings is not None:
             # an escalation already due stays raised, though a restarted collector's finding counts from its

@@ -181,6 +181,10 @@ class IncidentBook:
     def open_incidents(self) -> list[Incident]:
         return [i for i in self._by_key.values() if i.status == "open"]
 
+    def resolved(self, type_: str) -> list[Incident]:
+        """The resolved incidents of a type it still holds (those within the flap window)."""
+        return [i for i in self._by_key.values() if i.type == type_ and i.status == "resolved"]
+
     def end_holds(self, through_ms: Mapping[str, int]) -> list[Incident]:
         """Resolve each held event whose hold ended by its cluster's `through_ms` (the time through which
         the cluster is known to be as last polled: pipelines/clock.py), at the hold's end."""

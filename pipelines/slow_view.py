@@ -11,6 +11,7 @@ from pipelines.detectors import slow
 from pipelines.incidents import Finding, ScopePoll
 
 FRESH_MS = 30_000  # a canary round or a JMX scrape older than this says nothing of the broker now
+WARMUP_MS = 60_000  # a broker back from a stop is not judged this long: its JVM compiles, its logs load
 
 
 class SlowView:
@@ -21,11 +22,15 @@ class SlowView:
         self._seen: dict[str, set[int]] = {}  # cluster -> the brokers its last round judged slow
 
     def judge(self, clusters: Iterable[str], live: Mapping[str, Iterable[int]], jmx: Mapping[tuple[str, int], Any],
-              canary: Mapping[tuple[str, int], Any]) -> tuple[list[ScopePoll], list[Finding]]:
-        """One round of each of `clusters` (those a canary or JMX record of this batch came from)."""
+              canary: Mapping[tuple[str, int], Any], back_at: Mapping[tuple[str, int], int] | None = None
+              ) -> tuple[list[ScopePoll], list[Finding]]:
+        """One round of each of `clusters` (those a canary or JMX record of this batch came from). `back_at`:
+        (cluster, broker) -> when it came back from a stop (its BROKER_DOWN resolved): a restart's warm-up, as
+        every rolling restart has, is not a slow broker."""
         polls, found = [], []
         for name in sorted(set(clusters)):
             brokers = set(live.get(name, ()))
+            came_back = {b: t for (c, b), t in (back_at or {}).items() if c == name}
             mine_jmx = {b: s for (c, b), s in jmx.items() if c == name and b in brokers}
             mine_canary = [s for s in canary.values() if s.cluster == name]
             at = max([s.observed_at_ms for s in mine_jmx.values()] + [s.observed_at_ms for s in mine_canary], default=None)
@@ -50,5 +55,6 @@ class SlowView:
             # a broker is slow when two rounds in a row say so: one late answer on a loaded host is not a slow broker
             before, self._seen[name] = self._seen.get(name, set()), {f.broker for f in judged}
             found += [Finding(name, slow.SCOPE, slow.TYPE, f.severity, None, None, f.broker, f.cause, f.details, at,
-                              round_id) for f in judged if f.broker in before]
+                              round_id) for f in judged
+                      if f.broker in before and at - came_back.get(f.broker, at - WARMUP_MS) >= WARMUP_MS]
         return polls, found

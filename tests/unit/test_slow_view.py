@@ -26,3 +26,14 @@ def test_two_rounds_in_a_row_and_only_live_brokers():
     assert found == []
     _, found = view.judge(["c"], {"c": [1, 2, 3]}, _jmx(4_000, slow_ms=35.0), canary)
     assert found == []
+
+
+def test_a_broker_back_from_a_stop_warms_up_unjudged():
+    """A rolling restart's broker answers late while its JVM compiles and its logs load: not a slow broker."""
+    view = SlowView({"c": 2.0})
+    back = {("c", 2): 500}
+    for at in (1_000, 2_000, 30_000):
+        _, found = view.judge(["c"], {"c": [1, 2, 3]}, _jmx(at), {}, back)
+        assert found == [], at
+    _, found = view.judge(["c"], {"c": [1, 2, 3]}, _jmx(61_000), {}, back)
+    assert [f.broker for f in found] == [2]  # still slow a minute after it came back
