@@ -139,8 +139,11 @@ def parse(model: type[M], raw: object) -> M:
             out = model.model_validate(data)
             break
         except ValidationError as e:
+            if not data:  # nothing left to leave out: the declared defaults
+                out = model.model_construct()
+                break
             bad = {str(err["loc"][0]) for err in e.errors() if err["loc"]}
-            if not bad & set(data):  # an error not of one field: keep nothing but what validates alone
+            if not bad & set(data):  # an error not of one field: keep nothing
                 data, dropped = {}, dropped + sorted(data)
                 continue
             dropped += sorted(bad & set(data))

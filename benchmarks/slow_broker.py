@@ -1,0 +1,125 @@
+"""What a CPU-capped broker does to its clients and to the signals BROKER_SLOW reads, per cap.
+
+A local 3-broker KRaft cluster (the newest Kafka 4), a 3-partition RF-3 topic (one partition led by each broker).
+For each `--cpu` cap, one broker's JVM is capped (`krm local-cluster slow --cpu`, lab/cpu_cap.py) for
+`--seconds` while a producer (acks=all, request timeout 3 s, one write at a time to each partition in turn)
+writes; then the cap is lifted and the next cap runs. Measured per cap and partition (by its leader): the
+writes' p50, p99 and max; and per broker, each JMX exporter scrape's time (or its timeout) during the cap and its
+Produce queue / local / remote time at the median as the exporter said last (collectors/jmx.py).
+
+Usage: .venv/bin/python benchmarks/slow_broker.py --cpu 2,5 --seconds 30 [--json]
+With --json the last stdout line is one JSON object: per cap, `writes` (leader -> p50_s, p99_s, max_s, failed)
+and `jmx` (broker -> scrape_p50_ms, scrape_timeouts, produce phases).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+from collectors.jmx import parse_exposition
+from lab.harness import create_topic, settled_leaders
+from lab.local_cluster import LocalCluster
+
+TOPIC = "slow-bench"
+SCRAPE_TIMEOUT_S = 2.0  # the collector's own (collectors/jmx.py JmxSource)
+
+
+def _quantile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def _scrape(url: str) -> tuple[float | None, dict[str, float]]:
+    t0 = time.perf_counter()
+    try:
+        text = urllib.request.urlopen(url, timeout=SCRAPE_TIMEOUT_S).read().decode()  # noqa: S310 - local
+    except OSError:
+        return None, {}
+    return (time.perf_counter() - t0) * 1000, parse_exposition(text)[0]
+
+
+def run_cap(cluster: LocalCluster, victim: int, pct: float, seconds: float, leaders: dict[int, int]) -> dict[str, Any]:
+    from kafka import KafkaProducer
+
+    producer = KafkaProducer(bootstrap_servers=cluster.bootstrap_servers, acks="all", request_timeout_ms=3000,
+                             linger_ms=0, **cluster.admin_kwargs())
+    urls = dict(u.split("=", 1) for u in cluster.jmx_exporter_urls)
+    writes: dict[int, list[float]] = {p: [] for p in leaders}
+    failed: dict[int, int] = {p: 0 for p in leaders}
+    scrapes: dict[str, list[float | None]] = {b: [] for b in urls}
+    gauges: dict[str, dict[str, float]] = {}
+    cluster.slow(victim, cpu_pct=pct)
+    try:
+        end, next_scrape = time.monotonic() + seconds, 0.0
+        while time.monotonic() < end:
+            for p in leaders:
+                t0 = time.perf_counter()
+                try:
+                    producer.send(TOPIC, b"x" * 100, partition=p).get(timeout=5)
+                    writes[p].append(time.perf_counter() - t0)
+                except Exception:  # noqa: BLE001 - a failed write is counted, not raised
+                    failed[p] += 1
+            if time.monotonic() >= next_scrape:
+                next_scrape = time.monotonic() + 2.0
+                for b, url in urls.items():
+                    took, g = _scrape(url)
+                    scrapes[b].append(took)
+                    if g:
+                        gauges[b] = g
+    finally:
+        cluster.fast(victim)
+        producer.close()
+    return {
+        "cpu_pct": pct, "victim": victim,
+        "writes": {str(leaders[p]): {"p50_s": round(_quantile(v, 0.5), 3) if v else None,
+                                     "p99_s": round(_quantile(v, 0.99), 3) if v else None,
+                                     "max_s": round(max(v), 3) if v else None, "failed": failed[p]}
+                   for p, v in writes.items()},
+        "jmx": {b: {"scrape_p50_ms": round(statistics.median([s for s in ss if s is not None]), 1)
+                    if any(s is not None for s in ss) else None,
+                    "scrape_timeouts": sum(1 for s in ss if s is None), "scrapes": len(ss),
+                    **{k: gauges.get(b, {}).get(k) for k in ("produce_queue_p50_ms", "produce_local_p50_ms",
+                                                             "produce_remote_p50_ms")}}
+                for b, ss in scrapes.items()},
+    }
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--cpu", default="2,5", help="caps in %% of one core, comma separated")
+    ap.add_argument("--seconds", type=float, default=30.0)
+    ap.add_argument("--victim", type=int, default=2)
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args()
+    root = Path(tempfile.mkdtemp(prefix="krm-slow-bench-"))
+    cluster = LocalCluster(root=root / "kraft", mode="kraft", brokers=3).up()
+    results = []
+    try:
+        create_topic(cluster, TOPIC, partitions=3, rf=3)
+        leaders, deadline = None, time.monotonic() + 120
+        while leaders is None:
+            if time.monotonic() > deadline:
+                raise SystemExit(f"{TOPIC}: no settled leaders within 120 s")
+            time.sleep(0.5)
+            leaders = settled_leaders(cluster, TOPIC, 3.0)
+        for pct in (float(x) for x in args.cpu.split(",")):
+            r = run_cap(cluster, args.victim, pct, args.seconds, leaders)
+            results.append(r)
+            print(json.dumps(r) if not args.json else f"cap {pct:g} %: {r['writes']}", flush=True)
+            time.sleep(10)  # the capped broker catches up before the next cap
+    finally:
+        cluster.down()
+    if args.json:
+        print(json.dumps({"caps": results}))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
