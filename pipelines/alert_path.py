@@ -179,13 +179,15 @@ class AlertPath:
         changed += self.book.apply(*self.balance.evaluate(self.counts, counts, clusters))
         if jmx:
             changed += self.book.apply(*self.jmx.update(jmx))
+        canary_rounds = self.state.snapshot.canary  # the newest round of each canary partition
+        if canaries:
+            canary_rounds = dict(canary_rounds) | {(c.cluster, c.partition): c for c in canaries}
         if jmx or canaries:  # BROKER_SLOW: a round of each cluster that said how fast its brokers answer
             live = {n: [b for b, up in v.brokers if up] for n, v in {**self.state.snapshot.clusters, **clusters}.items()}
-            latest_rounds = {**self.state.snapshot.canary, **{(c.cluster, c.partition): c for c in canaries}}
             back = {(i.cluster, i.broker): i.resolved_at_ms for i in self.book.resolved("BROKER_DOWN")
                     if i.broker is not None and i.resolved_at_ms is not None}
             changed += self.book.apply(*self.slow.judge({s.cluster for s in jmx} | {c.cluster for c in canaries}, live,
-                                                        self.jmx.latest, latest_rounds, back))
+                                                        self.jmx.latest, canary_rounds, back))
         touched = [i for i in changed if i.status == "open" and i.type in clock.TIMED]
         if touched and self.settings is not None:
             # an escalation already due stays raised, though a restarted collector's finding counts from its
@@ -207,11 +209,8 @@ class AlertPath:
             stale = {name: view.fresh_ms - self.deleted_after_ms for name, view in views.items()
                      if view.error is None}
             tiered_topics = tiered_view.newest(snap.tiered, tiered, stale)
-        latest = snap.canary
-        if canaries:  # the newest round of each canary partition
-            latest = dict(latest) | {(c.cluster, c.partition): c for c in canaries}
         self.state.update(clusters=views, open_incidents=tuple(self.book.open_incidents()), batches=snap.batches + 1,
-                          last_batch_at=time.time(), canary=latest,
+                          last_batch_at=time.time(), canary=canary_rounds,
                           broker_load=self.counts.totals(), last_batch_s=time.perf_counter() - t0,
                           jmx=self.jmx.snapshot(), tiered=tiered_topics)
         t_metrics = time.perf_counter() - t0
