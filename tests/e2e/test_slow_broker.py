@@ -30,9 +30,9 @@ def test_a_cpu_starved_broker_is_named_slow_not_down(kraft4_cluster, zk_cluster,
     monitor = Monitor(load_config(config_path), spark=spark).start()
     url = monitor.metrics_url
     try:
-        wait_for(lambda: {s.labels["broker"] for s in series(scrape(url), "krm_broker_client_latency_seconds",
-                                                            cluster=cluster.name)} == {"1", "2", "3"},
-                 120, "every broker's canary latency on /metrics")
+        # the canary's latency is per leader: after the suite's earlier faults a broker may lead no canary partition
+        wait_for(lambda: series(scrape(url), "krm_broker_client_latency_seconds", cluster=cluster.name),
+                 120, "the canary's latency on /metrics")
         wait_for(lambda: {s.labels["broker"] for s in series(scrape(url), "krm_broker_request_latency_seconds",
                                                             cluster=cluster.name)} == {"1", "2", "3"},
                  60, "every broker's request latency on /metrics")
