@@ -1,7 +1,6 @@
 """BROKER_SLOW (pipelines/detectors/slow.py) as a numbered table: each case's brokers, what the rule finds
-(broker, cause, severity), and why. Figures from a real 3-broker KRaft 4.4 cluster with broker 2 capped at 2 %
-of a core (BENCHMARKS.md has the run): its canary writes 0.9-1.9 s against 0.2 s, its JMX scrape timing out,
-the other leaders' RemoteTime at 1.1-1.4 s while they wait on it as a follower."""
+(broker, cause, severity), and why. The CPU-cap cases follow what benchmarks/BENCHMARKS.md ("Slow brokers")
+measured on a real cluster."""
 
 import pytest
 
