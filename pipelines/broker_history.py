@@ -41,6 +41,8 @@ def trouble(open_incidents: Any) -> dict[tuple[str, int], tuple[int, int]]:
         if i.topic is None or i.partition is None:
             continue
         tp = (i.topic, i.partition)
+        if i.type not in ISR_TYPES and i.type != "OFFLINE_PARTITION":
+            continue  # the others are not parsed: the sample reads every open incident
         facts = i.facts
         if i.type in ISR_TYPES and isinstance(facts, IsrDetails):
             for b in facts.out_of_sync:

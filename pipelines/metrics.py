@@ -204,7 +204,9 @@ def _incident_info_series(incidents: tuple[Incident, ...], console_url: str) -> 
                             labels=["cluster", "type", "severity", "topic", "partition", "broker", "cause",
                                     "incident_id", "must_return", "holding_back", "url"])
     for inc in incidents:
-        facts = inc.facts
+        # only the types whose brokers the label names are parsed: a scrape after a broker's death reads
+        # tens of thousands of new incidents
+        facts = inc.facts if inc.type in (offline.TYPE, hw_stall.TYPE) else None
         must_return = facts.must_return if isinstance(facts, offline.OfflineDetails) else ()
         holding_back = facts.holding_back if isinstance(facts, hw_stall.StallDetails) else ()
         fam.add_metric([inc.cluster, inc.type, inc.severity, inc.topic or "",
