@@ -18,6 +18,7 @@ import argparse
 import json
 import statistics
 import tempfile
+import threading
 import time
 import urllib.request
 from pathlib import Path
@@ -29,6 +30,8 @@ from lab.local_cluster import LocalCluster
 
 TOPIC = "slow-bench"
 SCRAPE_TIMEOUT_S = 2.0  # the collector's own (collectors/jmx.py JmxSource)
+PROBE_EVERY_S = 0.25  # the collector's default reach_probe_s
+PROBE_TIMEOUT_MS = 4000  # its probes' timeout: max(request_timeout_ms, unreachable_after_s), by default
 
 
 def _quantile(values: list[float], q: float) -> float:
@@ -45,6 +48,56 @@ def _scrape(url: str) -> tuple[float | None, dict[str, float]]:
     return (time.perf_counter() - t0) * 1000, parse_exposition(text)[0]
 
 
+class ProbeTimes:
+    """The collector's reachability probe (a brokers-only Metadata request, collectors/reachability.py Probes), sent
+    to each broker every `PROBE_EVERY_S` with its timeout: per broker, how long each answered probe took and how
+    many were left unanswered. Runs on its own thread and client, beside the writes."""
+
+    def __init__(self, cluster: LocalCluster, brokers: set[int]) -> None:
+        self.cluster, self.brokers = cluster, brokers
+        self.took: dict[int, list[float]] = {}
+        self.unanswered: dict[int, int] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> "ProbeTimes":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=10)
+
+    def _run(self) -> None:
+        from kafka.client_async import KafkaClient
+
+        from collectors.metadata import brokers_request
+
+        client = KafkaClient(bootstrap_servers=self.cluster.bootstrap_servers, **self.cluster.admin_kwargs())
+        brokers = set(self.brokers)
+        out: dict[int, tuple[Any, float]] = {}
+        while not self._stop.is_set():
+            client.poll(timeout_ms=int(PROBE_EVERY_S * 1000))
+            for b, (future, sent) in list(out.items()):
+                if future.is_done:
+                    del out[b]
+                    if future.succeeded():
+                        self.took.setdefault(b, []).append(time.monotonic() - sent)
+                    else:
+                        self.unanswered[b] = self.unanswered.get(b, 0) + 1
+            for b in brokers - set(out):
+                if client.ready(b):
+                    out[b] = (client.send(b, brokers_request(client), request_timeout_ms=PROBE_TIMEOUT_MS),
+                              time.monotonic())
+        client.close()
+
+    def summary(self) -> dict[str, Any]:
+        return {str(b): {"p50_ms": round(1000 * _quantile(v, 0.5), 1) if v else None,
+                         "max_ms": round(1000 * max(v), 1) if v else None, "answered": len(v),
+                         "unanswered": self.unanswered.get(b, 0)}
+                for b, v in sorted({**{b: [] for b in self.unanswered}, **self.took}.items())}
+
+
 def run_cap(cluster: LocalCluster, victim: int, pct: float, seconds: float, leaders: dict[int, int]) -> dict[str, Any]:
     from kafka import KafkaProducer
 
@@ -55,6 +108,7 @@ def run_cap(cluster: LocalCluster, victim: int, pct: float, seconds: float, lead
     failed: dict[int, int] = {p: 0 for p in leaders}
     scrapes: dict[str, list[float | None]] = {b: [] for b in urls}
     gauges: dict[str, dict[str, float]] = {}
+    probes = ProbeTimes(cluster, set(leaders.values())).__enter__()
     cluster.slow(victim, cpu_pct=pct)
     try:
         end, next_scrape = time.monotonic() + seconds, 0.0
@@ -75,6 +129,7 @@ def run_cap(cluster: LocalCluster, victim: int, pct: float, seconds: float, lead
                         gauges[b] = g
     finally:
         cluster.fast(victim)
+        probes.__exit__()
         producer.close()
     return {
         "cpu_pct": pct, "victim": victim,
@@ -88,6 +143,7 @@ def run_cap(cluster: LocalCluster, victim: int, pct: float, seconds: float, lead
                     **{k: gauges.get(b, {}).get(k) for k in ("produce_queue_p50_ms", "produce_local_p50_ms",
                                                              "produce_remote_p50_ms")}}
                 for b, ss in scrapes.items()},
+        "probes": probes.summary(),
     }
 
 

@@ -108,6 +108,7 @@ class AdminSource(PollRecords, ZkMirrorRecords):
             found = offsets.OffsetsRound()
         self.last_offsets = found
         phases.append(("offsets", time.monotonic()))
+        self._contact, self._answer_s = self._answer_times.start().answers()  # how late each broker answers
         unreachable = self._unreachable(found)
         if log.isEnabledFor(logging.DEBUG):
             log.debug("cluster %s poll %d: metadata from broker %s, offsets asked %s answered %s, unreachable %s",
@@ -258,6 +259,7 @@ class AdminSource(PollRecords, ZkMirrorRecords):
         return not back.isdisjoint(self._reach.declared)
 
     def close(self) -> None:
+        self._answer_times.close()
         self._close()
 
     def _kraft_view(self, admin: Any, topics: list[dict[str, Any]]) -> None:

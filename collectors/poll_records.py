@@ -61,13 +61,20 @@ class PollRecords(PollerState):
             live = {bid: self._known_brokers.get(bid, {}) for bid in zk_live}
         live = self._mixed_liveness(live)
         referenced = self._referenced(everything)
+        # a broker that left the offsets round unanswered but answered the answer-time prober within
+        # unreachable_after_s answers, late: reachable (BROKER_SLOW's), not BROKER_DOWN's
+        now_s, after_s = time.monotonic(), self.settings.unreachable_after_s
+        answers = found.answered | {b for b, t in self._contact.items() if now_s - t < after_s and b not in unreachable}
         brokers: list[Broker] = [
             {"id": bid, "host": b.get("host") if b else None, "port": b.get("port") if b else None,
              "rack": b.get("rack") if b else None, "live": bid in live,
-             "reachable": (bid in found.answered) if bid in found.asked else None}
+             "reachable": (bid in answers) if bid in found.asked else None}
             for bid in sorted(set(self._known_brokers) | referenced)
             for b in [live.get(bid) or self._known_brokers.get(bid)]
         ]
+        for broker in brokers:  # how late each answers the probes now (BROKER_SLOW reads it)
+            if (answer_s := self._answer_s.get(broker["id"])) is not None:
+                broker["answer_ms"] = round(answer_s * 1000, 1)
         controller = md.get("controller_id")
         if zk_live is not None:
             controller = self.zk.controller()  # type: ignore[union-attr]
@@ -328,7 +335,7 @@ class PollRecords(PollerState):
 
     def _unreachable(self, found: offsets.OffsetsRound) -> set[int]:
         """Registered brokers clients cannot use now (collectors/reachability.py)."""
-        return self._reach.unreachable(found, self._known_brokers)
+        return self._reach.unreachable(found, self._known_brokers, self._contact)
 
     def _tiered_plan(self, topics: list[dict[str, Any]], live: set[int]) -> dict[int, list[offsets.TopicPartition]]:
         """Leader -> its partitions of tiered topics, when the brokers can say (collectors/tiered.py)."""

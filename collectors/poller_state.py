@@ -17,6 +17,7 @@ from collectors import access, log_dirs, offsets, reassignments, topic_share, wi
 from collectors.departures import Departures
 from collectors.disk_watch import DiskWatch
 from collectors.memory import PartitionMemory
+from collectors.answer_times import AnswerTimes
 from collectors.reachability import Probes, Reachability
 from collectors.side_channel import Notes, SideChannel
 from collectors.topic_configs import TopicConfigs
@@ -112,6 +113,10 @@ class PollerState:
         # silence takes to count, so it never closes a connection a poll would still wait on
         self._probes = Probes(max(settings.request_timeout_ms, int(settings.unreachable_after_s * 1000)),
                               settings.reach_probe_s)
+        # how late each broker answers, on a thread and client of its own (collectors/answer_times.py)
+        self._answer_times = AnswerTimes(cluster, settings.reach_probe_s, self._probes.timeout_ms)
+        self._contact: dict[int, float] = {}  # broker -> when the newest request it answered went out
+        self._answer_s: dict[int, float] = {}  # broker -> how late it answers now (the median round trip)
         self._problem: access.AccessProblem | None = None  # why the last poll failed (logged once per change)
         self._access = Retry(access.ACCESS_BACKOFF)  # polls refused for credentials, TLS or protocol, in a row
         self._denied_logged: frozenset[str] = frozenset()

@@ -200,16 +200,23 @@ class Reachability:
         waited for as any broker is: it may answer again on a fresh connection."""
         return {b: t + self.after_s for b, t in self._silent_since.items() if b not in self._declared}
 
-    def unreachable(self, found: OffsetsRound, known: dict[int, dict[str, Any]]) -> set[int]:
+    def unreachable(self, found: OffsetsRound, known: dict[int, dict[str, Any]],
+                    contact: dict[int, float] | None = None) -> set[int]:
         """Registered brokers clients cannot use now, among those that did not answer this poll's
-        offsets requests (`known`: each broker's host and port, as Metadata last named them)."""
+        offsets requests (`known`: each broker's host and port, as Metadata last named them; `contact`:
+        broker -> when the newest request it answered went out, collectors/answer_times.py). A broker that
+        answered a request sent after its silence began is not silent since then: it answers, late (a JVM
+        starved of CPU), and its silence counts from that contact (BROKER_SLOW names it:
+        pipelines/detectors/slow.py)."""
         now = time.monotonic()
         silent = found.asked - found.answered
         asked_at = found.sent_at if found.sent_at is not None else now
+        contact = contact or {}
         # A broker silent for `after_s` already is unreachable whatever a probe would say (refused: its
         # process is gone; a start-up's grace covers a broker that never went silent): the verdict
         # does not wait the probe's timeout for it.
-        judged = {b for b in silent if now - self._silent_since.get(b, asked_at) >= self.after_s}
+        judged = {b for b in silent
+                  if now - max(self._silent_since.get(b, asked_at), contact.get(b, float("-inf"))) >= self.after_s}
         addresses = {b: (m["host"], m["port"]) for b in silent - judged
                      if (m := known.get(b) or {}).get("host") and m.get("port")}
         refused = refusing(addresses) if addresses else set()
@@ -218,6 +225,9 @@ class Reachability:
                 self._silent_since.pop(b, None)
             else:  # silent since the first request it left unanswered went out, not since the wait ended
                 self._silent_since.setdefault(b, asked_at)
+        for b, t in contact.items():  # it answered a probe sent since: silent from then at most
+            if t > self._silent_since.get(b, t):
+                self._silent_since[b] = t
         noted, self._noted = self._noted, set()
         for b in [b for b in self._silent_since if b in found.answered or (b not in found.asked and b not in noted)]:
             del self._silent_since[b]

@@ -182,12 +182,15 @@ class AlertPath:
         canary_rounds = self.state.snapshot.canary  # the newest round of each canary partition
         if canaries:
             canary_rounds = dict(canary_rounds) | {(c.cluster, c.partition): c for c in canaries}
-        if jmx or canaries:  # BROKER_SLOW: a round of each cluster that said how fast its brokers answer
-            live = {n: [b for b, up in v.brokers if up] for n, v in {**self.state.snapshot.clusters, **clusters}.items()}
+        answered = {n for n, v in clusters.items() if v.answers}
+        if jmx or canaries or answered:  # BROKER_SLOW: a round of each cluster that said how fast its brokers answer
+            views = {**self.state.snapshot.clusters, **clusters}
+            live = {n: [b for b, up in v.brokers if up] for n, v in views.items()}
             back = {(i.cluster, i.broker): i.resolved_at_ms for i in self.book.resolved("BROKER_DOWN")
                     if i.broker is not None and i.resolved_at_ms is not None}
-            changed += self.book.apply(*self.slow.judge({s.cluster for s in jmx} | {c.cluster for c in canaries}, live,
-                                                        self.jmx.latest, canary_rounds, back))
+            answers = {n: (v.record_ms or v.newest_observed_ms, dict(v.answers)) for n, v in views.items() if v.answers}
+            changed += self.book.apply(*self.slow.judge({s.cluster for s in jmx} | {c.cluster for c in canaries} | answered,
+                                                        live, self.jmx.latest, canary_rounds, back, answers))
         touched = [i for i in changed if i.status == "open" and i.type in clock.TIMED]
         if touched and self.settings is not None:
             # an escalation already due stays raised, though a restarted collector's finding counts from its
@@ -296,5 +299,6 @@ def split_rows(rows: list[Any], canaries: list[Any] | None = None, tiered: list[
                     share_count=share["count"] if share is not None else 1,
                     holds_ms=None if (holds_s := cs.get("holds_s")) is None else int(holds_s * 1000),
                     log_dirs=disks.of_brokers(cs.get("brokers") or ()),
+                    answers=tuple((b["id"], ms) for b in cs.get("brokers") or () if (ms := b.get("answer_ms")) is not None),
                     opens=clock.openings(cs, settings) if settings is not None else ())
     return polls, found, clusters, counts, jmx

@@ -1,6 +1,7 @@
 """How fast each broker answers, as series: the broker's own request times (its RequestMetrics, from the JMX
-exporter: collectors/jmx.py) and what a client writing to the partitions it leads waits (the canary's acks=all
-writes, per leader). Pure: built from the pipeline's snapshot on each scrape."""
+exporter: collectors/jmx.py), what a client writing to the partitions it leads waits (the canary's acks=all
+writes, per leader) and how late it answers the collector's probes. Pure: built from the pipeline's snapshot on
+each scrape."""
 
 from __future__ import annotations
 
@@ -34,9 +35,17 @@ def client_latencies(samples: Iterable[Any]) -> dict[tuple[str, int], float]:
     return out
 
 
-def series(jmx: Mapping[tuple[str, int], Any], canary: Mapping[tuple[str, int], Any]) -> Iterator[Any]:
-    """krm_broker_request_latency_seconds{cluster,broker,request,quantile} and
-    krm_broker_client_latency_seconds{cluster,broker}."""
+def failed_leaders(samples: Iterable[Any]) -> set[tuple[str, int]]:
+    """(cluster, broker) of the newest canary writes not acknowledged within the canary's timeout, by the broker
+    that led the partition (the preferred leader where the round did not say)."""
+    return {(s.cluster, s.leader if s.leader is not None and s.leader >= 0 else s.broker)
+            for s in samples if not s.produced}
+
+
+def series(jmx: Mapping[tuple[str, int], Any], canary: Mapping[tuple[str, int], Any],
+           clusters: Mapping[str, Any] | None = None) -> Iterator[Any]:
+    """krm_broker_request_latency_seconds{cluster,broker,request,quantile},
+    krm_broker_client_latency_seconds{cluster,broker} and krm_broker_answer_seconds{cluster,broker}."""
     from prometheus_client.core import GaugeMetricFamily
 
     request = GaugeMetricFamily("krm_broker_request_latency_seconds",
@@ -53,4 +62,11 @@ def series(jmx: Mapping[tuple[str, int], Any], canary: Mapping[tuple[str, int], 
                                labels=["cluster", "broker"])
     for (cluster, broker), seconds in sorted(client_latencies(canary.values()).items()):
         client.add_metric([cluster, str(broker)], seconds)
-    yield from (request, client)
+    answer = GaugeMetricFamily("krm_broker_answer_seconds",
+                               "How late the broker answers the collector's smallest question now: the median round "
+                               "trip of its reachability probes (a brokers-only Metadata request) over the last "
+                               "seconds, as the cluster's last published poll said.", labels=["cluster", "broker"])
+    for name, view in sorted((clusters or {}).items()):
+        for broker, ms in sorted(view.answers):
+            answer.add_metric([name, str(broker)], ms / 1000)
+    yield from (request, client, answer)

@@ -12,7 +12,7 @@ from collections import Counter
 from typing import Any, Callable, Iterator
 
 from foundation.web_config import load_web_config, serve_wsgi
-from pipelines import broker_history, disks, latency, replication_links
+from pipelines import broker_history, disks, latency, replication_links, slowed
 from pipelines.detectors import hw_stall, offline, quorum
 from pipelines.detectors.registry import RULES
 from pipelines.incidents import Incident
@@ -93,7 +93,8 @@ class KrmCollector:
                                 *self.state.log_dir_within_s)
         yield from replication_links.series(snap.open_incidents)
         yield from _canary_series(snap.canary)
-        yield from latency.series(snap.jmx, snap.canary)
+        yield from latency.series(snap.jmx, snap.canary, snap.clusters)
+        yield from slowed.series(snap.open_incidents)
 
         jmx_up = GaugeMetricFamily("krm_broker_jmx_up", "1 if the broker's JMX exporter answered the last scrape.",
                                    labels=["cluster", "broker"])

@@ -1,6 +1,6 @@
 """What each live broker answers now, gathered for the slow-broker rule (pipelines/detectors/slow.py) at each
-canary or JMX round of a cluster: the canary's newest writes per leader and the newest JMX scrape. Kept on the
-driver, bounded by brokers."""
+canary, JMX or poll round of a cluster: the canary's newest writes per leader, the newest JMX scrape and how late
+each broker answers the collector's probes. Kept on the driver, bounded by brokers."""
 
 from __future__ import annotations
 
@@ -22,30 +22,37 @@ class SlowView:
         self._seen: dict[str, set[int]] = {}  # cluster -> the brokers its last round judged slow
 
     def judge(self, clusters: Iterable[str], live: Mapping[str, Iterable[int]], jmx: Mapping[tuple[str, int], Any],
-              canary: Mapping[tuple[str, int], Any], back_at: Mapping[tuple[str, int], int] | None = None
+              canary: Mapping[tuple[str, int], Any], back_at: Mapping[tuple[str, int], int] | None = None,
+              answers: Mapping[str, tuple[int, Mapping[int, float]]] | None = None
               ) -> tuple[list[ScopePoll], list[Finding]]:
-        """One round of each of `clusters` (those a canary or JMX record of this batch came from). `back_at`:
-        (cluster, broker) -> when it came back from a stop (its BROKER_DOWN resolved): a restart's warm-up, as
-        every rolling restart has, is not a slow broker."""
+        """One round of each of `clusters` (those a canary, JMX or cluster record of this batch came from).
+        `back_at`: (cluster, broker) -> when it came back from a stop (its BROKER_DOWN resolved): a restart's
+        warm-up, as every rolling restart has, is not a slow broker. `answers`: cluster -> (when its poll said
+        so, broker -> how late it answers the collector's probes, in ms)."""
         polls, found = [], []
         for name in sorted(set(clusters)):
             brokers = set(live.get(name, ()))
             came_back = {b: t for (c, b), t in (back_at or {}).items() if c == name}
             mine_jmx = {b: s for (c, b), s in jmx.items() if c == name and b in brokers}
             mine_canary = [s for s in canary.values() if s.cluster == name]
-            at = max([s.observed_at_ms for s in mine_jmx.values()] + [s.observed_at_ms for s in mine_canary], default=None)
+            answered_at, answer_ms = (answers or {}).get(name, (None, {}))
+            at = max([s.observed_at_ms for s in mine_jmx.values()] + [s.observed_at_ms for s in mine_canary]
+                     + ([answered_at] if answered_at is not None else []), default=None)
             if at is None or not brokers:
                 continue
-            client = {b: s for (c, b), s in latency.client_latencies(
-                s for s in mine_canary if at - s.observed_at_ms <= FRESH_MS).items() if c == name}
+            fresh_canary = [s for s in mine_canary if at - s.observed_at_ms <= FRESH_MS]
+            client = {b: s for (c, b), s in latency.client_latencies(fresh_canary).items() if c == name}
+            failed = {b for c, b in latency.failed_leaders(fresh_canary) if c == name}
+            if answered_at is None or at - answered_at > FRESH_MS:
+                answer_ms = {}
             evidence = {}
             for b in brokers:
                 j = mine_jmx.get(b)
                 if j is None or at - j.observed_at_ms > FRESH_MS:
-                    evidence[b] = slow.Evidence(client.get(b))
+                    evidence[b] = slow.Evidence(client.get(b), answer_ms=answer_ms.get(b), client_failed=b in failed)
                 else:
                     evidence[b] = slow.Evidence(client.get(b), j.error, j.gauges if j.error is None else None,
-                                                j.scrape_ms if j.error is None else None)
+                                                j.scrape_ms if j.error is None else None, answer_ms.get(b), b in failed)
             last_id, last_at = self._rounds.get(name, (0, 0))
             round_id, at = last_id + 1, max(at, last_at)  # rounds in order, whichever record came first
             self._rounds[name] = (round_id, at)

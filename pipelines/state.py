@@ -44,6 +44,7 @@ class ClusterView:
     # findings time alone opens on the cluster as its record says (pipelines/clock.py `openings`)
     opens: tuple[tuple[str, str, int, dict[str, Any]], ...] = ()
     log_dirs: tuple[LogDirState, ...] = ()  # the brokers' log directories as last sampled (pipelines/disks.py)
+    answers: tuple[tuple[int, float], ...] = ()  # (broker, ms): how late each answers the collector's probes now
 
     @property
     def vouched(self) -> tuple[int, int] | None:

@@ -94,7 +94,9 @@ BROKER = Struct((
     ("port", INT, False),
     ("rack", STRING, False),
     ("live", BOOL, True),  # registered (ZooKeeper) / unfenced (KRaft): the controller's view
-    ("reachable", BOOL, False),  # answered the collector's offsets requests in time; null: not asked
+    # answered the collector's offsets requests in time, or answers its answer-time prober, late, within
+    # unreachable_after_s (collectors/answer_times.py: a starved broker, BROKER_SLOW's); null: not asked
+    ("reachable", BOOL, False),
     # v2, while the broker is down (not registered, or registered but unreachable): whether it had
     # handed over, when krm first saw it down, every leadership and ISR place another replica could
     # take (a controlled shutdown: true) or went down holding them (a crash or a hang: false)
@@ -110,6 +112,9 @@ BROKER = Struct((
     # v4, optional, added later, while the broker is down: true when its every log directory had failed or
     # was forecast full by the time it stopped serving (collectors/disk_watch.py); absent: no such evidence
     ("disk_full", BOOL, False),
+    # v4, optional, added later: how late it answers the collector now: the median round trip of the
+    # reachability probes it answered in the last few seconds (collectors/reachability.py); absent: none
+    ("answer_ms", DOUBLE, False),
 ))
 
 REPLICA_OFFSET = Struct((

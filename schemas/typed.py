@@ -32,6 +32,7 @@ class Broker(TypedDict, total=False):
     departure: str | None
     log_dirs: list[LogDir] | None
     disk_full: bool | None
+    answer_ms: float | None
 
 
 class ReplicaOffset(TypedDict):

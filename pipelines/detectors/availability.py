@@ -31,7 +31,7 @@ from typing import Any, Sequence
 
 from pipelines.detectors import isr, offline
 from pipelines.detectors.details import Brokers, PartitionDetails
-from pipelines.detectors.exports import Alert, BROKER_PAGE, console, incident_info
+from pipelines.detectors.exports import Alert, BROKER_PAGE, console, incident_info, UNLESS_SLOWED
 from pipelines.detectors.rule import PartitionView, Rule
 from schemas.observation import OFFSET_NOT_AVAILABLE
 
@@ -105,7 +105,7 @@ SERIES = (replace(offline.UNAVAILABLE, cause_default=LEADER_UNREACHABLE),)
 
 ALERTS = (
     Alert("KafkaPartitionLeaderUnreachable",
-          'krm_partition_unavailable{cause="leader_unreachable"} == 1',
+          'krm_partition_unavailable{cause="leader_unreachable"} == 1' + UNLESS_SLOWED,
           "critical",
           summary=("{{ $labels.cluster }}: {{ $labels.topic }}-{{ $labels.partition }} is unavailable: its leader does not "
                    "answer"),
@@ -122,7 +122,7 @@ ALERTS = (
                "(a starting cluster's brokers register before their ports open: RELIABILITY.md), and a pause shorter "
                "than that verdict plus a wait would hurt clients and end unpaged.")),
     Alert("KafkaPartitionLeaderNotServing",
-          'krm_partition_unavailable{cause="leader_not_serving"} == 1',
+          'krm_partition_unavailable{cause="leader_not_serving"} == 1' + UNLESS_SLOWED,
           "critical",
           summary=("{{ $labels.cluster }}: {{ $labels.topic }}-{{ $labels.partition }} is unavailable: its elected leader "
                    "does not serve it"),
@@ -143,7 +143,9 @@ ALERTS = (
           why=("The elected leader did not serve the partition for 3 s (NOT_SERVING_WINDOW_MS): every election has a "
                "moment of it (the controller's word or the followers' first fetches on the way); held, clients are "
                "refused or wait.")),
-    Alert("KafkaCanaryProduceFailing", "krm_canary_produce_up == 0", "critical", wait="10s",
+    Alert("KafkaCanaryProduceFailing",
+          'krm_canary_produce_up == 0 unless on(cluster, broker) krm_broker_slow{severity="critical"} == 1', "critical",
+          wait="10s",
           summary="{{ $labels.cluster }}: acks=all writes through broker {{ $labels.broker }} fail (canary)",
           runbook=("krm's canary could not write to the krm.canary partition led by this broker (or, with acks=all, to one "
                    "its in-sync followers hold back). Clients of the partitions it leads fail the same way now. `krm "

@@ -92,6 +92,11 @@ class Alert:
         return out
 
 
+# appended to a partition page's expression: it waits while a critically slow broker it names pages for it
+# (KafkaBrokerSlow: one page naming the broker and the kind; pipelines/slowed.py)
+UNLESS_SLOWED = " unless on(cluster, topic, partition) krm_partition_slowed_by == 1"
+
+
 def incident_info(incident_type: str, label: str, by: tuple[str, ...] = ("topic", "partition")) -> str:
     """An annotation template reading `label` of the alert's incident from krm_incident_info: the
     alert's own labels stay those of the series it fires on, the page still carries the answer."""

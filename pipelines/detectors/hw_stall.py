@@ -52,7 +52,7 @@ from typing import Any
 from pipelines.columns import leo_of
 from pipelines.detectors import isr, offline
 from pipelines.detectors.details import Brokers, Part, PartitionDetails, parse
-from pipelines.detectors.exports import Alert, Series, incident_info
+from pipelines.detectors.exports import Alert, Series, incident_info, UNLESS_SLOWED
 from pipelines.detectors.rule import PartitionView, Rule
 from schemas.quiet import DEFAULT_WINDOW_MS, SILENT_FOLLOWER_WINDOW_MS, STOPPED_FETCHER_WINDOW_MS
 
@@ -164,7 +164,7 @@ SERIES = (Series("krm_partition_hw_stall_seconds",
                  "Seconds the leader's high watermark has not moved while its LEO is ahead.", value=_stalled_s),)
 
 ALERTS = (
-    Alert("KafkaHighWatermarkStalled", "krm_partition_hw_stall_seconds > 0", "critical",
+    Alert("KafkaHighWatermarkStalled", "krm_partition_hw_stall_seconds > 0" + UNLESS_SLOWED, "critical",
           summary=("{{ $labels.cluster }}: {{ $labels.topic }}-{{ $labels.partition }} high watermark stalled for {{ $value "
                    "| humanizeDuration }}"),
           runbook=("acks=all producers of this partition are waiting. details.holding_back of the HW_STALL incident names "

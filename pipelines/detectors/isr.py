@@ -37,7 +37,7 @@ from typing import Any, Sequence
 
 from pipelines.detectors import offline
 from pipelines.detectors.details import Brokers, Part, PartitionDetails
-from pipelines.detectors.exports import Alert, Series, incident_info
+from pipelines.detectors.exports import Alert, Series, incident_info, UNLESS_SLOWED
 from pipelines.detectors.rule import PartitionView, Rule
 
 UNDER_REPLICATED = "UNDER_REPLICATED"
@@ -178,7 +178,7 @@ UNDER_MIN_ISR_SERIES = (
 AT_MIN_ISR_SERIES = (Series("krm_partition_at_min_isr", "ISR lost members down to the effective min ISR."),)
 
 UNDER_MIN_ISR_ALERTS = (
-    Alert("KafkaPartitionUnderMinIsr", "krm_partition_under_min_isr == 1", "critical", wait="30s",
+    Alert("KafkaPartitionUnderMinIsr", "krm_partition_under_min_isr == 1" + UNLESS_SLOWED, "critical", wait="30s",
           summary="{{ $labels.cluster }}: {{ $labels.topic }}-{{ $labels.partition }} is below min.insync.replicas",
           runbook=("acks=all producers of this partition get NotEnoughReplicas. Find the replicas that left the ISR "
                    "(details.out_of_sync of the UNDER_REPLICATED incident) and the brokers behind them (down, paused, slow "

@@ -14,17 +14,25 @@ so it compares what every broker answers now):
   histograms decay old samples by weight, and at a quiet broker's few requests a slow spell's tail holds the
   p99 long after it ended.
 - its JMX endpoint answering markedly later than its peers' (the same floor and factor), or timing out while its
-  peers answer and it still acknowledges writes: the agent runs in the broker's JVM and reads no disk, so a
-  whole JVM starved of CPU (or stopped by long GC pauses) answers its own metrics late or not at all.
+  peers answer and it still acknowledges writes or answers the collector: the agent runs in the broker's JVM and
+  reads no disk, so a whole JVM starved of CPU (or stopped by long GC pauses) answers its own metrics late or not
+  at all.
+- the collector's own probes (a brokers-only Metadata request every `reach_probe_s`, collectors/reachability.py):
+  their median round trip over the last seconds markedly above its peers'. A starved broker answers them seconds
+  late where a paused one answers nothing (the collector then calls it unreachable: BROKER_DOWN's), so this is
+  what tells a broker too slow for any client from a stopped one.
 
 The cause, read from the evidence: `cpu_starved` (its JVM answers nothing in time, or requests wait in its
 queue longer than they are served: RequestQueueTime above LocalTime, its handlers not idle), `slow_disk` (its
 own LocalTime or log flushes dominate while the JVM answers), `slow_replication` (it waits on its followers:
 RemoteTime dominates its Produce time while its own part is fast), else `unknown` (only the canary says so).
 
-Severity: a warning while clients stay within the cluster's `latency_objective_s`; critical once the canary
-waits longer than that on a partition it leads (`clients_hurt`), which the partitions' own pages
-(HW_STALL, PARTITION_UNAVAILABLE naming the broker) are grouped under (pipelines/incident_groups.py).
+Severity: a warning while clients stay within the cluster's `latency_objective_s`; critical once clients are
+hurt (`clients_hurt`): the canary waited longer than that on a partition it leads, or its write there was not
+acknowledged at all within the canary's timeout while the broker answers, late, or the broker answers the
+collector's smallest question later than the objective. The partitions' own pages it explains (HW_STALL,
+PARTITION_UNAVAILABLE and the canary naming the broker) are grouped under it (pipelines/incident_groups.py) and
+held in the shipped rules while it pages (`krm_partition_slowed_by`, pipelines/slowed.py).
 """
 
 from __future__ import annotations
@@ -36,13 +44,13 @@ from typing import Any, Mapping, Sequence
 from pipelines.detectors.details import Details
 from pipelines.detectors.exports import Alert, BROKER_PAGE, Series, console, incident_info
 from pipelines.detectors.rule import Escalation, Rule
+from schemas.latency import SLOW_MIN_S
 
 TYPE = "BROKER_SLOW"
 CPU_STARVED, SLOW_DISK, SLOW_REPLICATION, UNKNOWN = "cpu_starved", "slow_disk", "slow_replication", "unknown"
 CLIENTS_HURT = "clients_hurt"  # escalation: the canary waited past the latency objective
 SCOPE = "slow"
 
-SLOW_MIN_S = 0.2  # below this nothing is slow, whatever its peers answer
 PEER_FACTOR = 3.0  # ... and at least this many times the median of its peers
 TIMED_OUT = "timed out"  # in a JMX scrape's error: the endpoint accepted and did not answer in time
 
@@ -55,6 +63,8 @@ class Evidence:
     jmx_error: str | None = None
     gauges: Mapping[str, float] | None = None  # its JMX gauges (collectors/jmx.py names), when it answered
     scrape_ms: float | None = None  # how long its JMX exporter took to answer: its JVM's own pace, no disk in it
+    answer_ms: float | None = None  # how late it answers the collector's probes now (their median round trip)
+    client_failed: bool = False  # the canary's newest write to a partition it leads was not acknowledged in time
 
     def own_s(self) -> float | None:
         """Its own share of a Produce request at the median (queue + local): what the broker itself takes."""
@@ -65,6 +75,11 @@ class Evidence:
     @property
     def jmx_timed_out(self) -> bool:
         return self.jmx_error is not None and TIMED_OUT in self.jmx_error.lower()
+
+    @property
+    def answers(self) -> bool:
+        """It answers someone: an acknowledged write, or the collector's probes."""
+        return self.client_s is not None or self.answer_ms is not None
 
 
 @dataclass(frozen=True)
@@ -90,6 +105,9 @@ class SlowDetails(Details):
     jmx_error: str | None = None
     jmx_scrape_ms: float | None = None  # how long its exporter took to answer
     peers_jmx_scrape_ms: float | None = None
+    answer_ms: float | None = None  # how late it answers the collector's probes (their median round trip)
+    peers_answer_ms: float | None = None
+    client_failed: bool | None = None  # the canary's write to a partition it leads was not acknowledged in time
     latency_objective_s: float | None = None
 
     def headline(self) -> str | None:
@@ -97,9 +115,14 @@ class SlowDetails(Details):
         if self.client_latency_s is not None:
             peers = f" (peers {self.peers_client_latency_s:.2f} s)" if self.peers_client_latency_s is not None else ""
             said.append(f"clients wait {self.client_latency_s:.2f} s on its partitions{peers}")
+        elif self.client_failed:
+            said.append("the canary's write to its partition was not acknowledged in time")
         if self.own_latency_s is not None:
             peers = f" (peers {self.peers_own_latency_s:.2f} s)" if self.peers_own_latency_s is not None else ""
             said.append(f"it takes {self.own_latency_s:.2f} s of a median Produce itself{peers}")
+        if self.answer_ms is not None:
+            peers = f" (peers {self.peers_answer_ms:.0f} ms)" if self.peers_answer_ms is not None else ""
+            said.append(f"it answers krm's probes in {self.answer_ms:.0f} ms{peers}")
         if self.jmx_error is not None:
             said.append(f"its JMX endpoint: {self.jmx_error}")
         elif self.jmx_scrape_ms is not None:
@@ -118,13 +141,17 @@ def _markedly(value: float | None, peers: Sequence[float]) -> bool:
     return value is not None and median is not None and value >= max(SLOW_MIN_S, PEER_FACTOR * median)
 
 
-def cause_of(e: Evidence, peers_scrape_ms: Sequence[float] = (), peers_own_s: Sequence[float] = ()) -> str:
+def cause_of(e: Evidence, peers_scrape_ms: Sequence[float] = (), peers_own_s: Sequence[float] = (),
+             peers_answer_ms: Sequence[float] = ()) -> str:
     """The kind of slowness its evidence reads as (see the module's docstring). The exporter runs in the broker's
     JVM and reads no disk: its answer timing out, or coming markedly later than its peers', is the whole JVM
     short of CPU. Only then do the request phases decide (a starved JVM is slow in every phase, LocalTime too)."""
     if e.jmx_timed_out or _markedly(None if e.scrape_ms is None else e.scrape_ms / 1000,
                                     [ms / 1000 for ms in peers_scrape_ms]):
         return CPU_STARVED
+    if e.gauges is None and _markedly(None if e.answer_ms is None else e.answer_ms / 1000,
+                                      [ms / 1000 for ms in peers_answer_ms]):
+        return CPU_STARVED  # no JMX to say more: a broker late to the smallest question is short of CPU
     g = e.gauges or {}
     queue, local = g.get("produce_queue_p50_ms"), g.get("produce_local_p50_ms")
     remote, flush = g.get("produce_remote_p50_ms"), g.get("log_flush_p99_ms")
@@ -158,12 +185,16 @@ def judge(evidence: Mapping[int, Evidence], objective_s: float) -> list[SlowFind
         # (no decaying histogram in it)
         slow_jvm = _markedly(None if e.scrape_ms is None else e.scrape_ms / 1000,
                              [p.scrape_ms / 1000 for p in peers if p.scrape_ms is not None])
-        # its JVM answers nothing in time while its peers' endpoints do, yet it acknowledged writes: alive, starved
-        # (a paused or dead broker acknowledges none: BROKER_DOWN's, not a slow one)
-        starved = e.jmx_timed_out and bool(answered) and e.client_s is not None
-        if not (slow_client or slow_own or slow_jvm or starved):
+        # the collector's probes: late to the smallest question (a paused broker answers none: BROKER_DOWN's)
+        peer_answer = [p.answer_ms for p in peers if p.answer_ms is not None]
+        slow_answer = _markedly(None if e.answer_ms is None else e.answer_ms / 1000, [ms / 1000 for ms in peer_answer])
+        # its JVM answers nothing in time while its peers' endpoints do, yet it acknowledged writes or answered the
+        # collector: alive, starved (a paused or dead broker answers none: BROKER_DOWN's, not a slow one)
+        starved = e.jmx_timed_out and bool(answered) and e.answers
+        if not (slow_client or slow_own or slow_jvm or slow_answer or starved):
             continue
-        hurt = e.client_s is not None and e.client_s > objective_s
+        hurt = ((e.client_s is not None and e.client_s > objective_s) or e.client_failed
+                or (e.answer_ms is not None and e.answer_ms / 1000 > objective_s))
         g = e.gauges or {}
         details: dict[str, Any] = {
             "client_latency_s": e.client_s, "peers_client_latency_s": _median(peer_client),
@@ -172,8 +203,9 @@ def judge(evidence: Mapping[int, Evidence], objective_s: float) -> list[SlowFind
             "produce_remote_p50_ms": g.get("produce_remote_p50_ms"), "request_handler_idle": g.get("request_handler_idle"),
             "log_flush_p99_ms": g.get("log_flush_p99_ms"), "jmx_error": e.jmx_error, "jmx_scrape_ms": e.scrape_ms,
             "peers_jmx_scrape_ms": _median([p.scrape_ms for p in peers if p.scrape_ms is not None]),
+            "answer_ms": e.answer_ms, "peers_answer_ms": _median(peer_answer), "client_failed": e.client_failed or None,
             "latency_objective_s": objective_s}
-        cause = cause_of(e, [p.scrape_ms for p in peers if p.scrape_ms is not None], peer_own)
+        cause = cause_of(e, [p.scrape_ms for p in peers if p.scrape_ms is not None], peer_own, peer_answer)
         out.append(SlowFinding(b, cause, RULE.severity_of(cause, [CLIENTS_HURT] if hurt else []),
                                {k: v for k, v in details.items() if v is not None}))
     return out
@@ -210,7 +242,8 @@ RULE = Rule(TYPE, {CPU_STARVED: "warning", SLOW_DISK: "warning", SLOW_REPLICATIO
             "driver", "a registered broker that answers, markedly slower than its peers: the kind read from its evidence",
             details=SlowDetails,
             escalations=(Escalation((CPU_STARVED, SLOW_DISK, SLOW_REPLICATION, UNKNOWN), CLIENTS_HURT, "critical",
-                                    "the canary waited past the cluster's latency_objective_s on a partition it leads"),),
+                                    "the canary waited past the cluster's latency_objective_s on a partition it leads "
+                                    "(or got no acknowledgement), or the broker answers krm later than that"),),
             series=SERIES, alerts=ALERTS, routine=(
             "A rolling restart's broker is down or catching up, not slow; a reassignment's copying can slow a broker's "
             "disk within the objective: a warning (its alert waits a minute). It pages only while clients wait past "

@@ -3,7 +3,10 @@ JVM capped at 5 % of a core (`krm local-cluster slow --cpu`: slow, still acknowl
 canary writing every second and the JMX exporter scraped every 2 s. krm opens one BROKER_SLOW naming that broker
 and the kind (cpu_starved: its JVM answers its own metrics markedly later than its peers', or not in time, while it
 still acknowledges writes), none for its peers (whose leaders wait on it as a follower), shows it on /metrics and
-in every reader, and resolves it once the broker is fast again."""
+in every reader, and resolves it once the broker is fast again. Then at 2 %, where the canary's writes through it
+fail and its exporter answers nothing, as a paused broker's would: it still answers krm's answer-time prober,
+seconds late, so it is slow and hurting clients (BROKER_SLOW critical), never BROKER_DOWN unreachable, and the
+partition pages it explains are held under its one page (krm_partition_slowed_by)."""
 
 import pytest
 import requests
@@ -55,6 +58,29 @@ def test_a_cpu_starved_broker_is_named_slow_not_down(kraft4_cluster, zk_cluster,
         page = requests.get(f"{url.removesuffix('/metrics')}/incidents/{inc['incident_id']}", timeout=30)
         assert page.status_code == 200 and "cpu_starved" in page.text and "JMX" in page.text
 
+        cluster.fast(victim)
+        wait_equal(lambda: _slow(config_path), [], 90, "BROKER_SLOW resolved once the broker is fast again")
+
+        # 2 % of a core: its exporter times out and the canary's writes through it fail, as a paused broker's
+        # would; it still answers krm's probes, seconds late. Slow and hurting clients, not unreachable: one
+        # critical BROKER_SLOW, no BROKER_DOWN, and every partition page it explains held under it
+        cluster.slow(victim, cpu_pct=2)
+        wait_equal(lambda: [(i["broker"], i["cause"], i["severity"]) for i in stored_incidents(
+            "--open", "--type", "BROKER_SLOW", "--config", str(config_path))], [(victim, "cpu_starved", "critical")], 90,
+            f"BROKER_SLOW cpu_starved critical for broker {victim}")
+        (inc,) = krm_json("incidents", "--open", "--type", "BROKER_SLOW", "--config", str(config_path))
+        print(f"\nBROKER_SLOW at 2 % of a core: {inc['details']}")
+        assert inc["details"]["answer_ms"] >= 200, inc["details"]
+        downs = krm_json("incidents", "--type", "BROKER_DOWN", "--config", str(config_path))
+        assert [d for d in downs if d["broker"] == victim and d["opened_at"] >= inc["opened_at"]] == [], downs
+        metrics = scrape(url)
+        held = {(s.labels["topic"], s.labels["partition"]) for s in series(metrics, "krm_partition_slowed_by",
+                                                                            cluster=cluster.name)}
+        paging = [(s.name, s.labels) for name in ("krm_partition_hw_stall_seconds", "krm_partition_unavailable")
+                  for s in series(metrics, name, cluster=cluster.name)
+                  if (s.labels["topic"], s.labels["partition"]) not in held]
+        print(f"held under it: {sorted(held)}; paging on their own: {paging}")
+        assert paging == [], paging
         cluster.fast(victim)
         wait_equal(lambda: _slow(config_path), [], 90, "BROKER_SLOW resolved once the broker is fast again")
     finally:

@@ -208,3 +208,39 @@ def test_a_verdict_due_is_offered_to_the_round_until_it_is_out(monkeypatch):
     assert r.unreachable(_round({1, 2}, {1, 2}, time.monotonic()), KNOWN) == set()  # it answered
     r.note_silent({2: time.monotonic()})
     assert set(r.judged_at()) == {2}, "silent again: a new moment"
+
+
+def test_a_broker_that_answers_late_is_slow_not_unreachable(monkeypatch):
+    """A JVM starved of CPU leaves the offsets round unanswered (its timeout passes) yet answers the answer-time
+    prober's requests, seconds late: its silence counts from the newest request it answered, so it is never
+    unreachable, and the prober says how late it answers (the median round trip of the last few seconds). A
+    paused broker answers nothing: its silence grows from its last contact, and it is unreachable as before."""
+    from collectors.answer_times import RoundTrips
+
+    monkeypatch.setattr(reachability, "refusing", lambda addresses: set())
+    t0 = time.monotonic() - 10.0
+    trips, reach = RoundTrips(), Reachability(unreachable_after_s=4.0)
+    reach.note_live({1, 2, 3})
+    # 10 s: 1 answers at once, 2 after 1.5 s (one request in flight at a time), 3 is paused
+    answers = sorted([(t0 + i * 0.25 + 0.001, 1, t0 + i * 0.25) for i in range(40)]
+                     + [(t0 + i * 1.5 + 1.5, 2, t0 + i * 1.5) for i in range(6)])
+    for poll in range(1, 6):  # a poll every 2 s: 2 and 3 leave its offsets requests unanswered
+        now = t0 + poll * 2.0
+        while answers and answers[0][0] <= now:
+            done, b, sent = answers.pop(0)
+            trips.answered(b, sent, done)
+        monkeypatch.setattr(reachability.time, "monotonic", lambda now=now: now)
+        verdict = reach.unreachable(_round({1, 2, 3}, {1}, now - 1.0), KNOWN, trips.contact())
+        assert 2 not in verdict, f"answers late at {now - t0:.2f} s: not unreachable"
+    answer_s = trips.answer_s(t0 + 10.0)
+    assert answer_s[2] == pytest.approx(1.5) and answer_s[1] == pytest.approx(0.001)
+    blind = Reachability(unreachable_after_s=4.0)  # the poll's own requests alone: as before this prober
+    blind.note_live({1, 2, 3})
+    for poll in range(1, 6):
+        now = t0 + poll * 2.0
+        monkeypatch.setattr(reachability.time, "monotonic", lambda now=now: now)
+        verdict = blind.unreachable(_round({1, 2, 3}, {1}, now - 1.0), KNOWN)
+    assert verdict == {2, 3}, "without its answers, the starved broker's silence is as long as a paused one's"
+    assert 3 not in answer_s, "answered nothing"
+    assert 3 in reach.declared, "silent since the first poll: unreachable"
+    assert trips.answer_s(t0 + 30.0) == {}, "answers older than the window say nothing"

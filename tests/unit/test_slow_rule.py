@@ -45,6 +45,20 @@ CASES = [
     (14, {1: HEALTHY, 2: Evidence(0.02, None, g(1, 2), scrape_ms=1034.0), 3: HEALTHY}, [(2, CPU_STARVED, "warning")],
      "a real 5 % cap: the canary's one small write still quick, its request histograms slow to move, its exporter "
      "answering 26x later than its peers': the JVM is starved now"),
+    (15, {1: Evidence(None, None, g(1, 8, 467), scrape_ms=68.0, answer_ms=0.2),
+          2: Evidence(None, TIMEOUT, answer_ms=1504.0, client_failed=True),
+          3: Evidence(None, None, g(0, 4, 1795), scrape_ms=29.0, answer_ms=0.2)},
+     [(2, CPU_STARVED, "critical")],
+     "the measured 2 % cap: no write acknowledged, no scrape answered, but it answers krm's probes 1.5 s late: alive "
+     "and starved, not paused; the canary's write to its partition failing is clients hurt"),
+    (16, {1: Evidence(0.01, answer_ms=0.3), 2: Evidence(None, TIMEOUT, client_failed=True), 3: Evidence(0.01, answer_ms=0.4)},
+     [], "paused: it answers neither the canary, its exporter nor krm's probes: BROKER_DOWN's"),
+    (17, {1: Evidence(answer_ms=0.3), 2: Evidence(answer_ms=450.0), 3: Evidence(answer_ms=0.5)},
+     [(2, CPU_STARVED, "warning")], "only the probes: 450 ms to the smallest question, its peers under a ms"),
+    (18, {1: Evidence(answer_ms=0.3), 2: Evidence(answer_ms=2500.0), 3: Evidence(answer_ms=0.5)},
+     [(2, CPU_STARVED, "critical")], "every client request to it waits longer than the objective"),
+    (19, {1: Evidence(answer_ms=150.0), 2: Evidence(answer_ms=180.0), 3: Evidence(answer_ms=120.0)},
+     [], "a loaded host: every broker late alike, and under the floor"),
     (11, {1: Evidence(0.3, None, g(150, 120)), 2: Evidence(0.35, None, g(160, 110)), 3: Evidence(0.28, None, g(140, 130))},
      [], "a busy cluster, every broker alike: slow together is load, not a slow broker"),
 ]

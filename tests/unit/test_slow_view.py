@@ -37,3 +37,23 @@ def test_a_broker_back_from_a_stop_warms_up_unjudged():
         assert found == [], at
     _, found = view.judge(["c"], {"c": [1, 2, 3]}, _jmx(61_000), {}, back)
     assert [f.broker for f in found] == [2]  # still slow a minute after it came back
+
+
+def test_the_polls_answer_times_and_the_canary_s_failures_are_evidence():
+    """A broker at 2 % of a core: its exporter times out, the canary's write to its partition fails, and only the
+    collector's probes say it is alive: the polls' answer times, judged two in a row, make it slow and critical.
+    Answers older than FRESH_MS say nothing."""
+    view = SlowView({"c": 2.0})
+    timed_out = {("c", b): JmxSample("c", b, 1, 1_000, "URLError: timed out" if b == 2 else None, {}, 30.0)
+                 for b in (1, 2, 3)}
+    canary = {("c", 1): CanarySample("c", 2, 1, False, None, None, 1_000, leader=2),
+              ("c", 0): CanarySample("c", 1, 0, True, 20.0, None, 1_000, leader=1)}
+    for at in (2_000, 4_000):
+        _, found = view.judge(["c"], {"c": [1, 2, 3]}, timed_out, canary, answers={"c": (at, {1: 0.3, 2: 1500.0, 3: 0.4})})
+    assert [(f.broker, f.cause, f.severity) for f in found] == [(2, "cpu_starved", "critical")]
+    assert found[0].details["answer_ms"] == 1500.0 and found[0].details["client_failed"] is True
+    view = SlowView({"c": 2.0})
+    for at in (40_000, 42_000):  # the answers are from a poll 39 s before: nothing known of them now
+        _, found = view.judge(["c"], {"c": [1, 2, 3]}, {}, {("c", 0): CanarySample("c", 1, 0, True, 20.0, None, at)},
+                              answers={"c": (1_000, {1: 0.3, 2: 1500.0, 3: 0.4})})
+    assert found == []

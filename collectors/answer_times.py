@@ -1,0 +1,126 @@
+"""How late each broker answers, measured apart from the poll.
+
+A broker starved of CPU answers, seconds late; a paused one answers nothing. The poll cannot tell them apart:
+its own requests give up after their timeout, and kafka-python then closes the connection, failing every
+request in flight on it. So a small prober of its own thread and client asks each live broker a brokers-only
+Metadata request (a few hundred bytes at any cluster size) every `every_s`, waiting up to `timeout_ms` for
+each answer, and keeps per broker the round trips of the answers of the last `WINDOW_S`. What it says:
+- `answer_s`: the median of those round trips, how late the broker answers the smallest question a client asks
+  (published as the cluster record's brokers' `answer_ms`; BROKER_SLOW compares it with its peers');
+- `contact`: when the newest request the broker answered went out: a broker that answers is not silent
+  (collectors/reachability.py Reachability.unreachable), however late.
+"""
+
+from __future__ import annotations
+
+import logging
+import statistics
+import threading
+import time
+from collections import deque
+from typing import Any
+
+from foundation.config import ClusterConfig
+from foundation.security import kafka_python_kwargs
+
+log = logging.getLogger(__name__)
+
+WINDOW_S = 5.0  # a broker's answer time: the median of its answers' round trips this recent
+
+
+class RoundTrips:
+    """Per broker, the answers of the last WINDOW_S: (when it went out, when it came back). Pure."""
+
+    def __init__(self) -> None:
+        self._took: dict[int, deque[tuple[float, float]]] = {}
+
+    def answered(self, broker: int, sent_at: float, done_at: float) -> None:
+        took = self._took.setdefault(broker, deque())
+        took.append((sent_at, done_at))
+        while took and done_at - took[0][1] > WINDOW_S:
+            took.popleft()
+
+    def forget(self, keep: set[int]) -> None:
+        for b in [b for b in self._took if b not in keep]:
+            del self._took[b]
+
+    def contact(self) -> dict[int, float]:
+        """broker -> when the newest request it answered went out."""
+        return {b: max(sent for sent, _ in took) for b, took in self._took.items() if took}
+
+    def answer_s(self, now: float) -> dict[int, float]:
+        """broker -> the median round trip of its answers of the last WINDOW_S (none: not in it)."""
+        out = {}
+        for b, took in self._took.items():
+            recent = [done - sent for sent, done in took if now - done <= WINDOW_S]
+            if recent:
+                out[b] = statistics.median(recent)
+        return out
+
+
+class AnswerTimes:
+    """The prober: `start` once, `answers` from the poll's thread, `close` at the end."""
+
+    def __init__(self, cluster: ClusterConfig, every_s: float, timeout_ms: int) -> None:
+        self.cluster, self.every_s, self.timeout_ms = cluster, every_s, timeout_ms
+        self._trips = RoundTrips()
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> AnswerTimes:
+        if self._thread is None and self.every_s > 0:
+            self._thread = threading.Thread(target=self._run, name=f"krm-answer-times-{self.cluster.name}", daemon=True)
+            self._thread.start()
+        return self
+
+    def answers(self) -> tuple[dict[int, float], dict[int, float]]:
+        """(contact, answer_s), see the module's docstring; time.monotonic() and seconds."""
+        with self._lock:
+            return self._trips.contact(), self._trips.answer_s(time.monotonic())
+
+    def close(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+            self._thread = None
+
+    def _run(self) -> None:
+        from kafka.client_async import KafkaClient
+
+        from collectors.metadata import brokers_request
+
+        client = None
+        out: dict[int, tuple[Any, float]] = {}  # broker -> its request in flight, and when it went out
+        next_at: dict[int, float] = {}
+        while not self._stop.is_set():
+            try:
+                if client is None:
+                    client = KafkaClient(bootstrap_servers=self.cluster.bootstrap_servers.split(","),
+                                         client_id=f"krm-answer-times-{self.cluster.name}",
+                                         request_timeout_ms=self.timeout_ms, reconnect_backoff_max_ms=1000,
+                                         metadata_max_age_ms=30_000, **kafka_python_kwargs(self.cluster.security))
+                brokers = {n.nodeId for n in client.cluster.brokers() if isinstance(n.nodeId, int)}
+                now = time.monotonic()
+                for b in brokers - set(out):
+                    if now >= next_at.get(b, 0.0) and client.ready(b, metadata_priority=False):
+                        future = client.send(b, brokers_request(client), wakeup=False, request_timeout_ms=self.timeout_ms)
+                        future.add_callback(self._done, b, now)
+                        out[b], next_at[b] = (future, now), now + self.every_s
+                client.poll(timeout_ms=max(10, int(self.every_s * 500)))
+                for b in [b for b, (f, _) in out.items() if f.is_done or b not in brokers]:
+                    del out[b]
+                with self._lock:
+                    self._trips.forget(brokers)
+            except Exception as e:  # noqa: BLE001 - the prober keeps going; the poll judges without it meanwhile
+                log.debug("cluster %s: answer times: %r", self.cluster.name, e)
+                if client is not None:
+                    client.close()
+                client, out = None, {}
+                self._stop.wait(1.0)
+        if client is not None:
+            client.close()
+
+    def _done(self, broker: int, sent_at: float, _answer: Any) -> None:
+        with self._lock:
+            self._trips.answered(broker, sent_at, time.monotonic())
