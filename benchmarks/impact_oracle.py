@@ -11,10 +11,11 @@ Prometheus for WATCHING_S, so no fault is timed against krm's own start-up.
 Each step picks, at random (seeded): SIGKILL a broker then restart it, SIGSTOP then SIGCONT (2-15 s),
 a controlled stop then start, a gray cut of its listener (nftables, 15 s), or nothing (quiet); with
 `--faults` also `repl_cut` (the broker's packets to the other brokers dropped for 30 s while everything
-else reaches it: lab/packet_filter.py, cgroup v2 and nftables) and `disk_fill` (every broker's only log
+else reaches it: lab/packet_filter.py, cgroup v2 and nftables), `disk_fill` (every broker's only log
 directory on a 128 MB tmpfs of its own; a step writes a file beside the broker's logs at 2 MB/s until the
 filesystem is full, Kafka fails the directory and halts the broker; then the file goes and the broker is
-started again). Then
+started again) and `slow_cpu` (the broker's JVM capped at `--slow-cpu-pct` % of a core for 30 s, lab/cpu_cap.py:
+it stays registered and answers, late; harmful at 2 %, harmless at 5 % on this machine). Then
 it waits until the clients are fine again and Kafka's view is settled (every ISR whole), and until
 no critical alert fires. Per step: hurt & paged, hurt & silent, paged & nobody hurt, quiet (neither);
 per hurt partition, whether a critical page named it (its topic and partition, or its leader or an ISR
@@ -27,7 +28,9 @@ critical page (p50 / max; negative: paged before the harm).
 Usage: .venv/bin/python benchmarks/impact_oracle.py --mode zk|kraft --steps N --seed S [--faults KIND,...] [--json]
 (or `--plan KIND:BROKER[:SECONDS],...` to replay chosen steps, e.g. the ones a random run found wanting)
 (the last stdout line with --json: one JSON object; needs root and nftables for the cuts). The kinds:
-kill, pause, stop, gray, none (the default draw: a seed keeps its steps), repl_cut, disk_fill.
+kill, pause, stop, gray, none (the default draw: a seed keeps its steps), repl_cut, disk_fill, slow_cpu
+(a plan's `slow_cpu:BROKER:PCT`). `--hurt-latency S` (default 2): a write slower than this is a hurt one, and it is
+krm's latency objective for the cluster too.
 """
 
 from __future__ import annotations
@@ -60,7 +63,8 @@ TOPIC = "oracle"
 PARTITIONS = 8
 ACTIONS = ("kill", "pause", "stop", "cut", "quiet")  # the default draw, in this order (a seed keeps its steps)
 FAULTS = {"kill": "kill", "pause": "pause", "stop": "stop", "gray": "cut", "none": "quiet", "repl_cut": "repl_cut",
-          "disk_fill": "disk_fill"}
+          "disk_fill": "disk_fill", "slow_cpu": "slow_cpu"}
+SLOW_S = 30.0  # how long a slow_cpu step keeps the broker capped
 KIND_OF = {action: kind for kind, action in FAULTS.items()}
 REPL_CUT_S = 30.0
 DISK_MB = 128  # each broker's log directory, with --faults disk_fill
@@ -75,6 +79,7 @@ class Step:
     action: str
     broker: int | None
     controller: int | None = None  # ZooKeeper mode: the active controller when the step began
+    cpu_pct: float | None = None  # slow_cpu: the cap
     hurt: list[int] = field(default_factory=list)
     named: list[int] = field(default_factory=list)
     pages: list[str] = field(default_factory=list)
@@ -153,13 +158,15 @@ class Fault:
     action: str
     broker: int | None
     pause_s: float | None = None
+    cpu_pct: float | None = None  # slow_cpu: the cap, in % of one core
 
 
-def draw(rng: random.Random, brokers: list[int], actions: tuple[str, ...] = ACTIONS) -> Fault:
+def draw(rng: random.Random, brokers: list[int], actions: tuple[str, ...] = ACTIONS, cpu_pct: float = 2.0) -> Fault:
     """A random fault (the draw order keeps a seed's steps: action, broker, a pause's length)."""
     action = rng.choice(actions)
     broker = rng.choice(brokers) if action != "quiet" else None
-    return Fault(action, broker, rng.uniform(2, 15) if action == "pause" else None)
+    return Fault(action, broker, rng.uniform(2, 15) if action == "pause" else None,
+                 cpu_pct if action == "slow_cpu" else None)
 
 
 CONTROLLER = -1  # a plan's broker `c`: the active controller when the step begins (ZooKeeper mode)
@@ -171,12 +178,14 @@ def parse_plan(text: str) -> list[Fault]:
     out = []
     for item in (i.strip() for i in text.split(",") if i.strip()):
         kind, *rest = item.split(":")
-        if (kind not in FAULTS or (kind != "none" and not rest) or len(rest) > (2 if kind == "pause" else 1)
+        if (kind not in FAULTS or (kind != "none" and not rest) or len(rest) > (2 if kind in ("pause", "slow_cpu") else 1)
                 or (rest and rest[0] != "c" and not rest[0].isdigit())):
-            raise ValueError(f"{item!r}: expected KIND:BROKER (pause:BROKER:SECONDS; BROKER a number or c), "
-                             f"KIND one of {', '.join(FAULTS)}")
+            raise ValueError(f"{item!r}: expected KIND:BROKER (pause:BROKER:SECONDS, slow_cpu:BROKER:PCT; BROKER a number "
+                             f"or c), KIND one of {', '.join(FAULTS)}")
         broker = (CONTROLLER if rest[0] == "c" else int(rest[0])) if rest else None
-        out.append(Fault(FAULTS[kind], broker, float(rest[1]) if len(rest) > 1 else 5.0 if kind == "pause" else None))
+        more = float(rest[1]) if len(rest) > 1 else None
+        out.append(Fault(FAULTS[kind], broker, (more or 5.0) if kind == "pause" else None,
+                         (more or 2.0) if kind == "slow_cpu" else None))
     return out
 
 
@@ -236,7 +245,7 @@ def run_step(n: int, fault: Fault, cluster: LocalCluster, judge: ClientJudge, pr
         if controller is None:
             raise SystemExit(f"step {n}: no active controller to {action} (a plan's `c` is for ZooKeeper mode)")
         broker = controller
-    step = Step(n, action, broker, controller=controller)
+    step = Step(n, action, broker, controller=controller, cpu_pct=fault.cpu_pct)
     before = kafka_view(cluster)
     pages: list[tuple[float, dict[str, str]]] = []
 
@@ -273,6 +282,12 @@ def run_step(n: int, fault: Fault, cluster: LocalCluster, judge: ClientJudge, pr
             cluster.heal_replication(broker)  # type: ignore[arg-type]
     elif action == "disk_fill":
         fill_disk(cluster, broker, watch)  # type: ignore[arg-type]
+    elif action == "slow_cpu":
+        cluster.slow(broker, cpu_pct=fault.cpu_pct)  # type: ignore[arg-type]
+        try:
+            watch(SLOW_S)
+        finally:
+            cluster.fast(broker)  # type: ignore[arg-type]
     else:
         watch(20)
     fault_end = time.monotonic()
@@ -406,6 +421,9 @@ def main() -> int:
                     help=f"fault kinds drawn from, comma separated: {', '.join(FAULTS)}")
     ap.add_argument("--plan", help="replay these steps instead of drawing them: KIND:BROKER[:SECONDS],... "
                     "(e.g. repl_cut:1,stop:3,pause:3:5.1); --steps and --seed are then ignored")
+    ap.add_argument("--slow-cpu-pct", type=float, default=2.0, help="slow_cpu steps: the cap, in %% of one core")
+    ap.add_argument("--hurt-latency", type=float, default=2.0, metavar="S",
+                    help="a write slower than this many seconds hurts; also krm's latency_objective_s for the cluster")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--log", type=Path, help="krm's log (the alert path's and the collector's at DEBUG, with each "
                     "step's start) in this file: what a late page waited for")
@@ -450,7 +468,8 @@ def main() -> int:
         config_path = root / "krm.toml"
         zk = f'zookeeper = "{cluster.zookeeper}"\n' if cluster.zookeeper else ""
         config_path.write_text(
-            f'[[clusters]]\nname = "oracle"\nbootstrap_servers = "{cluster.bootstrap_servers}"\n{zk}\n'
+            f'[[clusters]]\nname = "oracle"\nbootstrap_servers = "{cluster.bootstrap_servers}"\n{zk}'
+            f'latency_objective_s = {args.hurt_latency}\n\n'
             f'[observations]\nbootstrap_servers = "{obs.bootstrap_servers}"\ntopic = "krm.obs"\nreplication_factor = 1\n\n'
             f'[pipeline]\ndata_dir = "{root / "data"}"\nmetrics_port = {free_port()}\n')
         monitor = Monitor(load_config(config_path)).start()
@@ -460,7 +479,7 @@ def main() -> int:
         prom, prometheus = start_prometheus(root, monitor.metrics_url.split("//")[1].split("/")[0])
         if not wait(lambda: settled(cluster), 120):
             raise SystemExit("the cluster did not settle")
-        judge = ClientJudge(cluster.bootstrap_servers, TOPIC, set(range(PARTITIONS)))
+        judge = ClientJudge(cluster.bootstrap_servers, TOPIC, set(range(PARTITIONS)), slow_s=args.hurt_latency)
         fresh_since: list[float] = []  # krm watching without a break since then
 
         def watched_for(seconds: float) -> bool:
@@ -474,10 +493,10 @@ def main() -> int:
         if not wait(lambda: judge.all_ok_since(time.monotonic() - 2.0) and not critical_firing(prometheus), 180):
             raise SystemExit("no healthy start: clients failing or a critical page firing")
         for n in range(1, (len(plan) if plan else args.steps) + 1):
-            fault = plan[n - 1] if plan else draw(rng, cluster.broker_ids, actions)
+            fault = plan[n - 1] if plan else draw(rng, cluster.broker_ids, actions, args.slow_cpu_pct)
             step = run_step(n, fault, cluster, judge, prometheus)
             steps.append(step)
-            paused = f" {fault.pause_s:.1f}s" if fault.pause_s else ""
+            paused = f" {fault.pause_s:.1f}s" if fault.pause_s else f" {fault.cpu_pct:g}%" if fault.cpu_pct else ""
             controller = f" (controller {step.controller})" if step.controller is not None else ""
             print(f"step {n:2d} {KIND_OF[step.action]:8s} broker {step.broker}{paused}{controller}: {step.verdict:14s} "
                   f"hurt {step.hurt} "
@@ -501,6 +520,7 @@ def main() -> int:
     resolved = [s.page_resolved_after_recovery_s for s in steps if s.page_resolved_after_recovery_s is not None]
     after_acks = [s.page_resolved_after_acks_resumed_s for s in steps if s.page_resolved_after_acks_resumed_s is not None]
     result = {"mode": args.mode, "kafka_version": cluster.kafka_version, "steps": len(steps), "seed": args.seed,
+              "hurt_latency_s": args.hurt_latency,
               **count, "hurt_partitions": sum(len(s.hurt) for s in steps),
               "hurt_partitions_named": sum(len(s.named) for s in steps),
               "page_resolved_after_recovery_p50_s": statistics.median(resolved) if resolved else None,

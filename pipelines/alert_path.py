@@ -17,7 +17,7 @@ from dataclasses import replace
 from typing import Any
 
 from foundation.config import Config
-from pipelines import clock, disks, replication_links, tiered_view
+from pipelines import clock, disks, replication_links, slowed, tiered_view
 from pipelines.assignment_history import broker_join_ms, topic_layouts
 from pipelines.balance import BalanceCheck
 from pipelines.detectors import canary, quorum
@@ -190,7 +190,8 @@ class AlertPath:
                     if i.broker is not None and i.resolved_at_ms is not None}
             answers = {n: (v.record_ms or v.newest_observed_ms, dict(v.answers)) for n, v in views.items() if v.answers}
             changed += self.book.apply(*self.slow.judge({s.cluster for s in jmx} | {c.cluster for c in canaries} | answered,
-                                                        live, self.jmx.latest, canary_rounds, back, answers))
+                                                        live, self.jmx.latest, canary_rounds, back, answers,
+                                                        lambda name: slowed.hurting(self.book.open_incidents(), name)))
         touched = [i for i in changed if i.status == "open" and i.type in clock.TIMED]
         if touched and self.settings is not None:
             # an escalation already due stays raised, though a restarted collector's finding counts from its

@@ -4,7 +4,8 @@ each broker answers the collector's probes. Kept on the driver, bounded by broke
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping
+from functools import partial
+from typing import Any, Callable, Collection, Iterable, Mapping
 
 from pipelines import latency
 from pipelines.detectors import slow
@@ -23,12 +24,13 @@ class SlowView:
 
     def judge(self, clusters: Iterable[str], live: Mapping[str, Iterable[int]], jmx: Mapping[tuple[str, int], Any],
               canary: Mapping[tuple[str, int], Any], back_at: Mapping[tuple[str, int], int] | None = None,
-              answers: Mapping[str, tuple[int, Mapping[int, float]]] | None = None
-              ) -> tuple[list[ScopePoll], list[Finding]]:
+              answers: Mapping[str, tuple[int, Mapping[int, float]]] | None = None,
+              hurting: Callable[[str], Collection[int]] | None = None) -> tuple[list[ScopePoll], list[Finding]]:
         """One round of each of `clusters` (those a canary, JMX or cluster record of this batch came from).
         `back_at`: (cluster, broker) -> when it came back from a stop (its BROKER_DOWN resolved): a restart's
         warm-up, as every rolling restart has, is not a slow broker. `answers`: cluster -> (when its poll said
-        so, broker -> how late it answers the collector's probes, in ms)."""
+        so, broker -> how late it answers the collector's probes, in ms). `hurting`: cluster -> the brokers its
+        open critical partition pages name (pipelines/slowed.py), asked only where a broker is slow."""
         polls, found = [], []
         for name in sorted(set(clusters)):
             brokers = set(live.get(name, ()))
@@ -58,7 +60,7 @@ class SlowView:
             self._rounds[name] = (round_id, at)
             polls.append(ScopePoll(name, slow.SCOPE, round_id, at))
             objective = self.objectives.get(name, self.default_objective_s)
-            judged = slow.judge(evidence, objective)
+            judged = slow.judge(evidence, objective, None if hurting is None else partial(hurting, name))
             # a broker is slow when two rounds in a row say so: one late answer on a loaded host is not a slow broker
             before, self._seen[name] = self._seen.get(name, set()), {f.broker for f in judged}
             found += [Finding(name, slow.SCOPE, slow.TYPE, f.severity, None, None, f.broker, f.cause, f.details, at,

@@ -20,6 +20,24 @@ from pipelines.incidents import Incident
 HELD = (hw_stall.TYPE, availability.TYPE, isr.UNDER_MIN_ISR)  # the partition pages a slow broker explains
 
 
+def _named(i: Incident) -> set[int]:
+    """The brokers a partition incident names: its leader, and the brokers to act on."""
+    facts = i.facts
+    if not isinstance(facts, PartitionDetails):
+        return set()
+    return facts.brokers_named() | ({facts.leader} if facts.leader is not None else set())
+
+
+def hurting(incidents: Iterable[Incident], cluster: str) -> set[int]:
+    """The brokers of `cluster` that an open critical partition page of `HELD` names: the partitions' own signals
+    that clients are hurt (BROKER_SLOW turns critical on them: pipelines/detectors/slow.py)."""
+    out: set[int] = set()
+    for i in incidents:
+        if i.cluster == cluster and i.status == "open" and i.severity == "critical" and i.type in HELD:
+            out |= _named(i)
+    return out
+
+
 def slowed(incidents: Iterable[Incident]) -> set[tuple[str, str, int, int]]:
     """(cluster, topic, partition, broker) of the open partition incidents a critical BROKER_SLOW explains."""
     items = [i for i in incidents if i.status == "open"]
@@ -31,11 +49,7 @@ def slowed(incidents: Iterable[Incident]) -> set[tuple[str, str, int, int]]:
     for i in items:
         if i.type not in HELD or i.topic is None or i.partition is None:
             continue
-        facts = i.facts
-        if not isinstance(facts, PartitionDetails):
-            continue
-        named = facts.brokers_named() | ({facts.leader} if facts.leader is not None else set())
-        for b in named:
+        for b in _named(i):
             opened = heads.get((i.cluster, b))
             if opened is not None and i.opened_at_ms >= opened - LEAD_MS:
                 out.add((i.cluster, i.topic, i.partition, b))

@@ -29,8 +29,10 @@ RemoteTime dominates its Produce time while its own part is fast), else `unknown
 
 Severity: a warning while clients stay within the cluster's `latency_objective_s`; critical once clients are
 hurt (`clients_hurt`): the canary waited longer than that on a partition it leads, or its write there was not
-acknowledged at all within the canary's timeout while the broker answers, late, or the broker answers the
-collector's smallest question later than the objective. The partitions' own pages it explains (HW_STALL,
+acknowledged at all within the canary's timeout while the broker answers, late; or a write's answers from it
+alone pass the objective (an acks=all write to a partition it leads needs it twice: the producer's request and
+the followers' fetch that moves the high watermark); or the partitions' own signals: an open critical partition
+page (HW_STALL, PARTITION_UNAVAILABLE, UNDER_MIN_ISR) names it. The partitions' own pages it explains (HW_STALL,
 PARTITION_UNAVAILABLE and the canary naming the broker) are grouped under it (pipelines/incident_groups.py) and
 held in the shipped rules while it pages (`krm_partition_slowed_by`, pipelines/slowed.py).
 """
@@ -39,7 +41,7 @@ from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Collection, Mapping, Sequence
 
 from pipelines.detectors.details import Details
 from pipelines.detectors.exports import Alert, BROKER_PAGE, Series, console, incident_info
@@ -51,6 +53,7 @@ CPU_STARVED, SLOW_DISK, SLOW_REPLICATION, UNKNOWN = "cpu_starved", "slow_disk", 
 CLIENTS_HURT = "clients_hurt"  # escalation: the canary waited past the latency objective
 SCOPE = "slow"
 
+ANSWERS_PER_WRITE = 2  # an acks=all write to a partition it leads needs it to answer this often at least
 PEER_FACTOR = 3.0  # ... and at least this many times the median of its peers
 TIMED_OUT = "timed out"  # in a JMX scrape's error: the endpoint accepted and did not answer in time
 
@@ -171,9 +174,18 @@ def cause_of(e: Evidence, peers_scrape_ms: Sequence[float] = (), peers_own_s: Se
     return UNKNOWN
 
 
-def judge(evidence: Mapping[int, Evidence], objective_s: float) -> list[SlowFinding]:
-    """The live brokers (`evidence` holds one entry each) markedly slower than their peers now."""
+def judge(evidence: Mapping[int, Evidence], objective_s: float,
+          hurting: Callable[[], Collection[int]] | None = None) -> list[SlowFinding]:
+    """The live brokers (`evidence` holds one entry each) markedly slower than their peers now. `hurting`: the
+    brokers the cluster's open critical partition pages name (asked only when a broker is slow)."""
     out = []
+    asked: list[Collection[int]] = []
+
+    def named(ask: Callable[[], Collection[int]]) -> Collection[int]:
+        if not asked:
+            asked.append(ask())
+        return asked[0]
+
     for b, e in sorted(evidence.items()):
         peers = [p for q, p in evidence.items() if q != b]
         peer_client = [p.client_s for p in peers if p.client_s is not None]
@@ -193,8 +205,11 @@ def judge(evidence: Mapping[int, Evidence], objective_s: float) -> list[SlowFind
         starved = e.jmx_timed_out and bool(answered) and e.answers
         if not (slow_client or slow_own or slow_jvm or slow_answer or starved):
             continue
+        # an acks=all write to a partition it leads waits for it twice at least (the producer's request, then
+        # the followers' fetch that moves the high watermark), one to a partition it follows once or more
         hurt = ((e.client_s is not None and e.client_s > objective_s) or e.client_failed
-                or (e.answer_ms is not None and e.answer_ms / 1000 > objective_s))
+                or (e.answer_ms is not None and ANSWERS_PER_WRITE * e.answer_ms / 1000 > objective_s)
+                or (hurting is not None and b in named(hurting)))
         g = e.gauges or {}
         details: dict[str, Any] = {
             "client_latency_s": e.client_s, "peers_client_latency_s": _median(peer_client),

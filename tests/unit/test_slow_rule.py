@@ -55,8 +55,10 @@ CASES = [
      [], "paused: it answers neither the canary, its exporter nor krm's probes: BROKER_DOWN's"),
     (17, {1: Evidence(answer_ms=0.3), 2: Evidence(answer_ms=450.0), 3: Evidence(answer_ms=0.5)},
      [(2, CPU_STARVED, "warning")], "only the probes: 450 ms to the smallest question, its peers under a ms"),
-    (18, {1: Evidence(answer_ms=0.3), 2: Evidence(answer_ms=2500.0), 3: Evidence(answer_ms=0.5)},
-     [(2, CPU_STARVED, "critical")], "every client request to it waits longer than the objective"),
+    (18, {1: Evidence(answer_ms=0.3), 2: Evidence(answer_ms=900.0), 3: Evidence(answer_ms=0.5)},
+     [(2, CPU_STARVED, "warning")], "two of its answers stay within the objective: slow, clients not yet hurt"),
+    (20, {1: Evidence(answer_ms=0.3), 2: Evidence(answer_ms=1100.0), 3: Evidence(answer_ms=0.5)},
+     [(2, CPU_STARVED, "critical")], "an acks=all write to a partition it leads needs two of its 1.1 s answers"),
     (19, {1: Evidence(answer_ms=150.0), 2: Evidence(answer_ms=180.0), 3: Evidence(answer_ms=120.0)},
      [], "a loaded host: every broker late alike, and under the floor"),
     (11, {1: Evidence(0.3, None, g(150, 120)), 2: Evidence(0.35, None, g(160, 110)), 3: Evidence(0.28, None, g(140, 130))},
@@ -85,3 +87,18 @@ def test_a_starved_leader_s_remote_time_is_not_slow_replication():
     # without its exporter's pace the phases cannot tell a starved JVM from a slow disk: krm says it does not know
     (f,) = judge({1: HEALTHY, 2: Evidence(0.03, None, g(80, 209, remote=700)), 3: HEALTHY}, objective_s=2.0)
     assert (f.broker, f.cause) == (2, "unknown")
+
+
+def test_the_partitions_own_pages_naming_it_say_clients_are_hurt():
+    """No canary, answers within the objective: an open critical partition page naming the broker (its HW stall,
+    say) is the partitions' own word that clients are hurt. Asked once, and only where a broker is slow."""
+    evidence = {1: Evidence(answer_ms=0.3), 2: Evidence(answer_ms=600.0), 3: Evidence(answer_ms=0.5)}
+    asked = []
+
+    def hurting():
+        asked.append(1)
+        return {2}
+    assert [(f.broker, f.severity) for f in judge(evidence, 2.0, hurting)] == [(2, "critical")]
+    assert asked == [1]
+    assert [(f.broker, f.severity) for f in judge(evidence, 2.0, lambda: {3})] == [(2, "warning")]
+    assert judge({b: Evidence(answer_ms=0.4) for b in (1, 2, 3)}, 2.0, lambda: 1 / 0) == []
