@@ -3,12 +3,15 @@
 A broker starved of CPU answers, seconds late; a paused one answers nothing. The poll cannot tell them apart:
 its own requests give up after their timeout, and kafka-python then closes the connection, failing every
 request in flight on it. So a small prober of its own thread and client asks each live broker a brokers-only
-Metadata request (a few hundred bytes at any cluster size) every `every_s`, waiting up to `timeout_ms` for
-each answer, and keeps per broker the round trips of the answers of the last `WINDOW_S`. What it says:
-- `answer_s`: the median of those round trips, how late the broker answers the smallest question a client asks
-  (published as the cluster record's brokers' `answer_ms`; BROKER_SLOW compares it with its peers');
-- `contact`: when the newest request the broker answered went out: a broker that answers is not silent
-  (collectors/reachability.py Reachability.unreachable), however late.
+Metadata request (a few hundred bytes at any cluster size) every `every_s`, one at a time (a broker serves a
+connection's requests in order), waiting long for each answer (`timeout_ms`: a late answer is the measure, and a
+request given up closes the connection under the next). What it says:
+- `answer_s`: the median round trip of the broker's last `RECENT` answers of the last `WINDOW_S`: how late it
+  answers the smallest question a client asks (published as the cluster record's brokers' `answer_ms`;
+  BROKER_SLOW compares it with its peers'). A short stall delays one answer of the few, a starved JVM all;
+- `contact`: when the broker was last heard from (its newest answer came back): a broker that answers is not
+  silent (collectors/reachability.py Reachability.unreachable), however late. A paused one was last heard
+  just before it stopped.
 """
 
 from __future__ import annotations
@@ -25,31 +28,29 @@ from foundation.security import kafka_python_kwargs
 
 log = logging.getLogger(__name__)
 
-WINDOW_S = 5.0  # a broker's answer time: the median of its answers' round trips this recent
+RECENT = 3  # a broker's answer time: the median round trip of its last this many answers ...
+WINDOW_S = 30.0  # ... of those at most this old
 
 
 class RoundTrips:
-    """Per broker, the answers of the last WINDOW_S: (when it went out, when it came back). Pure."""
+    """Per broker, its last RECENT answers: (when the request went out, when the answer came back). Pure."""
 
     def __init__(self) -> None:
         self._took: dict[int, deque[tuple[float, float]]] = {}
 
     def answered(self, broker: int, sent_at: float, done_at: float) -> None:
-        took = self._took.setdefault(broker, deque())
-        took.append((sent_at, done_at))
-        while took and done_at - took[0][1] > WINDOW_S:
-            took.popleft()
+        self._took.setdefault(broker, deque(maxlen=RECENT)).append((sent_at, done_at))
 
     def forget(self, keep: set[int]) -> None:
         for b in [b for b in self._took if b not in keep]:
             del self._took[b]
 
     def contact(self) -> dict[int, float]:
-        """broker -> when the newest request it answered went out."""
-        return {b: max(sent for sent, _ in took) for b, took in self._took.items() if took}
+        """broker -> when it was last heard from."""
+        return {b: max(done for _, done in took) for b, took in self._took.items() if took}
 
     def answer_s(self, now: float) -> dict[int, float]:
-        """broker -> the median round trip of its answers of the last WINDOW_S (none: not in it)."""
+        """broker -> the median round trip of its last RECENT answers of the last WINDOW_S (none: no answer in it)."""
         out = {}
         for b, took in self._took.items():
             recent = [done - sent for sent, done in took if now - done <= WINDOW_S]

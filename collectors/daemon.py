@@ -24,7 +24,7 @@ from collectors.jmx import JmxSource
 from collectors.publisher import Publisher
 from collectors.unchanged import UnchangedPolls
 from collectors.zookeeper import ZkState
-from foundation.cadence import Cadence
+from foundation.cadence import Cadence, next_slot
 from foundation.config import Config
 from schemas.quiet import Thresholds
 from schemas.typed import Observation
@@ -56,6 +56,8 @@ def where(thread: threading.Thread | None, frames: int = 3) -> str:
 
 
 class Collector:
+    _in_step = False  # one share of a split cluster: polls on the wall clock's slots (set in __init__)
+
     def __init__(self, config: Config, zookeeper_watches: bool = True) -> None:
         self.config = config
         self.publisher = Publisher(config.observations, int(config.collector.spool_max_mb * 1024 * 1024))
@@ -77,6 +79,7 @@ class Collector:
         # counts (collectors/topic_share.py), so its polls cannot vouch for it
         share = config.collector.topic_share
         self._share_kept_out = share is not None and not topic_share.parse(share).speaks_for_cluster
+        self._in_step = share is not None and topic_share.parse(share).count > 1  # polls on the wall clock's slots
         self.canary_rounds = 0
         self.jmx_scrapes = 0
         self.quick_publishes = 0
@@ -179,6 +182,8 @@ class Collector:
         zk = self._zk.get(src.cluster.name)
         probe_every = src.settings.reach_probe_s
         next_at = next_probe = time.monotonic()
+        if self._in_step:  # a split cluster's shares poll together (foundation/cadence.py next_slot)
+            next_at += next_slot(time.time(), interval) - time.time()
         slow_said_at = float("-inf")
         while not self._stop.is_set():
             wake.clear()
@@ -215,7 +220,11 @@ class Collector:
                 log.warning("poll of cluster %s took %.1f s (one every %.0f s): %s", src.cluster.name, took, interval,
                             src.phases_said())
             if scheduled:  # fixed rate, no burst after a slow poll; extra (watch-triggered) polls never delay it
-                next_at = max(next_at + interval, time.monotonic())
+                next_at += interval
+                if self._in_step:  # a slow poll skips to the next slot, in step with the other shares
+                    while next_at < time.monotonic():
+                        next_at += interval
+                next_at = max(next_at, time.monotonic())
 
     def _published(self, cluster: str, records: list[Observation]) -> None:
         """Noted for `said`: the poll id every record carries (a full poll's or ZooKeeper's quick records)."""

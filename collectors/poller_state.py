@@ -114,8 +114,9 @@ class PollerState:
         self._probes = Probes(max(settings.request_timeout_ms, int(settings.unreachable_after_s * 1000)),
                               settings.reach_probe_s)
         # how late each broker answers, on a thread and client of its own (collectors/answer_times.py)
-        self._answer_times = AnswerTimes(cluster, settings.reach_probe_s, self._probes.timeout_ms)
-        self._contact: dict[int, float] = {}  # broker -> when the newest request it answered went out
+        self._answer_times = AnswerTimes(cluster, settings.reach_probe_s,
+                                         max(settings.request_timeout_ms, int(3000 * settings.unreachable_after_s)))
+        self._contact: dict[int, float] = {}  # broker -> when it was last heard from (time.monotonic())
         self._answer_s: dict[int, float] = {}  # broker -> how late it answers now (the median round trip)
         self._problem: access.AccessProblem | None = None  # why the last poll failed (logged once per change)
         self._access = Retry(access.ACCESS_BACKOFF)  # polls refused for credentials, TLS or protocol, in a row

@@ -204,10 +204,9 @@ class Reachability:
                     contact: dict[int, float] | None = None) -> set[int]:
         """Registered brokers clients cannot use now, among those that did not answer this poll's
         offsets requests (`known`: each broker's host and port, as Metadata last named them; `contact`:
-        broker -> when the newest request it answered went out, collectors/answer_times.py). A broker that
-        answered a request sent after its silence began is not silent since then: it answers, late (a JVM
-        starved of CPU), and its silence counts from that contact (BROKER_SLOW names it:
-        pipelines/detectors/slow.py)."""
+        broker -> when it was last heard from, collectors/answer_times.py). A broker heard from since its
+        silence began is not silent since then: it answers, late (a JVM starved of CPU), and its silence
+        counts from that contact (BROKER_SLOW names it: pipelines/detectors/slow.py)."""
         now = time.monotonic()
         silent = found.asked - found.answered
         asked_at = found.sent_at if found.sent_at is not None else now
@@ -225,7 +224,7 @@ class Reachability:
                 self._silent_since.pop(b, None)
             else:  # silent since the first request it left unanswered went out, not since the wait ended
                 self._silent_since.setdefault(b, asked_at)
-        for b, t in contact.items():  # it answered a probe sent since: silent from then at most
+        for b, t in contact.items():  # heard from since: silent from then at most
             if t > self._silent_since.get(b, t):
                 self._silent_since[b] = t
         noted, self._noted = self._noted, set()

@@ -1,7 +1,8 @@
 """How long things last, counted in a cluster's polls: the one place every multiple of the poll interval is
 decided. A view is stale after three polls; a poll is stuck after five; a steady poll kept home holds until
 the next one published; a page's live part reloads once a poll; a pipeline starting reads back one resend
-window. The collectors, the pipeline, the runner and the console ask here, never multiply for themselves."""
+window; the shares of a split cluster poll in step, on the wall clock's multiples of the interval. The
+collectors, the pipeline, the runner and the console ask here, never multiply for themselves."""
 
 from __future__ import annotations
 
@@ -59,3 +60,14 @@ def read_back_s(slowest_poll_s: float, resend_s: float) -> float | None:
     """How far back a new alert query reads the observations topic: one resend window and a poll, where the
     last published poll of a cluster at rest is (None: every poll is published, read from the end)."""
     return resend_s + slowest_poll_s if resend_s > 0 else None
+
+
+def next_slot(now_s: float, interval_s: float) -> float:
+    """The first multiple of `interval_s` on the wall clock (epoch seconds) at or after `now_s`. The collector
+    processes of one split cluster (collectors/topic_share.py) poll at these moments, so their shares of a
+    poll are observed together and the cluster's view, as fresh as its stalest share, is a poll's age, not up
+    to two (hosts' clocks kept by NTP agree within milliseconds)."""
+    if interval_s <= 0:
+        raise ValueError(f"interval_s must be > 0, got {interval_s}")
+    slots = -(-now_s // interval_s)  # ceil
+    return slots * interval_s

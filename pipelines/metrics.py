@@ -81,6 +81,17 @@ class KrmCollector:
                 oos, awaited = troubled.get((name, bid), (0, 0))
                 out_of_sync.add_metric([name, str(bid)], oos)
                 must_return.add_metric([name, str(bid)], awaited)
+        share_age = GaugeMetricFamily("krm_cluster_share_age_seconds",
+                                      "A cluster split across collector processes (--topic-share I/N): seconds since "
+                                      "each share's newest observation. The view is as fresh as its stalest share: "
+                                      "the one that names which collector is late or gone.", labels=["cluster", "share"])
+        for name, view in sorted(snap.clusters.items()):
+            if view.share_count > 1:
+                seen = {1: view.newest_observed_ms, **dict(view.share_newest)}
+                for share in range(1, view.share_count + 1):
+                    if share in seen:
+                        share_age.add_metric([name, str(share)], max(0.0, now - seen[share] / 1000))
+        yield share_age
         stale = GaugeMetricFamily("krm_cluster_view_stale",
                                   "1 while krm's view of the cluster is older than three of its polls (at least 6 s): "
                                   "the observations stopped arriving, and krm is blind to it.", labels=["cluster"])

@@ -64,6 +64,14 @@ class ClusterView:
         seen = dict(self.share_newest)
         return min([self.newest_observed_ms] + [seen.get(i, 0) for i in range(2, self.share_count + 1)])
 
+    def stalest_share(self) -> tuple[int, int] | None:
+        """A split cluster's share whose newest observation is oldest, and that observation's time (a share never
+        seen: 0); None for a cluster polled whole."""
+        if self.share_count <= 1:
+            return None
+        seen = {1: self.newest_observed_ms, **dict(self.share_newest)}
+        return min(((i, seen.get(i, 0)) for i in range(1, self.share_count + 1)), key=lambda s: (s[1], s[0]))
+
     @property
     def unreachable_reason(self) -> str | None:
         """None when krm can use the cluster fully; else authentication_failed, tls_failed, ..."""
@@ -232,6 +240,11 @@ def blindness_said(was_stale: set[str], stale: dict[str, float], snap: Snapshot,
             side = (f"the alert query is idle ({alert_query[1]}): nothing newer reached the pipeline (the collector's "
                     "polls or the observations topic)")
         said = f"; {collector[name]}" if collector and name in collector else ""
+        if view is not None and (stalest := view.stalest_share()) is not None:
+            share, at_ms = stalest
+            said += (f"; its stalest share is {share} of {view.share_count} (krm collect --topic-share {share}/"
+                     f"{view.share_count}), " + (f"newest observation {now - at_ms / 1000:.1f} s old" if at_ms else
+                                                 "never heard from"))
         out.append(f"cluster {name}: krm's view is {stale[name]:.1f} s old (poll {view.poll_id if view else '?'}); "
                    f"the last micro-batch finished {since_batch:.1f} s ago after {snap.last_batch_s:.2f} s; {side}{said}")
     for name in sorted(was_stale - stale.keys()):

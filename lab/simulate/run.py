@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from collectors.publisher import Publisher
+from foundation.cadence import next_slot
 from lab.simulate.emit import Emitter
 from lab.simulate.faults import Applied, Fault, apply
 from lab.simulate.model import SimCluster, SimSettings
@@ -85,23 +86,25 @@ def simulate(config: Any, cluster_name: str, settings: SimSettings, faults: list
     emitter = Emitter(sim, Thresholds.of(config.pipeline), share)
     publisher = Publisher(config.observations, spool_max_bytes=1024 * 1024 * 1024, validate=False)
     stats = PollStats()
+    in_step = share is not None and share.count > 1
     try:
         if prebuild:
             with tempfile.TemporaryDirectory(prefix="krm-simulate-") as spool_dir:
                 polls = _prebuild(sim, emitter, list(faults), publisher, poll_s, duration_s, Path(spool_dir), progress)
                 publisher.start()
-                _replay(polls, publisher, poll_s, truth, stats, progress)
+                _replay(polls, publisher, poll_s, truth, stats, progress, in_step)
         else:
             publisher.start()
-            _live(sim, emitter, list(faults), publisher, poll_s, duration_s, truth, stats, progress)
+            _live(sim, emitter, list(faults), publisher, poll_s, duration_s, truth, stats, progress, in_step)
     finally:
         publisher.close(drain_timeout_s=60)
     return stats
 
 
 def _live(sim: SimCluster, emitter: Emitter, pending: list[Fault], publisher: Any, poll_s: float, duration_s: float,
-          truth: TextIO | None, stats: PollStats, progress: TextIO) -> None:
-    start = time.time()
+          truth: TextIO | None, stats: PollStats, progress: TextIO, in_step: bool = False) -> None:
+    start = _first_due(poll_s, in_step)
+    time.sleep(max(0.0, start - time.time()))
     due = start
     while time.time() - start < duration_s:
         stats.late_s.append(max(0.0, time.time() - due))
@@ -144,9 +147,15 @@ def _prebuild(sim: SimCluster, emitter: Emitter, pending: list[Fault], publisher
     return polls
 
 
+def _first_due(poll_s: float, in_step: bool) -> float:
+    """Now; or, for one share of a split cluster, the wall clock's next multiple of the interval, where every
+    share's poll falls (foundation/cadence.py next_slot), as `krm collect --topic-share` polls."""
+    return next_slot(time.time(), poll_s) if in_step else time.time()
+
+
 def _replay(polls: list[_Built], publisher: Any, poll_s: float, truth: TextIO | None, stats: PollStats,
-            progress: TextIO) -> None:
-    start = time.time()
+            progress: TextIO, in_step: bool = False) -> None:
+    start = _first_due(poll_s, in_step)
     shift_ms = int(start * 1000) - polls[0].at_ms
     for k, built in enumerate(polls):
         due = start + k * poll_s

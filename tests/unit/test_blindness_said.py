@@ -141,3 +141,20 @@ def test_a_poll_that_does_not_end_says_where_its_thread_waits_while_it_waits():
     finally:
         release.set()
         t.join()
+
+
+def test_a_split_cluster_s_blind_moment_names_its_stalest_share():
+    """Share 3 of 4 stopped publishing: the view is as old as it, and the line names it (and the command that
+    runs it); a share never heard from is said so."""
+    view = ClusterView(brokers=((1, True),), controller_id=1, error=None, newest_observed_ms=int((NOW - 1.0) * 1000),
+                       poll_id=41, share_count=4, share_newest=((2, int((NOW - 1.2) * 1000)), (3, int((NOW - 12.5) * 1000)),
+                                                                (4, int((NOW - 0.9) * 1000))))
+    snap = Snapshot(clusters={"c": view}, last_batch_s=0.35, last_batch_at=NOW - 0.5)
+    (line,) = blindness_said(set(), _stale(snap), snap, NOW, None)
+    assert "krm's view is 12.5 s old" in line
+    assert "its stalest share is 3 of 4 (krm collect --topic-share 3/4), newest observation 12.5 s old" in line, line
+    unseen = Snapshot(clusters={"c": ClusterView(brokers=((1, True),), controller_id=1, error=None,
+                                                 newest_observed_ms=int((NOW - 1.0) * 1000), share_count=2)},
+                      last_batch_s=0.35, last_batch_at=NOW - 0.5)
+    (line,) = blindness_said(set(), _stale(unseen), unseen, NOW, None)
+    assert "its stalest share is 2 of 2 (krm collect --topic-share 2/2), never heard from" in line, line

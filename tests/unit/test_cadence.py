@@ -26,3 +26,16 @@ def test_the_pipeline_s_windows():
 def test_a_cadence_refuses_nonsense():
     with pytest.raises(ValueError, match="poll_interval_s > 0"):
         Cadence(0.0)
+
+
+def test_the_shares_of_a_split_cluster_poll_on_the_wall_clock_s_slots():
+    from foundation.cadence import next_slot
+
+    assert next_slot(1_000.0, 10.0) == 1_000.0, "on a slot: now"
+    assert next_slot(1_000.1, 10.0) == 1_010.0
+    assert next_slot(1_009.99, 2.5) == 1_010.0
+    # two processes started 7.3 s apart poll at the same moments
+    first, second = next_slot(1_001.0, 10.0), next_slot(1_008.3, 10.0)
+    assert first == second == 1_010.0
+    with pytest.raises(ValueError):
+        next_slot(1.0, 0.0)

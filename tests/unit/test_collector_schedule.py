@@ -148,3 +148,36 @@ def test_a_probe_answered_by_a_broker_called_unreachable_polls_at_once():
     _run_without_watch_requests(src, 1.2)
     offsets = [round(a - start, 2) for a in src.at]
     assert len(offsets) == 2 and 0.6 <= offsets[1] < 0.9, f"the scheduled poll, then one at the answer: {offsets}"
+
+
+class WallSource(Source):
+    def poll(self):
+        self.at.append(time.time())
+        return []
+
+
+def test_a_share_of_a_split_cluster_polls_on_the_wall_clock_s_slots():
+    """Two shares started apart poll at the same wall-clock moments (multiples of the interval), so a poll's
+    shares are observed together; a cluster polled whole polls at once from its start."""
+    shares = []
+    for delay in (0.0, 0.23):
+        time.sleep(delay)
+        src = WallSource(poll_interval_s=1.0)
+        c = Collector.__new__(Collector)
+        wake = threading.Event()
+        c.publisher = SimpleNamespace(publish=lambda records: None)
+        c._wake, c._stop, c._in_step = {"c1": wake}, threading.Event(), True
+        c._zk = {"c1": SimpleNamespace(take_poll_request=lambda: False)}
+        c.polls, c.last_poll_s, c.last_poll_at, c.poll_started_at, c.last_published = 0, {}, {}, {}, {}
+        threading.Thread(target=c._loop, args=(src,), daemon=True).start()
+        shares.append((c, wake, src))
+    time.sleep(2.6)
+    for c, wake, _ in shares:
+        c._stop.set()
+        wake.set()
+    for _, _, src in shares:
+        assert len(src.at) >= 2, src.at
+        for at in src.at:  # on a whole second, some scheduling milliseconds after it (a loaded machine)
+            assert (at % 1.0) < 0.25, f"{at % 1.0:.3f} s past a slot"
+    first, second = (int(src.at[0]) for _, _, src in shares)
+    assert second - first in (0, 1), "the later share's first poll is a slot too, not 0.23 s after the first's"

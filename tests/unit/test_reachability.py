@@ -212,7 +212,7 @@ def test_a_verdict_due_is_offered_to_the_round_until_it_is_out(monkeypatch):
 
 def test_a_broker_that_answers_late_is_slow_not_unreachable(monkeypatch):
     """A JVM starved of CPU leaves the offsets round unanswered (its timeout passes) yet answers the answer-time
-    prober's requests, seconds late: its silence counts from the newest request it answered, so it is never
+    prober's requests, seconds late: its silence counts from when it was last heard from, so it is never
     unreachable, and the prober says how late it answers (the median round trip of the last few seconds). A
     paused broker answers nothing: its silence grows from its last contact, and it is unreachable as before."""
     from collectors.answer_times import RoundTrips
@@ -243,4 +243,19 @@ def test_a_broker_that_answers_late_is_slow_not_unreachable(monkeypatch):
     assert verdict == {2, 3}, "without its answers, the starved broker's silence is as long as a paused one's"
     assert 3 not in answer_s, "answered nothing"
     assert 3 in reach.declared, "silent since the first poll: unreachable"
-    assert trips.answer_s(t0 + 30.0) == {}, "answers older than the window say nothing"
+    assert trips.answer_s(t0 + 45.0) == {}, "answers older than the window say nothing"
+
+
+def test_a_short_stall_is_one_late_answer_of_a_few_a_starved_jvm_all_of_them():
+    from collectors.answer_times import RoundTrips
+
+    trips = RoundTrips()
+    for i, took in enumerate([0.001, 0.001, 0.3, 0.001, 0.001]):  # a 300 ms GC pause delays one answer
+        trips.answered(1, 10.0 + i * 0.25, 10.0 + i * 0.25 + took)
+    for i in range(4):  # 1.4 s, answer after answer
+        trips.answered(2, 10.0 + i * 1.4, 10.0 + (i + 1) * 1.4)
+    answer_s = trips.answer_s(16.0)
+    assert answer_s[1] == pytest.approx(0.001) and answer_s[2] == pytest.approx(1.4)
+    assert trips.contact() == {1: pytest.approx(11.001), 2: pytest.approx(15.6)}, "last heard from"
+    trips.forget({1})
+    assert set(trips.answer_s(16.0)) == {1}

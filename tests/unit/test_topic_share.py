@@ -142,3 +142,9 @@ def test_the_pipeline_ages_a_split_cluster_by_its_stalest_share():
     view = state.snapshot.clusters["c"]
     assert (view.newest_observed_ms, view.fresh_ms) == (20_000, 13_900)
     assert state.stale(now=20.5) == {"c": pytest.approx(6.6)}
+    from pipelines.metrics import KrmCollector
+
+    families = list(KrmCollector(state, clock=lambda: 20.5).collect())
+    ages = {s.labels["share"]: s.value for f in families if f.name == "krm_cluster_share_age_seconds"
+            for s in f.samples}
+    assert ages == {"1": pytest.approx(0.5), "2": pytest.approx(6.6)}, "the share that is late, named"
