@@ -6,9 +6,12 @@ request in flight on it. So a small prober of its own thread and client asks eac
 Metadata request (a few hundred bytes at any cluster size) every `every_s`, one at a time (a broker serves a
 connection's requests in order), waiting long for each answer (`timeout_ms`: a late answer is the measure, and a
 request given up closes the connection under the next). What it says:
-- `answer_s`: the median round trip of the broker's last `RECENT` answers of the last `WINDOW_S`: how late it
-  answers the smallest question a client asks (published as the cluster record's brokers' `answer_ms`;
-  BROKER_SLOW compares it with its peers'). A short stall delays one answer of the few, a starved JVM all;
+- `answer_s`: the median of the round trips of the broker's last `RECENT` answers of the last `WINDOW_S` and of
+  the request in flight (as long as it has waited so far): how late it answers the smallest question a client
+  asks (published as the cluster record's brokers' `answer_ms`; BROKER_SLOW compares it with its peers'). A
+  short stall delays one answer of the few, a starved JVM all of them, and its first late answer, with the
+  next one waiting as long, already says so; a paused broker's last answers were quick, and the one request
+  waiting is outvoted;
 - `contact`: when the broker was last heard from (its newest answer came back): a broker that answers is not
   silent (collectors/reachability.py Reachability.unreachable), however late. A paused one was last heard
   just before it stopped.
@@ -28,34 +31,50 @@ from foundation.security import kafka_python_kwargs
 
 log = logging.getLogger(__name__)
 
-RECENT = 3  # a broker's answer time: the median round trip of its last this many answers ...
+RECENT = 2  # a broker's answer time: the median round trip of its last this many answers and the one waiting ...
 WINDOW_S = 30.0  # ... of those at most this old
 
 
 class RoundTrips:
-    """Per broker, its last RECENT answers: (when the request went out, when the answer came back). Pure."""
+    """Per broker, its last RECENT answers, (when the request went out, when the answer came back), and when the
+    request waiting now went out. Pure."""
 
     def __init__(self) -> None:
         self._took: dict[int, deque[tuple[float, float]]] = {}
+        self._waiting: dict[int, float] = {}
+
+    def sent(self, broker: int, at: float) -> None:
+        self._waiting[broker] = at
 
     def answered(self, broker: int, sent_at: float, done_at: float) -> None:
         self._took.setdefault(broker, deque(maxlen=RECENT)).append((sent_at, done_at))
+        if self._waiting.get(broker) == sent_at:
+            del self._waiting[broker]
+
+    def given_up(self, broker: int, sent_at: float) -> None:
+        """The request went unanswered (timed out, its connection closed): nothing waits now."""
+        if self._waiting.get(broker) == sent_at:
+            del self._waiting[broker]
 
     def forget(self, keep: set[int]) -> None:
-        for b in [b for b in self._took if b not in keep]:
-            del self._took[b]
+        for held in (self._took, self._waiting):
+            for b in [b for b in held if b not in keep]:
+                del held[b]
 
     def contact(self) -> dict[int, float]:
         """broker -> when it was last heard from."""
         return {b: max(done for _, done in took) for b, took in self._took.items() if took}
 
     def answer_s(self, now: float) -> dict[int, float]:
-        """broker -> the median round trip of its last RECENT answers of the last WINDOW_S (none: no answer in it)."""
+        """broker -> the median of its last RECENT answers' round trips of the last WINDOW_S and the wait so far of
+        its request in flight, the lower of the middle two where they are even: a quick answer outvotes a wait
+        (none: no answer in the window)."""
         out = {}
         for b, took in self._took.items():
             recent = [done - sent for sent, done in took if now - done <= WINDOW_S]
             if recent:
-                out[b] = statistics.median(recent)
+                waiting = self._waiting.get(b)
+                out[b] = statistics.median_low(recent + ([now - waiting] if waiting is not None else []))
         return out
 
 
@@ -107,7 +126,10 @@ class AnswerTimes:
                     if now >= next_at.get(b, 0.0) and client.ready(b, metadata_priority=False):
                         future = client.send(b, brokers_request(client), wakeup=False, request_timeout_ms=self.timeout_ms)
                         future.add_callback(self._done, b, now)
+                        future.add_errback(self._failed, b, now)
                         out[b], next_at[b] = (future, now), now + self.every_s
+                        with self._lock:
+                            self._trips.sent(b, now)
                 client.poll(timeout_ms=max(10, int(self.every_s * 500)))
                 for b in [b for b, (f, _) in out.items() if f.is_done or b not in brokers]:
                     del out[b]
@@ -115,6 +137,9 @@ class AnswerTimes:
                     self._trips.forget(brokers)
             except Exception as e:  # noqa: BLE001 - the prober keeps going; the poll judges without it meanwhile
                 log.debug("cluster %s: answer times: %r", self.cluster.name, e)
+                with self._lock:
+                    for b, (_, sent_at) in out.items():
+                        self._trips.given_up(b, sent_at)
                 if client is not None:
                     client.close()
                 client, out = None, {}
@@ -125,3 +150,7 @@ class AnswerTimes:
     def _done(self, broker: int, sent_at: float, _answer: Any) -> None:
         with self._lock:
             self._trips.answered(broker, sent_at, time.monotonic())
+
+    def _failed(self, broker: int, sent_at: float, _error: Any) -> None:
+        with self._lock:
+            self._trips.given_up(broker, sent_at)

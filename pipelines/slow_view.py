@@ -61,9 +61,10 @@ class SlowView:
             polls.append(ScopePoll(name, slow.SCOPE, round_id, at))
             objective = self.objectives.get(name, self.default_objective_s)
             judged = slow.judge(evidence, objective, None if hurting is None else partial(hurting, name))
-            # a broker is slow when two rounds in a row say so: one late answer on a loaded host is not a slow broker
+            # a broker is slow when two rounds in a row say so (one late answer on a loaded host is not a slow
+            # broker), or when how late it answers krm says so: a median of several answers already
             before, self._seen[name] = self._seen.get(name, set()), {f.broker for f in judged}
             found += [Finding(name, slow.SCOPE, slow.TYPE, f.severity, None, None, f.broker, f.cause, f.details, at,
                               round_id) for f in judged
-                      if f.broker in before and at - came_back.get(f.broker, at - WARMUP_MS) >= WARMUP_MS]
+                      if (f.broker in before or f.settled) and at - came_back.get(f.broker, at - WARMUP_MS) >= WARMUP_MS]
         return polls, found

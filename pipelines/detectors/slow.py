@@ -91,6 +91,9 @@ class SlowFinding:
     cause: str
     severity: str
     details: dict[str, Any]
+    # said by how late it answers krm: a median over several answers, already more than one late answer (the
+    # other evidence, one round's, wants a second round to agree: pipelines/slow_view.py)
+    settled: bool = False
 
 
 class SlowDetails(Details):
@@ -222,7 +225,7 @@ def judge(evidence: Mapping[int, Evidence], objective_s: float,
             "latency_objective_s": objective_s}
         cause = cause_of(e, [p.scrape_ms for p in peers if p.scrape_ms is not None], peer_own, peer_answer)
         out.append(SlowFinding(b, cause, RULE.severity_of(cause, [CLIENTS_HURT] if hurt else []),
-                               {k: v for k, v in details.items() if v is not None}))
+                               {k: v for k, v in details.items() if v is not None}, settled=slow_answer))
     return out
 
 

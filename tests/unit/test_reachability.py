@@ -259,3 +259,20 @@ def test_a_short_stall_is_one_late_answer_of_a_few_a_starved_jvm_all_of_them():
     assert trips.contact() == {1: pytest.approx(11.001), 2: pytest.approx(15.6)}, "last heard from"
     trips.forget({1})
     assert set(trips.answer_s(16.0)) == {1}
+
+
+def test_the_request_waiting_counts_as_long_as_it_has_waited():
+    """A starved broker's first late answer, with the next request waiting as long, already makes its answer time
+    late; a paused broker's last answers were quick, and its one request waiting is outvoted."""
+    from collectors.answer_times import RoundTrips
+
+    trips = RoundTrips()
+    for b in (1, 2):
+        trips.answered(b, 10.0, 10.001)
+        trips.sent(b, 10.25)
+    trips.answered(1, 10.25, 11.75)  # 1 starved: 1.5 s for that one
+    trips.sent(1, 11.75)
+    assert trips.answer_s(13.5)[1] == pytest.approx(1.5), "[0.001, 1.5, 1.75 waiting]"
+    assert trips.answer_s(13.5)[2] == pytest.approx(0.001), "2 paused: [0.001, 3.25 waiting]: the quick one first"
+    trips.given_up(2, 10.25)
+    assert trips.answer_s(13.5)[2] == pytest.approx(0.001)
