@@ -111,9 +111,10 @@ class AdminSource(PollRecords, ZkMirrorRecords):
         self._contact, self._answer_s = self._answer_times.start().answers()  # how late each broker answers
         unreachable = self._unreachable(found)
         if log.isEnabledFor(logging.DEBUG):
-            log.debug("cluster %s poll %d: metadata from broker %s, offsets asked %s answered %s, unreachable %s",
-                      self.cluster.name, poll_id, self._last_node, sorted(found.asked), sorted(found.answered),
-                      sorted(unreachable))
+            log.debug("cluster %s poll %d: metadata from broker %s, offsets asked %s answered %s, unreachable %s, "
+                      "answers in %s", self.cluster.name, poll_id, self._last_node, sorted(found.asked),
+                      sorted(found.answered), sorted(unreachable),
+                      {b: f"{s * 1000:.0f}ms" for b, s in sorted(self._answer_s.items())})
         quorum = self._side.harvest_quorum(found.answered | {self._last_node}) if self.zk is None else None
         self._side.harvest_moves()
         records = self._records(md, topics, observed_at_ms, found, poll_id, quorum, unreachable)

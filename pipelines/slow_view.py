@@ -4,12 +4,15 @@ each broker answers the collector's probes. Kept on the driver, bounded by broke
 
 from __future__ import annotations
 
+import logging
 from functools import partial
 from typing import Any, Callable, Collection, Iterable, Mapping
 
 from pipelines import latency
 from pipelines.detectors import slow
 from pipelines.incidents import Finding, ScopePoll
+
+log = logging.getLogger(__name__)
 
 FRESH_MS = 30_000  # a canary round or a JMX scrape older than this says nothing of the broker now
 WARMUP_MS = 60_000  # a broker back from a stop is not judged this long: its JVM compiles, its logs load
@@ -61,6 +64,9 @@ class SlowView:
             polls.append(ScopePoll(name, slow.SCOPE, round_id, at))
             objective = self.objectives.get(name, self.default_objective_s)
             judged = slow.judge(evidence, objective, None if hurting is None else partial(hurting, name))
+            if judged and log.isEnabledFor(logging.DEBUG):
+                log.debug("cluster %s round %d: slow %s", name, round_id,
+                          [(f.broker, f.cause, f.severity, f.settled, f.details.get("answer_ms")) for f in judged])
             # a broker is slow when two rounds in a row say so (one late answer on a loaded host is not a slow
             # broker), or when how late it answers krm says so: a median of several answers already
             before, self._seen[name] = self._seen.get(name, set()), {f.broker for f in judged}
