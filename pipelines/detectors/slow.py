@@ -30,11 +30,12 @@ RemoteTime dominates its Produce time while its own part is fast), else `unknown
 Severity: a warning while clients stay within the cluster's `latency_objective_s`; critical once clients are
 hurt (`clients_hurt`): the canary waited longer than that on a partition it leads, or its write there was not
 acknowledged at all within the canary's timeout while the broker answers, late; or a write's answers from it
-alone pass the objective (an acks=all write to a partition it leads needs it twice: the producer's request and
-the followers' fetch that moves the high watermark); or the partitions' own signals: an open critical partition
-page (HW_STALL, PARTITION_UNAVAILABLE, UNDER_MIN_ISR) names it. The partitions' own pages it explains (HW_STALL,
-PARTITION_UNAVAILABLE and the canary naming the broker) are grouped under it (pipelines/incident_groups.py) and
-held in the shipped rules while it pages (`krm_partition_slowed_by`, pipelines/slowed.py).
+alone pass the objective (an acks=all write to a partition it leads needs three: the producer's request, the
+followers' fetch that takes the data, and their next fetch that moves the high watermark); or the partitions'
+own signals: an open critical partition page (HW_STALL, PARTITION_UNAVAILABLE, UNDER_MIN_ISR) names it. The
+partitions' own pages it explains (HW_STALL, PARTITION_UNAVAILABLE and the canary naming the broker) are grouped
+under it (pipelines/incident_groups.py) and held in the shipped rules while it pages (`krm_partition_slowed_by`,
+pipelines/slowed.py).
 """
 
 from __future__ import annotations
@@ -53,7 +54,11 @@ CPU_STARVED, SLOW_DISK, SLOW_REPLICATION, UNKNOWN = "cpu_starved", "slow_disk", 
 CLIENTS_HURT = "clients_hurt"  # escalation: the canary waited past the latency objective
 SCOPE = "slow"
 
-ANSWERS_PER_WRITE = 2  # an acks=all write to a partition it leads needs it to answer this often at least
+# an acks=all write to a partition it leads needs it to answer this often at least: the producer's request, the
+# followers' fetch that takes the data, and their next fetch, whose offset tells it they have it and moves the
+# high watermark (Partition.updateFollowerFetchState then maybeIncrementLeaderHW, core/src/main/scala/kafka/
+# cluster/Partition.scala); the produce is answered only then
+ANSWERS_PER_WRITE = 3
 PEER_FACTOR = 3.0  # ... and at least this many times the median of its peers
 TIMED_OUT = "timed out"  # in a JMX scrape's error: the endpoint accepted and did not answer in time
 
@@ -208,8 +213,7 @@ def judge(evidence: Mapping[int, Evidence], objective_s: float,
         starved = e.jmx_timed_out and bool(answered) and e.answers
         if not (slow_client or slow_own or slow_jvm or slow_answer or starved):
             continue
-        # an acks=all write to a partition it leads waits for it twice at least (the producer's request, then
-        # the followers' fetch that moves the high watermark), one to a partition it follows once or more
+        # an acks=all write to a partition it leads waits for ANSWERS_PER_WRITE of its answers at least
         hurt = ((e.client_s is not None and e.client_s > objective_s) or e.client_failed
                 or (e.answer_ms is not None and ANSWERS_PER_WRITE * e.answer_ms / 1000 > objective_s)
                 or (hurting is not None and b in named(hurting)))
@@ -261,7 +265,8 @@ RULE = Rule(TYPE, {CPU_STARVED: "warning", SLOW_DISK: "warning", SLOW_REPLICATIO
             details=SlowDetails,
             escalations=(Escalation((CPU_STARVED, SLOW_DISK, SLOW_REPLICATION, UNKNOWN), CLIENTS_HURT, "critical",
                                     "the canary waited past the cluster's latency_objective_s on a partition it leads "
-                                    "(or got no acknowledgement), or the broker answers krm later than that"),),
+                                    "(or got no acknowledgement), or three of its answers to krm, what such a write "
+                                    "needs, pass it"),),
             series=SERIES, alerts=ALERTS, routine=(
             "A rolling restart's broker is down or catching up, not slow; a reassignment's copying can slow a broker's "
             "disk within the objective: a warning (its alert waits a minute). It pages only while clients wait past "
