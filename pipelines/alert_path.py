@@ -20,11 +20,11 @@ from foundation.config import Config
 from pipelines import clock, disks, replication_links, slowed, tiered_view
 from pipelines.assignment_history import broker_join_ms, topic_layouts
 from pipelines.balance import BalanceCheck
-from pipelines.detectors import canary, quorum
+from pipelines.detectors import canary, isr_flapping, quorum
 from pipelines.detectors.balance import REPLICA_IMBALANCE, AssignmentHistory
 from pipelines.detectors.registry import EVENT_TYPES
 from pipelines.incident_store import IncidentStore
-from pipelines.incidents import Finding, IncidentBook, ScopePoll
+from pipelines.incidents import Finding, Incident, IncidentBook, ScopePoll
 from pipelines.jmx_view import JmxSample, JmxView
 from pipelines.load import BrokerLoad, TopicLoad
 from pipelines.slow_view import SlowView
@@ -83,8 +83,37 @@ class AlertPath:
         self.balance = balance or BalanceCheck()
         self.jmx = JmxView()
         self.slow = slow or SlowView()  # BROKER_SLOW, with each cluster's latency objective
+        self._flap_rounds: dict[str, int] = {}  # ISR_FLAPPING: each cluster's rounds judged
+        # ... and the clusters with a flapping partition at the last (a restarted pipeline's, from its book)
+        self._flapping_open = {i.cluster for i in self.book.open_incidents() if i.type == isr_flapping.TYPE}
         self.shares: dict[str, dict[int, int]] = {}  # split clusters: share index (>= 2) -> newest observation
         self.batch_started_at: float | None = None  # time.monotonic() a batch entered the handler; None between
+
+    def _flapping(self, changed: list[Incident], clusters: dict[str, ClusterView]) -> tuple[list[ScopePoll], list[Finding]]:
+        """ISR_FLAPPING (pipelines/detectors/isr_flapping.py), judged for the clusters whose under-replicated
+        incidents this batch changed or that have one open: a round of their scope each."""
+        names = {i.cluster for i in changed if i.type == isr_flapping.UNDER_REPLICATED}
+        names |= self._flapping_open
+        if not names:
+            return [], []
+        held = [i for i in [*self.book.open_incidents(), *self.book.resolved(isr_flapping.UNDER_REPLICATED)]
+                if i.cluster in names]
+        views = {**self.state.snapshot.clusters, **clusters}
+        at = {n: max([i.last_seen_at_ms for i in held if i.cluster == n]
+                     + ([views[n].newest_observed_ms] if n in views else []), default=0) for n in names}
+        polls, found = [], []
+        for name in sorted(names):
+            round_id = self._flap_rounds.get(name, 0) + 1
+            self._flap_rounds[name] = round_id
+            polls.append(ScopePoll(name, isr_flapping.SCOPE, round_id, at[name]))
+        flaps = [f for n in sorted(names) for f in isr_flapping.judge(
+            (i for i in held if i.cluster == n and i.type == isr_flapping.UNDER_REPLICATED), at[n], self.book.flap_window_ms)]
+        for f in flaps:
+            found.append(Finding(f.cluster, isr_flapping.SCOPE, isr_flapping.TYPE, "warning", f.topic, f.partition,
+                                 f.follower, isr_flapping.SHRINK_EXPAND, dict(f.details), at[f.cluster],
+                                 self._flap_rounds[f.cluster]))
+        self._flapping_open = {f.cluster for f in found}
+        return polls, found
 
     def _with_shares(self, view: ClusterView, name: str) -> ClusterView:
         """`view` with what the other shares of a split cluster said last (collectors/topic_share.py)."""
@@ -177,6 +206,7 @@ class AlertPath:
                 forgot |= bool(self.counts.forget_stale(name, self._with_shares(view, name).fresh_ms
                                                         - self.deleted_after_ms, held.vouched if held is not None else None))
         changed += self.book.apply(*self.balance.evaluate(self.counts, counts, clusters))
+        changed += self.book.apply(*self._flapping(changed, clusters))
         if jmx:
             changed += self.book.apply(*self.jmx.update(jmx))
         canary_rounds = self.state.snapshot.canary  # the newest round of each canary partition

@@ -6,8 +6,8 @@ others. `krm incidents --type`, the docs and the shipped alert rules are checked
 
 from __future__ import annotations
 
-from pipelines.detectors import (availability, balance, brokers, cluster_reachability, controllers, hw_stall, isr, lag,
-                                 offline, reassignment, slow, truncation, unclean)
+from pipelines.detectors import (availability, balance, brokers, cluster_reachability, controllers, hw_stall, isr,
+                                 isr_flapping, lag, offline, reassignment, slow, truncation, unclean)
 from pipelines.detectors.details import Details, parse
 from pipelines.detectors.exports import Series
 from pipelines.detectors.rule import Rule
@@ -17,6 +17,7 @@ RULES: tuple[Rule, ...] = (
     isr.RULES[isr.UNDER_REPLICATED],
     isr.RULES[isr.UNDER_MIN_ISR],
     isr.RULES[isr.AT_MIN_ISR],
+    isr_flapping.RULE,
     hw_stall.RULE,
     unclean.RULE,
     availability.RULE,

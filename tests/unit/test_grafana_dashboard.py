@@ -22,7 +22,7 @@ pytestmark = pytest.mark.unit
 
 DASHBOARD = REPO_ROOT / "dashboards" / "grafana" / "krm-overview.json"
 TYPES = ["OFFLINE_PARTITION", "UNDER_REPLICATED", "UNDER_MIN_ISR", "AT_MIN_ISR", "HW_STALL", "REPLICA_LAG", "BROKER_DOWN",
-         "BROKER_SLOW",
+         "BROKER_SLOW", "ISR_FLAPPING",
          "PARTITION_REASSIGNING"]
 
 
