@@ -56,8 +56,9 @@ class Flap:
 
 
 def judge(under_replicated: Iterable[Any], now_ms: int, flap_window_ms: int) -> list[Flap]:
-    """`under_replicated`: the book's incidents (pipelines/incidents.py Incident). The partitions whose UNDER_REPLICATED incident opened FLAPS_MIN times or more and is open, or resolved
-    within the flap window before `now_ms` (it may still reopen as the same incident)."""
+    """The partitions whose UNDER_REPLICATED incident (`under_replicated`: the book's, pipelines/incidents.py)
+    opened FLAPS_MIN times or more and is open, or resolved within the flap window before `now_ms` (it may
+    still reopen as the same incident)."""
     out = []
     for i in under_replicated:
         if i.type != UNDER_REPLICATED or i.topic is None or i.partition is None or i.reopen_count + 1 < FLAPS_MIN:
