@@ -89,7 +89,7 @@ def by_thread_kind(before: dict[str, float], after: dict[str, float]) -> list[tu
 
 # the collector's threads (collectors/daemon.py, publisher.py; kafka-python names a client's I/O thread
 # after its client_id, krm-collector...)
-COLLECTOR_THREADS = ("krm-collect", "krm-zk-publish-", "krm-canary-", "krm-jmx-", "krm-publisher")
+COLLECTOR_THREADS = ("krm-collect", "krm-zk-publish-", "krm-canary-", "krm-jmx-", "krm-publisher", "krm-answer-time")
 
 
 def own_threads_cpu_s() -> dict[str, float]:
