@@ -83,7 +83,8 @@ class AlertPath:
         self.balance = balance or BalanceCheck()
         self.jmx = JmxView()
         self.slow = slow or SlowView()  # BROKER_SLOW, with each cluster's latency objective
-        self._flap_rounds: dict[str, int] = {}  # ISR_FLAPPING: each cluster's rounds judged
+        self._shrinks = isr_flapping.Shrinks()  # ISR_FLAPPING: the partitions' recent ISR shrinks, by follower
+        self._flap_rounds: dict[str, int] = {}  # ... each cluster's rounds judged
         # ... and the clusters with a flapping partition at the last (a restarted pipeline's, from its book)
         self._flapping_open = {i.cluster for i in self.book.open_incidents() if i.type == isr_flapping.TYPE}
         self.shares: dict[str, dict[int, int]] = {}  # split clusters: share index (>= 2) -> newest observation
@@ -91,27 +92,22 @@ class AlertPath:
 
     def _flapping(self, changed: list[Incident], clusters: dict[str, ClusterView]) -> tuple[list[ScopePoll], list[Finding]]:
         """ISR_FLAPPING (pipelines/detectors/isr_flapping.py), judged for the clusters whose under-replicated
-        incidents this batch changed or that have one open: a round of their scope each."""
-        names = {i.cluster for i in changed if i.type == isr_flapping.UNDER_REPLICATED}
-        names |= self._flapping_open
+        incidents this batch changed or that have a flapping partition: a round of their scope each."""
+        shrank = [i for i in changed if i.type == isr_flapping.UNDER_REPLICATED]
+        names = {i.cluster for i in shrank} | self._flapping_open
         if not names:
             return [], []
-        held = [i for i in [*self.book.open_incidents(), *self.book.resolved(isr_flapping.UNDER_REPLICATED)]
-                if i.cluster in names]
+        self._shrinks.note(shrank)
         views = {**self.state.snapshot.clusters, **clusters}
-        at = {n: max([i.last_seen_at_ms for i in held if i.cluster == n]
-                     + ([views[n].newest_observed_ms] if n in views else []), default=0) for n in names}
         polls, found = [], []
         for name in sorted(names):
-            round_id = self._flap_rounds.get(name, 0) + 1
-            self._flap_rounds[name] = round_id
-            polls.append(ScopePoll(name, isr_flapping.SCOPE, round_id, at[name]))
-        flaps = [f for n in sorted(names) for f in isr_flapping.judge(
-            (i for i in held if i.cluster == n and i.type == isr_flapping.UNDER_REPLICATED), at[n], self.book.flap_window_ms)]
-        for f in flaps:
-            found.append(Finding(f.cluster, isr_flapping.SCOPE, isr_flapping.TYPE, "warning", f.topic, f.partition,
-                                 f.follower, isr_flapping.SHRINK_EXPAND, dict(f.details), at[f.cluster],
-                                 self._flap_rounds[f.cluster]))
+            at = max([i.last_seen_at_ms for i in shrank if i.cluster == name]
+                     + ([views[name].newest_observed_ms] if name in views else []))
+            round_id = self._flap_rounds[name] = self._flap_rounds.get(name, 0) + 1
+            polls.append(ScopePoll(name, isr_flapping.SCOPE, round_id, at))
+            found += [Finding(name, isr_flapping.SCOPE, isr_flapping.TYPE, "warning", f.topic, f.partition, f.follower,
+                              isr_flapping.SHRINK_EXPAND, f.details, at, round_id)
+                      for f in self._shrinks.flapping(name, at, self.book.flap_window_ms)]
         self._flapping_open = {f.cluster for f in found}
         return polls, found
 

@@ -40,14 +40,14 @@ def hurting(incidents: Iterable[Incident], cluster: str) -> set[int]:
 
 def slowed(incidents: Iterable[Incident]) -> set[tuple[str, str, int, int]]:
     """(cluster, topic, partition, broker) of the open partition incidents a critical BROKER_SLOW explains."""
-    items = [i for i in incidents if i.status == "open"]
+    items = incidents if isinstance(incidents, (list, tuple)) else list(incidents)
     heads = {(i.cluster, i.broker): i.opened_at_ms for i in items
-             if i.type == slow.TYPE and i.severity == "critical" and i.broker is not None}
-    if not heads:
+             if i.type == slow.TYPE and i.status == "open" and i.severity == "critical" and i.broker is not None}
+    if not heads:  # every scrape at rest: one pass, nothing built
         return set()
     out = set()
     for i in items:
-        if i.type not in HELD or i.topic is None or i.partition is None:
+        if i.status != "open" or i.type not in HELD or i.topic is None or i.partition is None:
             continue
         for b in _named(i):
             opened = heads.get((i.cluster, b))
