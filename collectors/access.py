@@ -11,13 +11,14 @@ also the `reason` label of krm_cluster_reachable and the causes of CLUSTER_UNREA
 
 from __future__ import annotations
 
+import logging
 import socket
 import ssl
 import time
 from dataclasses import dataclass
 from typing import Any, Iterable
 
-from foundation.backoff import Backoff
+from foundation.backoff import Backoff, Retry
 from foundation.kerberos import KerberosLoginError
 from foundation.oauth import OAuthTokenError
 from foundation.security import KafkaSecurity, kafka_python_kwargs
@@ -40,6 +41,8 @@ ACCESS_REASONS = (AUTHENTICATION, TLS, PROTOCOL, AUTHORIZATION)  # retried slowl
 
 # How long after an access failure the next attempt waits (5, 10, 20, 40, then every 60 s): the broker
 # logs every refused login, and a credential or certificate is not fixed within seconds.
+log = logging.getLogger(__name__)
+
 ACCESS_BACKOFF = Backoff(first_s=5.0, cap_s=60.0)
 
 
@@ -188,3 +191,48 @@ def _addresses(bootstrap_servers: str) -> list[tuple[str, int]]:
         if host and port.isdigit():
             out.append((host.strip("[]"), int(port)))
     return out
+
+
+class AccessState:
+    """One cluster's access as its poller knows it: why the last poll failed (logged once per change), the
+    refusals in a row (credentials, TLS, protocol: waited out, longer each time, so no login storm on the
+    brokers) and the ACLs found missing (logged once per change)."""
+
+    def __init__(self, cluster: str, sec: KafkaSecurity) -> None:
+        self.cluster, self.sec = cluster, sec
+        self.problem: AccessProblem | None = None
+        self.retry = Retry(ACCESS_BACKOFF)
+        self.degraded = False
+        self._denied_logged: frozenset[str] = frozenset()
+
+    def waiting(self) -> bool:
+        """A refusal is being waited out: the brokers are not asked this time."""
+        return self.problem is not None and not self.retry.due()
+
+    def failed(self, problem: AccessProblem) -> None:
+        if self.problem is None or problem.message != self.problem.message:
+            log.warning("%s", problem.message)
+        self.problem = problem
+        self.degraded = True
+        if problem.reason in ACCESS_REASONS:
+            self.retry.failed()
+        else:
+            self.retry.succeeded()
+
+    def succeeded(self) -> None:
+        if self.degraded:
+            log.warning("cluster %s reachable again", self.cluster)
+            self.degraded = False
+            self.problem = None
+            self.retry.succeeded()
+
+    def denied(self, denied: set[str]) -> list[str]:
+        """The ACLs this poll found missing; a change is logged once, in one line."""
+        if frozenset(denied) != self._denied_logged:
+            problem = denials(self.cluster, self.sec, denied)
+            if problem is not None:
+                log.warning("%s", problem.message)
+            else:
+                log.warning("cluster %s: the ACLs krm missed are granted now", self.cluster)
+            self._denied_logged = frozenset(denied)
+        return sorted(denied)

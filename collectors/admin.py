@@ -17,36 +17,76 @@ from typing import Any
 from collectors import access, capabilities, gc_pause, kraft, log_dirs, metadata, offsets, tiered
 from collectors.kraft_protocol import DESCRIBE_QUORUM_KEY, DESCRIBE_TOPIC_PARTITIONS_KEY
 from collectors.metadata import ask
-from collectors.poll_records import PollRecords
+from collectors.poll_records import SOURCE, PollRecords
+from collectors.poller_parts import PollerParts
 from collectors.records import cluster_record
-from collectors.zk_mirror_records import ZkMirrorRecords
-from schemas.typed import Broker, ClusterObservation, ClusterState, Observation
+from collectors.wire import MdAnswer, MdTopic, TopicBlocks
+from collectors.zk_mirror_records import ZkMirror
+from collectors.zookeeper import ZkState
+from foundation.config import ClusterConfig, CollectorConfig
+from schemas.quiet import Thresholds
+from schemas.typed import Broker, ClusterObservation, ClusterState, Observation, Quorum
 
 log = logging.getLogger(__name__)
 
 PROBE_SILENT_S = 0.05  # a probe unanswered this long counts as a hint of silence (a healthy broker answers in ms)
 
 
-class AdminSource(PollRecords, ZkMirrorRecords):
-    """Polls one cluster: the poll's order and its failures, the checks between polls (brokers_changed,
-    probe) and the log directories' questions. Its state is collectors/poller_state.py's; its records are
-    built by collectors/poll_records.py and, from ZooKeeper alone, collectors/zk_mirror_records.py."""
+class AdminSource:
+    """Polls one cluster: the poll's order and its failures, and the checks between polls (brokers_changed,
+    probe). What it remembers is in its parts (collectors/poller_parts.py); its records are built by
+    collectors/poll_records.py and, from ZooKeeper alone, collectors/zk_mirror_records.py."""
+
+    source = SOURCE
+
+    def __init__(self, cluster: ClusterConfig, settings: CollectorConfig, zk: ZkState | None = None,
+                 quiet: Thresholds | None = None) -> None:
+        self.parts = PollerParts(cluster, settings, zk, quiet)
+        self.records = PollRecords(self.parts)
+        self.mirror = ZkMirror(self.parts)
+        self.cluster, self.settings = cluster, settings
+        self._admin: Any = None  # the kafka-python client (KafkaAdminClient), opened by the first poll
+        self._last_node: Any = None  # the broker that answered the last Metadata request
+        self._capabilities: dict[str, bool] = {}  # what the brokers let krm ask (collectors/capabilities.py)
+        self._elr_known = False  # this poll asked DescribeTopicPartitions (KRaft 3.7+): ELR known, empty unless said
+        self._offset_requests = offsets.Requests()  # the previous poll's ListOffsets requests, reused when unchanged
+        self._plans = offsets.Plans()  # each topic's part of the offsets plan, kept while unchanged
+        self._topic_blocks = TopicBlocks()  # the last Metadata answer's healthy topics, reused when unchanged
+        self.last_offsets: offsets.OffsetsRound | None = None  # for benchmarks and logs
+        self.poll_phases: list[tuple[str, float]] = []  # the last poll's steps: (name, time.monotonic() at its end)
+
+    @property
+    def zk(self) -> ZkState | None:
+        return self.parts.zk
+
+    @property
+    def broker_view(self) -> dict[int, tuple[bool, int]]:
+        """broker -> (reachable, partitions it leads) as the last poll saw it (collectors/stats.py)."""
+        return self.parts.brokers.view
+
+    @property
+    def frozen_topics(self) -> int:
+        return self.parts.views.frozen_topics
+
+    def quick_records(self, topics: set[str]) -> list[Observation]:
+        """The ZooKeeper mirror's records of `topics` (collectors/zk_mirror_records.py)."""
+        return self.mirror.quick_records(topics)
 
     def poll(self) -> list[Observation]:
         """One poll: a `cluster` record, then one `topic` record per topic. Never raises for an
         unreachable cluster: the failure is itself the observation (a cluster record with `error`)."""
-        if self._zk_state is not None:
-            self._zk_state.note_phase()
+        my = self.parts
+        if my.zk_state is not None:
+            my.zk_state.note_phase()
         with gc_pause.paused():
             records = self._poll()
-        return self._share.stamp(records) if self._share is not None else records
+        return my.share.stamp(records) if my.share is not None else records
 
     def _poll(self) -> list[Observation]:
-        with self._poll_lock:  # quick_records (another thread) numbers its records from the same sequence
-            self._poll_id += 1
-            poll_id = self._poll_id
+        my = self.parts
+        poll_id = my.published.next_poll()  # quick_records (another thread) numbers its records from the same sequence
         phases = self.poll_phases = [("start", time.monotonic())]
-        if self._problem is not None and not self._access.due():
+        if my.access.waiting():
             return self._failed_poll(poll_id)  # refused credentials: wait before the broker is asked again
         try:
             try:
@@ -58,27 +98,25 @@ class AdminSource(PollRecords, ZkMirrorRecords):
                 admin = self._client(avoid=failed)
                 md = self._metadata(admin)
             topics = [t for t in md["topics"] if t["error_code"] == 0]
-            observed_at_ms = self._metadata_arrived(topics)
+            # the answer goes to quick records until this poll's records are built (collectors/published.py)
+            observed_at_ms = my.published.arrive({t["topic"]: t["partitions"] for t in topics}
+                                                 if self.zk is not None else None)
             phases.append(("metadata", time.monotonic()))
         except Exception as e:  # noqa: BLE001 - any client failure becomes an observation
             self._close()
-            self._failed(access.explain(e, self.cluster.name, self.cluster.bootstrap_servers, self.cluster.security,
+            my.access.failed(access.explain(e, self.cluster.name, self.cluster.bootstrap_servers, self.cluster.security,
                                         timeout_s=self.settings.request_timeout_ms / 1000))
             return self._failed_poll(poll_id)
-        if self._degraded:
-            log.warning("cluster %s reachable again", self.cluster.name)
-            self._degraded = False
-            self._problem = None
-            self._access.succeeded()
+        my.access.succeeded()
         self._capabilities = capabilities.of(admin._client.get_api_versions(), kraft=self.zk is None)
-        if self._disks.poll_s > 0:  # the directories' sizes (DescribeLogDirs v4): an ACL refusal says no too
+        if my.dirs.disks.poll_s > 0:  # the directories' sizes (DescribeLogDirs v4): an ACL refusal says no too
             self._capabilities["log_dir_sizes"] = (log_dirs.supports_v4(admin._client.get_api_versions())
-                                                   and not self._dirs_refused)
-        if self._configs.tiered:  # only said where it matters: a cluster with tiered topics
+                                                   and not my.dirs.refused)
+        if my.configs.tiered:  # only said where it matters: a cluster with tiered topics
             self._capabilities["tiered_offsets"] = tiered.supported(admin._client.get_api_versions())
-        mine = self._mine(topics)  # the topics this process asks about and publishes (all unless split)
-        if self._configs.may_ask(self.zk is None or self.zk.connected):
-            self._configs.refresh_or_back_off(admin._client, self._last_node, [t["topic"] for t in mine],
+        mine = my.mine(topics)  # the topics this process asks about and publishes (all unless split)
+        if my.configs.may_ask(self.zk is None or self.zk.connected):
+            my.configs.refresh_or_back_off(admin._client, self._last_node, [t["topic"] for t in mine],
                                               [b["node_id"] for b in md["brokers"]])
         if self.zk is None:
             self._kraft_view(admin, mine)
@@ -88,39 +126,40 @@ class AdminSource(PollRecords, ZkMirrorRecords):
         controller = md.get("controller_id")
         zk_controller = self.zk is not None and controller is not None and controller >= 0
         if self._capabilities.get("reassignments", True):  # a broker before 2.4 cannot answer it
-            self._side.ask_moves(admin._client, controller if zk_controller else self._last_node)  # type: ignore[arg-type]
+            my.side.ask_moves(admin._client, controller if zk_controller else self._last_node)
         live = {b["node_id"] for b in md["brokers"]}
         zk_live = self.zk.live_brokers() if self.zk is not None else None
         if zk_live is not None:
             live &= zk_live  # a broker whose registration vanished is not asked (it cannot answer)
-        self._note_live(zk_live if zk_live is not None else live)
-        if log_dirs.announced(admin._client.get_api_versions()) and self._disks.due(time.monotonic()):
+        my.brokers.reach.note_live(zk_live if zk_live is not None else live)
+        if log_dirs.announced(admin._client.get_api_versions()) and my.dirs.disks.due(time.monotonic()):
             # answered during the offsets round, read after it
-            self._dir_requests.send(admin._client, live, log_dirs.supports_v4(admin._client.get_api_versions()),
+            my.dirs.requests.send(admin._client, live, log_dirs.supports_v4(admin._client.get_api_versions()),
                                     self.settings.request_timeout_ms, time.monotonic())
         replica_of, leader_of = self._plans.plan(mine, live)
         tiered_of = self._tiered_plan(mine, live)
         try:
             found = offsets.fetch(admin._client, replica_of, leader_of, self.settings.offsets_timeout_ms / 1000,
-                                  self._offset_requests, tiered_of, self._reach.judged_at())
+                                  self._offset_requests, tiered_of, my.brokers.reach.judged_at())
         except Exception as e:  # noqa: BLE001 - metadata without offsets is still worth publishing
             log.warning("cluster %s: offsets not fetched (%s)", self.cluster.name, e)
             found = offsets.OffsetsRound()
         self.last_offsets = found
         phases.append(("offsets", time.monotonic()))
-        self._contact, self._answer_s = self._answer_times.start().answers()  # how late each broker answers
-        unreachable = self._unreachable(found)
+        my.brokers.listen()  # how late each broker answers
+        unreachable = my.brokers.unreachable(found)
         if log.isEnabledFor(logging.DEBUG):
             log.debug("cluster %s poll %d: metadata from broker %s, offsets asked %s answered %s, unreachable %s, "
                       "answers in %s", self.cluster.name, poll_id, self._last_node, sorted(found.asked),
                       sorted(found.answered), sorted(unreachable),
-                      {b: f"{s * 1000:.0f}ms" for b, s in sorted(self._answer_s.items())})
-        quorum = self._side.harvest_quorum(found.answered | {self._last_node}) if self.zk is None else None
-        self._side.harvest_moves()
+                      {b: f"{s * 1000:.0f}ms" for b, s in sorted(my.brokers.answer_s.items())})
+        quorum = my.side.harvest_quorum(found.answered | {self._last_node}) if self.zk is None else None
+        my.side.harvest_moves()
         records = self._records(md, topics, observed_at_ms, found, poll_id, quorum, unreachable)
         phases.append(("records", time.monotonic()))
-        self._sample_dirs(records)
-        self._ask_dirs(admin, records, found)
+        brokers = _cluster_state(records)["brokers"]
+        my.dirs.sample(brokers)
+        my.dirs.ask(admin._client, records, brokers, found)
         phases.append(("log_dirs", time.monotonic()))
         return records
 
@@ -132,73 +171,38 @@ class AdminSource(PollRecords, ZkMirrorRecords):
             return "it reached no broker (its Metadata request failed, or a refusal is waited out)"
         return ", ".join(f"{name} {t - marks[i][1]:.2f} s" for i, (name, t) in enumerate(marks[1:]))
 
-    def _sample_dirs(self, records: list[Observation]) -> None:
-        """The directories' answers in since the last poll (sent every `log_dir_poll_s` before the offsets
-        round: collectors/disk_watch.py); the cluster record's brokers carry the last word of each, and a
-        down broker whose disks were full when it went says so."""
-        brokers = _cluster_state(records)["brokers"]
-        refused: set[int] = set()
-        answers = self._dir_requests.harvest(refused)
-        if answers or refused:
-            if refused and not self._dirs_refused:
-                log.warning("cluster %s: brokers %s refuse DescribeLogDirs (krm needs DESCRIBE on the cluster): no "
-                            "disk series or fill forecast for them", self.cluster.name, sorted(refused))
-            self._dirs_refused = bool(refused)
-        self._disks.note(answers, {b["id"] for b in brokers if b["live"]},
-                         {b["id"] for b in brokers if b["live"] and b.get("reachable") is not False}, time.monotonic())
-        for b in brokers:
-            if (dirs := self._disks.dirs(b["id"])) is not None:
-                b["log_dirs"] = dirs
-            if (not b["live"] or b.get("reachable") is False) and (full := self._disks.went_full(b["id"])):
-                b["disk_full"], b["log_dirs"] = True, full  # its departure's likely cause (collectors/disk_watch.py)
+    def _records(self, md: MdAnswer, topics: list[MdTopic], observed_at_ms: int, found: offsets.OffsetsRound,
+                 poll_id: int, quorum: Quorum | None = None,
+                 unreachable: set[int] | frozenset[int] = frozenset()) -> list[Observation]:
+        """The poll's records (collectors/poll_records.py), with what this poll learnt of the brokers."""
+        return self.records.build(md, topics, observed_at_ms, found, poll_id, quorum, unreachable,
+                                  self._capabilities, self._elr_known)
 
-    def _ask_dirs(self, admin: Any, records: list[Observation], found: offsets.OffsetsRound) -> None:
-        """Where Metadata lists a live broker's replica offline, ask that broker whether a log directory
-        failed (collectors/log_dirs.py): the topic records then say which brokers report one, and the
-        offline rule names a failed directory on that evidence only, never on a restart's moment."""
-        if not self._offline_replicas:
-            self._failed_dir_brokers = None
-            return
-        live = {b["id"] for b in _cluster_state(records)["brokers"] if b["live"]}
-        suspects = log_dirs.offline_on_live(self._offline_replicas, live)
-        silent = found.asked - found.answered  # just waited for in the offsets round: not asked again
-        versions = admin._client.get_api_versions()
-        ask = suspects - silent if log_dirs.announced(versions) else set()
-        reports = log_dirs.describe_dirs(admin._client, ask, self.settings.offsets_timeout_ms,
-                                         log_dirs.supports_v4(versions)) if ask else {}
-        said = {b for b, dirs in reports.items() if any(d.failed for d in dirs)}
-        for b in sorted(suspects - set(reports)):
-            log.debug("cluster %s: broker %s lists offline replicas and did not say why", self.cluster.name, b)
-        # a suspect not asked or not answering this time (a loaded broker) keeps its last word: its failed
-        # directory does not turn into "a leader not elected yet" for one poll
-        failed = sorted(said | (suspects - set(reports)) & set(self._failed_dir_brokers or ()))
-        # (a broker dead at this poll has no failed directory on record: if the mirror finds it registered
-        # again before the next poll, its replicas still listed offline are a restart's, not a disk's)
-        self._failed_dir_brokers = failed
-        log_dirs.with_failed_dirs(records, failed)
-
-    def _failed(self, problem: access.AccessProblem) -> None:
-        """Log the cause once per change; after a refusal (credentials, TLS, protocol) wait before
-        connecting again, longer each time (access.ACCESS_BACKOFF): no login storm on the brokers."""
-        if self._problem is None or problem.message != self._problem.message:
-            log.warning("%s", problem.message)
-        self._problem = problem
-        self._degraded = True
-        if problem.reason in access.ACCESS_REASONS:
-            self._access.failed()
-        else:
-            self._access.succeeded()
+    def _tiered_plan(self, topics: list[MdTopic], live: set[int]) -> dict[int, list[offsets.TopicPartition]]:
+        """Leader -> its partitions of tiered topics, when the brokers can say (collectors/tiered.py)."""
+        tiered_topics = self.parts.configs.tiered
+        if not tiered_topics or not self._capabilities.get("tiered_offsets"):
+            return {}
+        out: dict[int, list[offsets.TopicPartition]] = {}
+        for t in topics:
+            if t["topic"] in tiered_topics:
+                for p in t["partitions"]:
+                    if p["leader"] in live:
+                        out.setdefault(p["leader"], []).append((t["topic"], p["partition"]))
+        return out
 
     def _failed_poll(self, poll_id: int) -> list[Observation]:
         """What a poll that reached no broker still knows. ZooKeeper mode: the mirror's view of every
         topic with ZooKeeper's live brokers (a whole cluster down leaves dead leaders in the state
         znodes: offline by Kafka's definition); these records open incidents and resolve none, since a
         registration alone makes nothing available (docs/collector.md)."""
+        my = self.parts
         live = self.zk.live_brokers() if self.zk is not None else None
-        self.broker_view = {b: (False, n) for b, (_, n) in self.broker_view.items()}  # none answered this poll
+        book = my.brokers
+        book.view = {b: (False, n) for b, (_, n) in book.view.items()}  # none answered this poll
         # Without ZooKeeper nobody said who is live: the next poll that reaches a broker sees every
         # broker come back (the whole cluster may have restarted meanwhile).
-        self._note_live(live if live is not None else set())
+        book.reach.note_live(live if live is not None else set())
         if live is None:  # KRaft, or krm's own ZooKeeper session is down too
             return [self._failure_record(poll_id)]
         topics = self.zk.topics()  # type: ignore[union-attr]
@@ -206,20 +210,21 @@ class AdminSource(PollRecords, ZkMirrorRecords):
         # outage, so a restart resolves it broker by broker instead of raising it for the brokers
         # not yet back (the fault loops' cluster-down). Reachability is unknown: nobody answered.
         held = {r for t in topics for rs in (self.zk.assignment(t) or {}).values() for r in rs}  # type: ignore[union-attr]
-        brokers = self._zookeeper_brokers(live, held)
+        brokers = self.mirror.zookeeper_brokers(live, held)
         for b in brokers:
             b["reachable"] = None
         # judged on ZooKeeper's state as the quick records are: the last broker of a whole-cluster stop
         # could hand nothing over, and only these records look at it once the polls fail
-        self._judged(brokers, int(time.time() * 1000))
+        self.mirror.judged(brokers, int(time.time() * 1000))
         failure = self._failure_record(poll_id, brokers)
-        mine = topics if self._share is None else [t for t in topics if self._share.holds(t)]
-        return [failure, *self._mirror_topics(mine, poll_id, failure["observed_at_ms"], live, None, resolves=False)]
+        share = my.share
+        mine = topics if share is None else [t for t in topics if share.holds(t)]
+        return [failure, *self.mirror.mirror_topics(mine, poll_id, failure["observed_at_ms"], live, None, resolves=False)]
 
     def _failure_record(self, poll_id: int, brokers: list[Broker] | None = None) -> ClusterObservation:
-        problem = self._problem
+        problem = self.parts.access.problem
         assert problem is not None
-        return cluster_record(self.cluster.name, self.source, poll_id, int(time.time() * 1000), controller_id=None,
+        return cluster_record(self.cluster.name, SOURCE, poll_id, int(time.time() * 1000), controller_id=None,
                               brokers=brokers or [], topic_count=0, partition_count=0, error=problem.message,
                               error_reason=problem.reason)
 
@@ -230,7 +235,7 @@ class AdminSource(PollRecords, ZkMirrorRecords):
         a broker fenced, unfenced or registered, which the controller writes in the same batch as
         the leader and ISR changes it causes (ReplicationControlManager.handleBrokerFenced), so the
         caller polls at once instead of at the next interval. A failure also says "poll now"."""
-        if self._admin is None or self._live_last_ids is None:
+        if self._admin is None or self.parts.brokers.live_last_ids is None:
             return False
         client, node, sent_at = self._admin._client, self._last_node, time.monotonic()
         try:
@@ -238,9 +243,9 @@ class AdminSource(PollRecords, ZkMirrorRecords):
         except Exception as e:  # noqa: BLE001 - the broker that answered last does not: a full poll finds out
             log.debug("cluster %s: live-broker check to broker %s failed after %.2fs: %r", self.cluster.name, node,
                       time.monotonic() - sent_at, e)
-            self._probes.note_unanswered(node, sent_at, e)  # timed out: its silence counts from this request
+            self.parts.brokers.probes.note_unanswered(node, sent_at, e)  # timed out: its silence counts from this request
             return True
-        return live != self._live_last_ids
+        return live != self.parts.brokers.live_last_ids
 
     def probe(self) -> bool:
         """Between polls: a brokers-only Metadata request to each broker live at the last poll that has
@@ -249,21 +254,22 @@ class AdminSource(PollRecords, ZkMirrorRecords):
         much sooner. Nothing is judged here; the next poll's offsets round confirms.
         True when a broker the last poll called unreachable answered: poll now, its partitions are
         cleared without waiting for the next interval."""
-        admin, live = self._admin, self._live_last_ids
+        book = self.parts.brokers
+        admin, live = self._admin, book.live_last_ids
         if admin is None or not live:
             return False
         try:
-            back = self._probes.tick(admin._client, live, metadata.brokers_request(admin._client))
+            back = book.probes.tick(admin._client, live, metadata.brokers_request(admin._client))
         except Exception as e:  # noqa: BLE001 - the next poll finds out what is wrong
             log.debug("cluster %s: reachability probe not sent: %s", self.cluster.name, e)
             return False
-        return not back.isdisjoint(self._reach.declared)
+        return not back.isdisjoint(book.reach.declared)
 
     def close(self) -> None:
-        self._answer_times.close()
+        self.parts.brokers.close()
         self._close()
 
-    def _kraft_view(self, admin: Any, topics: list[dict[str, Any]]) -> None:
+    def _kraft_view(self, admin: Any, topics: list[MdTopic]) -> None:
         """ELR per partition (overlaid on `topics`, in place) and the DescribeQuorum question, to the
         broker that answered the Metadata request. A failure keeps the Metadata view and is logged
         once: ELR absent means "not known", and the detectors then judge by the ISR alone."""
@@ -279,18 +285,18 @@ class AdminSource(PollRecords, ZkMirrorRecords):
             blocks = self._topic_blocks  # (a topic it remembers is healthy: no ELR to ask for)
             wanted = [t["topic"] for t in topics
                       if not blocks.healthy(t["topic"], t["partitions"]) and kraft.needs_elr(t["partitions"])]
-            overlay = (self._notes.call("DescribeTopicPartitions", lambda: kraft.describe_partitions(send, wanted))
+            overlay = (self.parts.notes.call("DescribeTopicPartitions", lambda: kraft.describe_partitions(send, wanted))
                        if wanted else {})
             if overlay is not None:
                 # every other topic has neither ELR nor last known ELR (needs_elr): _records says so
                 self._elr_known = True
                 kraft.apply_elr(topics, overlay, set(wanted))
         if kraft.supports(versions, DESCRIBE_QUORUM_KEY):
-            self._side.ask_quorum(client, self._last_node)
+            self.parts.side.ask_quorum(client, self._last_node)
 
-    def _metadata(self, admin: Any) -> dict[str, Any]:
+    def _metadata(self, admin: Any) -> MdAnswer:
         try:  # the brokers that left a probe unanswered since the last poll (probe()): asked last, and
-            probed = self._probes.silent(admin._client, PROBE_SILENT_S)  # silent since that probe
+            probed = self.parts.brokers.probes.silent(admin._client, PROBE_SILENT_S)  # silent since that probe
         except Exception as e:  # noqa: BLE001 - the poll's own requests still find a silent broker
             log.debug("cluster %s: probes not read: %s", self.cluster.name, e)
             probed = {}
@@ -303,17 +309,17 @@ class AdminSource(PollRecords, ZkMirrorRecords):
             since = dict(timed_out)
             for b, t in probed.items():
                 since[b] = min(t, since.get(b, t))
-            self._reach.note_silent(since)
+            self.parts.brokers.reach.note_silent(since)
         return md
 
     def _client(self, avoid: Any = None) -> Any:
         if self._admin is None:
-            seen = [f"{b['host']}:{b['port']}" for bid, b in sorted(self._live_last.items()) if bid != avoid]
+            seen = [f"{b['host']}:{b['port']}" for bid, b in sorted(self.parts.brokers.live_last.items()) if bid != avoid]
             self._admin = metadata.admin_client(self.cluster, self.settings, seen)
         return self._admin
 
     def _close(self) -> None:
-        self._side.close()
+        self.parts.side.close()
         if self._admin is not None:
             try:
                 self._admin.close()

@@ -17,9 +17,10 @@ and the poll then goes on with Metadata alone (fields absent, never guessed).
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable
+from typing import Any, Callable, TypedDict
 
 from collectors import kraft_protocol as kp
+from collectors.wire import MdPartition, MdTopic
 from schemas.typed import Quorum
 
 log = logging.getLogger(__name__)
@@ -40,7 +41,18 @@ def supports(api_versions: dict[int, tuple[int, int]] | None, api_key: int) -> b
     return bool(api_versions) and api_key in api_versions  # type: ignore[operator]
 
 
-def needs_elr(partitions: list[dict[str, Any]]) -> bool:
+class PartitionOverlay(TypedDict):
+    """What DescribeTopicPartitions says of a partition, in the Metadata answer's names (collectors/wire.py)."""
+    leader: int
+    leader_epoch: int
+    replicas: list[int]
+    isr: list[int]
+    offline_replicas: list[int]
+    elr: list[int]
+    last_known_elr: list[int]
+
+
+def needs_elr(partitions: list[MdPartition]) -> bool:
     """Whether a topic's ELR can be anything but empty, judged on its Metadata: Kafka keeps an ELR
     only while the ISR is below min ISR (maybePopulateTargetElr clears it otherwise, and min ISR
     is at most the replication factor), and a last known ELR only while there is no leader
@@ -49,9 +61,9 @@ def needs_elr(partitions: list[dict[str, Any]]) -> bool:
     return any(p["leader"] < 0 or len(p["isr"]) < len(p["replicas"]) for p in partitions)
 
 
-def describe_partitions(send: Send, topics: list[str]) -> dict[tuple[str, int], dict[str, Any]]:
+def describe_partitions(send: Send, topics: list[str]) -> dict[tuple[str, int], PartitionOverlay]:
     """Every partition of these topics, page by page. Raises what `send` raises."""
-    out: dict[tuple[str, int], dict[str, Any]] = {}
+    out: dict[tuple[str, int], PartitionOverlay] = {}
     cursor: tuple[str, int] | None = None
     for _ in range(MAX_PAGES):
         response = send(kp.describe_topic_partitions_request(topics, PAGE_PARTITIONS, cursor))
@@ -63,9 +75,9 @@ def describe_partitions(send: Send, topics: list[str]) -> dict[tuple[str, int], 
     raise RuntimeError(f"DescribeTopicPartitions still paging after {MAX_PAGES} pages")
 
 
-def partition_overlay(topics: list[dict[str, Any]]) -> dict[tuple[str, int], dict[str, Any]]:
+def partition_overlay(topics: list[dict[str, Any]]) -> dict[tuple[str, int], PartitionOverlay]:
     """Response topics -> {(topic, partition): fields of the observation's partition}. Pure."""
-    out = {}
+    out: dict[tuple[str, int], PartitionOverlay] = {}
     for t in topics:
         if t["error_code"] != 0:
             continue
@@ -81,8 +93,7 @@ def partition_overlay(topics: list[dict[str, Any]]) -> dict[tuple[str, int], dic
     return out
 
 
-def apply_elr(topics: list[dict[str, Any]], overlay: dict[tuple[str, int], dict[str, Any]],
-              described: set[str]) -> None:
+def apply_elr(topics: list[MdTopic], overlay: dict[tuple[str, int], PartitionOverlay], described: set[str]) -> None:
     """The described topics' partitions take DescribeTopicPartitions' fields (in place); one it did
     not name has an empty ELR and last known ELR."""
     for t in topics:
@@ -91,7 +102,9 @@ def apply_elr(topics: list[dict[str, Any]], overlay: dict[tuple[str, int], dict[
         for p in t["partitions"]:
             known = overlay.get((t["topic"], p["partition"]))
             if known:
-                p.update(known)
+                p["leader"], p["leader_epoch"], p["replicas"] = known["leader"], known["leader_epoch"], known["replicas"]
+                p["isr"], p["offline_replicas"] = known["isr"], known["offline_replicas"]
+                p["elr"], p["last_known_elr"] = known["elr"], known["last_known_elr"]
             else:
                 p["elr"], p["last_known_elr"] = [], []
 

@@ -62,7 +62,7 @@ def admin_client(cluster: ClusterConfig, settings: CollectorConfig, first: list[
 
 def metadata(client: Any, last_node: Any, silent: set[int], timeout_ms: int,
              timed_out: dict[int, float] | None = None,
-             memory: wire.TopicBlocks | None = None) -> tuple[int, dict[str, Any]]:
+             memory: wire.TopicBlocks | None = None) -> tuple[int, wire.MdAnswer]:
     """(the broker that answered, its answer) to one MetadataRequest for all topics: the broker that
     answered last first, those `silent` in the last offsets round last; on a failure or after
     `timeout_ms`, the next broker the client knows. A dead or paused broker costs one poll at most
@@ -98,7 +98,8 @@ def metadata(client: Any, last_node: Any, silent: set[int], timeout_ms: int,
             client.cluster.update_metadata(response)  # so the offsets round can reach new brokers
         except Exception as e:  # noqa: BLE001 - the client's own refresh will catch up
             log.debug("client metadata not updated: %s", e)
-        return node, response.to_object()
+        answer: wire.MdAnswer = response.to_object()  # (kafka-python's, below v8: the same keys)
+        return node, answer
     raise last_error or RuntimeError("no broker to ask")
 
 

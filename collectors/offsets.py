@@ -122,7 +122,7 @@ class Plans:
         self._by_topic: dict[str, tuple[Any, dict[int, list[TopicPartition]], dict[int, list[TopicPartition]]]] = {}
         self._live: set[int] = set()
 
-    def plan(self, topics: list[dict[str, Any]], live: set[int]
+    def plan(self, topics: list[wire.MdTopic], live: set[int]
              ) -> tuple[dict[int, list[TopicPartition]], dict[int, list[TopicPartition]]]:
         if live != self._live:
             self._by_topic, self._live = {}, set(live)

@@ -1,145 +1,121 @@
 """A poll's records: the cluster record and one topic record per topic, built from the Metadata answer
-and the offsets round with what the poller remembers (a quiet partition the short way, a topic passed
-over while nothing about it moved: `Frozen`)."""
+and the offsets round with what the poller's parts remember (a quiet partition the short way, a topic passed
+over while nothing about it moved: collectors/topic_views.py `Frozen`)."""
 
 from __future__ import annotations
 
 import logging
 import time
-import zlib
-from typing import Any
+from typing import Any, cast
 
-from collectors import access, offsets
+from collectors import offsets
+from collectors.broker_book import broker_list
 from collectors.departures import holders
-from collectors.poller_state import Frozen, PollerState
+from collectors.poller_parts import PollerParts
 from collectors.reachability import refusing
 from collectors.records import cluster_record, summarized, topic_record
+from collectors.topic_views import Frozen, topic_view
+from collectors.wire import MdAnswer, MdBroker, MdTopic
 from schemas.observation import STALE_METADATA
-from schemas.quiet import is_quiet, load_of
-from schemas.typed import Broker, Observation, Partition, Quorum, TopicObservation
+from schemas.quiet import is_quiet
+from schemas.typed import Observation, Partition, Quorum, TopicObservation
 
 log = logging.getLogger(__name__)
 
-
-def topic_view(listed: list[dict[str, Any]], built: list[Partition]
-               ) -> tuple[list[list[int]], dict[int, int], set[int]]:
-    """A topic's broker_load (schemas/quiet.py), partitions led per broker and departures.holders(), from
-    every partition as published: those `built` by the full way (ZooKeeper's overlay, _no_older) in
-    place of their `listed` (decoded) form."""
-    rebuilt: dict[int, Any] = {part["partition"]: part for part in built}
-    pairs: list[tuple[int, list[int]]] = []
-    leads: dict[int, int] = {}
-    held: set[int] = set()
-    for p in listed:
-        p = rebuilt.get(p["partition"], p)
-        leader, replicas = p["leader"], p["replicas"]
-        pairs.append((leader, replicas))
-        leads[leader] = leads.get(leader, 0) + 1
-        if len(replicas) > 1:
-            if leader >= 0:
-                held.add(leader)
-            held.update(p["isr"])
-    return load_of(pairs), leads, held
+SOURCE = "admin"  # the records' `source`
+# a broker registered in ZooKeeper that no Metadata answer named yet: nothing is known of it (and it is falsy)
+_UNKNOWN = cast(MdBroker, {})
 
 
-class PollRecords(PollerState):
-    """The records of a poll that reached the cluster."""
+class PollRecords:
+    """The records of a poll that reached the cluster, built from the poller's parts."""
 
-    def _records(self, md: dict[str, Any], topics: list[dict[str, Any]], observed_at_ms: int,
-                 found: offsets.OffsetsRound, poll_id: int, quorum: Quorum | None = None,
-                 unreachable: set[int] | frozenset[int] = frozenset()) -> list[Observation]:
+    short_way = True  # PartitionMemory.still_quiet for steady partitions (off: every partition the full way)
+
+    def __init__(self, parts: PollerParts) -> None:
+        self.parts = parts
+
+    def build(self, md: MdAnswer, topics: list[MdTopic], observed_at_ms: int, found: offsets.OffsetsRound,
+              poll_id: int, quorum: Quorum | None = None, unreachable: set[int] | frozenset[int] = frozenset(),
+              capabilities: dict[str, bool] | None = None, elr_known: bool = False) -> list[Observation]:
         """The poll's records from every topic Metadata listed (`topics`): the cluster record counts them
         all; topic records only for this process's share of them (all unless `--topic-share`)."""
-        everything, topics = topics, self._mine(topics)
+        my = self.parts
+        book, views, settings, configs = my.brokers, my.views, my.settings, my.configs
+        everything, topics = topics, my.mine(topics)
         live = {b["node_id"]: b for b in md["brokers"]}
-        for bid, b in live.items():
-            self._known_brokers[bid] = b
-        self._live_last = live
-        self._live_last_ids = set(live)
-        zk_live = self.zk.live_brokers() if self.zk is not None else None
+        book.saw(live)
+        zk_live = my.zk.live_brokers() if my.zk is not None else None
         if zk_live is not None:  # registered in ZooKeeper: what the controller acts on
-            live = {bid: self._known_brokers.get(bid, {}) for bid in zk_live}
+            live = {bid: book.known.get(bid) or _UNKNOWN for bid in zk_live}
         live = self._mixed_liveness(live)
-        referenced = self._referenced(everything)
-        # a broker that left the offsets round unanswered but answered the answer-time prober within
-        # unreachable_after_s answers, late: reachable (BROKER_SLOW's), not BROKER_DOWN's
-        now_s, after_s = time.monotonic(), self.settings.unreachable_after_s
-        answers = found.answered | {b for b, t in self._contact.items() if now_s - t < after_s and b not in unreachable}
-        brokers: list[Broker] = [
-            {"id": bid, "host": b.get("host") if b else None, "port": b.get("port") if b else None,
-             "rack": b.get("rack") if b else None, "live": bid in live,
-             "reachable": (bid in answers) if bid in found.asked else None}
-            for bid in sorted(set(self._known_brokers) | referenced)
-            for b in [live.get(bid) or self._known_brokers.get(bid)]
-        ]
-        for broker in brokers:  # how late each answers the probes now (BROKER_SLOW reads it)
-            if (answer_s := self._answer_s.get(broker["id"])) is not None:
-                broker["answer_ms"] = round(answer_s * 1000, 1)
-        controller = md.get("controller_id")
+        referenced = views.referenced(everything)
+        brokers = broker_list(book.known, live, referenced, found.asked, book.answering(found, unreachable),
+                              book.answer_s)
+        controller: int | None = md.get("controller_id")
         if zk_live is not None:
-            controller = self.zk.controller()  # type: ignore[union-attr]
+            controller = my.zk.controller()  # type: ignore[union-attr]
         cs = cluster_record(
-            self.cluster.name, self.source, poll_id, observed_at_ms,
+            my.cluster.name, SOURCE, poll_id, observed_at_ms,
             controller_id=controller if controller is not None and controller >= 0 else None, brokers=brokers,
             topic_count=len(everything), partition_count=sum(len(t["partitions"]) for t in everything),
-            replica_lag_time_max_ms=self._configs.replica_lag_time_max_ms,
-            leader_imbalance_per_broker_percentage=self._configs.leader_imbalance_pct,
-            reassignment_in_progress=self.zk.reassigning if zk_live is not None else None,  # type: ignore[union-attr]
-            quorum=quorum, denied=self._denied(), capabilities=self._capabilities,
-            migration=(self._zk_state.migration_phase(), self._zk_state.migration_phase_since_ms())
-            if self._zk_state is not None else None,
+            replica_lag_time_max_ms=configs.replica_lag_time_max_ms,
+            leader_imbalance_per_broker_percentage=configs.leader_imbalance_pct,
+            reassignment_in_progress=my.zk.reassigning if zk_live is not None else None,  # type: ignore[union-attr]
+            quorum=quorum, denied=self._denied(), capabilities=capabilities or {},
+            migration=(my.zk_state.migration_phase(), my.zk_state.migration_phase_since_ms())
+            if my.zk_state is not None else None,
         )
         records: list[Observation] = [cs]
-        self._last_cluster_state = cs["cluster_state"]
+        book.last_state = cs["cluster_state"]
         held: set[int] = set()  # departures.holders() of every partition, gathered on the way
         leads: dict[int, int] = {}  # broker -> partitions it leads, for broker_view
-        snapshot_ms = max(1, int(self.settings.assignment_snapshot_s * 1000))
-        quiet, window = self.quiet, self.quiet.window_ms(self._configs.replica_lag_time_max_ms)
+        snapshot_ms = max(1, int(settings.assignment_snapshot_s * 1000))
+        quiet, window = my.quiet, my.quiet.window_ms(configs.replica_lag_time_max_ms)
         nothing: dict[Any, Any] = {}
-        annotate, still_quiet, now = self._memory.annotate, self._memory.still_quiet, time.monotonic()
-        elr_known = self.zk is None and self._elr_known
-        side_moves, applied, published_of, published_at = self._side.moves, self._applied, self._published, self._published_at
+        annotate, still_quiet, now = my.memory.annotate, my.memory.still_quiet, time.monotonic()
+        elr_known = my.zk is None and elr_known
+        side_moves, applied = my.side.moves, my.carried.applied
+        published_of, published_at = my.published.epochs, my.published.at
         offline_now: dict[tuple[str, int], list[int]] = {}
         # Topics passed over (Frozen): only where the short way runs and the offsets round knows what moved
-        moved, frozen, memory = found.moved, self._frozen, self._memory
-        freeze = self.short_way and self.zk is None and self.settings.leave_out_quiet and moved is not None
-        world = (frozenset(live), frozenset(unreachable), window, elr_known, self._configs.replica_lag_time_max_ms)
-        if not freeze or world != self._frozen_world:
+        moved, frozen, memory = found.moved, views.frozen, my.memory
+        freeze = self.short_way and my.zk is None and settings.leave_out_quiet and moved is not None
+        world = (frozenset(live), frozenset(unreachable), window, elr_known, configs.replica_lag_time_max_ms)
+        if not freeze or world != views.frozen_world:
             frozen.clear()
-        self._frozen_world = world
+        views.frozen_world = world
         moving = {k[0] for k in side_moves} | {k[0] for k in applied} if side_moves or applied else set()
-        self.frozen_topics = 0
+        views.frozen_topics = 0
 
-        def record(name: str, partitions: Any, min_isr: int | None, unclean: bool | None, remote_storage: bool,
-                   assignment: str | None) -> TopicObservation:
+        def record(name: str, partitions: list[Partition] | tuple[()], min_isr: int | None, unclean: bool | None,
+                   remote_storage: bool, assignment: str | None) -> TopicObservation:
             rec = topic_record(
-                self.cluster.name, self.source, poll_id, observed_at_ms, topic=name, live_brokers=live,
+                my.cluster.name, SOURCE, poll_id, observed_at_ms, topic=name, live_brokers=live,
                 partitions=partitions, min_insync_replicas=min_isr, unclean_leader_election=unclean,
-                replica_lag_time_max_ms=self._configs.replica_lag_time_max_ms, unreachable_brokers=unreachable,
+                replica_lag_time_max_ms=configs.replica_lag_time_max_ms, unreachable_brokers=unreachable,
                 remote_storage=remote_storage)
             rec["topic_state"]["assignment"] = assignment
             return rec
         for t in topics:
-            min_isr, unclean = self._configs.of(t["topic"])
+            min_isr, unclean = configs.of(t["topic"])
             name = t["topic"]
             parts: list[Partition] = []
             part_leos: list[dict[int, int]] = []  # each partition's replica LEOs, in the order of `parts`
-            zk_assignment = self.zk.assignment(name) if self.zk is not None else None
-            zk_moves = self.zk.moves(name) if self.zk is not None and self.zk.connected else None
-            before = self._assignments.get(name) or nothing
+            zk_assignment = my.zk.assignment(name) if my.zk is not None else None
+            zk_moves = my.zk.moves(name) if my.zk is not None and my.zk.connected else None
+            before = views.assignments.get(name) or nothing
             signature: dict[int, list[int]] = {}
             hw_of, start_of = found.hw.get(name, nothing).get, found.log_start.get(name, nothing).get
             refused = found.refused.get(name)
             any_refused = refused is not None or memory.any_refusal
-            zk_on = self.zk is not None
-            remote_storage = name in self._configs.tiered
+            zk_on = my.zk is not None
+            remote_storage = name in configs.tiered
             local_of, remote_of = found.local_start.get(name, nothing).get, found.remote.get(name, nothing).get
             leo_by_broker = found.leo.get(name, nothing)
             # assignment history (pipelines/history.py): on every change, and each topic once per
-            # assignment_snapshot_s, at an offset of its own (not every topic in one poll)
-            slot = (observed_at_ms + zlib.crc32(name.encode())) // snapshot_ms
-            snapshot = self._snapshot_slot.get(name, slot) != slot
-            self._snapshot_slot[name] = slot
+            # assignment_snapshot_s
+            snapshot = views.snapshot_due(name, observed_at_ms, snapshot_ms)
             fz = frozen.get(name) if freeze else None
             if fz is not None:
                 if (fz.parts is t["partitions"] and name not in moved and fz.seq == found.seq - 1  # type: ignore[operator]
@@ -150,13 +126,13 @@ class PollRecords(PollerState):
                         seen.at_ms = observed_at_ms
                     for key in fz.keys:
                         published_at[key] = now
-                    topic_load, topic_leads, topic_held = self._topic_view[name][0]
+                    topic_load, topic_leads, topic_held = views.views[name][0]
                     for b, n in topic_leads.items():
                         leads[b] = leads.get(b, 0) + n
                     held |= topic_held
                     rec = record(name, (), min_isr, unclean, remote_storage, None)
                     records.append(summarized(rec, len(t["partitions"]), topic_load, []))
-                    self.frozen_topics += 1
+                    views.frozen_topics += 1
                     continue
                 del frozen[name]
             idle_before, quick = memory.idle, 0
@@ -164,7 +140,7 @@ class PollRecords(PollerState):
             # not where ZooKeeper's view overlays the brokers' (the full way reads both), nor for a record
             # that carries every partition anyway (a snapshot, a tiered topic, an assignment changed: without
             # ZooKeeper's overlay, the replica lists as decoded are the signature compared below)
-            short = (self.short_way and self.zk is None and self.settings.leave_out_quiet and not remote_storage and not snapshot
+            short = (self.short_way and my.zk is None and settings.leave_out_quiet and not remote_storage and not snapshot
                      and len(before) == len(t["partitions"])
                      and all(before.get(p["partition"]) == p["replicas"] for p in t["partitions"]))
             steady = 0  # partitions that took the short way, or the full way with leader, ISR and replicas as then
@@ -180,14 +156,14 @@ class PollRecords(PollerState):
                             and not p.get("offline_replicas") and key not in side_moves and key not in applied):
                         epoch = p.get("leader_epoch")
                         newer = published_of.get(key) if epoch is not None else None
-                        if newer is None or newer[0] <= epoch:  # (else _no_older's case: the full way)
+                        if newer is None or (epoch is not None and newer[0] <= epoch):  # (else no_older's case: the full way)
                             elr = p.get("elr")
                             lk_elr = p.get("last_known_elr") if elr is not None else ([] if elr_known else None)
                             if elr is None and elr_known:
                                 elr = []
                             if still_quiet(key, leader, epoch, isr, replicas, elr, lk_elr, hw_of(pid), leo_by_broker,
                                            observed_at_ms, window, quiet):
-                                if epoch is not None:  # as _no_older would
+                                if epoch is not None:  # as no_older would
                                     if newer is None or newer[0] != epoch or newer[1] != leader or newer[2] != isr:
                                         published_of[key] = (epoch, leader, isr)
                                     published_at[key] = now
@@ -203,11 +179,11 @@ class PollRecords(PollerState):
                     part["elr"], part["last_known_elr"] = p["elr"], p["last_known_elr"]
                 elif elr_known:
                     part["elr"], part["last_known_elr"] = [], []
-                self._overlay_zk(name, part, zk_assignment)
-                self._no_older(name, part, key, now)
+                my.overlay_zk(name, part, zk_assignment)
+                my.published.no_older(name, part, key, now)
                 # the controller's answer first: the mirror's watch on the topic znode can fire after the
                 # brokers' metadata already lists the adding replicas (one false under-replicated poll)
-                self._carry_move(name, part, side_moves.get(key) or (zk_moves or nothing).get(pid),
+                my.carried.carry(name, part, side_moves.get(key) or (zk_moves or nothing).get(pid),
                                  before.get(pid), key)
                 part["high_watermark"] = hw_of(pid)
                 # the brokers' metadata (what clients read) names another leader than the controller elected:
@@ -240,21 +216,21 @@ class PollRecords(PollerState):
             # when every partition has the leader, ISR and replica list it had then (the short way, or
             # the full way without `changed`: annotate compares them with the last poll's)
             count = len(t["partitions"])
-            kept = self._topic_view.get(name) if steady == count else None
+            kept = views.views.get(name) if steady == count else None
             if kept is not None and kept[1] == count:
                 view = kept[0]
             else:
                 view = topic_view(t["partitions"], parts)
-                self._topic_view[name] = (view, count)
+                views.views[name] = (view, count)
             topic_load, topic_leads, topic_held = view
             for b, n in topic_leads.items():
                 leads[b] = leads.get(b, 0) + n
             held |= topic_held
-            changed = self._assignments.get(name) != signature
-            self._assignments[name] = signature
+            changed = views.assignments.get(name) != signature
+            views.assignments[name] = signature
             # Those records carry every partition; the others leave the quiet ones out (schemas/quiet.py),
             # whose replica offsets are then never built
-            whole = changed or snapshot or remote_storage or not self.settings.leave_out_quiet
+            whole = changed or snapshot or remote_storage or not settings.leave_out_quiet
             loud: list[Partition] = parts if whole else []
             for part, leos in zip(parts, part_leos):
                 if whole or not is_quiet(part, leos, live, unreachable, observed_at_ms, window, quiet):
@@ -269,60 +245,38 @@ class PollRecords(PollerState):
             if freeze and not whole and quick == count and memory.idle - idle_before == count:
                 frozen[name] = Frozen(t["partitions"], (min_isr, unclean, remote_storage),
                                       memory.keyframe_interval(name, observed_at_ms), found.seq,
-                                      [memory.seen((name, p["partition"])) for p in t["partitions"]],
+                                      [s for p in t["partitions"] if (s := memory.seen((name, p["partition"]))) is not None],
                                       [(name, p["partition"]) for p in t["partitions"]])
         # How each down broker went: judged on the partitions as published (ZooKeeper mode: leader and
         # ISR as the controller wrote them, which the brokers' metadata caches trail; its brokers' live
         # flags come from ZooKeeper too), so one consistent view. The cluster record holds these dicts.
         # `held` covers every partition, so the partitions themselves are never asked for (a split
         # cluster's share 1 speaks for the cluster: the other shares' topics count too).
-        if self._share is not None and self._share.speaks_for_cluster and len(topics) < len(everything):
-            share = self._share
+        share = my.share
+        if share is not None and share.speaks_for_cluster and len(topics) < len(everything):
             held |= holders(p for t in everything if not share.holds(t["topic"]) for p in t["partitions"])
-        self._departures.annotate(brokers, lambda: (), observed_at_ms, held=held)
-        self.broker_view = {b["id"]: (b["live"] and b["id"] not in unreachable, leads.get(b["id"], 0)) for b in brokers}
+        book.departures.annotate(brokers, lambda: (), observed_at_ms, held=held)
+        book.view = {b["id"]: (b["live"] and b["id"] not in unreachable, leads.get(b["id"], 0)) for b in brokers}
         polled = {t["topic"] for t in topics}
-        for topic in [name for name in self._assignments if name not in polled]:
-            del self._assignments[topic]
-            self._snapshot_slot.pop(topic, None)
-            self._topic_view.pop(topic, None)
-            frozen.pop(topic, None)
+        views.forget_unpolled(polled)
         # What is remembered of partitions no longer listed goes: looked for when the topics or their sizes
         # changed, and every 64 polls (quick records may have published a partition no poll lists)
         layout = [(t["topic"], len(t["partitions"])) for t in topics]
-        if layout != self._layout or poll_id % 64 == 0:
-            present = {(t["topic"], p["partition"]) for t in topics for p in t["partitions"]}
-            self._memory.forget_missing(present)
-            for gone in [k for k in self._published if k not in present]:
-                del self._published[gone]
-                self._published_at.pop(gone, None)
-        self._layout = layout
-        self._offline_replicas = offline_now
-        with self._poll_lock:
-            self._arrived = None  # its epochs are in _published now
+        if layout != views.layout or poll_id % 64 == 0:
+            present = {(t["topic"], md_p["partition"]) for t in topics for md_p in t["partitions"]}
+            my.memory.forget_missing(present)
+            my.published.forget_missing(present)
+        views.layout = layout
+        my.dirs.offline = offline_now
+        my.published.settle()  # its epochs are in my.published now
         return records
 
-    def _referenced(self, topics: list[dict[str, Any]]) -> set[int]:
-        """Every broker a replica list names, each topic's set kept while its partitions are the same
-        object (collectors/wire.py hands an unchanged topic's back)."""
-        out: set[int] = set()
-        kept = {}
-        for t in topics:
-            name, parts = t["topic"], t["partitions"]
-            known = self._replica_sets.get(name)
-            if known is None or known[0] is not parts:
-                known = (parts, {r for p in parts for r in p["replicas"]})
-            kept[name] = known
-            out |= known[1]
-        self._replica_sets = kept
-        return out
-
-    def _mixed_liveness(self, live: dict[int, dict[str, Any]]) -> dict[int, dict[str, Any]]:
+    def _mixed_liveness(self, live: dict[int, MdBroker]) -> dict[int, MdBroker]:
         """A migration's dual writes with brokers still in ZooKeeper mode: the Metadata those brokers
         answer (the KRaft controller's UpdateMetadata) goes on listing a ZooKeeper-mode broker whose
         session expired. ZooKeeper is right about its own brokers; a broker out of it (in KRaft mode
         now, or dead) counts live only while it accepts connections (reachability.refusing)."""
-        zk = self._zk_state
+        zk = self.parts.zk_state
         if zk is None or not zk.kraft_in_charge:
             return live
         registered = zk.live_brokers()
@@ -333,32 +287,9 @@ class PollRecords(PollerState):
         dead = refusing(out) if out else set()
         return {bid: m for bid, m in live.items() if bid not in dead}
 
-    def _unreachable(self, found: offsets.OffsetsRound) -> set[int]:
-        """Registered brokers clients cannot use now (collectors/reachability.py)."""
-        return self._reach.unreachable(found, self._known_brokers, self._contact)
-
-    def _tiered_plan(self, topics: list[dict[str, Any]], live: set[int]) -> dict[int, list[offsets.TopicPartition]]:
-        """Leader -> its partitions of tiered topics, when the brokers can say (collectors/tiered.py)."""
-        if not self._configs.tiered or not self._capabilities.get("tiered_offsets"):
-            return {}
-        out: dict[int, list[offsets.TopicPartition]] = {}
-        for t in topics:
-            if t["topic"] in self._configs.tiered:
-                for p in t["partitions"]:
-                    if p["leader"] in live:
-                        out.setdefault(p["leader"], []).append((t["topic"], p["partition"]))
-        return out
-
     def _denied(self) -> list[str]:
-        """The ACLs this poll found missing; a change is logged once, in one line."""
-        denied = set(self._configs.denied)
-        if self._side.quorum_denied:
+        """The ACLs this poll found missing (logged once per change: collectors/access.py AccessState)."""
+        denied = set(self.parts.configs.denied)
+        if self.parts.side.quorum_denied:
             denied.add("DESCRIBE on CLUSTER (DescribeQuorum)")
-        if frozenset(denied) != self._denied_logged:
-            problem = access.denials(self.cluster.name, self.cluster.security, denied)
-            if problem is not None:
-                log.warning("%s", problem.message)
-            else:
-                log.warning("cluster %s: the ACLs krm missed are granted now", self.cluster.name)
-            self._denied_logged = frozenset(denied)
-        return sorted(denied)
+        return self.parts.access.denied(denied)

@@ -27,9 +27,10 @@ import logging
 import select
 import socket
 import time
-from typing import Any
+from typing import Any, Mapping
 
 from collectors.offsets import OffsetsRound
+from collectors.wire import MdBroker
 
 log = logging.getLogger(__name__)
 
@@ -200,7 +201,7 @@ class Reachability:
         waited for as any broker is: it may answer again on a fresh connection."""
         return {b: t + self.after_s for b, t in self._silent_since.items() if b not in self._declared}
 
-    def unreachable(self, found: OffsetsRound, known: dict[int, dict[str, Any]],
+    def unreachable(self, found: OffsetsRound, known: Mapping[int, MdBroker],
                     contact: dict[int, float] | None = None) -> set[int]:
         """Registered brokers clients cannot use now, among those that did not answer this poll's
         offsets requests (`known`: each broker's host and port, as Metadata last named them; `contact`:
@@ -217,7 +218,7 @@ class Reachability:
         judged = {b for b in silent
                   if now - max(self._silent_since.get(b, asked_at), contact.get(b, float("-inf"))) >= self.after_s}
         addresses = {b: (m["host"], m["port"]) for b in silent - judged
-                     if (m := known.get(b) or {}).get("host") and m.get("port")}
+                     if (m := known.get(b)) and m.get("host") and m.get("port")}
         refused = refusing(addresses) if addresses else set()
         for b in silent:
             if b in refused:

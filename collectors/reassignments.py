@@ -114,3 +114,20 @@ def annotate(part: Partition, move: tuple[Iterable[int], Iterable[int]] | None,
     if removing_t:
         part["removing_replicas"] = list(removing_t)
     return adding_t, removing_t
+
+
+class Carried:
+    """The move each partition's last record carried (`annotate`'s `last`), kept per partition."""
+
+    def __init__(self) -> None:
+        self.applied: Moves = {}
+
+    def carry(self, topic: str, part: Partition, move: tuple[Iterable[int], Iterable[int]] | None,
+              before: Iterable[int] | None, key: tuple[str, int] | None = None) -> None:
+        """`before`: the partition's replicas as the last full poll published them; `key`: (topic, partition)."""
+        key = key or (topic, part["partition"])
+        applied = annotate(part, move, self.applied.get(key), before)
+        if applied:
+            self.applied[key] = applied
+        else:
+            self.applied.pop(key, None)

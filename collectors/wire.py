@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import struct
 import weakref
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, NotRequired, TypedDict
 
 from kafka.protocol.list_offsets import ListOffsetsRequest, ListOffsetsResponse
 from kafka.protocol.metadata import MetadataRequest, MetadataResponse
@@ -64,6 +64,43 @@ def _int_array(data: bytes, at: int) -> tuple[list[int], int]:
     return list(_ints(n).unpack_from(data, at)), at + 4 * n
 
 
+class MdBroker(TypedDict):
+    """A Metadata answer's broker."""
+    node_id: int
+    host: str
+    port: int
+    rack: str | None
+
+
+class MdPartition(TypedDict):
+    """A Metadata answer's partition, as decoded (ELR added by collectors/kraft.py where asked)."""
+    error_code: int
+    partition: int
+    leader: int
+    leader_epoch: NotRequired[int]  # (Metadata v7+)
+    replicas: list[int]
+    isr: list[int]
+    offline_replicas: NotRequired[list[int]]  # (Metadata v5+)
+    elr: NotRequired[list[int] | None]
+    last_known_elr: NotRequired[list[int] | None]
+
+
+class MdTopic(TypedDict):
+    """A Metadata answer's topic."""
+    error_code: int
+    topic: str
+    is_internal: bool
+    partitions: list[MdPartition]
+
+
+class MdAnswer(TypedDict):
+    """A Metadata answer, decoded here (v8) or by kafka-python (to_object(), older versions)."""
+    brokers: list[MdBroker]
+    cluster_id: str | None
+    controller_id: int
+    topics: list[MdTopic]
+
+
 class MetadataAnswer:
     """A decoded Metadata v8 answer: what kafka-python's response offers, read by hand."""
 
@@ -71,7 +108,7 @@ class MetadataAnswer:
     API_VERSION = 8
 
     def __init__(self, brokers: list[tuple[int, str, int, str | None]], cluster_id: str | None, controller_id: int,
-                 topics: list[dict[str, Any]]) -> None:
+                 topics: list[MdTopic]) -> None:
         self.brokers = brokers
         self.cluster_id = cluster_id
         self.controller_id = controller_id
@@ -80,7 +117,7 @@ class MetadataAnswer:
         # for producers and consumers; the collector's client needs the brokers only
         self.topics: list[Any] = []
 
-    def to_object(self) -> dict[str, Any]:
+    def to_object(self) -> MdAnswer:
         return {"brokers": [{"node_id": n, "host": h, "port": p, "rack": r} for n, h, p, r in self.brokers],
                 "cluster_id": self.cluster_id, "controller_id": self.controller_id, "topics": self._topics}
 
@@ -92,9 +129,9 @@ class TopicBlocks:
     place). One per cluster, kept by its collector."""
 
     def __init__(self) -> None:
-        self.blocks: dict[str, tuple[bytes, list[dict[str, Any]]]] = {}
+        self.blocks: dict[str, tuple[bytes, list[MdPartition]]] = {}
 
-    def healthy(self, topic: str, parts: Any) -> bool:
+    def healthy(self, topic: str, parts: list[MdPartition]) -> bool:
         """`parts` are the last answer's for `topic`, remembered: every partition led, full ISR."""
         known = self.blocks.get(topic)
         return known is not None and known[1] is parts
@@ -118,10 +155,10 @@ def decode_metadata_v8(data: bytes, memory: TopicBlocks | None = None) -> Metada
     at += 4
     (n_topics,) = _I.unpack_from(data, at)
     at += 4
-    topics = []
+    topics: list[MdTopic] = []
     head, ints, int_array = _PARTITION_HEAD.unpack_from, _ints, _int_array
     known = memory.blocks if memory is not None else None
-    kept: dict[str, tuple[bytes, list[dict[str, Any]]]] = {}
+    kept: dict[str, tuple[bytes, list[MdPartition]]] = {}
     for _ in range(max(n_topics, 0)):
         start = at
         (error,) = _H.unpack_from(data, at)
@@ -135,7 +172,7 @@ def decode_metadata_v8(data: bytes, memory: TopicBlocks | None = None) -> Metada
             topics.append({"error_code": error, "topic": name, "is_internal": bool(internal), "partitions": last[1]})
             continue
         at += 5
-        parts = []
+        parts: list[MdPartition] = []
         healthy = error == 0
         for _ in range(n_parts if n_parts > 0 else 0):
             p_error, pid, leader, epoch, nr = head(data, at)
@@ -154,7 +191,7 @@ def decode_metadata_v8(data: bytes, memory: TopicBlocks | None = None) -> Metada
         at += 4  # topic_authorized_operations
         if known is not None and healthy and name is not None:
             kept[name] = (data[start:at], parts)
-        topics.append({"error_code": error, "topic": name, "is_internal": bool(internal), "partitions": parts})
+        topics.append({"error_code": error, "topic": name or "", "is_internal": bool(internal), "partitions": parts})
     if memory is not None:
         memory.blocks = kept
     return MetadataAnswer(brokers, cluster_id, controller, topics)

@@ -173,13 +173,13 @@ def test_a_quick_record_during_a_full_poll_does_not_publish_what_its_metadata_al
     zk = FakeZk({1, 2}, state, {"t": {0: (1,)}})
     src = AdminSource(ClusterConfig(name="c", bootstrap_servers="h:1", zookeeper="zk:2181"), CollectorConfig(), zk)
     m, t = md(replicas=(1,), leader=1, epoch=6)
-    stamped = src._metadata_arrived(t)  # the Metadata answer is in; offsets are being fetched
+    stamped = src.parts.published.arrive({x["topic"]: x["partitions"] for x in t})  # Metadata in; offsets asked
     (p,) = topic_state(quick := src.quick_records({"t"}))["partitions"]
     assert quick[0]["observed_at_ms"] >= stamped
     assert (p["leader"], p["leader_epoch"], p["isr"]) == (1, 6, [1]) and "zk_mtime_ms" not in p
     (p,) = topic_state(src._records(m, t, stamped, OffsetsRound(), 1))["partitions"]
     assert (p["leader"], p["leader_epoch"]) == (1, 6)
-    assert src._arrived is None, "handed over to _published once the poll's records are built"
+    assert src.parts.published.arrived is None, "handed over to parts.published once the poll's records are built"
     # without a full poll in flight the mirror's newer state is published as before
     state[("t", 0)] = ZkPartition(leader=-1, leader_epoch=7, isr=(1,), controller_epoch=3, mtime_ms=1100, version=5)
     (p,) = topic_state(src.quick_records({"t"}))["partitions"]
@@ -217,7 +217,7 @@ def test_a_poll_that_reaches_no_broker_still_publishes_the_zookeeper_view():
              ("t", 1): ZkPartition(leader=2, leader_epoch=2, isr=(2,), controller_epoch=3, mtime_ms=900, version=3)}
     zk = FakeZk(set(), state, {"t": {0: (1, 2), 1: (2,)}})  # no broker registered
     src = AdminSource(ClusterConfig(name="c", bootstrap_servers="h:1", zookeeper="zk:2181"), CollectorConfig(), zk)
-    src._failed(AccessProblem("unreachable", "cluster c: no broker answered"))
+    src.parts.access.failed(AccessProblem("unreachable", "cluster c: no broker answered"))
     failure, topic = src._failed_poll(7)
     assert failure["kind"] == "cluster" and failure["cluster_state"]["error"] == "cluster c: no broker answered"
     # who is registered is known without a broker: every replica holder down (BROKER_DOWN opens during
@@ -231,14 +231,14 @@ def test_a_poll_that_reaches_no_broker_still_publishes_the_zookeeper_view():
     assert ts["resolves"] is False, "a registration alone does not make a partition available"
     # ZooKeeper-triggered records meanwhile resolve nothing either; once a poll reaches a broker, they do
     zk._live = {1, 2}
-    src._last_cluster_state = failure["cluster_state"]
+    src.parts.brokers.last_state = failure["cluster_state"]
     assert [r["topic_state"].get("resolves", True) for r in src.quick_records({"t"}) if r["kind"] == "topic"] == [False]
-    src._degraded = False
+    src.parts.access.degraded = False
     assert [r["topic_state"].get("resolves", True) for r in src.quick_records({"t"}) if r["kind"] == "topic"] == [True]
     zk._live = set()
     # KRaft (no mirror), or krm's own ZooKeeper session lost: the failure alone, as before
     kraft = AdminSource(ClusterConfig(name="k", bootstrap_servers="h:1"), CollectorConfig())
-    kraft._failed(AccessProblem("unreachable", "cluster k: no broker answered"))
+    kraft.parts.access.failed(AccessProblem("unreachable", "cluster k: no broker answered"))
     assert [r["kind"] for r in kraft._failed_poll(1)] == ["cluster"]
     zk._live = None  # FakeZk: live_brokers() None, as when krm's own ZooKeeper session is down
     zk.live_brokers = lambda: None
@@ -272,9 +272,9 @@ def test_brokers_changed_watches_the_live_brokers_not_kraft_s_random_controller(
 
     monkeypatch.setattr(metadata_module, "ask", fake_ask)
     assert [src.brokers_changed() for _ in range(4)] == [False, False, True, True]
-    assert src._probes.silent(client, 0.0) == {}, "a refusal is not silence (the poll's refusal probe judges it)"
+    assert src.parts.brokers.probes.silent(client, 0.0) == {}, "a refusal is not silence (the poll's refusal probe judges it)"
     assert src.brokers_changed() is True
-    assert set(src._probes.silent(client, 0.0)) == {1}, "an unanswered check: silent since it went out"
+    assert set(src.parts.brokers.probes.silent(client, 0.0)) == {1}, "an unanswered check: silent since it went out"
 
 
 def test_a_closed_port_refuses_and_a_listening_one_does_not():
@@ -302,10 +302,10 @@ def test_unreachable_is_refused_at_once_and_silent_only_after_unreachable_after_
     monkeypatch.setattr(reachability, "refusing", lambda addresses: {b for b, (_h, port) in addresses.items()
                                                                      if port - 9092 in dead})
     src = AdminSource(ClusterConfig(name="c", bootstrap_servers="h:1"), CollectorConfig(unreachable_after_s=4.0))
-    src._known_brokers = {b: {"host": "h", "port": 9092 + b} for b in (1, 2, 3)}
+    src.parts.brokers.known = {b: {"host": "h", "port": 9092 + b} for b in (1, 2, 3)}
 
     def poll(answered):
-        return src._unreachable(OffsetsRound(answered=set(answered), asked={1, 2, 3}))
+        return src.parts.brokers.unreachable(OffsetsRound(answered=set(answered), asked={1, 2, 3}))
 
     assert poll({1, 2}) == {3}, "refused: at once"
     assert poll({1}) == {3}, "2 silent for 0 s"
@@ -330,11 +330,11 @@ def test_a_broker_that_just_became_live_may_refuse_for_unreachable_after_s(monke
     monkeypatch.setattr(reachability, "refusing", lambda addresses: {b for b, (_h, port) in addresses.items()
                                                                      if port - 9092 in refusing_now})
     src = AdminSource(ClusterConfig(name="c", bootstrap_servers="h:1"), CollectorConfig(unreachable_after_s=4.0))
-    src._known_brokers = {b: {"host": "h", "port": 9092 + b} for b in (1, 2, 3)}
+    src.parts.brokers.known = {b: {"host": "h", "port": 9092 + b} for b in (1, 2, 3)}
 
     def poll(live, answered):
-        src._note_live(set(live))
-        return src._unreachable(OffsetsRound(answered=set(answered), asked=set(live)))
+        src.parts.brokers.reach.note_live(set(live))
+        return src.parts.brokers.unreachable(OffsetsRound(answered=set(answered), asked=set(live)))
 
     assert poll({1, 2, 3}, {1, 2}) == {3}, "live at krm's first view: a refusal is definitive at once"
     assert poll({1, 2}, {1, 2}) == set(), "3's registration is gone"
@@ -355,15 +355,15 @@ def test_after_a_poll_that_reached_no_broker_every_broker_gets_the_start_up_grac
     monkeypatch.setattr(reachability, "refusing", lambda addresses: {2})
     # KRaft: no ZooKeeper
     src = AdminSource(ClusterConfig(name="c", bootstrap_servers="h:1"), CollectorConfig(unreachable_after_s=4.0))
-    src._known_brokers = {b: {"host": "h", "port": 9092 + b} for b in (1, 2)}
-    src._note_live({1, 2})
-    assert src._unreachable(OffsetsRound(answered={1}, asked={1, 2})) == {2}
-    src._problem = access.AccessProblem("unreachable", "cluster c unreachable")
+    src.parts.brokers.known = {b: {"host": "h", "port": 9092 + b} for b in (1, 2)}
+    src.parts.brokers.reach.note_live({1, 2})
+    assert src.parts.brokers.unreachable(OffsetsRound(answered={1}, asked={1, 2})) == {2}
+    src.parts.access.problem = access.AccessProblem("unreachable", "cluster c unreachable")
     src._failed_poll(7)  # the whole cluster may restart while nobody answers
-    src._note_live({1, 2})
-    assert src._unreachable(OffsetsRound(answered={1}, asked={1, 2})) == set()
+    src.parts.brokers.reach.note_live({1, 2})
+    assert src.parts.brokers.unreachable(OffsetsRound(answered={1}, asked={1, 2})) == set()
     clock[0] += 4.0
-    assert src._unreachable(OffsetsRound(answered={1}, asked={1, 2})) == {2}
+    assert src.parts.brokers.unreachable(OffsetsRound(answered={1}, asked={1, 2})) == {2}
 
 
 def test_a_controlled_shutdown_is_judged_on_the_controllers_writes_not_the_brokers_caches():
@@ -375,7 +375,7 @@ def test_a_controlled_shutdown_is_judged_on_the_controllers_writes_not_the_broke
                                              mtime_ms=990, version=4)}, {"t": {0: (2, 1)}})
     src = AdminSource(ClusterConfig(name="c", bootstrap_servers="h:1", zookeeper="zk:2181"), CollectorConfig(), zk)
     # the poll before: 2 led t/0 (what it held is the evidence that it handed over)
-    src._departures.annotate([{"id": b, "live": True, "reachable": True} for b in (1, 2)],
+    src.parts.brokers.departures.annotate([{"id": b, "live": True, "reachable": True} for b in (1, 2)],
                              lambda: [{"leader": 2, "isr": [2, 1], "replicas": [2, 1]}], 500)
     m, t = md(replicas=(2, 1), leader=2, epoch=2)  # the caches: 2 leads, ISR [2, 1]
     cluster = next(r for r in src._records(m, t, 1000, OffsetsRound(), 1) if r["kind"] == "cluster")["cluster_state"]
@@ -392,21 +392,21 @@ def test_silence_counts_from_the_first_unanswered_request(monkeypatch):
     monkeypatch.setattr(reachability.time, "monotonic", lambda: clock[0])
     monkeypatch.setattr(reachability, "refusing", lambda addresses: set())
     src = AdminSource(ClusterConfig(name="c", bootstrap_servers="h:1"), CollectorConfig(unreachable_after_s=4.0))
-    src._known_brokers = {b: {"host": "h", "port": 9092 + b} for b in (1, 2)}
+    src.parts.brokers.known = {b: {"host": "h", "port": 9092 + b} for b in (1, 2)}
 
     def poll(sent_at, answered):
         clock[0] = sent_at + 1.0  # the round waited its 1 s deadline
-        return src._unreachable(OffsetsRound(answered=set(answered), asked={1, 2}, sent_at=sent_at))
+        return src.parts.brokers.unreachable(OffsetsRound(answered=set(answered), asked={1, 2}, sent_at=sent_at))
 
     assert poll(100.0, {1}) == set()
     assert poll(102.0, {1}) == set(), "silent for 3 s"
     assert poll(103.0, {1}) == {2}, "silent for 4 s: since 100.0, when its first unanswered request went out"
     # its Metadata request timed out first: the silence counts from then
     src2 = AdminSource(ClusterConfig(name="c", bootstrap_servers="h:1"), CollectorConfig(unreachable_after_s=4.0))
-    src2._known_brokers = src._known_brokers
-    src2._reach.note_silent({2: 98.0})
+    src2.parts.brokers.known = src.parts.brokers.known
+    src2.parts.brokers.reach.note_silent({2: 98.0})
     clock[0] = 102.0
-    assert src2._unreachable(OffsetsRound(answered={1}, asked={1, 2}, sent_at=101.0)) == {2}
+    assert src2.parts.brokers.unreachable(OffsetsRound(answered={1}, asked={1, 2}, sent_at=101.0)) == {2}
 
 
 def test_a_broker_left_unanswered_is_dialled_afresh():

@@ -116,13 +116,13 @@ def source(short: bool, seed: int) -> AdminSource:
     src = AdminSource(ClusterConfig(name="c", bootstrap_servers="h:1"),
                       CollectorConfig(assignment_snapshot_s=40, history_keyframe_s=15, history_lag_floor_s=floor_s),
                       quiet=Thresholds(lag_messages=60, lag_seconds=lag_s, hw_stall_window_ms=6_000))
-    src.short_way = short
+    src.records.short_way = short
     src._elr_known = True
     return src
 
 
 def remembered(src: AdminSource) -> dict:
-    memory = src._memory
+    memory = src.parts.memory
     return {k: {f: getattr(s, f) for f in s.__slots__} for k, s in memory._seen.items()}
 
 
@@ -132,13 +132,13 @@ def test_the_short_way_publishes_and_remembers_what_the_full_way_does(seed):
     cluster = Cluster(rng, kraft_elr=seed % 2 == 0)
     fast, full = source(True, seed), source(False, seed)
     taken = []
-    still_quiet = fast._memory.still_quiet
+    still_quiet = fast.parts.memory.still_quiet
 
     def counting(*a, **k):
         taken.append(still_quiet(*a, **k))
         return taken[-1]
 
-    fast._memory.still_quiet = counting  # type: ignore[method-assign]
+    fast.parts.memory.still_quiet = counting  # type: ignore[method-assign]
     at = 1_000_000
     for poll_id in range(1, 120):
         cluster.step()
@@ -152,13 +152,14 @@ def test_the_short_way_publishes_and_remembers_what_the_full_way_does(seed):
                 listed = next(t["partitions"] for t in topics if t["topic"] == rec["topic_state"]["topic"])
                 assert rec["topic_state"]["broker_load"] == load_of((p["leader"], p["replicas"]) for p in listed)
         assert remembered(fast) == remembered(full), f"poll {poll_id}"
-        assert set(fast._memory._seen) == {(t["topic"], p["partition"]) for t in topics for p in t["partitions"]}
-        assert fast._departures._held_at == full._departures._held_at
+        assert set(fast.parts.memory._seen) == {(t["topic"], p["partition"]) for t in topics for p in t["partitions"]}
+        assert fast.parts.brokers.departures._held_at == full.parts.brokers.departures._held_at
         # and right: every broker leading or in the ISR of a replicated partition, and up, was seen holding now
         up = {b["id"] for b in mine[0]["cluster_state"]["brokers"] if b["live"] and b.get("reachable") is not False}
         listed = [p for t in topics for p in t["partitions"]]
-        assert {b for b, at_ms in fast._departures._held_at.items() if at_ms == at} == holders(listed) & up
-        assert fast._published.keys() == full._published.keys()
-        assert fast._published == full._published and fast._published_at.keys() == fast._published.keys()
+        assert {b for b, at_ms in fast.parts.brokers.departures._held_at.items() if at_ms == at} == holders(listed) & up
+        assert fast.parts.published.epochs.keys() == full.parts.published.epochs.keys()
+        assert fast.parts.published.epochs == full.parts.published.epochs
+        assert fast.parts.published.at.keys() == fast.parts.published.epochs.keys()
     # the short way was both taken and refused often: the comparison above covered both
     assert taken.count(True) > 50 and taken.count(False) > 300, (taken.count(True), taken.count(False))

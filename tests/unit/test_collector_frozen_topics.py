@@ -87,17 +87,17 @@ def source(pass_over: bool) -> AdminSource:
     src = AdminSource(ClusterConfig(name="c", bootstrap_servers="h:1"),
                       CollectorConfig(assignment_snapshot_s=45, history_keyframe_s=30, history_lag_floor_s=1.0),
                       quiet=Thresholds(lag_messages=60, lag_seconds=2.0, hw_stall_window_ms=6_000))
-    src.short_way = pass_over  # the full source builds every partition (and so never passes a topic over)
+    src.records.short_way = pass_over  # the full source builds every partition (and so never passes a topic over)
     src._elr_known = True
     return src
 
 
 def remembered(src: AdminSource) -> dict:
-    return {k: {f: getattr(s, f) for f in s.__slots__} for k, s in src._memory._seen.items()}
+    return {k: {f: getattr(s, f) for f in s.__slots__} for k, s in src.parts.memory._seen.items()}
 
 
 def refreshed(src: AdminSource, since: float) -> set:
-    return {k for k, at in src._published_at.items() if at >= since}
+    return {k for k, at in src.parts.published.at.items() if at >= since}
 
 
 @pytest.mark.parametrize("seed", range(12))
@@ -131,9 +131,9 @@ def test_passing_over_unchanged_topics_publishes_and_remembers_what_the_full_way
         theirs = full._records(md, topics, at, found, poll_id, unreachable=unreachable)
         assert mine == theirs, f"poll {poll_id}"
         assert remembered(fast) == remembered(full), f"poll {poll_id}"
-        assert fast._published == full._published
+        assert fast.parts.published.epochs == full.parts.published.epochs
         assert refreshed(fast, t0) == refreshed(full, t1), f"poll {poll_id}"
-        assert fast._departures._held_at == full._departures._held_at
+        assert fast.parts.brokers.departures._held_at == full.parts.brokers.departures._held_at
         assert fast.broker_view == full.broker_view
         passed += fast.frozen_topics
     assert passed > 20, passed  # topics were passed over often: the comparison above covered it

@@ -44,7 +44,7 @@ def test_a_cluster_that_does_not_announce_describe_log_dirs_is_not_asked():
     src, records = polled([2])
     client = Client({2: v4_answer(("/data", 0, 1000, 900))})
     client.get_api_versions = lambda: {3: (0, 12)}
-    src._ask_dirs(Admin(client), records, OffsetsRound())
+    ask_dirs(src, client, records)
     assert client.asked == [] and topic_state(records)["failed_log_dir_brokers"] == []
 
 
@@ -96,6 +96,11 @@ def polled(offline, zk=None):
     return src, records
 
 
+def ask_dirs(src, client, records):
+    """What a poll does after its records: ask the brokers with offline replicas about their directories."""
+    src.parts.dirs.ask(client, records, records[0]["cluster_state"]["brokers"], OffsetsRound())
+
+
 def topic_state(records):
     return next(r for r in records if r["kind"] == "topic")["topic_state"]
 
@@ -103,14 +108,14 @@ def topic_state(records):
 def test_a_restarting_broker_that_reports_every_directory_online_has_no_failed_directory():
     src, records = polled([2])
     client = Client({2: v4_answer(("/data", 0, 1000, 900))})
-    src._ask_dirs(Admin(client), records, OffsetsRound())
+    ask_dirs(src, client, records)
     assert client.asked == [2] and topic_state(records)["failed_log_dir_brokers"] == []
 
 
 def test_a_broker_that_reports_a_failed_directory_is_named():
     src, records = polled([2])
     client = Client({2: v4_answer(("/data", 0, 1000, 900), ("/data-2", log_dirs.KAFKA_STORAGE_ERROR, -1, -1))})
-    src._ask_dirs(Admin(client), records, OffsetsRound())
+    ask_dirs(src, client, records)
     assert topic_state(records)["failed_log_dir_brokers"] == [2]
 
 
@@ -118,8 +123,8 @@ def test_the_zookeeper_mirrors_records_carry_the_last_polls_evidence():
     state = {("t", 0): ZkPartition(leader=-1, leader_epoch=4, isr=(2,), controller_epoch=1, mtime_ms=990, version=5)}
     src, records = polled([2], FakeZk({1, 2, 3}, state, {"t": {0: [2]}}))
     client = Client({2: v4_answer(("/data-2", log_dirs.KAFKA_STORAGE_ERROR, -1, -1))})
-    src._ask_dirs(Admin(client), records, OffsetsRound())
-    (quick,) = src._mirror_topics({"t"}, 2, 2000, {1, 2, 3}, None)
+    ask_dirs(src, client, records)
+    (quick,) = src.mirror.mirror_topics({"t"}, 2, 2000, {1, 2, 3}, None)
     assert quick["topic_state"]["partitions"][0]["offline_replicas"] == [2]
     assert quick["topic_state"]["failed_log_dir_brokers"] == [2]
 
@@ -127,7 +132,7 @@ def test_the_zookeeper_mirrors_records_carry_the_last_polls_evidence():
 @pytest.mark.parametrize("client", [Client({}, refusing={2}), Client({}, silent={2})], ids=["refused", "silent"])
 def test_no_answer_is_no_evidence(client):
     src, records = polled([2])
-    src._ask_dirs(Admin(client), records, OffsetsRound())
+    ask_dirs(src, client, records)
     assert topic_state(records)["failed_log_dir_brokers"] == []
 
 
@@ -138,10 +143,10 @@ def test_a_broker_back_between_two_polls_is_no_failed_directory_in_the_mirrors_r
     zk = FakeZk({1, 3}, state, {"t": {0: [2]}})
     src, records = polled([2], zk)
     client = Client({})
-    src._ask_dirs(Admin(client), records, OffsetsRound())
+    ask_dirs(src, client, records)
     assert client.asked == [] and topic_state(records)["failed_log_dir_brokers"] == []  # the dead are not asked
     zk._live = {1, 2, 3}
-    (quick,) = src._mirror_topics({"t"}, 2, 2000, {1, 2, 3}, None)
+    (quick,) = src.mirror.mirror_topics({"t"}, 2, 2000, {1, 2, 3}, None)
     assert quick["topic_state"]["partitions"][0]["offline_replicas"] == [2]
     assert quick["topic_state"]["failed_log_dir_brokers"] == []
 
@@ -149,7 +154,7 @@ def test_a_broker_back_between_two_polls_is_no_failed_directory_in_the_mirrors_r
 def test_nobody_is_asked_without_an_offline_replica_on_a_live_broker():
     src, records = polled([])
     client = Client({})
-    src._ask_dirs(Admin(client), records, OffsetsRound())
+    ask_dirs(src, client, records)
     assert client.asked == [] and "failed_log_dir_brokers" not in topic_state(records)
 
 
@@ -183,11 +188,11 @@ def test_a_failed_directory_stays_named_while_its_broker_is_too_busy_to_say_so_a
     """A loaded broker answering DescribeLogDirs once with a failed directory, then not at all: its
     partitions stay `log_dir_offline`, not `live_isr_but_no_leader` for a poll (ZooKeeper mode, a whole-suite run)."""
     src, records = polled([2])
-    src._ask_dirs(Admin(Client({2: v4_answer(("/data-2", log_dirs.KAFKA_STORAGE_ERROR, -1, -1))})), records, OffsetsRound())
+    ask_dirs(src, Client({2: v4_answer(("/data-2", log_dirs.KAFKA_STORAGE_ERROR, -1, -1))}), records)
     assert topic_state(records)["failed_log_dir_brokers"] == [2]
     _, again = polled([2])
-    src._ask_dirs(Admin(quiet), again, OffsetsRound())
+    ask_dirs(src, quiet, again)
     assert topic_state(again)["failed_log_dir_brokers"] == [2]
     _, healed = polled([2])
-    src._ask_dirs(Admin(Client({2: v4_answer(("/data-2", 0, 1000, 900))})), healed, OffsetsRound())
+    ask_dirs(src, Client({2: v4_answer(("/data-2", 0, 1000, 900))}), healed)
     assert topic_state(healed)["failed_log_dir_brokers"] == []

@@ -298,12 +298,12 @@ def test_access_failures_are_retried_ever_more_slowly():
         import time
 
         before = time.monotonic()
-        src._failed(refused)
-        waits.append(round(src._access.retry_at - before))
+        src.parts.access.failed(refused)
+        waits.append(round(src.parts.access.retry.retry_at - before))
     assert waits == [5, 10, 20, 40, 60, 60, 60]
     assert src.poll()[0]["cluster_state"]["error_reason"] == "authentication_failed"  # no connection attempted
-    src._failed(access.AccessProblem(access.UNREACHABLE, "down"))
-    assert src._access.failures == 0  # an unreachable cluster is polled at the normal rate
+    src.parts.access.failed(access.AccessProblem(access.UNREACHABLE, "down"))
+    assert src.parts.access.retry.failures == 0  # an unreachable cluster is polled at the normal rate
 
 
 def test_one_back_off_doubles_to_its_cap_and_starts_over_after_a_success():

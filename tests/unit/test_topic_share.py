@@ -69,8 +69,8 @@ def test_the_shares_publish_together_what_one_collector_publishes(seed):
         md, topics, found, unreachable = cluster.poll()
         at += rng.choice((1000, 2000))
         one = whole._records(md, topics, at, found, poll_id, unreachable=unreachable)
-        a = first._share.stamp(first._records(md, topics, at, found, poll_id, unreachable=unreachable))
-        b = second._share.stamp(second._records(md, topics, at, found, poll_id, unreachable=unreachable))
+        a = first.parts.share.stamp(first._records(md, topics, at, found, poll_id, unreachable=unreachable))
+        b = second.parts.share.stamp(second._records(md, topics, at, found, poll_id, unreachable=unreachable))
         for r in a + b:
             check(r)  # the contract holds a share's records too
         assert a[0]["cluster_state"]["topic_share"] == {"index": 1, "count": 2}
