@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any, Iterator
 
+from prometheus_client.metrics_core import Metric
+
 
 class CollectorMetrics:
     """A prometheus-client collector reading the live counters of a collectors.daemon.Collector."""
@@ -11,10 +13,10 @@ class CollectorMetrics:
     def __init__(self, collector: Any) -> None:
         self.collector = collector
 
-    def describe(self) -> list[Any]:
+    def describe(self) -> list[Metric]:
         return []
 
-    def collect(self) -> Iterator[Any]:
+    def collect(self) -> Iterator[Metric]:
         from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
         c = self.collector

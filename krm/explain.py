@@ -22,9 +22,13 @@ from __future__ import annotations
 import datetime as dt
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping, Sequence, TypedDict
 
 from krm.assignment import assign, expansion_inputs, replica_index
+from pipelines.assignment_history import SizeChange
+
+# a partition-count increase of the topic's history: when, from how many, to how many
+Growth = TypedDict("Growth", {"at": dt.datetime, "from": int, "to": int})
 
 
 @dataclass(frozen=True)
@@ -47,7 +51,7 @@ class Explanation:
     findings: list[str]
     next_partitions: dict[int, list[int]]
     next_note: str
-    history: list[dict[str, Any]] = field(default_factory=list)
+    history: list[Growth] = field(default_factory=list)
 
 
 def spread_is_even(counts: Sequence[int]) -> bool:
@@ -109,7 +113,7 @@ def _reproduces(assignment: Mapping[int, list[int]], ordered: list[int], start: 
 
 
 def explain(topic: str, assignment: Mapping[int, list[int]], live: Sequence[int], *, mode: str | None = None,
-            leaders: Mapping[int, int] | None = None, history: Sequence[dict[str, Any]] = (),
+            leaders: Mapping[int, int] | None = None, history: Sequence[SizeChange] = (),
             broker_joins: Mapping[int, dt.datetime] | None = None, next_n: int = 0,
             first_seen: dt.datetime | None = None) -> Explanation:
     """`assignment`: partition -> replicas; `live`: registered brokers; `history`: the topic's
@@ -155,8 +159,8 @@ def explain(topic: str, assignment: Mapping[int, list[int]], live: Sequence[int]
     return Explanation(topic, n, rf, brokers, segments, balanced, findings, nxt, note, list(_growth(history)))
 
 
-def _growth(history: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    out = []
+def _growth(history: Sequence[SizeChange]) -> list[Growth]:
+    out: list[Growth] = []
     prev = None
     for h in history:
         c = h["partition_count"]

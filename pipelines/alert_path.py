@@ -17,6 +17,7 @@ from dataclasses import replace
 from typing import Any
 
 from foundation.config import Config
+from pipelines.detectors.settings import DetectorSettings
 from pipelines import clock, disks, replication_links, slowed, tiered_view
 from pipelines.assignment_history import broker_join_ms, topic_layouts
 from pipelines.balance import BalanceCheck
@@ -69,7 +70,7 @@ class AlertPath:
     """
 
     def __init__(self, state: PipelineState, book: IncidentBook, store: IncidentStore,
-                 balance: BalanceCheck | None = None, deleted_after_ms: int = 30_000, settings: Any = None,
+                 balance: BalanceCheck | None = None, deleted_after_ms: int = 30_000, settings: DetectorSettings | None = None,
                  slow: SlowView | None = None) -> None:
         self.state = state
         self.settings = settings  # findings.DetectorSettings: what the escalations by time read (None: none)
@@ -252,7 +253,7 @@ class AlertPath:
 
 
 def split_rows(rows: list[Any], canaries: list[Any] | None = None, tiered: list[Any] | None = None,
-               shares: dict[str, dict[int, int]] | None = None, settings: Any = None) -> tuple[
+               shares: dict[str, dict[int, int]] | None = None, settings: DetectorSettings | None = None) -> tuple[
         list[ScopePoll], list[Finding], dict[str, ClusterView], list[TopicLoad], list[JmxSample]]:
     """The collected alert rows sorted by kind. Fields are read by position: a pyspark Row's
     attribute access searches its field names each time, and a broker death at 200k partitions

@@ -7,13 +7,22 @@ no Spark. Absent tables mean no history, not an error: the pipeline may never ha
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any
+from pathlib import Path
+from typing import Iterable, TypedDict, TypeVar
 
-from foundation.storage import as_location
+from foundation.storage import Location, as_location
 from pipelines.detectors.balance import BROKER_EXPANSION, REPLICA_IMBALANCE, TopicLayout
+from pipelines.incidents import Incident
+
+T = TypeVar("T")
 
 
-def topic_history(assignments: Any, cluster: str, topic: str) -> list[dict[str, Any]]:
+class SizeChange(TypedDict):
+    observed_at: dt.datetime
+    partition_count: int
+
+
+def topic_history(assignments: Location | Path | str, cluster: str, topic: str) -> list[SizeChange]:
     """[{observed_at, partition_count}] oldest first (empty without a table)."""
     assignments = as_location(assignments)
     if not assignments.is_table():
@@ -27,7 +36,7 @@ def topic_history(assignments: Any, cluster: str, topic: str) -> list[dict[str, 
     return [{"observed_at": _utc(r["observed_at"]), "partition_count": r["partition_count"]} for r in t.to_pylist()]
 
 
-def topic_layouts(assignments: Any) -> dict[tuple[str, str], Any]:
+def topic_layouts(assignments: Location | Path | str) -> dict[tuple[str, str], TopicLayout]:
     """(cluster, topic) -> balance.TopicLayout over every recorded snapshot: when first recorded, when
     first recorded with its current (largest) partition count, that count. A pipeline restores its
     assignment history from it at start; two aggregations, no row-by-row scan."""
@@ -56,14 +65,14 @@ def topic_layouts(assignments: Any) -> dict[tuple[str, str], Any]:
     return out
 
 
-def broker_join_ms(incidents: list[Any]) -> dict[tuple[str, int], int]:
+def broker_join_ms(incidents: list[Incident]) -> dict[tuple[str, int], int]:
     """(cluster, broker) -> when its first `broker_expansion` incident opened: when the pipeline
     first saw the broker join."""
     return {(c, b): int(when.timestamp() * 1000)
             for c in {i.cluster for i in incidents} for b, when in broker_joins(incidents, c).items()}
 
 
-def broker_joins(incidents: list[Any], cluster: str) -> dict[int, dt.datetime]:
+def broker_joins(incidents: Iterable[Incident], cluster: str) -> dict[int, dt.datetime]:
     """broker -> when its broker_expansion incident opened (the pipeline's first sight of it)."""
     out: dict[int, dt.datetime] = {}
     for i in incidents:
@@ -73,7 +82,7 @@ def broker_joins(incidents: list[Any], cluster: str) -> dict[int, dt.datetime]:
     return out
 
 
-def _utc(t: Any) -> Any:
+def _utc(t: T) -> T:
     if isinstance(t, dt.datetime) and t.tzinfo is None:
         return t.replace(tzinfo=dt.timezone.utc)
     return t

@@ -21,18 +21,38 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any, Iterable, TypedDict
 
 from foundation.storage import Location, as_location
 from pipelines.detectors.isr import IsrDetails
 from pipelines.detectors.offline import OfflineDetails
+from pipelines.incidents import Incident
 
 log = logging.getLogger(__name__)
 
 ISR_TYPES = frozenset({"UNDER_REPLICATED", "UNDER_MIN_ISR", "AT_MIN_ISR"})
 
 
-def trouble(open_incidents: Any) -> dict[tuple[str, int], tuple[int, int]]:
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+
+
+class BrokerSample(TypedDict):
+    """One broker at one sample: a row of the broker history (SCHEMA_FIELDS)."""
+    date: dt.date
+    cluster: str
+    broker: int
+    observed_at: dt.datetime
+    registered: bool
+    leaders: int
+    replicas: int
+    preferred: int
+    out_of_sync: int
+    offline_needing: int
+
+
+def trouble(open_incidents: Iterable[Incident]) -> dict[tuple[str, int], tuple[int, int]]:
     """(cluster, broker) -> (partitions where its replica is out of the ISR, offline partitions that need it
     back: `must_return`), as the open incidents name them; a partition counts once per broker."""
     out_of_sync: dict[tuple[str, int], set[tuple[str, int]]] = {}
@@ -53,11 +73,11 @@ def trouble(open_incidents: Any) -> dict[tuple[str, int], tuple[int, int]]:
     return {k: (len(out_of_sync.get(k, ())), len(offline.get(k, ()))) for k in set(out_of_sync) | set(offline)}
 
 
-def samples(snapshot: Any, stale: set[str] | dict[str, float], at_ms: int) -> list[dict[str, Any]]:
+def samples(snapshot: Any, stale: set[str] | dict[str, float], at_ms: int) -> list[BrokerSample]:
     """The rows of one sample: every broker of every cluster whose view is fresh."""
     when = dt.datetime.fromtimestamp(at_ms / 1000, dt.timezone.utc)
     troubled = trouble(snapshot.open_incidents)
-    rows = []
+    rows: list[BrokerSample] = []
     for cluster, view in sorted(snapshot.clusters.items()):
         if cluster in stale or view.error is not None:
             continue
@@ -77,7 +97,7 @@ SCHEMA_FIELDS = (("date", "date32"), ("cluster", "string"), ("broker", "int32"),
                  ("out_of_sync", "int32"), ("offline_needing", "int32"))
 
 
-def schema() -> Any:
+def schema() -> pa.Schema:
     import pyarrow as pa
 
     kinds = {"date32": pa.date32(), "string": pa.string(), "int32": pa.int32(), "bool": pa.bool_(),
@@ -85,7 +105,7 @@ def schema() -> Any:
     return pa.schema([(name, kinds[kind]) for name, kind in SCHEMA_FIELDS])
 
 
-def append(table: Location, rows: list[dict[str, Any]], properties: dict[str, str] | None = None) -> None:
+def append(table: Location, rows: list[BrokerSample], properties: dict[str, str] | None = None) -> None:
     import pyarrow as pa
 
     if rows:
@@ -101,9 +121,9 @@ class Unwritten:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._rows: list[dict[str, Any]] = []
+        self._rows: list[BrokerSample] = []
 
-    def add(self, rows: list[dict[str, Any]]) -> None:
+    def add(self, rows: list[BrokerSample]) -> None:
         with self._lock:
             self._rows.extend(rows)
             if len(self._rows) > MAX_UNWRITTEN:
@@ -111,17 +131,17 @@ class Unwritten:
                 del self._rows[:dropped]
                 log.warning("broker history: %d samples dropped, the table has not been writable for long", dropped)
 
-    def take(self) -> list[dict[str, Any]]:
+    def take(self) -> list[BrokerSample]:
         with self._lock:
             rows, self._rows = self._rows, []
             return rows
 
-    def put_back(self, rows: list[dict[str, Any]]) -> None:
+    def put_back(self, rows: list[BrokerSample]) -> None:
         """A failed append's rows, ahead of those taken since."""
         with self._lock:
             self._rows[:0] = rows
 
-    def of(self, cluster: str, broker: int) -> list[dict[str, Any]]:
+    def of(self, cluster: str, broker: int) -> list[BrokerSample]:
         with self._lock:
             return [r for r in self._rows if r["cluster"] == cluster and r["broker"] == broker]
 

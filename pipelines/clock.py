@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any, Iterable, Mapping
 
+from pipelines.detectors.settings import DetectorSettings
 from pipelines.detectors.registry import RULES
 from pipelines.detectors.rule import SEVERITIES, Rule
 from pipelines.incidents import Finding, Incident
@@ -31,7 +32,7 @@ the incident is open (a collector restarted meanwhile reports the broker down si
 Opening = tuple[str, str, int, dict[str, Any]]
 
 
-def openings(state: Mapping[str, Any], settings: Any, rules: Mapping[str, Rule] = OPENING) -> tuple[Opening, ...]:
+def openings(state: Mapping[str, Any], settings: DetectorSettings, rules: Mapping[str, Rule] = OPENING) -> tuple[Opening, ...]:
     """What time alone will open on a cluster whose record says `state` (its cluster_state), and when."""
     out = []
     for rule in rules.values():
@@ -55,7 +56,7 @@ def openings_due(cluster: str, due: Iterable[Opening], at_ms: int, poll_id: int,
     return out
 
 
-def escalations_due(incidents: Iterable[Incident], through_ms: Mapping[str, int], settings: Any,
+def escalations_due(incidents: Iterable[Incident], through_ms: Mapping[str, int], settings: DetectorSettings,
                     rules: Mapping[str, Rule] = TIMED) -> list[Incident]:
     """Open incidents whose escalation by time is due by their cluster's `through_ms`, raised: the
     severity the escalation names, last seen at the moment it became due (what a poll then would have said)."""

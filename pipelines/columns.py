@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import threading
-from typing import Any, Callable, Hashable, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Hashable, TypeVar
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column
 
 T = TypeVar("T")
 _built: dict[Hashable, tuple[Any, Any]] = {}
@@ -28,7 +31,7 @@ def built_once(key: Hashable, build: Callable[[], T]) -> T:
         return value
 
 
-def let(value: Any, body: Callable[[Any], Any]) -> Any:
+def let(value: Column, body: Callable[[Column], Column]) -> Column:
     """body(value) with `value` computed once. Spark re-evaluates a column every time a lambda body
     refers to it (no common-subexpression elimination inside higher-order functions); binding it as
     the lambda variable of a one-element transform evaluates it once."""
@@ -37,7 +40,7 @@ def let(value: Any, body: Callable[[Any], Any]) -> Any:
     return F.element_at(F.transform(F.array(value), body), 1)
 
 
-def leo_of(replica_offsets: Any, broker: Any) -> Any:
+def leo_of(replica_offsets: Column, broker: Column) -> Column:
     """The LEO a replica reported (a partition's `replica_offsets`), as a Column; null when it did not
     answer."""
     from pyspark.sql import functions as F

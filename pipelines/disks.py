@@ -8,7 +8,9 @@ its severity, and the shipped alerts key on that, so the rules file needs no edi
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Iterable, Iterator
+from typing import Iterable, Iterator
+
+from prometheus_client.metrics_core import Metric
 
 from pipelines.detectors.exports import Alert, console
 from schemas.disks import PAGE_WITHIN_S as PAGE_WITHIN_S  # re-exported: the forecast horizons
@@ -45,7 +47,7 @@ def urgency(full_in_s: float | None, page_within_s: float = PAGE_WITHIN_S,
 
 
 def series(views: Iterable[tuple[str, tuple[LogDirState, ...]]], page_within_s: float = PAGE_WITHIN_S,
-           warn_within_s: float = WARN_WITHIN_S) -> Iterator[Any]:
+           warn_within_s: float = WARN_WITHIN_S) -> Iterator[Metric]:
     """(cluster, its directories) -> the five families, each present (empty) even with none known."""
     from prometheus_client.core import GaugeMetricFamily
 

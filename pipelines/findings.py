@@ -9,32 +9,21 @@ predicates; only unhealthy ones are turned into finding structs.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
-from foundation.config import setting
 from pipelines.columns import built_once, let
 from pipelines.detectors import registry
 from pipelines.detectors.rule import ROW_FIELDS, ClusterRecordView, PartitionView
 from pipelines.detectors.rule import row as _row
-from schemas.quiet import Thresholds
+from pipelines.detectors.settings import DetectorSettings
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame
 
 __all__ = ["ROW_FIELDS", "DetectorSettings", "alert_rows", "broker_counts"]
 
 
-@dataclass(frozen=True)
-class DetectorSettings(Thresholds):
-    """Thresholds baked into the plan (it is built once per stream): the quiet test's (schemas/quiet.py:
-    the lag and stall thresholds, which the collectors read too) and the cluster rules', each declared
-    once with its `[pipeline]` key (`DetectorSettings.of(config.pipeline)`)."""
-
-    planned_stop_max_ms: int = setting("planned_stop_max_s", 1000)
-    reassignment_stall_ms: int = setting("reassignment_stall_s", 1000)
-    migration_copy_stuck_ms: int = setting("migration_copy_stuck_s", 1000)
-    migration_dual_write_max_ms: int = setting("migration_dual_write_max_s", 1000)
-
-
-def topic_rows(obs: Any, observed_at_ms: Any, settings: DetectorSettings) -> Any:
+def topic_rows(obs: Column, observed_at_ms: Column, settings: DetectorSettings) -> Column:
     """For a `topic` record: its poll markers, then the findings of every partition rule over the
     partitions some rule says may be affected (healthy partitions cost those cheap checks only)."""
     from pyspark.sql import functions as F
@@ -48,17 +37,17 @@ def topic_rows(obs: Any, observed_at_ms: Any, settings: DetectorSettings) -> Any
     prefilters = [a for a in {id(r.affected): r.affected for r in rules}.values() if a is not None]  # shared: once
     plans = [r.plan for r in rules if r.plan is not None]
 
-    def view(p: Any) -> PartitionView:
+    def view(p: Column) -> PartitionView:
         return PartitionView(p, ts, observed_at_ms, settings)
 
-    def maybe_affected(p: Any) -> Any:
+    def maybe_affected(p: Column) -> Column:
         v = view(p)
         out = prefilters[0](v)
         for check in prefilters[1:]:
             out = out | check(v)
         return out
 
-    def partition_findings(p: Any) -> Any:
+    def partition_findings(p: Column) -> Column:
         v = view(p)
         return F.filter(F.concat(*[plan(v) for plan in plans]), lambda x: x.isNotNull())
 
@@ -80,7 +69,7 @@ def topic_rows(obs: Any, observed_at_ms: Any, settings: DetectorSettings) -> Any
     return F.concat(markers, tiered, F.flatten(F.transform(unhealthy, partition_findings)))
 
 
-def tiered_offsets(partitions: Any) -> Any:
+def tiered_offsets(partitions: Column) -> Column:
     """A tiered topic's [partition, high watermark, log start, local log start, highest remote offset]
     per partition as JSON (pipelines/tiered_view.py). Only topics with remote.storage.enable=true
     pay for it: their offsets are the series, healthy or not."""
@@ -91,7 +80,7 @@ def tiered_offsets(partitions: Any) -> Any:
         p["highest_remote_offset"])))
 
 
-def broker_counts(partitions: Any) -> Any:
+def broker_counts(partitions: Column) -> Column:
     """The topic's size and, per broker, [broker, leaders, replicas, preferred, preferred_not_leading]
     as JSON: the inputs of krm_broker_leaders / krm_broker_replicas and of the balance detectors. The
     preferred leader is the first replica (Kafka's definition); a leaderless partition counts as not
@@ -112,8 +101,8 @@ def broker_counts(partitions: Any) -> Any:
         F.transform(F.filter(partitions, lambda p: F.element_at(p["replicas"], 1) != p["leader"]),
                     lambda p: F.element_at(p["replicas"], 1)).alias("not_leading"))
 
-    def per_broker(a: Any) -> Any:
-        def count(arr: Any, b: Any) -> Any:
+    def per_broker(a: Column) -> Column:
+        def count(arr: Column, b: Column) -> Column:
             return F.size(arr) - F.size(F.array_remove(arr, b))
 
         return F.transform(F.array_distinct(a["replicas"]), lambda b: F.array(
@@ -122,7 +111,7 @@ def broker_counts(partitions: Any) -> Any:
     return F.to_json(F.struct(F.size(partitions).alias("partitions"), let(arrays, per_broker).alias("brokers")))
 
 
-def cluster_rows(obs: Any, observed_at_ms: Any = None, settings: DetectorSettings | None = None) -> Any:
+def cluster_rows(obs: Column, observed_at_ms: Column | None = None, settings: DetectorSettings | None = None) -> Column:
     """For a `cluster` record: its state; when the poll succeeded, a poll marker and the findings of
     the cluster rules (brokers, controller). A failed poll (no broker answered) is judged by the rules
     with `failed_polls`: CLUSTER_UNREACHABLE, or BROKER_DOWN when it still carries who is registered
@@ -135,7 +124,7 @@ def cluster_rows(obs: Any, observed_at_ms: Any = None, settings: DetectorSetting
     marker = _row(row_type=F.lit("poll"), scope=scope)
     view = ClusterRecordView(cs, observed_at_ms, settings or DetectorSettings())
 
-    def present(rows: Any) -> Any:
+    def present(rows: Column) -> Column:
         return F.filter(rows, lambda x: x.isNotNull())
 
     rules = registry.of_subject("cluster")
@@ -149,7 +138,7 @@ def cluster_rows(obs: Any, observed_at_ms: Any = None, settings: DetectorSetting
         .otherwise(F.concat(F.array(state), on_failure))
 
 
-def jmx_rows(obs: Any) -> Any:
+def jmx_rows(obs: Column) -> Column:
     """For a `broker_metrics` record: the broker's own gauges (or the scrape error), for /metrics and
     the controller split-brain check (pipelines/jmx_view.py)."""
     from pyspark.sql import functions as F
@@ -160,7 +149,7 @@ def jmx_rows(obs: Any) -> Any:
                                                    bm["scrape_ms"].alias("scrape_ms")))))
 
 
-def canary_rows(obs: Any) -> Any:
+def canary_rows(obs: Column) -> Column:
     """For a `canary` record: the round as it is; the driver judges it (pipelines/detectors/canary.py)."""
     from pyspark.sql import functions as F
 
@@ -168,7 +157,7 @@ def canary_rows(obs: Any) -> Any:
     return F.array(_row(row_type=F.lit("canary"), scope=F.lit("canary"), topic=cs["topic"], details=F.to_json(cs)))
 
 
-def alert_rows(observations: Any, settings: DetectorSettings | None = None) -> Any:
+def alert_rows(observations: DataFrame, settings: DetectorSettings | None = None) -> DataFrame:
     """Everything the driver needs from one micro-batch: cluster, poll_id, observed_at_ms + ROW_FIELDS."""
     settings = settings or DetectorSettings()
     rows = built_once(("findings.alert_rows", settings), lambda: _rows_column(settings))
@@ -176,7 +165,7 @@ def alert_rows(observations: Any, settings: DetectorSettings | None = None) -> A
         "cluster", "poll_id", "observed_at_ms", "r.*")
 
 
-def _rows_column(settings: DetectorSettings) -> Any:
+def _rows_column(settings: DetectorSettings) -> Column:
     """Each record exploded into its rows (`r`): the projection every alert batch runs."""
     from pyspark.sql import functions as F
 

@@ -24,14 +24,17 @@ Pure DataFrame transformations: no action, no I/O. docs/history.md describes the
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame
 
 from pipelines.columns import leo_of
 
 PARTITION_COLUMNS = ("date", "cluster")
 
 
-def _changed(p: Any, v: Any) -> Any:
+def _changed(p: Column, v: Column) -> Column:
     """A partition poll (`p`, of a record of version `v`) the collector marked changed; every poll of a
     v1/v2 record, whose collector did not say."""
     from pyspark.sql import functions as F
@@ -39,21 +42,21 @@ def _changed(p: Any, v: Any) -> Any:
     return F.coalesce(p["changed"], F.lit(False)) | (v < 3)
 
 
-def _kept(p: Any, v: Any) -> Any:
+def _kept(p: Column, v: Column) -> Column:
     """A partition poll partition_state keeps: changed, or its topic's keyframe."""
     from pyspark.sql import functions as F
 
     return _changed(p, v) | F.coalesce(p["keyframe"], F.lit(False))
 
 
-def _lagging(p: Any) -> Any:
+def _lagging(p: Column) -> Column:
     """The followers the collector marked lagging at this poll (none when absent)."""
     from pyspark.sql import functions as F
 
     return F.coalesce(p["lagging"], F.array().cast("array<int>"))
 
 
-def partition_polls(good: Any) -> Any:
+def partition_polls(good: DataFrame) -> DataFrame:
     """One row per partition per poll: partition_state's columns, `keep` (the row is written), the
     poll's replica offsets and `lagging` (module docstring)."""
     from pyspark.sql import functions as F
@@ -75,7 +78,7 @@ def partition_polls(good: Any) -> Any:
         F.to_date(F.timestamp_millis("observed_at_ms")).alias("date"))
 
 
-def contents(parsed: Any) -> Any:
+def contents(parsed: DataFrame) -> DataFrame:
     """One row saying what a batch of `ingest.parse` output holds for each table: `keep` (a partition
     poll for partition_state), `lag` (one that may give replica_lag rows), `assignment` (an assignments
     row) and `rejected` (records refused). One Spark job answers all four; a quiet cluster's batch
@@ -88,7 +91,7 @@ def contents(parsed: Any) -> Any:
     parts = F.coalesce(ts["partitions"], F.array())
     topic = ok & (F.col("o.kind") == "topic")
 
-    def anywhere(cond: Any) -> Any:
+    def anywhere(cond: Column) -> Column:
         return F.coalesce(F.max((topic & cond).cast("int")), F.lit(0)) > 0
 
     return parsed.agg(
@@ -98,7 +101,7 @@ def contents(parsed: Any) -> Any:
         F.count(F.when(~ok, 1)).alias("rejected"))
 
 
-def partition_state(polls: Any) -> Any:
+def partition_state(polls: DataFrame) -> DataFrame:
     from pyspark.sql import functions as F
 
     return polls.where(F.col("keep")).select(
@@ -106,7 +109,7 @@ def partition_state(polls: Any) -> Any:
         "replicas", "isr", "high_watermark", "leader_leo", "write_rate", "hw_stalled_since_ms", "changed", "date")
 
 
-def replica_lag(polls: Any) -> Any:
+def replica_lag(polls: DataFrame) -> DataFrame:
     from pyspark.sql import functions as F
 
     rows = polls.where(F.col("changed") | (F.size("lagging") > 0)).select(
@@ -123,7 +126,7 @@ def replica_lag(polls: Any) -> Any:
         F.to_date(F.timestamp_millis("observed_at_ms")).alias("date"))
 
 
-def assignments(good: Any) -> Any:
+def assignments(good: DataFrame) -> DataFrame:
     from pyspark.sql import functions as F
 
     ts = F.col("topic_state")

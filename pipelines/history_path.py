@@ -121,6 +121,7 @@ class HistoryPath:
 
         try:
             holds = history.contents(parsed).first()
+            assert holds is not None  # (an aggregation's one row)
             good = valid(parsed).withColumn("date", F.to_date(F.timestamp_millis("observed_at_ms")))
             polls = history.partition_polls(good)
             for name, frame, path, held in (

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Iterator, Mapping
 
+from prometheus_client.metrics_core import Metric
+
 # the request names Kafka's RequestMetrics uses, by the prefix of the record's gauge names (collectors/jmx.py)
 REQUESTS = {"produce": "Produce", "fetch_follower": "FetchFollower"}
 QUANTILES = {"p50": "0.5", "p99": "0.99"}
@@ -43,7 +45,7 @@ def failed_leaders(samples: Iterable[Any]) -> set[tuple[str, int]]:
 
 
 def series(jmx: Mapping[tuple[str, int], Any], canary: Mapping[tuple[str, int], Any],
-           clusters: Mapping[str, Any] | None = None) -> Iterator[Any]:
+           clusters: Mapping[str, Any] | None = None) -> Iterator[Metric]:
     """krm_broker_request_latency_seconds{cluster,broker,request,quantile},
     krm_broker_client_latency_seconds{cluster,broker} and krm_broker_answer_seconds{cluster,broker}."""
     from prometheus_client.core import GaugeMetricFamily

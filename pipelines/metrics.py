@@ -11,6 +11,8 @@ import time
 from collections import Counter
 from typing import Any, Callable, Iterator
 
+from prometheus_client.metrics_core import Metric
+
 from foundation.web_config import load_web_config, serve_wsgi
 from pipelines import broker_history, disks, latency, replication_links, slowed
 from pipelines.detectors import hw_stall, offline, quorum
@@ -25,10 +27,10 @@ class KrmCollector:
         self.state = state
         self.clock = clock
 
-    def describe(self) -> list[Any]:
+    def describe(self) -> list[Metric]:
         return []  # families vary with the findings; prometheus-client then calls collect() lazily
 
-    def collect(self) -> Iterator[Any]:
+    def collect(self) -> Iterator[Metric]:
         from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
         snap = self.state.snapshot
@@ -140,7 +142,7 @@ class KrmCollector:
             yield from _quality_series(snap.quality)
 
 
-def _quality_series(q: QualityStats) -> Iterator[Any]:
+def _quality_series(q: QualityStats) -> Iterator[Metric]:
     """krm_data_quality_*: the suite beside the alert path (pipelines/quality.py)."""
     from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
@@ -163,7 +165,7 @@ def _quality_series(q: QualityStats) -> Iterator[Any]:
     yield unexpected
 
 
-def _rule_series(incidents: tuple[Incident, ...], clusters: list[str], now: float) -> Iterator[Any]:
+def _rule_series(incidents: tuple[Incident, ...], clusters: list[str], now: float) -> Iterator[Metric]:
     """Every series the rules declare (`Rule.series`, pipelines/detectors/exports.py), in registry
     order: one sample per open incident of the rule's type, or a per-cluster count (0 included)."""
     from prometheus_client.core import GaugeMetricFamily
@@ -203,7 +205,7 @@ def _brokers_label(value: Any) -> str:
     return ",".join(str(b) for b in value) if isinstance(value, (list, tuple)) else ""
 
 
-def _incident_info_series(incidents: tuple[Incident, ...], console_url: str) -> Iterator[Any]:
+def _incident_info_series(incidents: tuple[Incident, ...], console_url: str) -> Iterator[Metric]:
     """krm_incident_info: 1 per open incident, its labels what the operator acts on (the broker that
     must return, the followers holding a HW back, the incident's console page). Alert rules read it
     in their annotations (a template `query`), so a page carries the answer while the alert's own
@@ -233,7 +235,7 @@ def _incident_info_series(incidents: tuple[Incident, ...], console_url: str) -> 
         yield console
 
 
-def _canary_series(samples: dict[tuple[str, int], Any]) -> Iterator[Any]:
+def _canary_series(samples: dict[tuple[str, int], Any]) -> Iterator[Metric]:
     """krm_canary_*: per broker, from the newest round of the canary partition(s) it is meant to lead
     (a broker with several counts as up only if every one took the write; latencies: the slowest)."""
     from prometheus_client.core import GaugeMetricFamily
@@ -257,7 +259,7 @@ def _canary_series(samples: dict[tuple[str, int], Any]) -> Iterator[Any]:
     yield from (up, produce, e2e)
 
 
-def _kraft_series(clusters: dict[str, ClusterView]) -> Iterator[Any]:
+def _kraft_series(clusters: dict[str, ClusterView]) -> Iterator[Metric]:
     """krm_kraft_*: the controller quorum of each KRaft cluster, from its newest DescribeQuorum."""
     from prometheus_client.core import GaugeMetricFamily
 
@@ -295,7 +297,7 @@ def _kraft_series(clusters: dict[str, ClusterView]) -> Iterator[Any]:
     yield from (leader, epoch, voters, healthy, behind, fetch_age, caught_up)
 
 
-def _tiered_series(tiered: dict[tuple[str, str], Any]) -> Iterator[Any]:
+def _tiered_series(tiered: dict[tuple[str, str], Any]) -> Iterator[Metric]:
     """Per partition of a tiered topic (pipelines/tiered_view.py), healthy or not: an operator opted
     these topics in, and a copy falling behind is seen before the disk fills."""
     from prometheus_client.core import GaugeMetricFamily

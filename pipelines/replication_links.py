@@ -16,6 +16,8 @@ from collections import defaultdict
 from dataclasses import replace
 from typing import Any, Callable, Iterable, Iterator
 
+from prometheus_client.metrics_core import Metric
+
 from pipelines.detectors.details import parse
 from pipelines.detectors.hw_stall import StallDetails
 from pipelines.incidents import Finding, Incident
@@ -90,7 +92,7 @@ def stalled_pairs(open_incidents: Iterable[Incident]) -> dict[str, set[Pair]]:
     return out
 
 
-def series(open_incidents: Iterable[Incident]) -> Iterator[Any]:
+def series(open_incidents: Iterable[Incident]) -> Iterator[Metric]:
     """krm_replication_link_stalled: one sample per (cluster, follower, leader) pair while it lasts."""
     from prometheus_client.core import GaugeMetricFamily
 

@@ -10,7 +10,9 @@ critical BROKER_SLOW holds pages: a warning pages nobody, so the partitions page
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Iterator
+from typing import Iterable, Iterator
+
+from prometheus_client.metrics_core import Metric
 
 from pipelines.detectors import availability, hw_stall, isr, slow
 from pipelines.detectors.details import PartitionDetails
@@ -56,7 +58,7 @@ def slowed(incidents: Iterable[Incident]) -> set[tuple[str, str, int, int]]:
     return out
 
 
-def series(incidents: Iterable[Incident]) -> Iterator[Any]:
+def series(incidents: Iterable[Incident]) -> Iterator[Metric]:
     """krm_partition_slowed_by{cluster,topic,partition,broker}."""
     from prometheus_client.core import GaugeMetricFamily
 

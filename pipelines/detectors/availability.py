@@ -27,13 +27,16 @@ controller's connections were cut (docs/cases/controller-channel.md).
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Sequence
 
 from pipelines.detectors import isr, offline
 from pipelines.detectors.details import Brokers, PartitionDetails
 from pipelines.detectors.exports import Alert, BROKER_PAGE, console, incident_info, UNLESS_SLOWED
 from pipelines.detectors.rule import PartitionView, Rule
 from schemas.observation import OFFSET_NOT_AVAILABLE
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column
 
 TYPE = "PARTITION_UNAVAILABLE"
 LEADER_UNREACHABLE = "leader_unreachable"
@@ -49,7 +52,7 @@ def leader_unreachable(leader: int, live: Sequence[int], unreachable: Sequence[i
     return leader >= 0 and leader in live and leader in (unreachable or ())
 
 
-def leader_unreachable_column(leader: Any, live: Any, unreachable: Any) -> Any:
+def leader_unreachable_column(leader: Column, live: Column, unreachable: Column) -> Column:
     from pyspark.sql import functions as F
 
     # the (usually empty) unreachable list first: every partition of every poll passes here
@@ -68,7 +71,7 @@ def leader_not_serving(leader: int, live: Sequence[int], unreachable: Sequence[i
             and leader >= 0 and leader in live and leader not in (unreachable or ()))
 
 
-def leader_not_serving_column(p: Any, live: Any, unreachable: Any, at_ms: Any, under_min_isr: Any) -> Any:
+def leader_not_serving_column(p: Column, live: Column, unreachable: Column, at_ms: Column, under_min_isr: Column) -> Column:
     from pyspark.sql import functions as F
 
     leader, error = p["leader"], p["leader_error"]
@@ -78,20 +81,20 @@ def leader_not_serving_column(p: Any, live: Any, unreachable: Any, at_ms: Any, u
                       & ~F.coalesce(F.array_contains(unreachable, leader), F.lit(False)), F.lit(False))
 
 
-def _unreachable(view: PartitionView) -> Any:
+def _unreachable(view: PartitionView) -> Column:
     return view.memo("unavailable", lambda: leader_unreachable_column(view.p["leader"], view.live, view.unreachable))
 
 
-def _not_serving(view: PartitionView) -> Any:
+def _not_serving(view: PartitionView) -> Column:
     return view.memo("not_serving", lambda: leader_not_serving_column(
         view.p, view.live, view.unreachable, view.observed_at_ms, isr.of(view)["under_min_isr"]))
 
 
-def _affected(view: PartitionView) -> Any:
+def _affected(view: PartitionView) -> Column:
     return _unreachable(view) | _not_serving(view)
 
 
-def _plan(view: PartitionView) -> Any:
+def _plan(view: PartitionView) -> Column:
     from pyspark.sql import functions as F
 
     p = view.p

@@ -47,11 +47,14 @@ by broker as they return; a failed poll resolves nothing).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pipelines.detectors.details import Details, Part
 from pipelines.detectors.exports import Alert, Series, BROKER_PAGE, console, incident_info
 from pipelines.detectors.rule import ClusterRecordView, Escalation, Rule
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column
 
 BROKER_DOWN = "BROKER_DOWN"
 NOT_REGISTERED = "not_registered"
@@ -62,7 +65,7 @@ LOG_DIR_FULL = "log_dir_full"
 PAST_PLANNED_STOP = "past_planned_stop"  # escalation: down longer than `planned_stop_max_s`
 
 
-def broker_columns(cluster_state: Any) -> dict[str, Any]:
+def broker_columns(cluster_state: Column) -> dict[str, Any]:
     """Spark form: {"down": broker structs not registered, "unreachable": registered but not answering}."""
     from pyspark.sql import functions as F
 
@@ -72,34 +75,34 @@ def broker_columns(cluster_state: Any) -> dict[str, Any]:
     }
 
 
-def _plan(view: ClusterRecordView) -> Any:
+def _plan(view: ClusterRecordView) -> Column:
     from pyspark.sql import functions as F
 
     b = broker_columns(view.cs)
 
-    def details(br: Any) -> Any:
+    def details(br: Column) -> Column:
         return F.to_json(F.struct(br["host"].alias("host"), br["port"].alias("port"), br["rack"].alias("rack"),
                                   br["controlled_shutdown"].alias("controlled_shutdown"),
                                   how(br).alias("departure"), br["down_since_ms"].alias("down_since_ms"),
                                   disk_full(br).alias("disk_full"), br["log_dirs"].alias("log_dirs")))
 
-    def how(br: Any) -> Any:
+    def how(br: Column) -> Column:
         """`controlled`, `crash` or `unknown` (collectors/departures.py); a record of an older collector
         carries only `controlled_shutdown`, whose null there meant a crash."""
         return F.coalesce(br["departure"], F.when(F.coalesce(br["controlled_shutdown"], F.lit(False)),
                                                   F.lit("controlled")).otherwise(F.lit("crash")))
 
-    def disk_full(br: Any) -> Any:
+    def disk_full(br: Column) -> Column:
         return F.coalesce(br["disk_full"], F.lit(False))
 
-    def down(br: Any) -> Any:
+    def down(br: Column) -> Column:
         said = how(br)
         cause = (F.when(disk_full(br), F.lit(LOG_DIR_FULL)).when(said == "controlled", F.lit(STOPPED))
                  .when(said == "unknown", F.lit(UNKNOWN)).otherwise(F.lit(NOT_REGISTERED)))
         conditions = RULE.timed(view.observed_at_ms, view.settings, down_since_ms=br["down_since_ms"])
         return view.finding(RULE, cause, details(br), broker=br["id"], severity=RULE.severity_column(cause, **conditions))
 
-    def silent(br: Any) -> Any:
+    def silent(br: Column) -> Column:
         cause = (F.when(disk_full(br), F.lit(LOG_DIR_FULL)).when(how(br) == "controlled", F.lit(STOPPED))
                  .otherwise(F.lit(UNREACHABLE)))
         return view.finding(RULE, cause, details(br), broker=br["id"], severity=RULE.severity_column(cause))

@@ -22,7 +22,7 @@ A successful poll resolves it; a failed one that ZooKeeper still describes resol
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from pipelines.detectors.details import Details
 from pipelines.detectors.exports import Alert, console
@@ -30,10 +30,13 @@ from pipelines.detectors.rule import ClusterRecordView, Rule
 from schemas.observation import (AUTHENTICATION_FAILED, AUTHORIZATION_FAILED, PROTOCOL_MISMATCH, TLS_FAILED,
                                  UNREACHABLE)
 
+if TYPE_CHECKING:
+    from pyspark.sql import Column
+
 TYPE = "CLUSTER_UNREACHABLE"
 
 
-def _plan(view: ClusterRecordView) -> Any:
+def _plan(view: ClusterRecordView) -> Column:
     from pyspark.sql import functions as F
 
     cs = view.cs

@@ -28,11 +28,14 @@ fail-over between two rounds is not a split brain.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from pipelines.detectors.details import Brokers, Details
 from pipelines.detectors.exports import Alert, INCIDENTS_OF_TYPE, console
 from pipelines.detectors.rule import ClusterRecordView, Rule, TimedOpening
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column
 
 TYPE = "CONTROLLER_ANOMALY"
 NO_CONTROLLER = "no_active_controller"
@@ -59,14 +62,16 @@ def split_brain(counts: dict[int, float]) -> list[int] | None:
 MIGRATION_DETAILS = ("migration_phase", "migration_phase_since_ms")  # a stuck phase's details (both forms)
 
 
-def _plan(view: ClusterRecordView) -> Any:
+def _plan(view: ClusterRecordView) -> Column:
     from pyspark.sql import functions as F
 
     cid = view.cs["controller_id"]
     phase, since = view.cs["migration_phase"], view.cs["migration_phase_since_ms"]
+    assert view.observed_at_ms is not None  # (a plan's view has its record's time)
     age = view.observed_at_ms - since
     details = F.to_json(F.struct(phase.alias("migration_phase"), since.alias("migration_phase_since_ms")))
     settings = view.settings
+    assert settings is not None  # (the alert plan's view has them: pipelines/findings.py)
     return F.array(
         F.when(cid.isNull() | (cid < 0), view.finding(RULE, NO_CONTROLLER, F.lit("{}"))),
         F.when((phase == COPYING) & (age >= settings.migration_copy_stuck_ms),

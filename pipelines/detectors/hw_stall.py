@@ -47,7 +47,7 @@ turns `isr_follower_not_caught_up`.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pipelines.columns import leo_of
 from pipelines.detectors import isr, offline
@@ -56,14 +56,17 @@ from pipelines.detectors.exports import Alert, Series, incident_info, UNLESS_SLO
 from pipelines.detectors.rule import PartitionView, Rule
 from schemas.quiet import DEFAULT_WINDOW_MS, SILENT_FOLLOWER_WINDOW_MS, STOPPED_FETCHER_WINDOW_MS
 
+if TYPE_CHECKING:
+    from pyspark.sql import Column
+
 TYPE = "HW_STALL"
 FOLLOWER_UNREACHABLE = "isr_follower_unreachable"
 FOLLOWER_BEHIND = "isr_follower_not_caught_up"
 WAITS_OUTSIDE_ISR = "waits_outside_isr"
 
 
-def stall_columns(p: Any, observed_at_ms: Any, window_ms: Any, judged_unreachable: Any,
-                  under_min_isr: Any = None) -> dict[str, Any]:
+def stall_columns(p: Column, observed_at_ms: Column, window_ms: Column, judged_unreachable: Column,
+                  under_min_isr: Column | None = None) -> dict[str, Any]:
     """The same rule as Spark Columns over one partition struct of a topic record; `judged_unreachable`:
     the topic record's `unreachable_brokers` (an array, empty when none); `under_min_isr`: the ISR rule's
     column (pipelines/detectors/isr.py), None when unknown."""
@@ -114,7 +117,7 @@ def of(view: PartitionView) -> dict[str, Any]:
     return view.memo("stall", build)
 
 
-def _plan(view: PartitionView) -> Any:
+def _plan(view: PartitionView) -> Column:
     from pyspark.sql import functions as F
 
     st, p = of(view), view.p

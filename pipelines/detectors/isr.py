@@ -33,12 +33,15 @@ only when the partition got there by losing ISR members (|ISR| < RF).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from pipelines.detectors import offline
 from pipelines.detectors.details import Brokers, Part, PartitionDetails
 from pipelines.detectors.exports import Alert, Series, incident_info, UNLESS_SLOWED
 from pipelines.detectors.rule import PartitionView, Rule
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column
 
 UNDER_REPLICATED = "UNDER_REPLICATED"
 UNDER_MIN_ISR = "UNDER_MIN_ISR"
@@ -95,7 +98,7 @@ def classify_isr(replicas: Sequence[int], isr: Sequence[int], min_insync_replica
     return IsrVerdict(tuple(types), eff, tuple(r for r in replicas if r not in isr and r not in (adding or ())), cli)
 
 
-def reassignment_column(replicas: Any, adding: Any, removing: Any) -> Any:
+def reassignment_column(replicas: Column, adding: Column, removing: Column) -> Column:
     """`reassignment_in_progress` as a Column (adding / removing null when the partition is not moved)."""
     from pyspark.sql import functions as F
 
@@ -103,7 +106,7 @@ def reassignment_column(replicas: Any, adding: Any, removing: Any) -> Any:
     return F.arrays_overlap(replicas, F.concat(F.coalesce(adding, empty), F.coalesce(removing, empty)))
 
 
-def replication_factor_column(replicas: Any, adding: Any, removing: Any) -> Any:
+def replication_factor_column(replicas: Column, adding: Column, removing: Column) -> Column:
     """`replication_factor` as a Column."""
     from pyspark.sql import functions as F
 
@@ -112,8 +115,8 @@ def replication_factor_column(replicas: Any, adding: Any, removing: Any) -> Any:
         .otherwise(F.size(replicas))
 
 
-def isr_columns(replicas: Any, isr: Any, min_insync_replicas: Any, adding: Any = None,
-                removing: Any = None) -> dict[str, Any]:
+def isr_columns(replicas: Column, isr: Column, min_insync_replicas: Column, adding: Column | None = None,
+                removing: Column | None = None) -> dict[str, Any]:
     """The same rule as Spark Columns: {"under_replicated", "under_min_isr", "at_min_isr",
     "effective_min_isr", "out_of_sync", "cli_under_min_isr", "cli_at_min_isr"}."""
     from pyspark.sql import functions as F
@@ -137,7 +140,7 @@ def isr_columns(replicas: Any, isr: Any, min_insync_replicas: Any, adding: Any =
     }
 
 
-def incomplete(view: PartitionView) -> Any:
+def incomplete(view: PartitionView) -> Column:
     """|ISR| < RF: what each of the three ISR rules needs first (one shared prefilter)."""
     from pyspark.sql import functions as F
 
@@ -151,8 +154,8 @@ def of(view: PartitionView) -> dict[str, Any]:
                                                 p["adding_replicas"], p["removing_replicas"]))
 
 
-def _plan_of(kind: str) -> Any:
-    def plan(view: PartitionView) -> Any:
+def _plan_of(kind: str) -> Callable[[PartitionView], Column]:
+    def plan(view: PartitionView) -> Column:
         from pyspark.sql import functions as F
 
         ts = view.ts

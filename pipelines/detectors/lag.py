@@ -12,17 +12,20 @@ reports their progress instead.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from pipelines.columns import leo_of, let
 from pipelines.detectors.details import PartitionDetails, parse
 from pipelines.detectors.exports import Alert, Series, incident_info
 from pipelines.detectors.rule import PartitionView, Rule
 
+if TYPE_CHECKING:
+    from pyspark.sql import Column
+
 TYPE = "REPLICA_LAG"
 
 
-def lag_columns(p: Any, max_messages: Any, max_seconds: Any) -> Any:
+def lag_columns(p: Column, max_messages: Column, max_seconds: Column) -> Column:
     """The same rule as a Spark Column: array<struct<broker, messages, seconds, in_isr, leader_leo,
     follower_leo>> of the lagging followers of one partition struct."""
     from pyspark.sql import functions as F
@@ -30,8 +33,8 @@ def lag_columns(p: Any, max_messages: Any, max_seconds: Any) -> Any:
     offsets = F.coalesce(p["replica_offsets"], F.array())
     rate = p["write_rate"]
 
-    def lagging(leader_leo: Any) -> Any:
-        def one(o: Any) -> Any:
+    def lagging(leader_leo: Column) -> Column:
+        def one(o: Column) -> Column:
             messages = F.greatest(leader_leo - o["log_end_offset"], F.lit(0))
             seconds = F.when(rate > 0, messages / rate)
             return F.struct(o["broker"].alias("broker"), messages.alias("messages"), seconds.alias("seconds"),
@@ -48,14 +51,14 @@ def lag_columns(p: Any, max_messages: Any, max_seconds: Any) -> Any:
     return let(leo_of(offsets, p["leader"]), lagging)
 
 
-def of(view: PartitionView) -> Any:
+def of(view: PartitionView) -> Column:
     from pyspark.sql import functions as F
 
     s = view.settings
     return view.memo("lag", lambda: lag_columns(view.p, F.lit(s.lag_messages), F.lit(s.lag_seconds)))
 
 
-def _plan(view: PartitionView) -> Any:
+def _plan(view: PartitionView) -> Column:
     from pyspark.sql import functions as F
 
     return F.transform(of(view), lambda x: view.finding(RULE, None, view.details(
@@ -64,7 +67,7 @@ def _plan(view: PartitionView) -> Any:
         view.p["write_rate"].alias("write_rate")), broker=x["broker"]))
 
 
-def _affected(view: PartitionView) -> Any:
+def _affected(view: PartitionView) -> Column:
     from pyspark.sql import functions as F
 
     return F.size(of(view)) > 0

@@ -56,11 +56,14 @@ brokers (every list empty), it holds the dead replicas (with unclean election, a
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from pipelines.detectors.details import Brokers, PartitionDetails
 from pipelines.detectors.exports import Alert, Series, incident_info
 from pipelines.detectors.rule import PartitionView, Rule
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column
 
 TYPE = "OFFLINE_PARTITION"
 SINGLE_REPLICA = "single_replica_on_dead_broker"
@@ -118,15 +121,15 @@ def classify_offline(leader: int, replicas: Sequence[int], isr: Sequence[int],
     return OfflineVerdict(ALL_ISR_DEAD, tuple(b for b in replicas if b not in live), ())
 
 
-def offline_columns(leader: Any, replicas: Any, isr: Any, live: Any, elr: Any = None,
-                    last_known_elr: Any = None, offline_replicas: Any = None,
-                    failed_dir_brokers: Any = None) -> dict[str, Any]:
+def offline_columns(leader: Column, replicas: Column, isr: Column, live: Column, elr: Column | None = None,
+                    last_known_elr: Column | None = None, offline_replicas: Column | None = None,
+                    failed_dir_brokers: Column | None = None) -> dict[str, Any]:
     """The same rule as Spark Columns (built-in expressions only, no UDF), over any columns or
     lambda variables: {"is_offline", "cause", "must_return", "live_isr"}. `failed_dir_brokers` a null
     column (or None): Metadata's offline replicas trusted as in classify_offline."""
     from pyspark.sql import functions as F
 
-    def is_live(b: Any) -> Any:
+    def is_live(b: Column) -> Column:
         return F.array_contains(live, b)
 
     empty = F.array().cast("array<int>")
@@ -136,7 +139,7 @@ def offline_columns(leader: Any, replicas: Any, isr: Any, live: Any, elr: Any = 
     if failed_dir_brokers is not None:  # only where the broker itself reports a failed directory
         dir_offline = F.when(failed_dir_brokers.isNull(), dir_offline).otherwise(
             F.filter(dir_offline, lambda b: F.array_contains(failed_dir_brokers, b)))
-    def on_failed_dir(b: Any) -> Any:
+    def on_failed_dir(b: Column) -> Column:
         return is_live(b) & F.array_contains(dir_offline, b)
 
     offline = (leader == -1) | ~is_live(leader)
@@ -167,7 +170,7 @@ def of(view: PartitionView) -> dict[str, Any]:
                                                         view.ts["failed_log_dir_brokers"]))
 
 
-def _plan(view: PartitionView) -> Any:
+def _plan(view: PartitionView) -> Column:
     from pyspark.sql import functions as F
 
     o = of(view)

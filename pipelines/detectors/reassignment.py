@@ -16,7 +16,7 @@ progress, not lag.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from pipelines.columns import leo_of
 from pipelines.detectors.isr import reassignment_column
@@ -24,17 +24,20 @@ from pipelines.detectors.details import Brokers, Part, PartitionDetails
 from pipelines.detectors.exports import Alert, Series, INCIDENTS_OF_TYPE, console
 from pipelines.detectors.rule import PartitionView, Rule
 
+if TYPE_CHECKING:
+    from pyspark.sql import Column
+
 TYPE = "PARTITION_REASSIGNING"
 IN_PROGRESS = "in_progress"
 STALLED = "stalled"  # an adding replica still has to copy, and none copied anything for reassignment_stall_s
 
 
-def _moving(view: PartitionView) -> Any:
+def _moving(view: PartitionView) -> Column:
     p = view.p
     return view.memo("moving", lambda: reassignment_column(p["replicas"], p["adding_replicas"], p["removing_replicas"]))
 
 
-def _plan(view: PartitionView) -> Any:
+def _plan(view: PartitionView) -> Column:
     from pyspark.sql import functions as F
 
     p = view.p

@@ -25,11 +25,15 @@ from __future__ import annotations
 import builtins
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any, Callable, Iterable, Mapping, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, TypeVar, TypeAlias
 
 from pipelines.columns import leo_of
 from pipelines.detectors.details import Details
 from pipelines.detectors.exports import Alert, Series
+from pipelines.detectors.settings import DetectorSettings
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column
 
 # The columns of every row the alert projection hands the driver (findings, poll markers, states).
 ROW_FIELDS = [("row_type", "string"), ("scope", "string"), ("type", "string"), ("severity", "string"),
@@ -56,18 +60,18 @@ class Escalation:
     since: str | None = None
     after: str | None = None
 
-    def after_ms(self, settings: Any) -> int | None:
+    def after_ms(self, settings: DetectorSettings | None) -> int | None:
         """How long after `since` a time-alone condition holds (None: not one, or no settings)."""
         return None if self.after is None or settings is None else int(getattr(settings, self.after))
 
-    def due_ms(self, details: Mapping[str, Any], settings: Any) -> int | None:
+    def due_ms(self, details: Mapping[str, Any], settings: DetectorSettings | None) -> int | None:
         """When this time-alone condition starts to hold for an incident with `details` (None: never): the
         clock's form (pipelines/clock.py) of `holds`."""
         start = details.get(self.since) if self.since is not None else None
         after = self.after_ms(settings)
         return None if start is None or after is None else int(start) + after + 1
 
-    def holds(self, observed_at_ms: Any, start_ms: Any, settings: Any) -> Any:
+    def holds(self, observed_at_ms: Column | None, start_ms: Column, settings: DetectorSettings | None) -> Column | None:
         """The Spark form: a Column true once the observation is past `due_ms` (None: not one by time)."""
         from pyspark.sql import functions as F
 
@@ -90,7 +94,7 @@ class TimedOpening:
     when: Callable[[Mapping[str, Any]], bool]
     details: tuple[str, ...] = ()
 
-    def due_ms(self, state: Mapping[str, Any], settings: Any) -> int | None:
+    def due_ms(self, state: Mapping[str, Any], settings: DetectorSettings) -> int | None:
         """When the finding holds for a cluster staying in `state` (None: never)."""
         start = state.get(self.since)
         if start is None or not self.when(state):
@@ -105,8 +109,8 @@ class Rule:
     subject: str  # "partition" | "cluster" | "driver"
     summary: str
     scope: str | None = None  # partition rules: "topic" (metadata alone resolves it) or "offsets"
-    plan: Callable[[Any], Any] | None = None  # view -> array<finding row> Column (nulls allowed)
-    affected: Callable[[Any], Any] | None = None  # PartitionView -> boolean Column; shared callables count once
+    plan: Callable[..., Column] | None = None  # view -> array<finding row> Column (nulls allowed)
+    affected: Callable[..., Column] | None = None  # PartitionView -> boolean Column; shared callables count once
     event: bool = False  # a moment, not a state: held open for `event_hold_s`, then resolved
     failed_polls: bool = False  # cluster rules: judged on a failed poll's record too (it resolves nothing)
     # what routine operations (rolling restart or upgrade, an operator's stop and start, a broker added,
@@ -162,7 +166,7 @@ class Rule:
                 return e.severity
         return self.severity[cause]
 
-    def timed(self, observed_at_ms: Any, settings: Any, **since: Any) -> dict[str, Any]:
+    def timed(self, observed_at_ms: Column | None, settings: DetectorSettings | None, **since: Column) -> dict[str, Column]:
         """The conditions of its escalations by time as Columns, by name, from the Columns of their `since`
         details: what `severity_column` takes, said once with the clock's `Escalation.due_ms`."""
         out = {}
@@ -171,7 +175,7 @@ class Rule:
                 out[e.when] = held
         return out
 
-    def severity_column(self, cause: Any, **conditions: Any) -> Any:
+    def severity_column(self, cause: Column, **conditions: Column) -> Column:
         """`severity_of` as a Column: the declared severity of a cause Column (one `when` per cause;
         constant when all agree), raised by the escalations whose condition Column is given by name
         (one not given is taken as not holding)."""
@@ -181,7 +185,7 @@ class Rule:
         if unknown:
             raise ValueError(f"{self.type}: no escalation is named {sorted(unknown)}")
         levels = set(self.severity.values())
-        out: Any = None
+        out: Column | None = None
         if len(levels) == 1:
             out = F.lit(levels.pop())
         else:
@@ -192,17 +196,21 @@ class Rule:
             if e.when in conditions:
                 out = F.when(cause.isin(*e.causes) & F.coalesce(conditions[e.when], F.lit(False)),
                              F.lit(e.severity)).otherwise(out)
+        assert out is not None  # (a rule declares a severity)
         return out
 
 
-def row(**values: Any) -> Any:
+def row(**values: Column | None) -> Column:
     """A struct with every ROW_FIELDS field, nulls where not given, so all rows share one type."""
     from pyspark.sql import functions as F
 
-    return F.struct(*[(values[n] if values.get(n) is not None else F.lit(None)).cast(t).alias(n) for n, t in ROW_FIELDS])
+    return F.struct(*[(v if (v := values.get(n)) is not None else F.lit(None)).cast(t).alias(n) for n, t in ROW_FIELDS])
 
 
-def lit(value: Any) -> Any:
+Cell: TypeAlias = "Column | str | int | float | None"  # a Column, or a value `lit` makes one of
+
+
+def lit(value: Cell) -> Column | None:
     from pyspark.sql import functions as F
 
     return value if value is None or not isinstance(value, (str, int, float)) else F.lit(value)
@@ -213,7 +221,7 @@ class PartitionView:
     live and unreachable brokers, the previous state (on a leader change), the common details, and a
     memo so a column two rules use is built once per plan."""
 
-    def __init__(self, p: Any, topic_state: Any, observed_at_ms: Any, settings: Any) -> None:
+    def __init__(self, p: Column, topic_state: Column, observed_at_ms: Column, settings: DetectorSettings) -> None:
         from pyspark.sql import functions as F
 
         self.p = p
@@ -233,7 +241,7 @@ class PartitionView:
         return built
 
     @cached_property
-    def base(self) -> list[Any]:
+    def base(self) -> list[Column]:
         """Every partition finding's details start with these. elr / last_known_elr (Kafka 4): with
         ELR the ISR may shrink below min ISR, even to empty, while the ELR still holds the committed
         data; null where the broker does not report them."""
@@ -242,7 +250,7 @@ class PartitionView:
                 p["isr"].alias("isr"), p["elr"].alias("elr"), p["last_known_elr"].alias("last_known_elr")]
 
     @cached_property
-    def offsets_details(self) -> list[Any]:
+    def offsets_details(self) -> list[Column]:
         from pyspark.sql import functions as F
 
         p = self.p
@@ -250,7 +258,7 @@ class PartitionView:
                 leo_of(F.coalesce(p["replica_offsets"], F.array()), p["leader"]).alias("leader_leo")]
 
     @cached_property
-    def change_details(self) -> Any:
+    def change_details(self) -> Column:
         """Details of the findings that compare this poll with the previous state."""
         p, prev = self.p, self.prev
         return self.details(
@@ -261,25 +269,25 @@ class PartitionView:
             (prev["high_watermark"] - p["high_watermark"]).alias("hw_lost"),
             self.ts["unclean_leader_election"].alias("unclean_leader_election"))
 
-    def details(self, *columns: Any) -> Any:
+    def details(self, *columns: Column) -> Column:
         from pyspark.sql import functions as F
 
         return F.to_json(F.struct(*self.base, *columns))
 
-    def finding(self, rule: Rule, cause: Any = None, details: Any = None, severity: Any = None,
-                broker: Any = None) -> Any:
+    def finding(self, rule: Rule, cause: Cell = None, details: Column | None = None, severity: Cell = None,
+                broker: Cell = None) -> Column:
         """A finding row of `rule` for this partition, in the rule's scope; severity: the declared one."""
         from pyspark.sql import functions as F
 
-        cause = lit(cause)
+        cause_c = lit(cause)
         if severity is None:
-            severity = rule.severity_column(cause) if cause is not None else F.lit(rule.severity_of(None))
+            severity = rule.severity_column(cause_c) if cause_c is not None else F.lit(rule.severity_of(None))
         scope = F.concat(F.lit(f"{rule.scope}:"), self.topic)
         return row(row_type=F.lit("finding"), scope=scope, type=F.lit(rule.type), severity=lit(severity),
-                   topic=self.topic, partition=self.p["partition"], broker=lit(broker), cause=cause, details=details)
+                   topic=self.topic, partition=self.p["partition"], broker=lit(broker), cause=cause_c, details=details)
 
 
-def changed(view: PartitionView) -> Any:
+def changed(view: PartitionView) -> Column:
     """The collector attached the previous state (the leader epoch changed, or offsets went back):
     the condition of every rule that compares two polls."""
     return view.prev.isNotNull()
@@ -289,15 +297,18 @@ class ClusterRecordView:
     """One `cluster` record's state (a successful poll) as Spark columns, for the `cluster` rules (as
     PartitionView is a partition's); not the pipeline's view of a cluster (pipelines/state.py ClusterView)."""
 
-    def __init__(self, cluster_state: Any, observed_at_ms: Any = None, settings: Any = None) -> None:
+    def __init__(self, cluster_state: Column, observed_at_ms: Column | None = None,
+                 settings: DetectorSettings | None = None) -> None:
         self.cs = cluster_state
         self.observed_at_ms = observed_at_ms
         self.settings = settings
 
-    def finding(self, rule: Rule, cause: Any, details: Any, broker: Any = None,
-                severity: Any = None) -> Any:
+    def finding(self, rule: Rule, cause: Column | str, details: Column, broker: Column | None = None,
+                severity: Column | None = None) -> Column:
         from pyspark.sql import functions as F
 
-        return row(row_type=F.lit("finding"), scope=F.lit("cluster"), type=F.lit(rule.type),
-                   severity=lit(severity if severity is not None else rule.severity_of(cause)), broker=broker, cause=lit(cause),
-                   details=details)
+        if severity is None:
+            assert isinstance(cause, str), "a cause Column comes with its severity Column"
+            severity = F.lit(rule.severity_of(cause))
+        return row(row_type=F.lit("finding"), scope=F.lit("cluster"), type=F.lit(rule.type), severity=severity,
+                   broker=broker, cause=lit(cause), details=details)

@@ -23,12 +23,15 @@ truncation on the first poll after it returns. Both are events (held open for `e
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from pipelines.columns import leo_of
 from pipelines.detectors.details import PartitionChange, PartitionDetails
 from pipelines.detectors.exports import Alert, INCIDENTS_OF_TYPE, console
 from pipelines.detectors.rule import PartitionView, Rule, changed
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column
 
 REGRESSION = "OFFSET_REGRESSION"
 TRUNCATION = "LOG_TRUNCATION"
@@ -37,14 +40,14 @@ BELOW_HW = "below_high_watermark"
 REFETCH = "follower_refetch"  # a follower below the highest HW, which the leader's HW still covers
 
 
-def regression_column(p: Any) -> Any:
+def regression_column(p: Column) -> Column:
     from pyspark.sql import functions as F
 
     prev = p["previous"]
     return F.coalesce(prev.isNotNull() & (p["high_watermark"] < prev["high_watermark"]), F.lit(False))
 
 
-def truncation_column(p: Any) -> Any:
+def truncation_column(p: Column) -> Column:
     """array<struct<broker, before, after, cause>> of the replicas whose LEO went backwards."""
     from pyspark.sql import functions as F
 
@@ -63,7 +66,7 @@ def truncation_column(p: Any) -> Any:
         .otherwise(F.lit(UNCOMMITTED))
         .alias("cause")))
 
-    def restarted_empty(x: Any) -> Any:
+    def restarted_empty(x: Column) -> Column:
         return covered & (x["broker"] != p["leader"]) & F.coalesce(x["after"] <= on_disk_from, F.lit(False))
 
     return F.when(prev.isNotNull(), F.filter(rows, lambda x: x["before"].isNotNull() & (x["after"] < x["before"])
@@ -71,13 +74,13 @@ def truncation_column(p: Any) -> Any:
         .otherwise(F.array().cast("array<struct<broker:int,before:bigint,after:bigint,cause:string>>"))
 
 
-def _regression_plan(view: PartitionView) -> Any:
+def _regression_plan(view: PartitionView) -> Column:
     from pyspark.sql import functions as F
 
     return F.array(F.when(regression_column(view.p), view.finding(REGRESSION_RULE, None, view.change_details)))
 
 
-def _truncation_plan(view: PartitionView) -> Any:
+def _truncation_plan(view: PartitionView) -> Column:
     from pyspark.sql import functions as F
 
     prev = view.prev

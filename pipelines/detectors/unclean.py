@@ -40,12 +40,15 @@ These are events: the incident stays open for the pipeline's `event_hold_s` and 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pipelines.columns import leo_of
 from pipelines.detectors.details import PartitionChange
 from pipelines.detectors.exports import Alert, INCIDENTS_OF_TYPE, console
 from pipelines.detectors.rule import Escalation, PartitionView, Rule, changed
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column
 
 TYPE = "UNCLEAN_LEADER_ELECTION"
 NOT_ELIGIBLE = "not_in_isr_or_elr"  # an out-of-sync replica leads and committed messages are gone
@@ -54,7 +57,7 @@ LAST_KNOWN_ELR = "last_known_elr"  # Kafka 4's recovery of the last known leader
 HW_WENT_BACK = "hw_went_back"  # escalation: the high watermark went back in the same observation
 
 
-def election_columns(p: Any) -> dict[str, Any]:
+def election_columns(p: Column) -> dict[str, Any]:
     """The same rule as Spark Columns over a partition struct: {"unclean", "cause", "severity"}."""
     from pyspark.sql import functions as F
 
@@ -79,7 +82,7 @@ def election_columns(p: Any) -> dict[str, Any]:
     }
 
 
-def _plan(view: PartitionView) -> Any:
+def _plan(view: PartitionView) -> Column:
     from pyspark.sql import functions as F
 
     e = election_columns(view.p)
