@@ -15,6 +15,7 @@ import time
 from typing import Any
 
 from collectors import access, capabilities, gc_pause, kraft, log_dirs, metadata, offsets, tiered
+from collectors.kafka_client import AdminClient, NodeId
 from collectors.kraft_protocol import DESCRIBE_QUORUM_KEY, DESCRIBE_TOPIC_PARTITIONS_KEY
 from collectors.metadata import ask
 from collectors.poll_records import SOURCE, PollRecords
@@ -45,8 +46,8 @@ class AdminSource:
         self.records = PollRecords(self.parts)
         self.mirror = ZkMirror(self.parts)
         self.cluster, self.settings = cluster, settings
-        self._admin: Any = None  # the kafka-python client (KafkaAdminClient), opened by the first poll
-        self._last_node: Any = None  # the broker that answered the last Metadata request
+        self._admin: AdminClient | None = None  # opened by the first poll
+        self._last_node: NodeId | None = None  # the broker that answered the last Metadata request
         self._capabilities: dict[str, bool] = {}  # what the brokers let krm ask (collectors/capabilities.py)
         self._elr_known = False  # this poll asked DescribeTopicPartitions (KRaft 3.7+): ELR known, empty unless said
         self._offset_requests = offsets.Requests()  # the previous poll's ListOffsets requests, reused when unchanged
@@ -99,6 +100,8 @@ class AdminSource:
                 md = self._metadata(admin)
             topics = [t for t in md["topics"] if t["error_code"] == 0]
             # the answer goes to quick records until this poll's records are built (collectors/published.py)
+            node = self._last_node  # the broker that answered it
+            assert node is not None
             observed_at_ms = my.published.arrive({t["topic"]: t["partitions"] for t in topics}
                                                  if self.zk is not None else None)
             phases.append(("metadata", time.monotonic()))
@@ -116,17 +119,17 @@ class AdminSource:
             self._capabilities["tiered_offsets"] = tiered.supported(admin._client.get_api_versions())
         mine = my.mine(topics)  # the topics this process asks about and publishes (all unless split)
         if my.configs.may_ask(self.zk is None or self.zk.connected):
-            my.configs.refresh_or_back_off(admin._client, self._last_node, [t["topic"] for t in mine],
+            my.configs.refresh_or_back_off(admin._client, node, [t["topic"] for t in mine],
                                               [b["node_id"] for b in md["brokers"]])
         if self.zk is None:
-            self._kraft_view(admin, mine)
+            self._kraft_view(admin, mine, node)
         phases.append(("configs", time.monotonic()))
         # to the controller in ZooKeeper mode (a broker answers NOT_CONTROLLER otherwise), else to the
         # broker that answered the Metadata request (KRaft brokers forward it)
         controller = md.get("controller_id")
         zk_controller = self.zk is not None and controller is not None and controller >= 0
         if self._capabilities.get("reassignments", True):  # a broker before 2.4 cannot answer it
-            my.side.ask_moves(admin._client, controller if zk_controller else self._last_node)
+            my.side.ask_moves(admin._client, controller if zk_controller and controller is not None else node)
         live = {b["node_id"] for b in md["brokers"]}
         zk_live = self.zk.live_brokers() if self.zk is not None else None
         if zk_live is not None:
@@ -153,7 +156,8 @@ class AdminSource:
                       "answers in %s", self.cluster.name, poll_id, self._last_node, sorted(found.asked),
                       sorted(found.answered), sorted(unreachable),
                       {b: f"{s * 1000:.0f}ms" for b, s in sorted(my.brokers.answer_s.items())})
-        quorum = my.side.harvest_quorum(found.answered | {self._last_node}) if self.zk is None else None
+        quorum = (my.side.harvest_quorum(found.answered | ({node} if isinstance(node, int) else set()))
+                  if self.zk is None else None)
         my.side.harvest_moves()
         records = self._records(md, topics, observed_at_ms, found, poll_id, quorum, unreachable)
         phases.append(("records", time.monotonic()))
@@ -235,7 +239,7 @@ class AdminSource:
         a broker fenced, unfenced or registered, which the controller writes in the same batch as
         the leader and ISR changes it causes (ReplicationControlManager.handleBrokerFenced), so the
         caller polls at once instead of at the next interval. A failure also says "poll now"."""
-        if self._admin is None or self.parts.brokers.live_last_ids is None:
+        if self._admin is None or self.parts.brokers.live_last_ids is None or self._last_node is None:
             return False
         client, node, sent_at = self._admin._client, self._last_node, time.monotonic()
         try:
@@ -243,7 +247,8 @@ class AdminSource:
         except Exception as e:  # noqa: BLE001 - the broker that answered last does not: a full poll finds out
             log.debug("cluster %s: live-broker check to broker %s failed after %.2fs: %r", self.cluster.name, node,
                       time.monotonic() - sent_at, e)
-            self.parts.brokers.probes.note_unanswered(node, sent_at, e)  # timed out: its silence counts from this request
+            if isinstance(node, int):  # timed out: its silence counts from this request
+                self.parts.brokers.probes.note_unanswered(node, sent_at, e)
             return True
         return live != self.parts.brokers.live_last_ids
 
@@ -269,7 +274,7 @@ class AdminSource:
         self.parts.brokers.close()
         self._close()
 
-    def _kraft_view(self, admin: Any, topics: list[MdTopic]) -> None:
+    def _kraft_view(self, admin: AdminClient, topics: list[MdTopic], node: NodeId) -> None:
         """ELR per partition (overlaid on `topics`, in place) and the DescribeQuorum question, to the
         broker that answered the Metadata request. A failure keeps the Metadata view and is logged
         once: ELR absent means "not known", and the detectors then judge by the ISR alone."""
@@ -277,8 +282,8 @@ class AdminSource:
         versions = client.get_api_versions()
         timeout = self.settings.request_timeout_ms
 
-        def send(request: Any) -> Any:
-            return ask(client, self._last_node, request, timeout)
+        def send(request: object) -> Any:
+            return ask(client, node, request, timeout)
 
         self._elr_known = False
         if kraft.supports(versions, DESCRIBE_TOPIC_PARTITIONS_KEY):
@@ -292,9 +297,9 @@ class AdminSource:
                 self._elr_known = True
                 kraft.apply_elr(topics, overlay, set(wanted))
         if kraft.supports(versions, DESCRIBE_QUORUM_KEY):
-            self.parts.side.ask_quorum(client, self._last_node)
+            self.parts.side.ask_quorum(client, node)
 
-    def _metadata(self, admin: Any) -> MdAnswer:
+    def _metadata(self, admin: AdminClient) -> MdAnswer:
         try:  # the brokers that left a probe unanswered since the last poll (probe()): asked last, and
             probed = self.parts.brokers.probes.silent(admin._client, PROBE_SILENT_S)  # silent since that probe
         except Exception as e:  # noqa: BLE001 - the poll's own requests still find a silent broker
@@ -312,7 +317,7 @@ class AdminSource:
             self.parts.brokers.reach.note_silent(since)
         return md
 
-    def _client(self, avoid: Any = None) -> Any:
+    def _client(self, avoid: NodeId | None = None) -> AdminClient:
         if self._admin is None:
             seen = [f"{b['host']}:{b['port']}" for bid, b in sorted(self.parts.brokers.live_last.items()) if bid != avoid]
             self._admin = metadata.admin_client(self.cluster, self.settings, seen)

@@ -26,6 +26,7 @@ import time
 from collections import deque
 from typing import Any
 
+from collectors.kafka_client import Future
 from foundation.config import ClusterConfig
 from foundation.security import kafka_python_kwargs
 
@@ -111,7 +112,7 @@ class AnswerTimes:
         from collectors.metadata import brokers_request
 
         client = None
-        out: dict[int, tuple[Any, float]] = {}  # broker -> its request in flight, and when it went out
+        out: dict[int, tuple[Future, float]] = {}  # broker -> its request in flight, and when it went out
         next_at: dict[int, float] = {}
         while not self._stop.is_set():
             try:

@@ -13,7 +13,6 @@ ZooKeeper-mode clusters have no ELR and no quorum to ask: only `reassignments` a
 
 from __future__ import annotations
 
-from typing import Any
 
 from collectors.kraft_protocol import DESCRIBE_QUORUM_KEY, DESCRIBE_TOPIC_PARTITIONS_KEY
 
@@ -24,7 +23,7 @@ KRAFT = {"elr": DESCRIBE_TOPIC_PARTITIONS_KEY, "quorum": DESCRIBE_QUORUM_KEY,
 ZOOKEEPER = {"reassignments": LIST_PARTITION_REASSIGNMENTS_KEY}
 
 
-def of(api_versions: dict[int, Any] | None, kraft: bool) -> dict[str, bool]:
+def of(api_versions: dict[int, tuple[int, int]] | None, kraft: bool) -> dict[str, bool]:
     """capability -> whether the broker that answered announces its request; {} when unknown."""
     if not api_versions:
         return {}

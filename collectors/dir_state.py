@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any
 
 from collectors import log_dirs, offsets
 from collectors.disk_watch import DiskWatch
+from collectors.kafka_client import Client
 from foundation.config import CollectorConfig
 from schemas.typed import Broker, Observation
 
@@ -51,7 +51,7 @@ class DirState:
             if (not b["live"] or b.get("reachable") is False) and (full := self.disks.went_full(b["id"])):
                 b["disk_full"], b["log_dirs"] = True, full  # its departure's likely cause (collectors/disk_watch.py)
 
-    def ask(self, client: Any, records: list[Observation], brokers: list[Broker], found: offsets.OffsetsRound) -> None:
+    def ask(self, client: Client, records: list[Observation], brokers: list[Broker], found: offsets.OffsetsRound) -> None:
         """Where Metadata lists a live broker's replica offline, ask that broker whether a log directory
         failed (collectors/log_dirs.py): the topic `records` then say which brokers report one, and the
         offline rule names a failed directory on that evidence only, never on a restart's moment."""

@@ -25,6 +25,7 @@ from typing import Any, Iterable, Sequence
 from kafka.protocol.api import Request, Response
 from kafka.protocol.types import Boolean, CompactArray, CompactString, Int16, Int32, Int64, Schema, TaggedFields
 
+from collectors.kafka_client import Client, Future
 from collectors.metadata import ask
 from schemas.typed import Observation
 
@@ -88,7 +89,7 @@ class LogDir:
         return self.error_code != 0
 
 
-def dirs_request(v4: bool) -> Any:
+def dirs_request(v4: bool) -> object:
     """DescribeLogDirs asking for no topic: the directories alone."""
     if v4:
         return DescribeLogDirsRequest_v4(topics=[], tags={})
@@ -112,19 +113,19 @@ def read_dirs(answer: Any) -> list[LogDir]:
     return [LogDir(path, code) for code, path, _topics in answer.log_dirs]
 
 
-def announced(api_versions: dict[int, Any] | None) -> bool:
+def announced(api_versions: dict[int, tuple[int, int]] | None) -> bool:
     """Whether the broker that answered announces DescribeLogDirs at all: one that does not closes the
     connection on it, and the poll after pays for a new one."""
     return DESCRIBE_LOG_DIRS_KEY in (api_versions or {})
 
 
-def supports_v4(api_versions: dict[int, Any] | None) -> bool:
+def supports_v4(api_versions: dict[int, tuple[int, int]] | None) -> bool:
     """Whether the broker that answered announces DescribeLogDirs v4 (its total and usable bytes)."""
     span = (api_versions or {}).get(DESCRIBE_LOG_DIRS_KEY)
     return span is not None and span[1] >= 4
 
 
-def describe_dirs(client: Any, brokers: Iterable[int], timeout_ms: int, v4: bool) -> dict[int, list[LogDir]]:
+def describe_dirs(client: Client, brokers: Iterable[int], timeout_ms: int, v4: bool) -> dict[int, list[LogDir]]:
     """Each broker's directories, asked of all at once and waited for `timeout_ms` in all; a broker that
     refused, failed or did not answer in time is left out (no word is no evidence)."""
     pending = set(brokers)
@@ -133,7 +134,7 @@ def describe_dirs(client: Any, brokers: Iterable[int], timeout_ms: int, v4: bool
         return out
     request = dirs_request(v4)
     deadline = time.monotonic() + timeout_ms / 1000
-    sent: dict[int, Any] = {}
+    sent: dict[int, Future] = {}
     while True:
         for b in list(pending):
             if client.ready(b, metadata_priority=False):
@@ -162,9 +163,9 @@ class PendingDirs:
     its sending time (what the broker said then)."""
 
     def __init__(self) -> None:
-        self._sent: dict[int, tuple[Any, float]] = {}  # broker -> (future, time.monotonic() when sent)
+        self._sent: dict[int, tuple[Future, float]] = {}  # broker -> (future, time.monotonic() when sent)
 
-    def send(self, client: Any, brokers: Iterable[int], v4: bool, timeout_ms: int, now: float) -> None:
+    def send(self, client: Client, brokers: Iterable[int], v4: bool, timeout_ms: int, now: float) -> None:
         request = dirs_request(v4)
         for b in brokers:
             if b not in self._sent and client.ready(b, metadata_priority=False):
@@ -202,7 +203,7 @@ def with_failed_dirs(records: Sequence[Observation], failed: list[int]) -> None:
                 ts["failed_log_dir_brokers"] = list(failed)
 
 
-def partition_sizes(client: Any, brokers: Iterable[int], timeout_ms: int) -> tuple[dict[tuple[str, int], int], list[int]]:
+def partition_sizes(client: Client, brokers: Iterable[int], timeout_ms: int) -> tuple[dict[tuple[str, int], int], list[int]]:
     """((topic, partition) -> bytes, brokers that did not answer)."""
     from kafka.protocol.admin import DescribeLogDirsRequest
 

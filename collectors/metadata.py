@@ -12,6 +12,7 @@ import time
 from typing import Any
 
 from collectors import wire
+from collectors.kafka_client import Client, NodeId
 from foundation.config import ClusterConfig, CollectorConfig
 from foundation.security import kafka_python_kwargs
 
@@ -23,7 +24,7 @@ log = logging.getLogger(__name__)
 MAX_ANSWER_BYTES = 1 << 30
 
 
-def ask(client: Any, node: int, request: Any, timeout_ms: int) -> Any:
+def ask(client: Client, node: NodeId, request: object, timeout_ms: int) -> Any:
     """One request to one broker, waiting at most `timeout_ms` in all (connecting included)."""
     from kafka.errors import KafkaConnectionError, KafkaTimeoutError
 
@@ -41,7 +42,7 @@ def ask(client: Any, node: int, request: Any, timeout_ms: int) -> Any:
         if time.monotonic() > deadline + 1.0:  # the client fails it at the deadline; never spin past it
             raise KafkaTimeoutError(f"broker {node} did not answer within {timeout_ms} ms")
     if future.failed():
-        raise future.exception
+        raise future.exception or KafkaConnectionError(f"broker {node}: the request failed")
     return future.value
 
 
@@ -60,9 +61,9 @@ def admin_client(cluster: ClusterConfig, settings: CollectorConfig, first: list[
     )
 
 
-def metadata(client: Any, last_node: Any, silent: set[int], timeout_ms: int,
+def metadata(client: Client, last_node: NodeId | None, silent: set[int], timeout_ms: int,
              timed_out: dict[int, float] | None = None,
-             memory: wire.TopicBlocks | None = None) -> tuple[int, wire.MdAnswer]:
+             memory: wire.TopicBlocks | None = None) -> tuple[NodeId, wire.MdAnswer]:
     """(the broker that answered, its answer) to one MetadataRequest for all topics: the broker that
     answered last first, those `silent` in the last offsets round last; on a failure or after
     `timeout_ms`, the next broker the client knows. A dead or paused broker costs one poll at most
@@ -82,7 +83,9 @@ def metadata(client: Any, last_node: Any, silent: set[int], timeout_ms: int,
             request.remembering(memory)
     else:
         request = MetadataRequest[version](topics=None, allow_auto_topic_creation=False)
-    known = [b.nodeId for b in client.cluster.brokers()] or [client.least_loaded_node()]
+    known: list[NodeId] = [b.nodeId for b in client.cluster.brokers()]
+    if not known and (any_node := client.least_loaded_node()) is not None:
+        known = [any_node]
     order = sorted(known, key=lambda n: (n in silent, n != last_node, n))
     last_error: Exception | None = None
     for node in order:
@@ -91,7 +94,7 @@ def metadata(client: Any, last_node: Any, silent: set[int], timeout_ms: int,
             response = ask(client, node, request, timeout_ms)
         except Exception as e:  # noqa: BLE001 - try the next broker
             last_error = e
-            if timed_out is not None and isinstance(e, (KafkaTimeoutError, RequestTimedOutError)):
+            if timed_out is not None and isinstance(node, int) and isinstance(e, (KafkaTimeoutError, RequestTimedOutError)):
                 timed_out[node] = asked_at  # silence; a refusal or an error answer is not
             continue
         try:
@@ -103,7 +106,7 @@ def metadata(client: Any, last_node: Any, silent: set[int], timeout_ms: int,
     raise last_error or RuntimeError("no broker to ask")
 
 
-def brokers_request(client: Any) -> Any:
+def brokers_request(client: Client) -> object:
     """A Metadata request for no topic: the live brokers only, a few hundred bytes at any cluster size."""
     from kafka.protocol.metadata import MetadataRequest
 
@@ -114,7 +117,7 @@ def brokers_request(client: Any) -> Any:
             else MetadataRequest[version](topics=[], allow_auto_topic_creation=False))
 
 
-def live_brokers(client: Any, node: int, timeout_ms: int) -> set[int]:
+def live_brokers(client: Client, node: NodeId, timeout_ms: int) -> set[int]:
     """The live brokers `node` knows (`brokers_request`). A KRaft broker names a random live broker
     as "controller" (KIP-590): not asked."""
     return {b["node_id"] for b in ask(client, node, brokers_request(client), timeout_ms).to_object()["brokers"]}

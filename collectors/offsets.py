@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from collectors import tiered, wire
+from collectors.kafka_client import Client, Future
 from schemas.observation import NOT_LEADER_OR_FOLLOWER, OFFSET_NOT_AVAILABLE
 
 log = logging.getLogger(__name__)
@@ -145,7 +146,7 @@ class Plans:
         return replica_of, leader_of
 
 
-def _request(version: int, replica_id: int, tps: list[TopicPartition], timestamp: int = LATEST_TIMESTAMP) -> Any:
+def _request(version: int, replica_id: int, tps: list[TopicPartition], timestamp: int = LATEST_TIMESTAMP) -> object:
     from kafka.protocol.list_offsets import ListOffsetsRequest
 
     by_topic: dict[str, list[int]] = {}
@@ -174,10 +175,10 @@ class Announced:
     restart, perhaps into another release) asks again."""
 
     def __init__(self) -> None:
-        self._known: dict[int, tuple[Any, bool]] = {}  # broker -> (socket, announces v9)
-        self._asking: dict[int, tuple[Any, Any]] = {}  # broker -> (socket, the ApiVersions future)
+        self._known: dict[int, tuple[object, bool]] = {}  # broker -> (socket, announces v9)
+        self._asking: dict[int, tuple[object, Future]] = {}  # broker -> (socket, the ApiVersions future)
 
-    def v9(self, client: Any, broker: int, timeout_ms: int) -> bool | None:
+    def v9(self, client: Client, broker: int, timeout_ms: int) -> bool | None:
         """True/False once the broker said on this socket; None while its answer is awaited (asked here)."""
         from kafka.protocol.api_versions import ApiVersionsRequest
 
@@ -211,7 +212,7 @@ class Requests:
     the partition lists (C speed) is cheaper than encoding ~10,000 partitions per broker anew."""
 
     def __init__(self) -> None:
-        self._last: dict[tuple[int, str, int], tuple[list[TopicPartition], Any]] = {}
+        self._last: dict[tuple[int, str, int], tuple[list[TopicPartition], object]] = {}
         self.announced = Announced()  # which brokers may be asked the tiered questions
         # the last round: per (broker, kind) its decoded answer and topic -> (that topic's part of the
         # answer, partition -> offset); and the round's maps, handed on for topics that did not move
@@ -219,11 +220,12 @@ class Requests:
         self.last_round: OffsetsRound | None = None
         self.seq = 0
 
-    def get(self, broker: int, kind: str, version: int, tps: list[TopicPartition]) -> Any:
+    def get(self, broker: int, kind: str, version: int, tps: list[TopicPartition]) -> object:
         key = (broker, kind, version)
         last = self._last.get(key)
         if last is not None and last[0] == tps:
             return last[1]
+        request: object
         if kind in tiered.KINDS:
             request = tiered.request(kind, tps)
             self._last[key] = (tps, request)
@@ -240,7 +242,7 @@ class Requests:
         self.announced.forget_others(brokers)
 
 
-def fetch(client: Any, replica_of: dict[int, list[TopicPartition]], leader_of: dict[int, list[TopicPartition]],
+def fetch(client: Client, replica_of: dict[int, list[TopicPartition]], leader_of: dict[int, list[TopicPartition]],
           timeout_s: float, requests: Requests | None = None,
           tiered_of: dict[int, list[TopicPartition]] | None = None,
           judged_at: dict[int, float] | None = None) -> OffsetsRound:
@@ -419,7 +421,7 @@ def _gather(result: OffsetsRound, answers: dict[tuple[int, str], Any], made: Req
     made.last_round = result
 
 
-def redial(client: Any, broker: int) -> None:
+def redial(client: Client, broker: int) -> None:
     """Drop the connection to a broker that left this round unanswered and forget its reconnect
     back-off, so the next poll dials it afresh. A connection whose packets are being dropped only
     recovers at TCP's next retransmission (seconds to a minute once backed off), and a connection

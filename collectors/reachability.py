@@ -29,6 +29,7 @@ import socket
 import time
 from typing import Any, Mapping
 
+from collectors.kafka_client import Client, Future
 from collectors.offsets import OffsetsRound
 from collectors.wire import MdBroker
 
@@ -80,13 +81,13 @@ class Probes:
     def __init__(self, timeout_ms: int, every_s: float = 0.0) -> None:
         self.timeout_ms = timeout_ms
         self.every_s = every_s  # the probes' cadence: how much earlier than its first unanswered probe a silence may begin
-        self._out: dict[int, tuple[Any, float]] = {}  # broker -> the probe's future and when it went out, not yet seen done
+        self._out: dict[int, tuple[Future, float]] = {}  # broker -> the probe's future and when it went out, not yet seen done
         self._since: dict[int, float] = {}  # broker -> first unanswered probe (time.monotonic())
         self._contact: dict[int, float] = {}  # broker -> when the newest probe it answered went out
         self._checks: dict[int, float] = {}  # broker -> a check of the loop's own it left unanswered (note_unanswered)
         self.sent = 0
 
-    def tick(self, client: Any, brokers: set[int], request: Any) -> set[int]:
+    def tick(self, client: Client, brokers: set[int], request: object) -> set[int]:
         """Collect answers; send a probe to each of `brokers` without one outstanding. Returns the
         brokers whose probe was answered since the last tick."""
         answered = self._collect(client, brokers)
@@ -115,7 +116,7 @@ class Probes:
         if isinstance(error, (KafkaTimeoutError, RequestTimedOutError)):
             self._checks.setdefault(broker, sent_at)  # apart: a probe sent before it may still be answered
 
-    def silent(self, client: Any, older_than_s: float) -> dict[int, float]:
+    def silent(self, client: Client, older_than_s: float) -> dict[int, float]:
         """broker -> since when it has been silent, for those whose first unanswered probe went out at
         least `older_than_s` ago: since its last contact (the newest probe it answered reached it as it
         went out, a round trip of the LAN later), or one probe interval before that first unanswered
@@ -128,7 +129,7 @@ class Probes:
             log.debug("probes: silent %s", {b: f"{now - t:.2f}s" for b, t in silent.items()})
         return silent
 
-    def _collect(self, client: Any, brokers: set[int] | None) -> set[int]:
+    def _collect(self, client: Client, brokers: set[int] | None) -> set[int]:
         if self._out:
             client.poll(timeout_ms=0)  # answers already in the sockets
         answered = set()

@@ -27,7 +27,7 @@ from schemas.typed import Partition
 Moves = dict[tuple[str, int], tuple[tuple[int, ...], tuple[int, ...]]]  # (topic, partition) -> (adding, removing)
 
 
-def request(timeout_ms: int) -> Any:
+def request(timeout_ms: int) -> object:
     """ListPartitionReassignments for every topic (topics null)."""
     from kafka.protocol.admin import ListPartitionReassignmentsRequest
 

@@ -18,6 +18,7 @@ import time
 from typing import Any, Callable
 
 from collectors import kraft, reassignments
+from collectors.kafka_client import Client, Future, NodeId
 from collectors.kraft_protocol import describe_quorum_request
 from collectors.metadata import MAX_ANSWER_BYTES
 from foundation.config import ClusterConfig
@@ -59,14 +60,14 @@ class SideChannel:
 
     def __init__(self, cluster: ClusterConfig, timeout_ms: int, notes: Notes) -> None:
         self.cluster, self.timeout_ms, self.notes = cluster, timeout_ms, notes
-        self._clients: dict[str, Any] = {}  # "quorum" / "moves" -> its connection
+        self._clients: dict[str, Client] = {}  # "quorum" / "moves" -> its connection
         self.quorum: Quorum | None = None  # the last DescribeQuorum answer (KRaft)
         self.quorum_denied = False  # DescribeQuorum refused: no DESCRIBE on the cluster
-        self._quorum_ask: tuple[Any, int, float] | None = None  # (future, broker, sent at) while unanswered
+        self._quorum_ask: tuple[Future, NodeId, float] | None = None  # (future, broker, sent at) while unanswered
         self.moves: reassignments.Moves = {}  # the last ListPartitionReassignments answer
-        self._moves_ask: tuple[Any, float] | None = None  # (future, sent at) while unanswered
+        self._moves_ask: tuple[Future, float] | None = None  # (future, sent at) while unanswered
 
-    def connection(self, kind: str, like: Any, node: int) -> Any:
+    def connection(self, kind: str, like: Client, node: NodeId) -> Client:
         """The side connection for `kind`, opened like the poll's client `like`, knowing broker `node`."""
         if kind not in self._clients:
             from kafka.client_async import KafkaClient
@@ -86,7 +87,7 @@ class SideChannel:
             self._clients[kind] = qc
         return self._clients[kind]
 
-    def ask_quorum(self, like: Any, node: int) -> None:
+    def ask_quorum(self, like: Client, node: NodeId) -> None:
         """Send DescribeQuorum to `node` unless one is in flight (connecting: asked at a later poll)."""
         if self._quorum_ask is not None:
             return
@@ -136,7 +137,7 @@ class SideChannel:
             self.notes.note("DescribeQuorum", None)
         return self.quorum
 
-    def ask_moves(self, like: Any, node: int) -> None:
+    def ask_moves(self, like: Client, node: NodeId) -> None:
         """Send ListPartitionReassignments to `node` (the controller in ZooKeeper mode, which alone
         answers it; any broker in KRaft, which forwards it) unless one is in flight."""
         if self._moves_ask is not None:

@@ -88,7 +88,7 @@ def request(kind: str, tps: Iterable[tuple[str, int]]) -> ListOffsetsRequestV9:
         topics=[(t, [(p, -1, timestamp, {}) for p in ps], {}) for t, ps in by_topic.items()], tags={})
 
 
-def supported(api_versions: dict[int, Any] | None) -> bool:
+def supported(api_versions: dict[int, tuple[int, int]] | None) -> bool:
     """Whether the broker announces ListOffsets v9 (Kafka 3.9+)."""
     if not api_versions or LIST_OFFSETS_KEY not in api_versions:
         return False

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any
 
 from collectors import access
+from collectors.kafka_client import Client, NodeId
 from collectors.metadata import ask
 from foundation.backoff import Backoff, Retry
 
@@ -49,7 +49,7 @@ class TopicConfigs:
         back, and a few of them stop it answering anyone (docs/collector.md, "Topic configs")."""
         return self._retry.due() and zookeeper_connected
 
-    def refresh_or_back_off(self, client: Any, node: int, topics: list[str], brokers: list[int]) -> None:
+    def refresh_or_back_off(self, client: Client, node: NodeId, topics: list[str], brokers: list[int]) -> None:
         """`refresh`, and after a failure the last known values stay while the next try waits."""
         try:
             self.refresh(client, node, topics, brokers)
@@ -59,7 +59,7 @@ class TopicConfigs:
             log.warning("cluster %s: topic configs not refreshed (%s); using the last known values, asking again "
                         "in %.0fs", self.cluster, e, backoff)
 
-    def refresh(self, client: Any, node: int, topics: list[str], brokers: list[int]) -> None:
+    def refresh(self, client: Client, node: NodeId, topics: list[str], brokers: list[int]) -> None:
         """Topic configs change rarely: all of them every refresh_s, new topics at once; asked of
         `node` (the broker that just answered Metadata), which alone answers for its broker config."""
         from kafka.admin import ConfigResourceType

@@ -14,16 +14,17 @@ import logging
 import threading
 import time
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING
 
 from foundation.config import Config
-from pipelines.detectors.settings import DetectorSettings
 from pipelines import clock, disks, replication_links, slowed, tiered_view
 from pipelines.assignment_history import broker_join_ms, topic_layouts
 from pipelines.balance import BalanceCheck
 from pipelines.detectors import canary, isr_flapping, quorum
 from pipelines.detectors.balance import REPLICA_IMBALANCE, AssignmentHistory
+from pipelines.detectors.canary import CanarySample
 from pipelines.detectors.registry import EVENT_TYPES
+from pipelines.detectors.settings import DetectorSettings
 from pipelines.incident_store import IncidentStore
 from pipelines.incidents import Finding, Incident, IncidentBook, ScopePoll
 from pipelines.jmx_view import JmxSample, JmxView
@@ -31,7 +32,11 @@ from pipelines.load import BrokerLoad, TopicLoad
 from pipelines.slow_view import SlowView
 from pipelines.state import ClusterView, PipelineState
 from pipelines.tables import Tables
+from pipelines.tiered_view import TieredTopic
 from schemas.typed import ClusterState
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, Row
 
 log = logging.getLogger(__name__)
 
@@ -44,7 +49,7 @@ def event_hold_ms(config: Config) -> dict[str, int]:
     return {t: hold for t in EVENT_TYPES}
 
 
-def restored_history(tables: Tables, store: IncidentStore) -> Any:
+def restored_history(tables: Tables, store: IncidentStore) -> AssignmentHistory:
     """The balance detectors' assignment history as the tables left it: a restarted pipeline keeps
     knowing which brokers joined and which topics grew while it watched (their incidents keep their
     causes). Unreadable tables cost the history, not the pipeline."""
@@ -75,7 +80,7 @@ class AlertPath:
         self.state = state
         self.settings = settings  # findings.DetectorSettings: what the escalations by time read (None: none)
         self._lock = threading.Lock()  # a batch and a tick never interleave
-        self._unwritten: list[Any] = []  # changes by time whose write failed (retried at each tick)
+        self._unwritten: list[Incident] = []  # changes by time whose write failed (retried at each tick)
         self._forgot_through: dict[str, int] = {}  # cluster -> the time its vanished topics were last looked for at
         self.deleted_after_ms = deleted_after_ms  # a topic no successful poll observed this long was deleted
         self.book = book
@@ -119,7 +124,7 @@ class AlertPath:
             return view
         return replace(view, share_newest=tuple(sorted((seen or {}).items())))
 
-    def __call__(self, batch: Any, batch_id: int) -> None:
+    def __call__(self, batch: DataFrame, batch_id: int) -> None:
         self.batch_started_at = time.monotonic()
         try:
             t0 = time.perf_counter()
@@ -135,7 +140,7 @@ class AlertPath:
         started = self.batch_started_at
         return None if started is None else time.monotonic() - started
 
-    def tick(self, now_ms: int | None = None) -> list[Any]:
+    def tick(self, now_ms: int | None = None) -> list[Incident]:
         """What time alone changed since the last batch or tick, up to each cluster's known time:
         held events ended, escalations due, vanished topics forgotten; /metrics and the table told.
         Returns the incidents changed."""
@@ -184,9 +189,9 @@ class AlertPath:
             if view.holds_ms is not None and view.record_ms is not None:
                 self.state.vouch(name, view.poll_id, min(now_ms - margin, view.record_ms + view.holds_ms))
 
-    def _judge(self, rows: list[Any], batch_id: int, t0: float, t_collect: float) -> None:
-        canaries: list[Any] = []
-        tiered: list[Any] = []
+    def _judge(self, rows: list[Row], batch_id: int, t0: float, t_collect: float) -> None:
+        canaries: list[CanarySample] = []
+        tiered: list[TieredTopic] = []
         shares: dict[str, dict[int, int]] = {}
         polls, found, clusters, counts, jmx = split_rows(rows, canaries, tiered, shares, self.settings)
         for name, newest in shares.items():
@@ -252,7 +257,7 @@ class AlertPath:
                   t_collect, t_metrics, time.perf_counter() - t0)
 
 
-def split_rows(rows: list[Any], canaries: list[Any] | None = None, tiered: list[Any] | None = None,
+def split_rows(rows: list[Row], canaries: list[CanarySample] | None = None, tiered: list[TieredTopic] | None = None,
                shares: dict[str, dict[int, int]] | None = None, settings: DetectorSettings | None = None) -> tuple[
         list[ScopePoll], list[Finding], dict[str, ClusterView], list[TopicLoad], list[JmxSample]]:
     """The collected alert rows sorted by kind. Fields are read by position: a pyspark Row's

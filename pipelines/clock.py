@@ -15,9 +15,9 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any, Iterable, Mapping
 
-from pipelines.detectors.settings import DetectorSettings
 from pipelines.detectors.registry import RULES
 from pipelines.detectors.rule import SEVERITIES, Rule
+from pipelines.detectors.settings import DetectorSettings
 from pipelines.incidents import Finding, Incident
 
 TIMED: dict[str, Rule] = {r.type: r for r in RULES if any(e.since is not None for e in r.escalations)}

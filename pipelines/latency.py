@@ -9,6 +9,9 @@ from typing import Any, Iterable, Iterator, Mapping
 
 from prometheus_client.metrics_core import Metric
 
+from pipelines.detectors.canary import CanarySample
+from pipelines.jmx_view import JmxSample
+
 # the request names Kafka's RequestMetrics uses, by the prefix of the record's gauge names (collectors/jmx.py)
 REQUESTS = {"produce": "Produce", "fetch_follower": "FetchFollower"}
 QUANTILES = {"p50": "0.5", "p99": "0.99"}
@@ -25,7 +28,7 @@ def request_latencies(gauges: Mapping[str, float]) -> list[tuple[str, str, float
     return out
 
 
-def client_latencies(samples: Iterable[Any]) -> dict[tuple[str, int], float]:
+def client_latencies(samples: Iterable[CanarySample]) -> dict[tuple[str, int], float]:
     """(cluster, broker) -> the slowest acknowledgement, in seconds, of the newest canary writes to partitions
     the broker led (the leader the round wrote to; the preferred leader where the round did not say)."""
     out: dict[tuple[str, int], float] = {}
@@ -37,14 +40,14 @@ def client_latencies(samples: Iterable[Any]) -> dict[tuple[str, int], float]:
     return out
 
 
-def failed_leaders(samples: Iterable[Any]) -> set[tuple[str, int]]:
+def failed_leaders(samples: Iterable[CanarySample]) -> set[tuple[str, int]]:
     """(cluster, broker) of the newest canary writes not acknowledged within the canary's timeout, by the broker
     that led the partition (the preferred leader where the round did not say)."""
     return {(s.cluster, s.leader if s.leader is not None and s.leader >= 0 else s.broker)
             for s in samples if not s.produced}
 
 
-def series(jmx: Mapping[tuple[str, int], Any], canary: Mapping[tuple[str, int], Any],
+def series(jmx: Mapping[tuple[str, int], JmxSample], canary: Mapping[tuple[str, int], CanarySample],
            clusters: Mapping[str, Any] | None = None) -> Iterator[Metric]:
     """krm_broker_request_latency_seconds{cluster,broker,request,quantile},
     krm_broker_client_latency_seconds{cluster,broker} and krm_broker_answer_seconds{cluster,broker}."""

@@ -16,9 +16,11 @@ from prometheus_client.metrics_core import Metric
 from foundation.web_config import load_web_config, serve_wsgi
 from pipelines import broker_history, disks, latency, replication_links, slowed
 from pipelines.detectors import hw_stall, offline, quorum
+from pipelines.detectors.canary import CanarySample
 from pipelines.detectors.registry import RULES
 from pipelines.incidents import Incident
 from pipelines.state import ClusterView, PipelineState, QualityStats
+from pipelines.tiered_view import TieredTopic
 
 
 
@@ -235,7 +237,7 @@ def _incident_info_series(incidents: tuple[Incident, ...], console_url: str) -> 
         yield console
 
 
-def _canary_series(samples: dict[tuple[str, int], Any]) -> Iterator[Metric]:
+def _canary_series(samples: dict[tuple[str, int], CanarySample]) -> Iterator[Metric]:
     """krm_canary_*: per broker, from the newest round of the canary partition(s) it is meant to lead
     (a broker with several counts as up only if every one took the write; latencies: the slowest)."""
     from prometheus_client.core import GaugeMetricFamily
@@ -297,7 +299,7 @@ def _kraft_series(clusters: dict[str, ClusterView]) -> Iterator[Metric]:
     yield from (leader, epoch, voters, healthy, behind, fetch_age, caught_up)
 
 
-def _tiered_series(tiered: dict[tuple[str, str], Any]) -> Iterator[Metric]:
+def _tiered_series(tiered: dict[tuple[str, str], TieredTopic]) -> Iterator[Metric]:
     """Per partition of a tiered topic (pipelines/tiered_view.py), healthy or not: an operator opted
     these topics in, and a copy falling behind is seen before the disk fills."""
     from prometheus_client.core import GaugeMetricFamily

@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import logging
 from functools import partial
-from typing import Any, Callable, Collection, Iterable, Mapping
+from typing import Callable, Collection, Iterable, Mapping
 
 from pipelines import latency
 from pipelines.detectors import slow
+from pipelines.detectors.canary import CanarySample
 from pipelines.incidents import Finding, ScopePoll
+from pipelines.jmx_view import JmxSample
 
 log = logging.getLogger(__name__)
 
@@ -25,8 +27,8 @@ class SlowView:
         self._rounds: dict[str, tuple[int, int]] = {}  # cluster -> (the last round judged, its time)
         self._seen: dict[str, set[int]] = {}  # cluster -> the brokers its last round judged slow
 
-    def judge(self, clusters: Iterable[str], live: Mapping[str, Iterable[int]], jmx: Mapping[tuple[str, int], Any],
-              canary: Mapping[tuple[str, int], Any], back_at: Mapping[tuple[str, int], int] | None = None,
+    def judge(self, clusters: Iterable[str], live: Mapping[str, Iterable[int]], jmx: Mapping[tuple[str, int], JmxSample],
+              canary: Mapping[tuple[str, int], CanarySample], back_at: Mapping[tuple[str, int], int] | None = None,
               answers: Mapping[str, tuple[int, Mapping[int, float]]] | None = None,
               hurting: Callable[[str], Collection[int]] | None = None) -> tuple[list[ScopePoll], list[Finding]]:
         """One round of each of `clusters` (those a canary, JMX or cluster record of this batch came from).

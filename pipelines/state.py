@@ -10,8 +10,12 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from pipelines import broker_history, disks
+from pipelines.detectors.canary import CanarySample
 from pipelines.disks import LogDirState
 from pipelines.incidents import Incident
+from pipelines.jmx_view import JmxSample
+from pipelines.load import TopicLoad
+from pipelines.tiered_view import TieredTopic
 from schemas.observation import AUTHORIZATION_FAILED, UNREACHABLE
 from schemas.typed import Quorum
 from foundation.cadence import STALE_MIN_S
@@ -98,17 +102,17 @@ class Snapshot:
     clusters: dict[str, ClusterView] = field(default_factory=dict)
     open_incidents: tuple[Incident, ...] = ()
     broker_load: dict[str, dict[int, tuple[int, int, int, int]]] = field(default_factory=dict)
-    topic_load: dict[str, dict[str, Any]] = field(default_factory=dict)  # cluster -> topic -> load.TopicLoad
+    topic_load: dict[str, dict[str, TopicLoad]] = field(default_factory=dict)  # cluster -> topic -> its load
     batches: int = 0
     last_batch_s: float = 0.0
     last_batch_at: float = 0.0  # time.time() when the last alert-path micro-batch finished (0: none yet)
     pipeline_error: str | None = None  # why the pipeline cannot run (e.g. no Spark executors)
-    canary: dict[tuple[str, int], Any] = field(default_factory=dict)  # (cluster, partition) -> CanarySample
+    canary: dict[tuple[str, int], CanarySample] = field(default_factory=dict)  # (cluster, partition) -> its sample
     records_quarantined: int = 0
     query_restarts: dict[str, int] = field(default_factory=dict)  # streaming query -> restarts after a failure
-    jmx: dict[tuple[str, int], Any] = field(default_factory=dict)  # (cluster, broker) -> jmx_view.JmxSample
+    jmx: dict[tuple[str, int], JmxSample] = field(default_factory=dict)  # (cluster, broker) -> its gauges
     quality: QualityStats | None = None  # None until the first data-quality run
-    tiered: dict[tuple[str, str], Any] = field(default_factory=dict)  # (cluster, topic) -> tiered_view.TieredTopic
+    tiered: dict[tuple[str, str], TieredTopic] = field(default_factory=dict)  # (cluster, topic) -> its offsets
 
 
 
