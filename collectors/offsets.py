@@ -120,7 +120,8 @@ class Plans:
     same: a steady poll plans only what changed. The lists come out as `plan` builds them."""
 
     def __init__(self) -> None:
-        self._by_topic: dict[str, tuple[Any, dict[int, list[TopicPartition]], dict[int, list[TopicPartition]]]] = {}
+        self._by_topic: dict[str, tuple[list[wire.MdPartition], dict[int, list[TopicPartition]],
+                                        dict[int, list[TopicPartition]]]] = {}
         self._live: set[int] = set()
 
     def plan(self, topics: list[wire.MdTopic], live: set[int]
@@ -264,7 +265,7 @@ def fetch(client: Client, replica_of: dict[int, list[TopicPartition]], leader_of
     version = client.api_version(ListOffsetsRequest, max_version=5)
     made = requests if requests is not None else Requests()
     result = OffsetsRound()
-    todo: list[tuple[int, str, Any]] = []  # per broker in this order (see the module docstring)
+    todo: list[tuple[int, str, object]] = []  # per broker in this order (see the module docstring)
     for b, tps in leader_of.items():
         todo.append((b, "log_start", made.get(b, "log_start", version, tps)))
         todo.append((b, "hw", made.get(b, "hw", version, tps)))
@@ -279,7 +280,7 @@ def fetch(client: Client, replica_of: dict[int, list[TopicPartition]], leader_of
     timeout_ms = max(1, int(timeout_s * 1000))
     result.sent_at = sent_at = time.monotonic()
     deadline = sent_at + timeout_s
-    sent: list[tuple[int, str, Any]] = []
+    sent: list[tuple[int, str, Future]] = []
     refused: set[int] = set()
     while True:
         for item in list(todo):
@@ -306,7 +307,7 @@ def fetch(client: Client, replica_of: dict[int, list[TopicPartition]], leader_of
             break  # every broker still awaited has now been silent long enough: judged (see above)
         client.poll(timeout_ms=max(1, min(50, int(remaining * 1000))))
     failed = {b for b, kind, _ in todo if kind not in tiered.KINDS} | refused  # reachability: core questions only
-    answers: dict[tuple[int, str], Any] = {}
+    answers: dict[tuple[int, str], object] = {}
     for b, kind, f in sent:
         if not f.is_done or f.failed():
             if kind not in tiered.KINDS:  # reachability is judged on the core questions alone
@@ -374,7 +375,7 @@ def _pieces(answer: Any, kind: str, last: tuple[Any, dict[str, tuple[Any, dict[i
     return out, moved
 
 
-def _gather(result: OffsetsRound, answers: dict[tuple[int, str], Any], made: Requests) -> None:
+def _gather(result: OffsetsRound, answers: dict[tuple[int, str], object], made: Requests) -> None:
     """The round's maps from its answers ((broker, kind) -> decoded answer). A topic whose every part
     of every answer is the last round's takes the last round's maps (the same objects: nothing is
     built for it, and the caller may test them with `is`); the others are built from their parts."""

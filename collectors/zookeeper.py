@@ -30,10 +30,17 @@ import ssl
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from foundation.config import ClusterConfig
-from foundation.security import TlsFiles, kazoo_kwargs
+from foundation.security import TlsFiles, ZooKeeperSecurity, kazoo_kwargs
+
+if TYPE_CHECKING:
+    from kazoo.client import KazooClient
+    from kazoo.protocol.states import ZnodeStat
+
+# a DataWatch callback: False stops the watch
+Watch = Callable[[bytes | None, "ZnodeStat | None"], "bool | None"]
 
 log = logging.getLogger(__name__)
 
@@ -66,7 +73,7 @@ class ZkState:
         self.cluster = cluster
         self.wake_poll = wake_poll  # a full poll is wanted (broker or controller change)
         self.wake_publish = wake_publish or wake_poll  # topics are dirty (state znode change)
-        self._zk: Any = None
+        self._zk: KazooClient | None = None
         self._lock = threading.Lock()
         self._brokers: set[int] | None = None
         self._controller: int | None = None
@@ -182,7 +189,7 @@ class ZkState:
         with self._lock:
             return len(self._brokers) if self._brokers is not None and self.connected else None
 
-    def _on_migration(self, data: bytes | None, _stat: Any) -> None:
+    def _on_migration(self, data: bytes | None, _stat: ZnodeStat | None) -> None:
         offset = _json(data).get("kraft_metadata_offset") if data else None
         with self._lock:
             if data != self._migration_data:  # kazoo reads it again after a reconnect: not a change
@@ -267,7 +274,7 @@ class ZkState:
             log.info("cluster %s: registered brokers now %s", self.cluster.name, sorted(ids))
             self._burst()
 
-    def _on_controller(self, data: bytes | None, stat: Any) -> None:
+    def _on_controller(self, data: bytes | None, stat: ZnodeStat | None) -> None:
         doc = _json(data) if data else {}
         cid = doc.get("brokerid")
         kraft_epoch = doc.get("kraftControllerEpoch", -1)  # ControllerZNode: -1 for a ZooKeeper-mode controller
@@ -288,7 +295,7 @@ class ZkState:
             if cid is None:  # look again once the grace is over: still none is news
                 self._later(CONTROLLER_ELECTION_GRACE_S + 0.05, self._request_poll)
 
-    def _on_reassign(self, data: bytes | None, _stat: Any) -> None:
+    def _on_reassign(self, data: bytes | None, _stat: ZnodeStat | None) -> None:
         self.reassigning = data is not None
 
     def _on_topics(self, children: list[str]) -> None:
@@ -296,11 +303,14 @@ class ZkState:
             new = [t for t in children if t not in self._assignments]
             for t in new:
                 self._assignments[t] = {}
+        zk = self._zk
+        if zk is None:  # stopped meanwhile
+            return
         for t in new:
-            self._zk.DataWatch(f"/brokers/topics/{t}", self._assignment_watch(t))
+            zk.DataWatch(f"/brokers/topics/{t}", self._assignment_watch(t))
 
-    def _assignment_watch(self, topic: str) -> Callable[[bytes | None, Any], Any]:
-        def on_assignment(data: bytes | None, _stat: Any) -> Any:
+    def _assignment_watch(self, topic: str) -> Watch:
+        def on_assignment(data: bytes | None, _stat: ZnodeStat | None) -> bool | None:
             if data is None:  # topic deleted
                 with self._lock:
                     self._assignments.pop(topic, None)
@@ -317,15 +327,18 @@ class ZkState:
                 self._moves[topic] = moves
                 new = [(topic, p) for p in parts if (topic, p) not in self._watched_states]
                 self._watched_states.update(new)
+            zk = self._zk
+            if zk is None:  # stopped meanwhile
+                return False
             for t, p in new:
-                self._zk.DataWatch(f"/brokers/topics/{t}/partitions/{p}/state", self._state_watch(t, p))
+                zk.DataWatch(f"/brokers/topics/{t}/partitions/{p}/state", self._state_watch(t, p))
             return None
         return on_assignment
 
-    def _state_watch(self, topic: str, partition: int) -> Callable[[bytes | None, Any], Any]:
+    def _state_watch(self, topic: str, partition: int) -> Watch:
         seen = {"first": True}
 
-        def on_state(data: bytes | None, stat: Any) -> Any:
+        def on_state(data: bytes | None, stat: ZnodeStat | None) -> bool | None:
             first = seen.pop("first", False)
             if data is None or stat is None:
                 with self._lock:
@@ -409,7 +422,7 @@ def _json(data: bytes) -> dict[str, Any]:
         return {}
 
 
-def _zk_failure(e: BaseException, security: Any, hosts: str = "") -> str:
+def _zk_failure(e: BaseException, security: ZooKeeperSecurity | None, hosts: str = "") -> str:
     """Why a ZooKeeper session did not start, said for an operator. kazoo retries a refused TLS
     handshake until its start times out, so over TLS one handshake of our own tells why."""
     from kazoo.exceptions import AuthFailedError, SessionClosedRequireSaslError

@@ -23,6 +23,8 @@ import ssl
 import threading
 from pathlib import Path
 from typing import Annotated, Any, Callable, Iterable, Literal
+from wsgiref.simple_server import WSGIServer
+from wsgiref.types import WSGIApplication
 
 from pydantic import AfterValidator, Field, model_validator
 
@@ -153,7 +155,7 @@ class BasicAuth:
         return [b"Unauthorized\n"]
 
 
-def serve_wsgi(app: Callable[..., Iterable[bytes]], host: str, port: int, web: WebConfig | None) -> Any:
+def serve_wsgi(app: WSGIApplication, host: str, port: int, web: WebConfig | None) -> WSGIServer:
     """A threaded WSGI server on a daemon thread, with the web config's TLS and basic auth."""
     from wsgiref.simple_server import WSGIRequestHandler, make_server
 

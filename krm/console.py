@@ -34,6 +34,11 @@ from krm.charts import BLUE, ORANGE, bar_chart, partition_chart
 from krm.history_charts import broker_chart, lag_chart, plan_bars
 from pipelines import incident_groups
 from pipelines.incident_store import IncidentStore
+from foundation.storage import Location
+from pipelines.incidents import Incident
+from pipelines.state import ClusterView, PipelineState
+from pipelines.tables import Tables
+from pathlib import Path
 
 
 NOT_FOUND_LISTED = 200  # what exists, listed at most, on a 404
@@ -44,13 +49,13 @@ def _iso(ms: int | None) -> str:
     return "" if ms is None else dt.datetime.fromtimestamp(ms / 1000, dt.timezone.utc).isoformat(timespec="seconds")
 
 
-def _where(i: Any) -> str:
+def _where(i: Incident) -> str:
     if i.topic is not None:
         return f"{i.topic}-{i.partition}" + (f" broker {i.broker}" if i.broker is not None else "")
     return f"broker {i.broker}" if i.broker is not None else "cluster"
 
 
-def _act_on(i: Any) -> str:
+def _act_on(i: Incident) -> str:
     return "; ".join(f"{name} {list(brokers)}" for name, brokers in i.facts.act_on())
 
 
@@ -69,7 +74,7 @@ def _first_drawn(start: dt.datetime, rows_at: list[dt.datetime], incidents_ms: l
     return max(start, min(firsts) - max(dt.timedelta(seconds=30), (now - min(firsts)) / 10))
 
 
-def _min_isr(incidents: list[Any]) -> int | None:
+def _min_isr(incidents: list[Incident]) -> int | None:
     """The effective min ISR (min(min.insync.replicas, RF), pipelines/detectors/isr.py) the newest of these
     incidents recorded; None when none did."""
     for i in sorted(incidents, key=lambda i: i.last_seen_at_ms, reverse=True):
@@ -82,7 +87,7 @@ def _min_isr(incidents: list[Any]) -> int | None:
 class Console:
     """A WSGI app for the console's routes; answers None for any other path (the caller serves it)."""
 
-    def __init__(self, state: Any, tables: Any, look: Callable[[str], Any] | None = None,
+    def __init__(self, state: PipelineState, tables: Tables, look: Callable[[str], Any] | None = None,
                  keyframe_s: float = 300.0) -> None:
         """`look(cluster)`: one Admin poll of a cluster (krm/snapshot.py), for the broker page's shutdown
         check; None where this process has no cluster config. `keyframe_s`: the collectors'
@@ -142,7 +147,7 @@ class Console:
         return self.env.get_template(template).render(title=title, stale=sorted(self.state.stale().items()),
                                                       banner_every_ms=self._every_ms(), **values)
 
-    def _open(self) -> list[Any]:
+    def _open(self) -> list[Incident]:
         return list(self.state.snapshot.open_incidents)
 
     def _every_ms(self, cluster: str | None = None) -> int:
@@ -151,7 +156,7 @@ class Console:
         stale_after = min((self.state.stale_after_s.get(n, STALE_MIN_S) for n in names), default=STALE_MIN_S)
         return int(reload_every_s(stale_after) * 1000)
 
-    def _age(self, view: Any) -> str:
+    def _age(self, view: ClusterView) -> str:
         return f"{max(0.0, time.time() - view.fresh_ms / 1000):.0f}s"
 
     def fleet(self, fragment: bool = False) -> str:
@@ -212,7 +217,7 @@ class Console:
         return self._page("open incidents" if status == "open" else "all incidents", "incidents.html",
                           incidents=found, groups=incident_groups.group(found), q=qv, note=note)
 
-    def _find(self, incident_id: str) -> Any:
+    def _find(self, incident_id: str) -> Incident | None:
         for i in self._open():
             if i.incident_id == incident_id:
                 return i
@@ -274,7 +279,7 @@ class Console:
             return False
         return bool(latest_states(self.tables.partition_state, topic, cluster, within=self.recent))
 
-    def _reach(self, table: Any, window: dt.timedelta, now: dt.datetime) -> str:
+    def _reach(self, table: Location | Path | str, window: dt.timedelta, now: dt.datetime) -> str:
         """'' or what to say when the window starts before the table's first day."""
         first = oldest_day(table)
         if first is not None and (now - window).date() < first:
@@ -411,7 +416,7 @@ class Console:
         now = dt.datetime.now(dt.timezone.utc)
         unwritten = [r for r in self.state.broker_samples.of(cluster, broker) if r["observed_at"] >= now - window]
         rows = broker_rows(self.tables.broker_state, cluster, broker, window, now) if self.tables.broker_state.is_table() else []
-        samples = rows + unwritten
+        samples = rows + [dict(r) for r in unwritten]  # (the table's rows as the sampler's)
         svg = broker_chart(samples, _first_drawn(now - window, [r["observed_at"] for r in samples[:1]], []), now)
         note = (self._reach(self.tables.broker_state, window, now) if rows else "") or ("" if svg else (
             f"no sample in the last {since} (the pipeline samples each broker every broker_history_s)"))

@@ -11,11 +11,16 @@ import datetime as dt
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from foundation.errors import KrmError
 from foundation.storage import Location, as_location
 from pipelines.detectors import hw_stall, isr, lag, offline
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from pipelines.incidents import Incident
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
@@ -80,7 +85,7 @@ def read_history(table: Location | Path | str, topic: str, partition: int | None
     return LagHistory(summarize(t), *downsample(t, max_points))
 
 
-def summarize(t: Any) -> list[dict[str, Any]]:
+def summarize(t: pa.Table) -> list[dict[str, Any]]:
     """Per (cluster, partition, follower): samples, latest and max lag, samples out of the ISR.
     `t`: the follower rows as an Arrow table sorted by observed_at."""
     import pyarrow.compute as pc
@@ -107,7 +112,7 @@ def summarize(t: Any) -> list[dict[str, Any]]:
     return out
 
 
-def downsample(t: Any, max_points: int | None) -> tuple[list[LagRow], int | None]:
+def downsample(t: pa.Table, max_points: int | None) -> tuple[list[LagRow], int | None]:
     """At most `max_points` per follower: the worst sample of each time bucket (max lag, ISR
     membership lost if lost at any moment of it). Raw when the range is short enough."""
     import math
@@ -163,7 +168,7 @@ class Window:
     label: str
 
 
-def incident_windows(incidents: list[Any], topic: str, partition: int | None, start: dt.datetime,
+def incident_windows(incidents: list[Incident], topic: str, partition: int | None, start: dt.datetime,
                      now: dt.datetime) -> list[Window]:
     """Replication incidents of `topic` (pipelines.incidents.Incident) overlapping [start, now]."""
     kinds = {lag.TYPE, isr.UNDER_REPLICATED, isr.UNDER_MIN_ISR, hw_stall.TYPE, offline.TYPE}

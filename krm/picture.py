@@ -15,6 +15,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 from urllib.parse import quote, urlencode
+from pipelines.incidents import Incident
+from pipelines.load import TopicLoad
+from pipelines.state import ClusterView
 
 
 SEVERITY_ORDER = {"critical": 0, "warning": 1, "info": 2}
@@ -64,10 +67,10 @@ class Grid:
     rows: tuple[Row, ...]
     hidden_healthy: int  # topics not drawn (all healthy) for MAX_TOPICS
     hidden_unhealthy: int
-    cluster_incidents: tuple[Any, ...] = field(default=())  # open incidents of no topic and no broker
+    cluster_incidents: tuple[Incident, ...] = field(default=())  # open incidents of no topic and no broker
 
 
-def names(i: Any) -> set[int]:
+def names(i: Incident) -> set[int]:
     """The brokers an incident names: to act on, or its subject."""
     named = i.facts.brokers_named()
     if i.broker is not None:
@@ -79,7 +82,7 @@ def _worst(sevs: Iterable[str]) -> str | None:
     return min(sevs, key=lambda s: SEVERITY_ORDER.get(s, 3), default=None)
 
 
-def _label(found: list[Any]) -> str:
+def _label(found: list[Incident]) -> str:
     """The incidents in words, the most severe kind first."""
     kinds = Counter(SHORT.get(i.type, i.type.lower()) for i in found)
     rank: dict[str, int] = {}
@@ -93,7 +96,7 @@ def _incidents_href(cluster: str, **q: Any) -> str:
     return "/incidents?" + urlencode({"cluster": cluster, **{k: v for k, v in q.items() if v is not None}})
 
 
-def broker_heads(cluster: str, view: Any, load: dict[int, tuple[int, int, int, int]], incidents: list[Any]
+def broker_heads(cluster: str, view: ClusterView, load: dict[int, tuple[int, int, int, int]], incidents: list[Incident]
                  ) -> tuple[BrokerHead, ...]:
     """Every broker the view registers or that holds replicas, with its state: a BROKER_DOWN incident
     says why it is not up (its cause), else the view's registration."""
@@ -119,14 +122,15 @@ def broker_heads(cluster: str, view: Any, load: dict[int, tuple[int, int, int, i
     return tuple(heads)
 
 
-def cluster_grid(cluster: str, view: Any, topic_load: dict[str, Any], broker_load: dict[int, tuple[int, int, int, int]],
-                 open_incidents: Iterable[Any], max_topics: int | None = MAX_TOPICS) -> Grid:
+def cluster_grid(cluster: str, view: ClusterView, topic_load: dict[str, TopicLoad],
+                 broker_load: dict[int, tuple[int, int, int, int]],
+                 open_incidents: Iterable[Incident], max_topics: int | None = MAX_TOPICS) -> Grid:
     """The grid of one cluster from the snapshot: `topic_load` topic -> load.TopicLoad, `broker_load`
     broker -> Counts, `open_incidents` (any clusters; this one's are taken)."""
     mine = [i for i in open_incidents if i.cluster == cluster]
     heads = broker_heads(cluster, view, broker_load, mine)
     ids = [h.id for h in heads]
-    by_topic: dict[str, list[Any]] = {}
+    by_topic: dict[str, list[Incident]] = {}
     for i in mine:
         if i.topic is not None:
             by_topic.setdefault(i.topic, []).append(i)

@@ -15,7 +15,7 @@ and that does not make the next stop less safe.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Mapping, Sequence
 
 
 @dataclass(frozen=True)
@@ -40,7 +40,7 @@ class Readiness:
         return f"broker {self.broker} is registered and in the ISR of all its {self.replicas} partition(s)"
 
 
-def readiness(broker: int, topics: list[dict[str, Any]], live: set[int]) -> Readiness:
+def readiness(broker: int, topics: Sequence[Mapping[str, Any]], live: set[int]) -> Readiness:
     out, not_leading, n = [], [], 0
     for t in topics:
         for p in t["partitions"]:

@@ -11,7 +11,7 @@ import os
 import signal
 import threading
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Callable
 
 from collectors.daemon import Collector
 from collectors.publisher import ensure_topic
@@ -28,21 +28,27 @@ from pipelines.metrics import serve
 from pipelines.state import PipelineState
 from pipelines.session import build_session, objectstore_jars
 
+if TYPE_CHECKING:
+    from wsgiref.simple_server import WSGIServer
+
+    from pyspark.sql import SparkSession
+
 log = logging.getLogger(__name__)
 
 
 class Monitor:
     """Construct opens nothing; start() brings up the pieces asked for, stop() tears them down."""
 
-    def __init__(self, config: Config, collect: bool = True, pipeline: bool = True, spark: Any = None) -> None:
+    def __init__(self, config: Config, collect: bool = True, pipeline: bool = True,
+                 spark: SparkSession | None = None) -> None:
         self.config = config
         self.with_collector = collect
         self.with_pipeline = pipeline
         self._spark = spark
         self._own_spark = spark is None
-        self.collector: Any = None
-        self.pipeline: Any = None
-        self._server: Any = None
+        self.collector: Collector | None = None
+        self.pipeline: Pipeline | None = None
+        self._server: WSGIServer | None = None
         self._collector_started_ms: int | None = None  # when this process's collector started polling
 
     @property
@@ -156,9 +162,11 @@ class Monitor:
 
     def _collector_readiness(self) -> tuple[bool, str]:
         """`krm collect`: ready while every cluster was polled within the window."""
-        now = time.time()
+        now, collector = time.time(), self.collector
+        if collector is None:
+            return False, "the collector has not started"
         stale = [c.name for c in self.config.clusters
-                 if now - self.collector.last_poll_at.get(c.name, 0.0) > self.ready_window_s]
+                 if now - collector.last_poll_at.get(c.name, 0.0) > self.ready_window_s]
         return (not stale, f"not polled within {self.ready_window_s:.0f}s: {', '.join(stale)}" if stale
                 else "every cluster polled")
 
@@ -168,7 +176,7 @@ class Monitor:
         t0 = time.monotonic()
         took: list[str] = []
 
-        def step(name: str, fn: Any) -> None:
+        def step(name: str, fn: Callable[[], object]) -> None:
             s = time.monotonic()
             fn()
             took.append(f"{name} {time.monotonic() - s:.1f}s")
@@ -192,6 +200,8 @@ class Monitor:
             log.info("stopped in %.1fs (%s)", time.monotonic() - t0, ", ".join(took))
 
     def _stop_spark(self) -> None:
+        if self._spark is None:
+            return
         try:
             self._spark.stop()
         except Exception as e:  # noqa: BLE001 - the JVM may have received the same SIGINT/SIGTERM

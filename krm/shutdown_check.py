@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Mapping, Sequence
 
 from pipelines.detectors import isr as isr_rule
 from pipelines.detectors import offline
@@ -103,7 +103,7 @@ def judge(broker: int, topic: str, p: dict[str, Any], live: set[int], min_isr: i
     return verdict(FOLLOWER, leader, "loses a follower copy only")
 
 
-def check(broker: int, topics: list[dict[str, Any]], live: set[int]) -> list[Verdict]:
+def check(broker: int, topics: Sequence[Mapping[str, Any]], live: set[int]) -> list[Verdict]:
     """`topics`: topic_state dicts of one poll (collectors/records.py)."""
     out = []
     for t in topics:

@@ -12,11 +12,14 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 from collectors.admin import AdminSource
 from collectors.log_dirs import partition_sizes
 from foundation.errors import KrmError
+
+if TYPE_CHECKING:
+    from foundation.config import Config
 
 
 @dataclass
@@ -41,7 +44,7 @@ class ClusterSnapshot:
         raise KrmError(f"topic {name!r} not found in {self.name} (topics: {known})")
 
 
-def from_cluster(config: Any, cluster_name: str | None, with_sizes: bool = False) -> ClusterSnapshot:
+def from_cluster(config: Config, cluster_name: str | None, with_sizes: bool = False) -> ClusterSnapshot:
     cluster = config.cluster(cluster_name) if cluster_name else config.clusters[0]
     src = AdminSource(cluster, config.collector)
     try:

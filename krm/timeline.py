@@ -17,6 +17,8 @@ from typing import Any, Iterable
 
 from foundation.errors import KrmError
 from foundation.storage import as_location
+from foundation.storage import Location
+from pipelines.incidents import Incident
 
 STATE_FIELDS = ("leader", "leader_epoch", "replicas", "isr")
 LOOKBACK = dt.timedelta(days=1)  # how far before a window its starting state is looked for
@@ -33,7 +35,7 @@ class Event:
         return {"at": self.at.isoformat(), "kind": self.kind, "what": self.what, **self.fields}
 
 
-def read_states(table: Any, topic: str, partition: int, since: dt.timedelta, now: dt.datetime | None = None,
+def read_states(table: Location | Path | str, topic: str, partition: int, since: dt.timedelta, now: dt.datetime | None = None,
                 cluster: str | None = None, until: dt.datetime | None = None) -> list[dict[str, Any]]:
     """The partition's rows within the window, oldest first, as dicts, led by the newest row before
     it (of each cluster) when there is one within a day: the table holds a partition at each change
@@ -61,7 +63,7 @@ def read_states(table: Any, topic: str, partition: int, since: dt.timedelta, now
     return sorted(before.values(), key=lambda r: r["observed_at"]) + [r for r in rows if _utc(r["observed_at"]) >= start]
 
 
-def latest_states(table: Any, topic: str, cluster: str, within: dt.timedelta = dt.timedelta(minutes=10),
+def latest_states(table: Location | Path | str, topic: str, cluster: str, within: dt.timedelta = dt.timedelta(minutes=10),
                   now: dt.datetime | None = None) -> list[dict[str, Any]]:
     """Each partition of a topic as the newest poll within `within` recorded it, by partition."""
     import pyarrow.dataset as ds
@@ -99,7 +101,7 @@ def changes(rows: Iterable[dict[str, Any]]) -> list[Event]:
     return out
 
 
-def incident_events(incidents: Iterable[Any], topic: str, partition: int, start: dt.datetime) -> list[Event]:
+def incident_events(incidents: Iterable[Incident], topic: str, partition: int, start: dt.datetime) -> list[Event]:
     """Opened / resolved moments of the partition's incidents (pipelines.incidents.Incident) since `start`."""
     out = []
     for i in incidents:
@@ -114,7 +116,7 @@ def incident_events(incidents: Iterable[Any], topic: str, partition: int, start:
     return out
 
 
-def timeline(states: list[dict[str, Any]], incidents: Iterable[Any], topic: str, partition: int,
+def timeline(states: list[dict[str, Any]], incidents: Iterable[Incident], topic: str, partition: int,
              start: dt.datetime) -> list[Event]:
     return sorted(changes(states) + incident_events(incidents, topic, partition, start), key=lambda e: e.at)
 
@@ -161,7 +163,7 @@ def _ms(ms: int) -> dt.datetime:
     return dt.datetime.fromtimestamp(ms / 1000, dt.timezone.utc)
 
 
-def broker_rows(table: Any, cluster: str, broker: int, since: dt.timedelta, now: dt.datetime | None = None
+def broker_rows(table: Location | Path | str, cluster: str, broker: int, since: dt.timedelta, now: dt.datetime | None = None
                 ) -> list[dict[str, Any]]:
     """A broker's `broker_state` samples in the window, oldest first (pipelines/broker_history.py)."""
     import pyarrow.dataset as ds
@@ -174,7 +176,7 @@ def broker_rows(table: Any, cluster: str, broker: int, since: dt.timedelta, now:
     return table.dataset().to_table(filter=cond).sort_by("observed_at").to_pylist()
 
 
-def topic_lag_rows(table: Any, cluster: str, topic: str, since: dt.timedelta, now: dt.datetime | None = None,
+def topic_lag_rows(table: Location | Path | str, cluster: str, topic: str, since: dt.timedelta, now: dt.datetime | None = None,
                    partition: int | None = None) -> list[dict[str, Any]]:
     """A topic's (or one partition's) followers' `replica_lag` rows in the window, oldest first: written
     while a follower lags and at each change of the partition (docs/history.md), so a lag holds until its
@@ -192,7 +194,7 @@ def topic_lag_rows(table: Any, cluster: str, topic: str, since: dt.timedelta, no
     return table.dataset().to_table(columns=cols, filter=cond).sort_by("observed_at").to_pylist()
 
 
-def oldest_day(table: Any) -> dt.date | None:
+def oldest_day(table: Location | Path | str) -> dt.date | None:
     """The first day a date-partitioned history table holds (None: no table or no row), from its file
     list alone: how far back a chart can go (`krm maintain --retention-days` drops older days)."""
     table = as_location(table)

@@ -2,18 +2,23 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Callable
 
 from foundation.config import Config
 from foundation.security import spark_kafka_options
 from pipelines.columns import built_once
 from schemas.observation import KINDS, OBSERVATION, SUPPORTED_VERSIONS, Array, Scalar, Struct, spark_schema
 
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame, SparkSession
+
+Predicate = Callable[["Column"], "Column"]  # a one-argument predicate for F.exists
+
 
 FETCH_MAX_WAIT_MS = 10  # how long a broker may hold the source's fetch at the end of the log
 
 
-def read_observations(spark: Any, config: Config, since_ms: int | None = None) -> Any:
+def read_observations(spark: SparkSession, config: Config, since_ms: int | None = None) -> DataFrame:
     """The observations topic as a streaming DataFrame (Spark's Kafka source), connecting with the
     observations cluster's security settings (foundation/security.py). A query with no checkpoint yet
     starts at `[pipeline] starting_offsets`, or, when that is "latest" and `since_ms` is given, at the
@@ -53,11 +58,11 @@ def read_observations(spark: Any, config: Config, since_ms: int | None = None) -
     )
 
 
-def _missing(t: Struct, col: Any, path: str) -> list[tuple[Any, str]]:
+def _missing(t: Struct, col: Column, path: str) -> list[tuple[Column, str]]:
     """(condition, reason) pairs that flag a required field missing anywhere in the tree."""
     from pyspark.sql import functions as F
 
-    out: list[tuple[Any, str]] = []
+    out: list[tuple[Column, str]] = []
     for name, ft, required in t.fields:
         c = col[name]
         if required:
@@ -84,22 +89,22 @@ def _has_nested(t: Struct) -> bool:
     return any(isinstance(ft, (Struct, Array)) for _, ft, _ in t.fields)
 
 
-def _is_null(y: Any) -> Any:
+def _is_null(y: Column) -> Column:
     """A one-argument predicate for F.exists: Spark's JSON reader leaves an array element of the wrong
     type null (`[3, "x"]` as [3, null], `[[1]]` for an array of objects as [null]); no collector
     publishes a null element (schemas/observation.py refuses them), so a null element is a bad one."""
     return y.isNull()
 
 
-def _null_or_broken(t: Struct) -> Any:
+def _null_or_broken(t: Struct) -> Predicate:
     element_broken = _element_broken(t)
 
-    def pred(y: Any) -> Any:
+    def pred(y: Column) -> Column:
         return _is_null(y) | element_broken(y)
     return pred
 
 
-def _nested_broken(t: Struct, x: Any) -> Any:
+def _nested_broken(t: Struct, x: Column) -> Column:
     """Within one array element `x` of type `t`: a struct or struct array below it misses a required
     field, or an array below it has an element of the wrong type (Spark's JSON reader leaves a
     mistyped field or element null, so a broken element would pass)."""
@@ -119,26 +124,26 @@ def _nested_broken(t: Struct, x: Any) -> Any:
     return cond
 
 
-def _element_broken(t: Struct, nested_only: bool = False) -> Any:
+def _element_broken(t: Struct, nested_only: bool = False) -> Predicate:
     """A one-argument predicate for F.exists (PySpark counts a lambda's parameters, so no defaults)."""
     from pyspark.sql import functions as F
 
     names = [n for n, _, req in t.fields if req]
 
-    def pred(y: Any) -> Any:
+    def pred(y: Column) -> Column:
         b = _any_null(names)(y) if names and not nested_only else F.lit(False)
         return (b | _nested_broken(t, y)) if _has_nested(t) else b
     return pred
 
 
-def _type_name(t: Any) -> str:
+def _type_name(t: object) -> str:
     return t.name if isinstance(t, Scalar) else ("list" if isinstance(t, Array) else "object")
 
 
-def _any_null(names: list[str]) -> Any:
+def _any_null(names: list[str]) -> Predicate:
     """A one-argument predicate for F.exists: is any of `names` null in the element?"""
 
-    def pred(x: Any) -> Any:
+    def pred(x: Column) -> Column:
         cond = x[names[0]].isNull()
         for n in names[1:]:
             cond = cond | x[n].isNull()
@@ -147,14 +152,14 @@ def _any_null(names: list[str]) -> Any:
     return pred
 
 
-def parse(raw: Any) -> Any:
+def parse(raw: DataFrame) -> DataFrame:
     """Columns: the observation's fields, plus kafka_* provenance, `raw` text and `reject_reason`
     (null for a good record). Nothing is dropped here: callers split on `reject_reason`."""
     fields, reason = built_once("ingest.parse", _parse_columns)
     return raw.select(*fields).select("*", reason.alias("reject_reason"))
 
 
-def _parse_columns() -> tuple[list[Any], Any]:
+def _parse_columns() -> tuple[list[Column], Column]:
     """parse's two projections: the parsed record with its provenance, then the reject reason."""
     from pyspark.sql import functions as F
 
@@ -179,8 +184,8 @@ def _parse_columns() -> tuple[list[Any], Any]:
     for kind in KINDS:
         reason = reason.when((o["kind"] == kind) & o[f"{kind}_state"].isNull(),
                              F.lit(f"{kind}_state is required for kind '{kind}'"))
-    for cond, why in contract(o):
-        reason = reason.when(cond, why)
+    for cond, said in contract(o):
+        reason = reason.when(cond, said)
     return fields, reason
 
 
@@ -191,7 +196,7 @@ TOPIC_NAME = r"^(?!\.\.?$)[a-zA-Z0-9._-]{1,249}$"
 CLUSTER_NAME = r"^[A-Za-z0-9._-]+$"
 
 
-def contract(o: Any) -> list[tuple[Any, Any]]:
+def contract(o: Column) -> list[tuple[Column, Column]]:
     """(condition, reason) for what no correct collector can publish, whatever the cluster does:
     names that are names (cluster, topic), and what Kafka itself keeps (a leader is one of the
     replicas, the ISR a subset of them, log start <= HW on the broker that answered both, in that
@@ -205,13 +210,13 @@ def contract(o: Any) -> list[tuple[Any, Any]]:
     parts = o["topic_state"]["partitions"]
     brokers = o["cluster_state"]["brokers"]
 
-    def first(pred: Any, what: str) -> tuple[Any, Any]:
+    def first(pred: Predicate, what: str) -> tuple[Column, Column]:
         bad = F.filter(parts, pred)
         return ((o["kind"] == "topic") & (F.size(bad) > 0),
                 F.concat(F.lit(f"contract: {what} (topic "), o["topic_state"]["topic"], F.lit(", partition "),
                          bad[0]["partition"].cast("string"), F.lit(")")))
 
-    def named(kind: str, name: Any, pattern: str, what: str) -> tuple[Any, Any]:
+    def named(kind: str, name: Column, pattern: str, what: str) -> tuple[Column, Column]:
         # Spark's JSON reader turns any JSON value in a string field into its text (an array into
         # "[...]"): a name that is not a name is how a mistyped or hostile one shows here.
         return ((o["kind"] == kind) & ~name.rlike(pattern),
@@ -255,14 +260,14 @@ def contract(o: Any) -> list[tuple[Any, Any]]:
     return checks
 
 
-def valid(parsed: Any) -> Any:
+def valid(parsed: DataFrame) -> DataFrame:
     """Good records, flattened to the observation's own columns."""
     from pyspark.sql import functions as F
 
     return parsed.where(F.col("reject_reason").isNull()).select("o.*", "kafka_timestamp")
 
 
-def rejected(parsed: Any) -> Any:
+def rejected(parsed: DataFrame) -> DataFrame:
     """Quarantine rows: the raw text, where it came from and why it was refused."""
     from pyspark.sql import functions as F
 

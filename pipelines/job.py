@@ -15,9 +15,10 @@ They run in separate FAIR pools, so heavy writes never delay alerts. Both checkp
 from __future__ import annotations
 
 import logging
+import math
 import threading
 import time
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Callable
 
 from foundation.cadence import read_back_s
 from foundation.config import Config
@@ -37,6 +38,12 @@ from pipelines.session import alert_session
 from pipelines.tables import Tables
 from pipelines.slow_view import SlowView
 
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.streaming import StreamingQuery
+
+BatchHandler = Callable[["DataFrame", int], None]  # a foreachBatch handler
+
 log = logging.getLogger(__name__)
 
 CLOCK_TICK_S = 1.0  # how often the pipeline's clock advances what time alone changes (pipelines/clock.py)
@@ -50,7 +57,7 @@ _INTERRUPTIONS = ("java.lang.InterruptedException", "java.io.InterruptedIOExcept
                   "java.nio.channels.ClosedByInterruptException")
 
 
-def interruptible(handler: Any) -> Any:
+def interruptible(handler: BatchHandler) -> BatchHandler:
     """Wrap a foreachBatch handler so that a query stop mid-batch ends quietly.
 
     Stopping interrupts the running Spark job; the handler then fails with a Py4JJavaError whose
@@ -60,7 +67,7 @@ def interruptible(handler: Any) -> Any:
     and is replayed on restart.
     """
 
-    def run(batch: Any, batch_id: int) -> None:
+    def run(batch: DataFrame, batch_id: int) -> None:
         try:
             handler(batch, batch_id)
         except Exception as e:
@@ -80,7 +87,7 @@ def stopped_by_interrupt(error_text: str) -> bool:
 class Pipeline:
     """Construct validates paths only; start() opens Spark queries and the incident table."""
 
-    def __init__(self, config: Config, spark: Any, state: PipelineState | None = None,
+    def __init__(self, config: Config, spark: SparkSession, state: PipelineState | None = None,
                  history_since_ms: int | None = None, collector_said: Callable[[str, float], str] | None = None) -> None:
         """`history_since_ms`: where a history query with no checkpoint starts (ingest.read_observations).
         `collector_said`: a collector in this process describing its side of a blind moment (`_tick`)."""
@@ -91,14 +98,15 @@ class Pipeline:
         self.state = state or PipelineState()
         self.state.log_dir_within_s = (config.pipeline.log_dir_page_within_s, config.pipeline.log_dir_warn_within_s)
         self.tables = Tables(config.pipeline.data_dir)
-        self.queries: list[Any] = []
-        self._starters: dict[str, Any] = {}
+        self.queries: list[StreamingQuery] = []
+        self._starters: dict[str, Callable[[], StreamingQuery]] = {}
         self._stopping = threading.Event()
         self._watchdog: threading.Thread | None = None
         self._clock: threading.Thread | None = None
-        self._quality: Any = None  # pipelines.quality.QualityRunner, beside the alert path
+        self._quality: QualityRunner | None = None  # beside the alert path
         self._brokers: BrokerHistory | None = None  # the broker_state sampler, beside the alert path
-        self._flush_history: Any = None  # starts the history's last run at a stop (start() sets it)
+        # starts the history's last run at a stop (start() sets it)
+        self._flush_history: Callable[[], StreamingQuery] | None = None
 
     def start(self) -> Pipeline:
         flap_ms = int(self.config.pipeline.flap_window_s * 1000)
@@ -132,22 +140,25 @@ class Pipeline:
         history_path = interruptible(HistoryPath(self.state, self.tables, app_id=app_id,
                                                  tasks=history_tasks(p.history_tasks, p.spark_master)))
 
-        def start_alerts() -> Any:
+        def start_alerts() -> StreamingQuery:
             return self._in_pool("alerts", lambda: (
                 F_.alert_rows(valid(parse(alert_raw)), settings)
                 .writeStream.queryName("krm-alerts").foreachBatch(alert_path)
                 .option("checkpointLocation", str(self.tables.checkpoints / "alerts")).start()))
 
-        def history_query(name: str, **trigger: Any) -> Any:
-            return self._in_pool("history", lambda: (
-                parse(raw).writeStream.queryName(name).foreachBatch(history_path).trigger(**trigger)
-                .option("checkpointLocation", str(self.tables.checkpoints / "history")).start()))
+        def history_query(name: str, every: str | None) -> StreamingQuery:
+            """The history query, triggered `every` (a processing time), or once over what is there (None)."""
+            def start() -> StreamingQuery:
+                writer = parse(raw).writeStream.queryName(name).foreachBatch(history_path)
+                writer = writer.trigger(processingTime=every) if every else writer.trigger(availableNow=True)
+                return writer.option("checkpointLocation", str(self.tables.checkpoints / "history")).start()
+            return self._in_pool("history", start)
 
-        def start_history() -> Any:
-            return history_query("krm-history", processingTime=f"{self.config.pipeline.history_trigger_s} seconds")
+        def start_history() -> StreamingQuery:
+            return history_query("krm-history", f"{self.config.pipeline.history_trigger_s} seconds")
 
         # on a stop: the same query, from the same checkpoint, over what the topic holds now, then it ends
-        self._flush_history = lambda: history_query("krm-history-flush", availableNow=True)
+        self._flush_history = lambda: history_query("krm-history-flush", None)
 
         self._starters = {"krm-alerts": start_alerts, "krm-history": start_history}
         self.queries = [start_alerts(), start_history()]
@@ -200,14 +211,14 @@ class Pipeline:
         log_retention.apply(self.tables.all(), properties)
         return properties
 
-    def _in_pool(self, pool: str, start: Any) -> Any:
+    def _in_pool(self, pool: str, start: Callable[[], StreamingQuery]) -> StreamingQuery:
         """Start a query in a FAIR scheduler pool, so history writes never queue ahead of alerts."""
         sc = self.spark.sparkContext
         sc.setLocalProperty("spark.scheduler.pool", pool)
         try:
             return start()
         finally:
-            sc.setLocalProperty("spark.scheduler.pool", None)
+            sc.setLocalProperty("spark.scheduler.pool", None)  # type: ignore[arg-type]  # (None clears it)
 
     def _watch(self) -> None:
         executors = ExecutorWatch(self.spark, self.config.pipeline.spark_master, self.state)
@@ -245,8 +256,10 @@ class Pipeline:
         next start, from the checkpoint, as before). True when it finished."""
         t0 = time.monotonic()
         try:
+            if self._flush_history is None:  # never started: nothing written
+                return False
             q = self._flush_history()
-            done = bool(q.awaitTermination(within_s))
+            done = bool(q.awaitTermination(math.ceil(within_s)))
             if not done:
                 q.stop()
                 log.warning("history: the last write before the stop took over %.0fs and was stopped; the next start "
@@ -284,7 +297,8 @@ class ExecutorWatch:
 
     EXECUTOR_PATIENCE_S = 60.0
 
-    def __init__(self, spark: Any, master: str, state: PipelineState, clock: Any = time.monotonic) -> None:
+    def __init__(self, spark: SparkSession, master: str, state: PipelineState,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.spark, self.master, self.state, self.clock = spark, master, state, clock
         self.local = master.startswith("local")
         self.since: float | None = None

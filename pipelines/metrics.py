@@ -9,9 +9,13 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from typing import Any, Callable, Iterator
+from pathlib import Path
+from typing import Any, Callable, Iterable, Iterator, Protocol
+from wsgiref.simple_server import WSGIServer
+from wsgiref.types import StartResponse, WSGIApplication, WSGIEnvironment
 
 from prometheus_client.metrics_core import Metric
+from prometheus_client.registry import Collector
 
 from foundation.web_config import load_web_config, serve_wsgi
 from pipelines import broker_history, disks, latency, replication_links, slowed
@@ -326,8 +330,20 @@ def _tiered_series(tiered: dict[tuple[str, str], TieredTopic]) -> Iterator[Metri
     yield from (local, remote, lag)
 
 
-def serve(state: PipelineState | None, host: str, port: int, extra: tuple[Any, ...] = (),
-          web_config_file: Any = None, readiness: Any = None, pages: Any = None) -> Any:
+Readiness = Callable[[], tuple[bool, str]]  # what /readyz answers: (ready, why)
+
+
+class Pages(Protocol):
+    """A WSGI app served beside /metrics for the paths it handles (the console, krm/console.py)."""
+
+    def handles(self, path: str) -> bool: ...
+
+    def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]: ...
+
+
+def serve(state: PipelineState | None, host: str, port: int, extra: tuple[Collector, ...] = (),
+          web_config_file: Path | None = None, readiness: Readiness | None = None,
+          pages: Pages | None = None) -> WSGIServer:
     """Start the /metrics HTTP server on a daemon thread; returns the server (call .shutdown()).
     `extra`: more prometheus-client collectors (the collector daemon's own health). `web_config_file`:
     TLS and basic auth as Prometheus exporters take them (foundation/web_config.py). `readiness`: what /readyz
@@ -345,10 +361,11 @@ def serve(state: PipelineState | None, host: str, port: int, extra: tuple[Any, .
     return serve_wsgi(with_probes(make_wsgi_app(registry), readiness, pages), host, port, web)
 
 
-def with_probes(metrics_app: Any, readiness: Any = None, pages: Any = None) -> Any:
+def with_probes(metrics_app: WSGIApplication, readiness: Readiness | None = None,
+                pages: Pages | None = None) -> WSGIApplication:
     """/healthz (the process answers) and /readyz (`readiness()` -> (ready, why): 200 or 503 with the
     why) beside /metrics. Probes carry no data, so a web config's basic auth does not apply to them."""
-    def app(environ: dict[str, Any], start_response: Any) -> Any:
+    def app(environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
         path = environ.get("PATH_INFO", "")
         if path == "/healthz":
             start_response("200 OK", [("Content-Type", "text/plain")])

@@ -24,9 +24,17 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from foundation.storage import Location, as_location
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+    import pyarrow as pa
+
+    Ints = npt.NDArray[np.int64]
+    Flags = npt.NDArray[np.bool_]
 
 log = logging.getLogger(__name__)
 
@@ -73,7 +81,7 @@ def partition_rows(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return rows
 
 
-def partition_table(records: Any) -> Any:
+def partition_table(records: pa.Table) -> pa.Table:
     """`partition_rows` over an Arrow table of topic records, computed column-wise: the runner's
     rows never become Python objects, whose freed memory the process would otherwise keep."""
     import numpy as np
@@ -86,7 +94,7 @@ def partition_table(records: Any) -> Any:
     n = len(parts)
     record_of = pc.list_parent_indices(plist) if n else pa.array([], pa.int64())  # each partition row's record
 
-    def per_partition(column: Any) -> Any:
+    def per_partition(column: pa.Array) -> pa.Array:
         return pc.take(column, record_of)
 
     leader = _field(parts, "leader")
@@ -138,7 +146,7 @@ def partition_table(records: Any) -> Any:
     })
 
 
-def _field(structs: Any, name: str) -> Any:
+def _field(structs: pa.Array, name: str) -> pa.Array:
     """A struct array's child, nulls where the struct is null; all nulls if the type lacks it (a
     column inferred from records that never had a value)."""
     import pyarrow as pa
@@ -149,21 +157,21 @@ def _field(structs: Any, name: str) -> Any:
     return pc.struct_field(structs, name)
 
 
-def _is_list(values: Any) -> bool:
+def _is_list(values: pa.Array) -> bool:
     """A list column with typed elements (not one inferred from empty or missing lists only)."""
     import pyarrow as pa
 
     return bool(pa.types.is_list(values.type) and not pa.types.is_null(values.type.value_type))
 
 
-def _flatten(lists: Any) -> Any:
+def _flatten(lists: pa.Array) -> pa.Array:
     import pyarrow as pa
     import pyarrow.compute as pc
 
     return pc.list_flatten(lists) if _is_list(lists) else pa.array([], pa.struct([]))
 
 
-def _elements(lists: Any, field: str | None = None) -> tuple[Any, Any, Any]:
+def _elements(lists: pa.Array, field: str | None = None) -> tuple[Ints, Ints, Flags]:
     """Every element of a list column (or that struct field of it) as numpy arrays: the row it
     belongs to, its value as int64 (0 where null) and whether it is not null."""
     import numpy as np
@@ -179,7 +187,7 @@ def _elements(lists: Any, field: str | None = None) -> tuple[Any, Any, Any]:
     return rows, filled, valid
 
 
-def _ints(values: Any) -> tuple[Any, Any]:
+def _ints(values: pa.Array) -> tuple[Ints, Flags]:
     """An integer Arrow array as numpy: its values as int64 (0 where null) and where it is not null."""
     import numpy as np
     import pyarrow as pa
@@ -232,7 +240,7 @@ class Suite:
         self._validation = ctx.validation_definitions.add(
             gx.ValidationDefinition(data=batch, suite=suite, name="krm-observations"))
 
-    def run(self, rows: Any) -> Report:
+    def run(self, rows: pa.Table | list[dict[str, Any]]) -> Report:
         """Validate partition rows: an Arrow table (`partition_table`) or a list of dicts."""
         import pandas as pd
 
@@ -268,7 +276,7 @@ def _plain(v: Any) -> Any:
     return None if v is None or v != v else v  # NaN -> None
 
 
-def read_recent(observations: Location | Path, since_ms: int, max_rows: int) -> tuple[Any, int]:
+def read_recent(observations: Location | Path, since_ms: int, max_rows: int) -> tuple[pa.Table | None, int]:
     """Topic records observed after `since_ms` as an Arrow table, newest first and cut after the
     record that brings them to `max_rows` partitions, and the newest observed_at_ms seen (or
     `since_ms`). The filter goes into the scan: files and row groups wholly older are not read."""

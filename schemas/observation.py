@@ -51,10 +51,13 @@ accepts every version in SUPPORTED_VERSIONS and quarantines others.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Mapping, TypeVar, overload
 
 from foundation.errors import SchemaError
 from schemas import fast_check
+
+if TYPE_CHECKING:
+    from pyspark.sql.types import DataType, StructType
 
 SCHEMA_VERSION = 4
 SUPPORTED_VERSIONS = (1, 2, 3, 4)
@@ -68,12 +71,16 @@ class Scalar:
 
 @dataclass(frozen=True)
 class Array:
-    element: Any
+    element: Type
 
 
 @dataclass(frozen=True)
 class Struct:
-    fields: tuple[tuple[str, Any, bool], ...]  # (name, type, required)
+    fields: tuple[tuple[str, Type, bool], ...]  # (name, type, required)
+
+
+Type = Scalar | Array | Struct  # a node of the schema tree
+Check = Callable[[object], None]  # raises _Mismatch where the value does not fit its node
 
 
 STRING, INT, LONG, BOOL, DOUBLE = Scalar("string"), Scalar("int"), Scalar("long"), Scalar("bool"), Scalar("double")
@@ -346,7 +353,7 @@ class _Mismatch(Exception):
         self.path = ""
 
 
-def _compile(t: Any) -> Any:
+def _compile(t: Type) -> Check:
     """One checking function per node of the schema tree, built once: the collector checks every
     partition of every poll, and walking the tree generically cost nearly twice as much."""
     if isinstance(t, Scalar):
@@ -354,7 +361,7 @@ def _compile(t: Any) -> Any:
         is_bool = t.name == "bool"
         bounds = _INT_RANGE.get(t.name)
 
-        def scalar(value: Any) -> None:
+        def scalar(value: Any) -> None:  # (Any: compared with its bounds once its type is checked)
             if not isinstance(value, types) or (not is_bool and isinstance(value, bool)):
                 raise _Mismatch(f"expected {t.name}, got {type(value).__name__} {value!r}")
             if bounds is not None and not bounds[0] <= value <= bounds[1]:
@@ -363,7 +370,7 @@ def _compile(t: Any) -> Any:
     if isinstance(t, Array):
         element = _compile(t.element)
 
-        def array(value: Any) -> None:
+        def array(value: object) -> None:
             if not isinstance(value, list):
                 raise _Mismatch(f"expected a list, got {type(value).__name__}")
             for i, item in enumerate(value):
@@ -375,7 +382,7 @@ def _compile(t: Any) -> Any:
         return array
     fields = [(name, _compile(ft), required) for name, ft, required in t.fields]
 
-    def struct(value: Any) -> None:
+    def struct(value: object) -> None:
         if not isinstance(value, dict):
             raise _Mismatch(f"expected an object, got {type(value).__name__}")
         for name, field_check, required in fields:
@@ -398,7 +405,15 @@ _CHECK_OBSERVATION = _compile(OBSERVATION)
 _FAST_OBSERVATION = fast_check.generate(OBSERVATION, _INT_RANGE)
 
 
-def spark_schema(t: Any = OBSERVATION) -> Any:
+@overload
+def spark_schema(t: Struct = OBSERVATION) -> StructType: ...
+
+
+@overload
+def spark_schema(t: Type) -> DataType: ...
+
+
+def spark_schema(t: Type = OBSERVATION) -> DataType:
     """The same tree as a pyspark StructType (pyspark imported here only: collectors don't need it)."""
     from pyspark.sql import types as T
 

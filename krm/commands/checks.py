@@ -7,16 +7,22 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
 from foundation.errors import KrmError
-from krm.commands.common import resolve_config
+from krm.commands.common import Subparsers, resolve_config
 
+if TYPE_CHECKING:
+    from foundation.config import Config
+    from krm.snapshot import ClusterSnapshot
+
+
+T = TypeVar("T")
 
 WAIT_INTERVAL_S = 2.0  # between two looks of `krm check ... --wait`
 
 
-def _wait_until(look: Any, wait_s: float, what: str) -> Any:
+def _wait_until(look: Callable[[], tuple[bool, T, str]], wait_s: float, what: str) -> tuple[bool, T | None, str]:
     """Call `look()` -> (done, result, reason) until done or `wait_s` has passed; a failed look (the
     cluster briefly unreachable mid-restart) counts as not done. Progress goes to stderr each time the
     reason changes. Returns the last (done, result, reason)."""
@@ -35,7 +41,7 @@ def _wait_until(look: Any, wait_s: float, what: str) -> Any:
         time.sleep(min(WAIT_INTERVAL_S, max(0.0, deadline - time.monotonic())))
 
 
-def _broker_snapshot(config: Any, cluster: str | None, broker: int) -> Any:
+def _broker_snapshot(config: Config, cluster: str | None, broker: int) -> ClusterSnapshot:
     """One look at the cluster (krm/snapshot.py) that knows `broker`, or a KrmError naming the known ones."""
     from krm.snapshot import from_cluster
 
@@ -132,7 +138,7 @@ def cmd_check_ready(args: argparse.Namespace) -> int:
     return 0 if r.ready else 1
 
 
-def add(sub: Any) -> None:
+def add(sub: Subparsers) -> None:
     """Add these commands to `krm`'s subcommands."""
     chk = sub.add_parser("check", help="pre-maintenance checks")
     chks = chk.add_subparsers(dest="action", required=True, metavar="ACTION")

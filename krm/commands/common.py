@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import argparse
 import os
 from pathlib import Path
 
 from foundation.errors import KrmError
+
+Subparsers = argparse._SubParsersAction  # the `krm` parser's subcommands, which each module's add() extends
 
 
 def resolve_config(path: str | None) -> Path:

@@ -6,9 +6,8 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
 
-from krm.commands.common import resolve_config
+from krm.commands.common import Subparsers, resolve_config
 
 
 def cmd_timeline(args: argparse.Namespace) -> int:
@@ -107,7 +106,7 @@ def cmd_lag(args: argparse.Namespace) -> int:
     return 0
 
 
-def add(sub: Any) -> None:
+def add(sub: Subparsers) -> None:
     """Add these commands to `krm`'s subcommands."""
     sq = sub.add_parser("sql", help="SQL over krm's tables (DuckDB over the Delta tables; no Spark)",
                         description="Each table is registered under its name: observations, partition_state, "

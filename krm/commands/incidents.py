@@ -4,10 +4,15 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import Any
+from typing import TYPE_CHECKING
 
 from foundation.errors import KrmError
-from krm.commands.common import resolve_config
+from krm.commands.common import Subparsers, resolve_config
+
+if TYPE_CHECKING:
+    from krm.timeline import Event
+    from pipelines.detectors.rule import Rule
+    from pipelines.incidents import Incident
 
 
 def cmd_incidents(args: argparse.Namespace) -> int:
@@ -60,7 +65,7 @@ def cmd_incidents(args: argparse.Namespace) -> int:
 GROUP_PARTITIONS = 6  # partitions a grouped row names before "+N"
 
 
-def _row(i: Any) -> list[str]:
+def _row(i: Incident) -> list[str]:
     from pipelines.incident_store import to_json_obj
 
     o = to_json_obj(i)
@@ -97,7 +102,7 @@ def cmd_incident_show(args: argparse.Namespace, incident_id: str) -> int:
         raise KrmError(f"no incident {incident_id!r} in {tables.incidents} (`krm incidents --json` lists them)")
     inc = found[0]
     rule = BY_TYPE.get(inc.type)
-    history: list[Any] = []
+    history: list[Event] = []
     if inc.topic is not None and inc.partition is not None and tables.partition_state.is_table():
         now = dt.datetime.now(dt.timezone.utc)
         opened = dt.datetime.fromtimestamp(inc.opened_at_ms / 1000, dt.timezone.utc)
@@ -115,7 +120,7 @@ def cmd_incident_show(args: argparse.Namespace, incident_id: str) -> int:
     return 0
 
 
-def describe(inc: Any, rule: Any, history: list[Any]) -> list[str]:
+def describe(inc: Incident, rule: Rule | None, history: list[Event]) -> list[str]:
     """`krm incidents show`'s text: the incident, what to act on, its evidence, every declared detail it has,
     what its type means, and its partition's changes around the opening."""
     out: list[str] = []
@@ -150,7 +155,7 @@ def describe(inc: Any, rule: Any, history: list[Any]) -> list[str]:
     return out
 
 
-def add(sub: Any) -> None:
+def add(sub: Subparsers) -> None:
     """Add these commands to `krm`'s subcommands."""
     i = sub.add_parser("incidents", help="incidents from the Delta table; `incidents show ID`: one incident whole",
                        description="List incidents, or `krm incidents show INCIDENT_ID` for one: its fields, what its "

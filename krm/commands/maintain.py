@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
 
 from foundation.errors import ConfigError
-from krm.commands.common import resolve_config
+from krm.commands.common import Subparsers, resolve_config
 
 
 MIN_VACUUM_HOURS = 1.0  # far longer than any micro-batch's write-then-commit
@@ -38,7 +37,7 @@ def cmd_maintain(args: argparse.Namespace) -> int:
     return 1 if any(r.error for r in reports) else 0
 
 
-def add(sub: Any) -> None:
+def add(sub: Subparsers) -> None:
     """Add these commands to `krm`'s subcommands."""
     mt = sub.add_parser("maintain", help="history tables: retention, compaction, vacuum; incidents: vacuum "
                                          "(run beside the pipeline)")

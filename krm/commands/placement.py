@@ -6,10 +6,9 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
-from typing import Any
 
 from foundation.errors import KrmError
-from krm.commands.common import resolve_config
+from krm.commands.common import Subparsers, resolve_config
 
 
 def _int_list(text: str) -> list[int]:
@@ -174,7 +173,7 @@ def _placement_source(p: argparse.ArgumentParser) -> None:
     p.add_argument("--racks", type=_racks, help="with --assignment: rack of every broker, e.g. 0:a,1:a,2:b")
 
 
-def add(sub: Any) -> None:
+def add(sub: Subparsers) -> None:
     """Add these commands to `krm`'s subcommands."""
     asg = sub.add_parser("assign", help="Kafka's replica assignment, reproduced exactly")
     asub = asg.add_subparsers(dest="action", required=True, metavar="ACTION")

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import argparse
 import logging
-from typing import Any
 
-from krm.commands.common import resolve_config
+from krm.commands.common import Subparsers, resolve_config
 
 log = logging.getLogger("krm")
 
@@ -41,7 +40,7 @@ def _shard(text: str) -> tuple[int, int]:
     return int(i), int(n)
 
 
-def add(sub: Any) -> None:
+def add(sub: Subparsers) -> None:
     """Add these commands to `krm`'s subcommands."""
     for name, helptext in (("run", "collectors + pipeline + /metrics in one process"),
                            ("collect", "only the collectors: poll clusters, publish observations"),

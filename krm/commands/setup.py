@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
+from krm.commands.common import Subparsers
 
 
 # The script spark-submit runs (`krm setup --spark-submit-args`): a path, not an import (it imports krm.cli)
@@ -31,7 +31,7 @@ def cmd_setup(args: argparse.Namespace) -> int:
 # ---------------------------------------------------------------------------------------- parser
 
 
-def add(sub: Any) -> None:
+def add(sub: Subparsers) -> None:
     """Add these commands to `krm`'s subcommands."""
     su = sub.add_parser("setup", help="fetch the pinned jars (Spark's Kafka source, Delta; --local-cluster: Kafka) "
                                       "for an installed krm; a checkout uses `make jars`")
