@@ -70,9 +70,17 @@ def spark_driver(pid: int) -> list[int]:
     return [j for j in java_children(pid) if b"org.apache.spark.deploy.SparkSubmit" in Path(f"/proc/{j}/cmdline").read_bytes()]
 
 
+def cpu_s(pid: int) -> float:
+    """CPU seconds (user + system) a process has used so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def run_size(spark, obs: LocalCluster, size: int, minutes: float, poll_s: float, work: Path,
              history_trigger_s: float, prebuild: bool, history_tasks: int = 0, quality_interval_s: float = 60.0,
-             shares: int = 1) -> dict:
+             shares: int = 1, clusters: int = 1, hang_at_s: float | None = None) -> dict:
+    """`size` partitions per cluster; `clusters` > 1: a fleet of that many from one simulator (`krm simulate
+    --clusters`), the first of them hung from `hang_at_s` seconds into the run."""
     topics = size // 100
     cfg = work / f"sim-{size}.toml"
     cfg.write_text(
@@ -89,14 +97,22 @@ def run_size(spark, obs: LocalCluster, size: int, minutes: float, poll_s: float,
     logging.getLogger("pipelines").setLevel(logging.DEBUG)
     monitor = Monitor(load_config(cfg), collect=False, spark=spark).start()
     logs = [work / (f"sim-{size}.log" if shares == 1 else f"sim-{size}-{i}.log") for i in range(1, shares + 1)]
+    fleet = ["--clusters", str(clusters)] if clusters > 1 else []
+    hung = "sim-001" if clusters > 1 and hang_at_s is not None else None
+    if hung:
+        fleet += ["--hang", f"{hung}@{hang_at_s}"]
     sims = [subprocess.Popen([str(ROOT / ".venv/bin/krm"), "simulate", "--config", str(cfg), "--topics", str(topics),
-                              "--brokers", "30", "--poll-interval", str(poll_s), "--duration", str(minutes * 60)]
+                              "--brokers", "30" if clusters == 1 else "6", "--poll-interval", str(poll_s),
+                              "--duration", str(minutes * 60)] + fleet
                              + (["--prebuild"] if prebuild else [])
                              + ([f"--topic-share={i}/{shares}"] if shares > 1 else []),
                              stdout=subprocess.DEVNULL, stderr=open(log, "w")) for i, log in enumerate(logs, 1)]
     peak_heap = peak_rss = 0.0
     ages: list[float] = []  # krm_observation_age_seconds: how fresh what /metrics shows is
     seen: list[tuple[float, float]] = []  # (newest observation stamp on /metrics, when a sample showed it)
+    seen_by: dict[str, list[tuple[float, float]]] = {}  # the same per cluster
+    hung_seen: list[float] = []  # when /metrics first said the hung cluster unreachable
+    cpu: dict[str, float] = {}  # CPU seconds of this process and the driver JVM at the sampling's start and end
     quality_runs: list[tuple[float, float]] = []  # (end, duration) of each data-quality run seen ending
     runs_before: float | None = None
     stop = threading.Event()
@@ -110,19 +126,30 @@ def run_size(spark, obs: LocalCluster, size: int, minutes: float, poll_s: float,
         while not stop.wait(1.0) and not publishing():
             pass
         began = time.time()
+        counted = False
         while not stop.wait(1.0):
             peak_heap = max(peak_heap, (rt.totalMemory() - rt.freeMemory()) / 2**20)
             peak_rss = max(peak_rss, rss_mb(os.getpid()) + sum(rss_mb(j) for j in spark_driver(os.getpid())))
             # after the warm-up, while polls come: once the simulator is done the age only grows (the
             # 2 polls' wait below), which once put a 20 s tail into the age's p95
             if time.time() - began > 60 and all(s.poll() is None for s in sims):
+                if not counted:  # the cost at rest: CPU from here to the end of the sampling
+                    cpu["t0"], cpu["cpu0"] = time.time(), cpu_s(os.getpid()) + sum(cpu_s(j) for j in spark_driver(os.getpid()))
+                    counted = True
                 try:
                     text, now = scrape(monitor.metrics_url), time.time()
                 except Exception:  # noqa: BLE001 - a slow scrape is skipped
                     continue
+                cpu["t1"], cpu["cpu1"] = now, cpu_s(os.getpid()) + sum(cpu_s(j) for j in spark_driver(os.getpid()))
                 for s in series(text, "krm_observation_age_seconds"):
+                    if s.labels.get("cluster") == hung:
+                        continue  # a hung cluster's view only ages; the others' are the measure
                     ages.append(s.value)
                     seen.append((now - s.value, now))
+                    seen_by.setdefault(s.labels.get("cluster", ""), []).append((now - s.value, now))
+                if hung and not hung_seen and any(s.labels.get("cluster") == hung and s.value == 0
+                                                  for s in series(text, "krm_cluster_reachable")):
+                    hung_seen.append(now)
                 runs = sum(s.value for s in series(text, "krm_data_quality_runs_total"))
                 if runs_before is not None and runs > runs_before:
                     quality_runs.append((now, sum(s.value for s in series(text, "krm_data_quality_last_run_seconds"))))
@@ -140,6 +167,7 @@ def run_size(spark, obs: LocalCluster, size: int, minutes: float, poll_s: float,
         progress = {q.name: q.recentProgress for q in monitor.pipeline.queries}
         state_ops = [p.get("stateOperators") for ps in progress.values() for p in ps if p.get("stateOperators")]
         quality = quality_figures(monitor.metrics_url)
+        readers = fleet_readers(monitor.metrics_url, cfg) if clusters > 1 else {}
         monitor.stop()
         for s in sims:
             if s.poll() is None:
@@ -149,7 +177,8 @@ def run_size(spark, obs: LocalCluster, size: int, minutes: float, poll_s: float,
     late = [float(line.split("late ")[1].split("s")[0]) for line in lines if "late " in line]
     published = [(int(m.group(1)), float(m.group(2))) for line in lines
                  for m in [re.search(r"\] poll \d+: (\d+) records, ([\d.]+) MB", line)] if m]
-    out = {"size": size, "shares": shares, "peak_heap_mb": peak_heap, "peak_rss_mb": peak_rss, "state_operators": len(state_ops),
+    out = {"size": size, "shares": shares, "clusters": clusters, "peak_heap_mb": peak_heap, "peak_rss_mb": peak_rss,
+           "state_operators": len(state_ops),
            "sim_late_p95": pct(late, 0.95) if late else 0.0, "age_p50": pct(ages, 0.5), "age_p95": pct(ages, 0.95),
            "age_max": max(ages, default=float("nan")), "polls": len(late), "quality": quality,
            "records_published": sum(n for n, _ in published),
@@ -166,7 +195,27 @@ def run_size(spark, obs: LocalCluster, size: int, minutes: float, poll_s: float,
                      "phases_p50_s": {k: pct([p["durationMs"].get(k, 0) / 1000 for p in batches], 0.5)
                                       for k in (batches[0]["durationMs"] if batches else {})}}
     out["split"] = handler_split(debug_log.read_text())
-    out.update(poll_delays(seen, quality_runs))
+    if clusters > 1:  # one poll per cluster: each cluster's stamps apart (they fall in the same 0.5 s)
+        per = {c: poll_delays(v, quality_runs) for c, v in seen_by.items()}
+        delays = [d for c, v in seen_by.items() for d in stamp_delays(v)]
+        out.update({"poll_delay_p50": pct(delays, 0.5) if delays else 0.0,
+                    "poll_delay_p95": pct(delays, 0.95) if delays else 0.0, "poll_delay_max": max(delays, default=0.0),
+                    "polls_seen": len(delays), "late_polls": sum(d > 3.0 for d in delays), "late_during_quality": 0,
+                    "quality_runs_seen": len(quality_runs), "clusters_seen": len(per),
+                    "worst_cluster_poll_delay_p95": max((r["poll_delay_p95"] for r in per.values()), default=0.0)})
+        if hung:
+            at = hung_seen[0] if hung_seen else None
+            before = [d for v in seen_by.values() for t, d in stamp_delays_at(v) if at is None or t < at]
+            after = [d for v in seen_by.values() for t, d in stamp_delays_at(v) if at is not None and t >= at]
+            out["hung"] = {"cluster": hung, "seen_unreachable": at is not None,
+                           "others_poll_delay_p95_before": pct(before, 0.95) if before else None,
+                           "others_poll_delay_p95_after": pct(after, 0.95) if after else None,
+                           "others_polls_before": len(before), "others_polls_after": len(after)}
+    else:
+        out.update(poll_delays(seen, quality_runs))
+    out["readers"] = readers
+    if cpu.get("t1", 0) > cpu.get("t0", 0):
+        out["cpu_cores_at_rest"] = round((cpu["cpu1"] - cpu["cpu0"]) / (cpu["t1"] - cpu["t0"]), 3)
     return out
 
 
@@ -178,6 +227,19 @@ def _steady_mb(logs: list[Path]) -> list[list[tuple[int, float]]]:
                  for m in [re.search(r"\] poll \d+: (\d+) records, ([\d.]+) MB", line)] if m]
         out.append(polls[1:])
     return out
+
+
+def stamp_delays_at(seen: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    """(poll stamp, stamp -> first sight on /metrics) of one cluster's samples (see poll_delays)."""
+    first_seen: dict[float, float] = {}
+    for stamp, at in sorted(seen):
+        poll = next((t for t in first_seen if abs(t - stamp) < 0.5), stamp)
+        first_seen[poll] = min(first_seen.get(poll, at), at)
+    return [(t, first_seen[t] - t) for t in sorted(first_seen)[1:]]  # the first may predate the sampling
+
+
+def stamp_delays(seen: list[tuple[float, float]]) -> list[float]:
+    return [d for _, d in stamp_delays_at(seen)]
 
 
 def poll_delays(seen: list[tuple[float, float]], quality_runs: list[tuple[float, float]]) -> dict:
@@ -195,6 +257,34 @@ def poll_delays(seen: list[tuple[float, float]], quality_runs: list[tuple[float,
     return {"poll_delay_p50": pct(delays, 0.5) if delays else 0.0, "poll_delay_p95": pct(delays, 0.95) if delays else 0.0,
             "poll_delay_max": max(delays, default=0.0), "polls_seen": len(delays), "late_polls": len(late),
             "late_during_quality": len(overlapping), "quality_runs_seen": len(quality_runs)}
+
+
+def fleet_readers(metrics_url: str, cfg: Path) -> dict[str, float]:
+    """What an on-call opens first, at the fleet's size: the console's fleet page and incidents page (time and
+    size), and `krm incidents --open --json` (time, incidents)."""
+    import urllib.request
+
+    out: dict[str, float] = {}
+    base = metrics_url.removesuffix("/metrics")
+    for name, path in (("fleet_page", "/"), ("incidents_page", "/incidents")):
+        t0 = time.perf_counter()
+        try:
+            with urllib.request.urlopen(base + path, timeout=60) as r:
+                body = r.read()
+        except Exception as e:  # noqa: BLE001 - said in the figures
+            print(f"{path}: {e}", file=sys.stderr)
+            continue
+        out[f"{name}_s"], out[f"{name}_kb"] = round(time.perf_counter() - t0, 3), round(len(body) / 1024, 1)
+    t0 = time.perf_counter()
+    done = subprocess.run([str(ROOT / ".venv/bin/krm"), "incidents", "--config", str(cfg), "--open", "--json"],
+                          capture_output=True, text=True, timeout=300)
+    out["krm_incidents_s"] = round(time.perf_counter() - t0, 2)
+    if done.returncode == 0:
+        try:
+            out["krm_incidents_open"] = len(json.loads(done.stdout))
+        except ValueError:
+            pass
+    return out
 
 
 def quality_figures(metrics_url: str) -> dict[str, float]:
@@ -239,6 +329,12 @@ def main() -> None:
                     help="[pipeline] quality_interval_s (0: the data-quality suite off)")
     ap.add_argument("--shares", type=int, default=1,
                     help="simulator processes, each publishing one share of the topics (krm simulate --topic-share)")
+    ap.add_argument("--clusters", type=int, default=1,
+                    help="a fleet: that many simulated clusters of each size (partitions per cluster), from one "
+                         "simulator process (krm simulate --clusters)")
+    ap.add_argument("--hang-at", type=float, default=None, metavar="S",
+                    help="with --clusters: the first cluster answers nothing from S seconds into the run (krm simulate "
+                         "--hang); the others' poll -> /metrics before and after are reported")
     ap.add_argument("--json", action="store_true",
                     help="print one JSON object as the last stdout line: per size, the figures the budgets are set on")
     args = ap.parse_args()
@@ -252,7 +348,7 @@ def main() -> None:
         for size in (int(x) for x in args.sizes.split(",")):
             print(f"--- {size} partitions, {args.minutes} min ...", file=sys.stderr, flush=True)
             r = run_size(spark, obs, size, args.minutes, args.poll, work, args.history_trigger, args.prebuild,
-                         args.history_tasks, args.quality_interval, args.shares)
+                         args.history_tasks, args.quality_interval, args.shares, args.clusters, args.hang_at)
             print(r, file=sys.stderr, flush=True)
             results.append(r)
     finally:
@@ -299,10 +395,15 @@ def last_line(results: list[dict]) -> dict:
 def summary(r: dict) -> dict:
     """The figures of one size that budgets are set on (BENCHMARKS.md; `make bench-smoke`)."""
     a = r.get("krm-alerts", {})
-    return {"alert_p50_s": a.get("p50"), "alert_p95_s": a.get("p95"), "poll_to_metrics_p95_s": r["poll_delay_p95"],
-            "age_p95_s": r["age_p95"], "history_records_reached": r.get("krm-history_rows_total", 0),
-            "records_published": r["records_published"], "heap_peak_mb": round(r["peak_heap_mb"]),
-            "bytes_per_partition": r["bytes_per_partition"], "history_p95_s": r.get("krm-history", {}).get("p95")}
+    out = {"alert_p50_s": a.get("p50"), "alert_p95_s": a.get("p95"), "poll_to_metrics_p95_s": r["poll_delay_p95"],
+           "age_p95_s": r["age_p95"], "history_records_reached": r.get("krm-history_rows_total", 0),
+           "records_published": r["records_published"], "heap_peak_mb": round(r["peak_heap_mb"]),
+           "bytes_per_partition": r["bytes_per_partition"], "history_p95_s": r.get("krm-history", {}).get("p95")}
+    if r.get("clusters", 1) > 1:  # a fleet: the same keys, for the whole set of clusters, and these
+        out.update({"clusters": r["clusters"], "clusters_seen": r.get("clusters_seen"), "readers": r.get("readers"),
+                    "worst_cluster_poll_to_metrics_p95_s": r.get("worst_cluster_poll_delay_p95"),
+                    "cpu_cores_at_rest": r.get("cpu_cores_at_rest"), "hung": r.get("hung")})
+    return out
 
 
 if __name__ == "__main__":

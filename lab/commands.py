@@ -96,7 +96,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     from foundation.config import load_config
     from lab.simulate.faults import load_script
     from lab.simulate.model import SimSettings
-    from lab.simulate.run import open_truth, simulate
+    from lab.simulate.run import fleet_names, open_truth, simulate
 
     config = load_config(resolve_config(args.config))
     name = args.cluster_name or config.clusters[0].name
@@ -115,12 +115,24 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         if args.faults or args.truth:
             raise KrmError("--topic-share publishes one share of the topics; faults and their truth "
                              "need the whole cluster (run without it)")
+    if args.clusters < 1:
+        raise KrmError(f"--clusters {args.clusters}: at least 1")
+    names = fleet_names(name, args.clusters)
+    hangs: dict[str, float] = {}
+    for h in args.hang:
+        cluster, _, at = h.rpartition("@")
+        try:
+            hangs[cluster] = float(at)
+        except ValueError:
+            raise KrmError(f"--hang {h!r}: CLUSTER@SECONDS, e.g. {names[-1]}@60") from None
+        if cluster not in names:
+            raise KrmError(f"--hang {h!r}: no simulated cluster {cluster!r} (they are {names[0]} ... {names[-1]})")
     faults = load_script(args.faults) if args.faults else []
     truth = open_truth(args.truth)
     try:
         stats = simulate(config, name, settings, faults, args.poll_interval, args.duration, truth,
                          unclean_topic=args.unclean_topic, expand_topic=args.expand_topic, prebuild=args.prebuild,
-                         share=share)
+                         share=share, clusters=args.clusters, hangs=hangs)
     finally:
         if truth is not None:
             truth.close()
@@ -230,6 +242,12 @@ def add_commands(sub: Any) -> None:
     sm.add_argument("--topic-share", metavar="I/N",
                     help="publish only the I-th of N shares of the topics, as `krm collect --topic-share` does (run N "
                          "processes with the same --seed for the whole cluster)")
+    sm.add_argument("--clusters", type=int, default=1, metavar="N",
+                    help="a fleet: N clusters of this size (NAME-001 ... NAME-N, each its own seed) from one process; "
+                         "--faults go to the first")
+    sm.add_argument("--hang", action="append", default=[], metavar="CLUSTER@S",
+                    help="from S seconds into the run, CLUSTER answers nothing: only the cluster record a collector "
+                         "publishes for a cluster it cannot reach (repeatable)")
     sm.add_argument("--poll-interval", type=float, default=10.0, metavar="S")
     sm.add_argument("--duration", type=float, default=600.0, metavar="S")
     sm.add_argument("--faults", metavar="FILE", help="fault script (JSON list or TOML [[fault]] tables)")

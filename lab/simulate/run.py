@@ -18,15 +18,17 @@ import re
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TextIO
 
 from collectors.publisher import Publisher
+from collectors.records import cluster_record
 from foundation.cadence import next_slot
 from lab.simulate.emit import Emitter
 from lab.simulate.faults import Applied, Fault, apply
 from lab.simulate.model import SimCluster, SimSettings
+from schemas.observation import UNREACHABLE
 from schemas.quiet import Thresholds
 from schemas.typed import Observation
 
@@ -73,35 +75,78 @@ def next_poll(sim: SimCluster, emitter: Emitter, pending: list[Fault], now_ms: i
     return emitter.poll(), applied
 
 
+@dataclass
+class Member:
+    """One cluster of a simulated fleet; from `hangs_at_s` (seconds into the run) on, it answers nothing."""
+
+    sim: SimCluster
+    emitter: Emitter
+    hangs_at_s: float | None = None
+
+
+def fleet_names(base: str, n: int) -> list[str]:
+    """The simulated clusters' names: `base` alone, or base-001 ... base-N."""
+    return [base] if n == 1 else [f"{base}-{i:03d}" for i in range(1, n + 1)]
+
+
+def fleet_poll(members: list[Member], pending: list[Fault], now_ms: int, elapsed_s: float,
+               progress: TextIO) -> tuple[list[Observation], list[Applied]]:
+    """`next_poll` for every cluster of the fleet (the faults go to the first); a hung cluster's record is what
+    its collector publishes once its poll times out: a cluster record saying no broker answered."""
+    records, applied = next_poll(members[0].sim, members[0].emitter, pending, now_ms, elapsed_s, progress)
+    if members[0].hangs_at_s is not None and elapsed_s >= members[0].hangs_at_s:
+        records = [hung_record(members[0].emitter, now_ms)]
+    for m in members[1:]:
+        m.sim.step(now_ms)
+        records += ([hung_record(m.emitter, now_ms)] if m.hangs_at_s is not None and elapsed_s >= m.hangs_at_s
+                    else m.emitter.poll())
+    return records, applied
+
+
+def hung_record(emitter: Emitter, at_ms: int) -> Observation:
+    emitter.poll_id += 1
+    return cluster_record(emitter.sim.name, "admin", emitter.poll_id, at_ms, controller_id=None, brokers=[],
+                          topic_count=0, partition_count=0, error_reason=UNREACHABLE,
+                          error=f"cluster {emitter.sim.name}: no broker answered (simulated hang)")
+
+
 def simulate(config: Any, cluster_name: str, settings: SimSettings, faults: list[Fault], poll_s: float,
              duration_s: float, truth: TextIO | None, progress: TextIO = sys.stderr,
              unclean_topic: bool = False, expand_topic: bool = False, prebuild: bool = False,
-             share: Any = None) -> PollStats:
+             share: Any = None, clusters: int = 1, hangs: dict[str, float] | None = None) -> PollStats:
     """Poll a simulated cluster every `poll_s` for `duration_s` and publish its records; `share`
-    (collectors/topic_share.py TopicShare): only its topics' records, as one of N collector processes."""
+    (collectors/topic_share.py TopicShare): only its topics' records, as one of N collector processes.
+    `clusters` > 1: a fleet of that many (`fleet_names`), each its own seed, the faults in the first;
+    `hangs`: cluster -> seconds into the run from which it answers nothing."""
     t0 = time.perf_counter()
-    sim = build_cluster(cluster_name, settings, int(time.time() * 1000), unclean_topic, expand_topic)
-    print(f"simulated cluster {cluster_name}: {len(sim.live)} brokers, {len(sim.topic_names)} topics, "
-          f"{sim.partitions} partitions (built in {time.perf_counter() - t0:.1f}s)", file=progress)
-    emitter = Emitter(sim, Thresholds.of(config.pipeline), share)
+    start_ms = int(time.time() * 1000)
+    members = []
+    for k, name in enumerate(fleet_names(cluster_name, clusters)):
+        member = build_cluster(name, replace(settings, seed=settings.seed + k), start_ms, unclean_topic, expand_topic)
+        members.append(Member(member, Emitter(member, Thresholds.of(config.pipeline), share), (hangs or {}).get(name)))
+    sim = members[0].sim
+    print(f"simulated cluster{'s' if clusters > 1 else ''} {', '.join(m.sim.name for m in members[:3])}"
+          f"{' ...' if clusters > 3 else ''}: {len(sim.live)} brokers, {len(sim.topic_names)} topics, "
+          f"{sim.partitions} partitions{' each' if clusters > 1 else ''} (built in {time.perf_counter() - t0:.1f}s)",
+          file=progress)
     publisher = Publisher(config.observations, spool_max_bytes=1024 * 1024 * 1024, validate=False)
     stats = PollStats()
     in_step = share is not None and share.count > 1
     try:
         if prebuild:
             with tempfile.TemporaryDirectory(prefix="krm-simulate-") as spool_dir:
-                polls = _prebuild(sim, emitter, list(faults), publisher, poll_s, duration_s, Path(spool_dir), progress)
+                polls = _prebuild(members, list(faults), publisher, poll_s, duration_s, Path(spool_dir), progress)
                 publisher.start()
                 _replay(polls, publisher, poll_s, truth, stats, progress, in_step)
         else:
             publisher.start()
-            _live(sim, emitter, list(faults), publisher, poll_s, duration_s, truth, stats, progress, in_step)
+            _live(members, list(faults), publisher, poll_s, duration_s, truth, stats, progress, in_step)
     finally:
         publisher.close(drain_timeout_s=60)
     return stats
 
 
-def _live(sim: SimCluster, emitter: Emitter, pending: list[Fault], publisher: Any, poll_s: float, duration_s: float,
+def _live(members: list[Member], pending: list[Fault], publisher: Any, poll_s: float, duration_s: float,
           truth: TextIO | None, stats: PollStats, progress: TextIO, in_step: bool = False) -> None:
     start = _first_due(poll_s, in_step)
     time.sleep(max(0.0, start - time.time()))
@@ -109,12 +154,12 @@ def _live(sim: SimCluster, emitter: Emitter, pending: list[Fault], publisher: An
     while time.time() - start < duration_s:
         stats.late_s.append(max(0.0, time.time() - due))
         began = time.perf_counter()
-        records, applied = next_poll(sim, emitter, pending, int(time.time() * 1000), time.time() - start, progress)
+        records, applied = fleet_poll(members, pending, int(time.time() * 1000), time.time() - start, progress)
         _write_truth(truth, applied, 0)
         size = publisher.publish(records)
         stats.build_s.append(time.perf_counter() - began)
         stats.bytes.append(size)
-        _report(progress, time.time() - start, emitter.poll_id, len(records), size, stats, publisher)
+        _report(progress, time.time() - start, members[0].emitter.poll_id, len(records), size, stats, publisher)
         due += poll_s
         while due < time.time():  # never burst to catch up: skip, and say so
             due += poll_s
@@ -130,15 +175,15 @@ class _Built:
     applied: list[Applied]
 
 
-def _prebuild(sim: SimCluster, emitter: Emitter, pending: list[Fault], publisher: Any, poll_s: float,
+def _prebuild(members: list[Member], pending: list[Fault], publisher: Any, poll_s: float,
               duration_s: float, spool_dir: Path, progress: TextIO) -> list[_Built]:
-    start_ms = sim.now_ms
+    start_ms = members[0].sim.now_ms
     n = max(1, int(duration_s / poll_s + 0.999))
     polls = []
     t0 = time.perf_counter()
     for k in range(n):
         at_ms = start_ms + int(k * poll_s * 1000)
-        records, applied = next_poll(sim, emitter, pending, at_ms, k * poll_s, progress)
+        records, applied = fleet_poll(members, pending, at_ms, k * poll_s, progress)
         path = spool_dir / f"poll-{k:05d}.pickle"
         path.write_bytes(pickle.dumps(publisher.encode(records), protocol=pickle.HIGHEST_PROTOCOL))
         polls.append(_Built(path, at_ms, len(records), applied))

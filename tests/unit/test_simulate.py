@@ -192,3 +192,33 @@ def test_shares_of_one_simulated_cluster_publish_every_topic_once_and_say_which_
         assert head["cluster_state"]["topic_share"] == {"index": i, "count": 2}
         seen += [r["topic_state"]["topic"] for r in records if r["kind"] == "topic"]
     assert sorted(seen) == sorted(whole) and len(whole) == 4
+
+
+def test_a_simulated_fleet_publishes_each_cluster_and_a_hung_one_as_a_collector_sees_it():
+    import io
+
+    from lab.simulate.run import Member, fleet_names, fleet_poll
+
+    names = fleet_names("sim", 3)
+    assert names == ["sim-001", "sim-002", "sim-003"] and fleet_names("sim", 1) == ["sim"]
+    members = [Member(SimCluster(n, SimSettings(brokers=5, topics=2, partitions_per_topic=10, seed=3 + k)), None)
+               for k, n in enumerate(names)]
+    for m in members:
+        m.emitter = Emitter(m.sim)
+    members[1].hangs_at_s = 20.0
+    by_poll = []
+    for k in range(4):
+        records, _ = fleet_poll(members, [], 1_700_000_000_000 + k * 10_000, k * 10.0, io.StringIO())
+        for r in records:
+            check(r)  # what a collector publishes
+        by_poll.append(records)
+    clusters = [{r["cluster"] for r in poll if r["kind"] == "topic"} for poll in by_poll]
+    assert clusters[:2] == [set(names)] * 2, "every cluster's topics, before the hang"
+    assert clusters[2:] == [{"sim-001", "sim-003"}] * 2, "the hung cluster publishes no topic record"
+    hung = [r for poll in by_poll[2:] for r in poll if r["cluster"] == "sim-002"]
+    assert [r["kind"] for r in hung] == ["cluster", "cluster"]
+    assert all(r["cluster_state"]["error_reason"] == "unreachable" and r["cluster_state"]["error"] for r in hung)
+    assert [r["poll_id"] for r in hung] == [3, 4], "its poll ids go on, as its collector's do"
+    # each cluster its own seed: not the same layout under three names
+    layouts = {m.sim.name: m.sim.replicas.tolist() for m in members}
+    assert layouts["sim-001"] != layouts["sim-003"]
