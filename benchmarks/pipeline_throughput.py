@@ -8,10 +8,17 @@ and input rows, the history path's, how late the simulator's polls were, the dri
 and the process' peak RSS, and the state store (none: the pipeline keeps no Spark state).
 
 `--shares N`: the cluster's topics split over N simulator processes (`krm simulate --topic-share I/N`,
-as N `krm collect --topic-share` processes split a cluster too large for one), one pipeline reading them all.
+as N `krm collect --topic-share` processes split a cluster too large for one), one pipeline reading them all;
+`--shares 1,4,4` with `--sizes 200000,200000,1000000` compares the layouts in one run.
+`--fault-at S`: the leader of an RF-1 partition is killed S seconds in (in one share's topics when split), and
+the time from the poll that showed it to /metrics is reported.
+`--clusters N`: a fleet, N simulated clusters of each size (6 brokers each) from one `krm simulate --clusters`;
+`--hang-at S` hangs the first of them S seconds in. Reported per fleet: poll -> /metrics over every cluster and
+for the worst one, the others' before and after the hang, the pipeline's CPU at rest (cores, this process and
+the driver JVM), and how long the console's fleet and incidents pages and `krm incidents` take.
 
 Usage: .venv/bin/python benchmarks/pipeline_throughput.py [--sizes 10000,50000,200000] [--minutes 3]
-       [--history-trigger S] [--prebuild] [--shares N] [--json]
+       [--history-trigger S] [--prebuild] [--shares N[,N...]] [--fault-at S] [--clusters N [--hang-at S]] [--json]
 """
 
 from __future__ import annotations
@@ -37,6 +44,7 @@ from lab.local_cluster import LocalCluster, free_port
 from pipelines.session import build_session
 
 ROOT = Path(__file__).resolve().parents[1]
+FAULT_TOPIC = "sim-rf1-00000"  # `--fault-at`: its partition 0's leader is killed
 
 
 def pct(values, q):
@@ -78,29 +86,36 @@ def cpu_s(pid: int) -> float:
 
 def run_size(spark, obs: LocalCluster, size: int, minutes: float, poll_s: float, work: Path,
              history_trigger_s: float, prebuild: bool, history_tasks: int = 0, quality_interval_s: float = 60.0,
-             shares: int = 1, clusters: int = 1, hang_at_s: float | None = None) -> dict:
+             shares: int = 1, clusters: int = 1, hang_at_s: float | None = None,
+             fault_at_s: float | None = None) -> dict:
     """`size` partitions per cluster; `clusters` > 1: a fleet of that many from one simulator (`krm simulate
     --clusters`), the first of them hung from `hang_at_s` seconds into the run."""
     topics = size // 100
-    cfg = work / f"sim-{size}.toml"
+    # one run's own names: the same size under another layout reads neither its topic nor its tables
+    tag = f"{size}" + (f"x{shares}" if shares > 1 else "") + (f"c{clusters}" if clusters > 1 else "")
+    cfg = work / f"sim-{tag}.toml"
     cfg.write_text(
         f'[[clusters]]\nname = "sim"\nbootstrap_servers = "{obs.bootstrap_servers}"\n\n'
-        f'[observations]\nbootstrap_servers = "{obs.bootstrap_servers}"\ntopic = "krm.sim.{size}"\npartitions = 4\n\n'
-        f'[pipeline]\ndata_dir = "{work / f"data-{size}"}"\nmetrics_port = {free_port()}\nspark_master = "local[2]"\n'
+        f'[observations]\nbootstrap_servers = "{obs.bootstrap_servers}"\ntopic = "krm.sim.{tag}"\npartitions = 4\n\n'
+        f'[pipeline]\ndata_dir = "{work / f"data-{tag}"}"\nmetrics_port = {free_port()}\nspark_master = "local[2]"\n'
         f"history_trigger_s = {history_trigger_s}\nhw_stall_window_s = 10.0\nquality_interval_s = {quality_interval_s}\n"
         f"history_tasks = {history_tasks}\n")
     ensure_topic(load_config(cfg).observations)  # before the pipeline subscribes
-    debug_log = work / f"pipeline-{size}.log"  # the handlers' own timings (pipelines/alert_path.py, history_path.py, DEBUG)
+    debug_log = work / f"pipeline-{tag}.log"  # the handlers' own timings (pipelines/alert_path.py, history_path.py, DEBUG)
     handler = logging.FileHandler(debug_log)
     handler.setFormatter(logging.Formatter("%(created).3f %(message)s"))
     logging.getLogger("pipelines").addHandler(handler)
     logging.getLogger("pipelines").setLevel(logging.DEBUG)
     monitor = Monitor(load_config(cfg), collect=False, spark=spark).start()
-    logs = [work / (f"sim-{size}.log" if shares == 1 else f"sim-{size}-{i}.log") for i in range(1, shares + 1)]
+    logs = [work / (f"sim-{tag}.log" if shares == 1 else f"sim-{tag}-{i}.log") for i in range(1, shares + 1)]
     fleet = ["--clusters", str(clusters)] if clusters > 1 else []
     hung = "sim-001" if clusters > 1 and hang_at_s is not None else None
     if hung:
         fleet += ["--hang", f"{hung}@{hang_at_s}"]
+    if fault_at_s is not None:  # the leader of an RF-1 partition lost: its topic is in one share only
+        script = work / f"faults-{tag}.json"
+        script.write_text(json.dumps([{"at_s": fault_at_s, "kind": "kill_broker", "broker": f"leader:{FAULT_TOPIC}/0"}]))
+        fleet += ["--rf1-topics", "1", "--faults", str(script)]
     sims = [subprocess.Popen([str(ROOT / ".venv/bin/krm"), "simulate", "--config", str(cfg), "--topics", str(topics),
                               "--brokers", "30" if clusters == 1 else "6", "--poll-interval", str(poll_s),
                               "--duration", str(minutes * 60)] + fleet
@@ -112,6 +127,7 @@ def run_size(spark, obs: LocalCluster, size: int, minutes: float, poll_s: float,
     seen: list[tuple[float, float]] = []  # (newest observation stamp on /metrics, when a sample showed it)
     seen_by: dict[str, list[tuple[float, float]]] = {}  # the same per cluster
     hung_seen: list[float] = []  # when /metrics first said the hung cluster unreachable
+    fault_seen: list[float] = []  # when /metrics first showed the injected fault's partition offline
     cpu: dict[str, float] = {}  # CPU seconds of this process and the driver JVM at the sampling's start and end
     quality_runs: list[tuple[float, float]] = []  # (end, duration) of each data-quality run seen ending
     runs_before: float | None = None
@@ -147,6 +163,9 @@ def run_size(spark, obs: LocalCluster, size: int, minutes: float, poll_s: float,
                     ages.append(s.value)
                     seen.append((now - s.value, now))
                     seen_by.setdefault(s.labels.get("cluster", ""), []).append((now - s.value, now))
+                if fault_at_s is not None and not fault_seen and any(
+                        s.labels.get("topic") == FAULT_TOPIC and s.value == 1 for s in series(text, "krm_partition_offline")):
+                    fault_seen.append(now)
                 if hung and not hung_seen and any(s.labels.get("cluster") == hung and s.value == 0
                                                   for s in series(text, "krm_cluster_reachable")):
                     hung_seen.append(now)
@@ -168,6 +187,7 @@ def run_size(spark, obs: LocalCluster, size: int, minutes: float, poll_s: float,
         state_ops = [p.get("stateOperators") for ps in progress.values() for p in ps if p.get("stateOperators")]
         quality = quality_figures(monitor.metrics_url)
         readers = fleet_readers(monitor.metrics_url, cfg) if clusters > 1 else {}
+        opened = offline_opened_ms(cfg) if fault_at_s is not None else None
         monitor.stop()
         for s in sims:
             if s.poll() is None:
@@ -177,7 +197,7 @@ def run_size(spark, obs: LocalCluster, size: int, minutes: float, poll_s: float,
     late = [float(line.split("late ")[1].split("s")[0]) for line in lines if "late " in line]
     published = [(int(m.group(1)), float(m.group(2))) for line in lines
                  for m in [re.search(r"\] poll \d+: (\d+) records, ([\d.]+) MB", line)] if m]
-    out = {"size": size, "shares": shares, "clusters": clusters, "peak_heap_mb": peak_heap, "peak_rss_mb": peak_rss,
+    out = {"size": size, "tag": tag, "shares": shares, "clusters": clusters, "peak_heap_mb": peak_heap, "peak_rss_mb": peak_rss,
            "state_operators": len(state_ops),
            "sim_late_p95": pct(late, 0.95) if late else 0.0, "age_p50": pct(ages, 0.5), "age_p95": pct(ages, 0.95),
            "age_max": max(ages, default=float("nan")), "polls": len(late), "quality": quality,
@@ -214,6 +234,9 @@ def run_size(spark, obs: LocalCluster, size: int, minutes: float, poll_s: float,
     else:
         out.update(poll_delays(seen, quality_runs))
     out["readers"] = readers
+    if fault_at_s is not None:  # the poll that first showed it (the incident's opening) -> /metrics
+        out["fault_to_metrics_s"] = (round(fault_seen[0] - opened / 1000, 2) if fault_seen and opened is not None
+                                     else None)
     if cpu.get("t1", 0) > cpu.get("t0", 0):
         out["cpu_cores_at_rest"] = round((cpu["cpu1"] - cpu["cpu0"]) / (cpu["t1"] - cpu["t0"]), 3)
     return out
@@ -257,6 +280,17 @@ def poll_delays(seen: list[tuple[float, float]], quality_runs: list[tuple[float,
     return {"poll_delay_p50": pct(delays, 0.5) if delays else 0.0, "poll_delay_p95": pct(delays, 0.95) if delays else 0.0,
             "poll_delay_max": max(delays, default=0.0), "polls_seen": len(delays), "late_polls": len(late),
             "late_during_quality": len(overlapping), "quality_runs_seen": len(quality_runs)}
+
+
+def offline_opened_ms(cfg: Path) -> int | None:
+    """When the injected fault's OFFLINE_PARTITION opened: the stamp of the poll that first showed it."""
+    done = subprocess.run([str(ROOT / ".venv/bin/krm"), "incidents", "--config", str(cfg), "--type", "OFFLINE_PARTITION",
+                           "--json"], capture_output=True, text=True, timeout=300)
+    try:
+        found = [i for i in json.loads(done.stdout) if i.get("topic") == FAULT_TOPIC]
+    except ValueError:
+        return None
+    return min((int(i["opened_at_ms"]) for i in found), default=None)
 
 
 def fleet_readers(metrics_url: str, cfg: Path) -> dict[str, float]:
@@ -327,14 +361,18 @@ def main() -> None:
                          "does not compete with the pipeline on this machine")
     ap.add_argument("--quality-interval", type=float, default=60.0,
                     help="[pipeline] quality_interval_s (0: the data-quality suite off)")
-    ap.add_argument("--shares", type=int, default=1,
-                    help="simulator processes, each publishing one share of the topics (krm simulate --topic-share)")
+    ap.add_argument("--shares", default="1",
+                    help="simulator processes, each publishing one share of the topics (krm simulate --topic-share); "
+                         "a list (1,4,4) gives each size its own, so that one run compares layouts")
     ap.add_argument("--clusters", type=int, default=1,
                     help="a fleet: that many simulated clusters of each size (partitions per cluster), from one "
                          "simulator process (krm simulate --clusters)")
     ap.add_argument("--hang-at", type=float, default=None, metavar="S",
                     help="with --clusters: the first cluster answers nothing from S seconds into the run (krm simulate "
                          "--hang); the others' poll -> /metrics before and after are reported")
+    ap.add_argument("--fault-at", type=float, default=None, metavar="S",
+                    help="S seconds into the simulated run, kill the leader of an RF-1 partition (its topic is in one "
+                         "share when split): reports its poll -> /metrics (fault_to_metrics_s)")
     ap.add_argument("--json", action="store_true",
                     help="print one JSON object as the last stdout line: per size, the figures the budgets are set on")
     args = ap.parse_args()
@@ -345,10 +383,14 @@ def main() -> None:
                                                                     "spark.sql.streaming.numRecentProgressUpdates": "1000"})
     results = []
     try:
-        for size in (int(x) for x in args.sizes.split(",")):
-            print(f"--- {size} partitions, {args.minutes} min ...", file=sys.stderr, flush=True)
+        sizes = [int(x) for x in args.sizes.split(",")]
+        shares = [int(x) for x in args.shares.split(",")]
+        if len(shares) not in (1, len(sizes)):
+            ap.error(f"--shares {args.shares}: one value, or one per size ({len(sizes)})")
+        for size, n in zip(sizes, shares * len(sizes) if len(shares) == 1 else shares):
+            print(f"--- {size} partitions, {n} share(s), {args.minutes} min ...", file=sys.stderr, flush=True)
             r = run_size(spark, obs, size, args.minutes, args.poll, work, args.history_trigger, args.prebuild,
-                         args.history_tasks, args.quality_interval, args.shares, args.clusters, args.hang_at)
+                         args.history_tasks, args.quality_interval, n, args.clusters, args.hang_at, args.fault_at)
             print(r, file=sys.stderr, flush=True)
             results.append(r)
     finally:
@@ -361,7 +403,7 @@ def main() -> None:
     for r in results:
         a, h = r.get("krm-alerts", {}), r.get("krm-history", {})
         published = r["records_published"]
-        print(f"| {r['size']:,} | {a.get('p50', 0):.2f} s | {a.get('p95', 0):.2f} s | {a.get('rows', 0):.0f} | "
+        print(f"| {r['size']:,}{layout(r)} | {a.get('p50', 0):.2f} s | {a.get('p95', 0):.2f} s | {a.get('rows', 0):.0f} | "
               f"{r['age_p50']:.1f} / {r['age_p95']:.1f} / {r['age_max']:.1f} s | "
               f"{published:,} / {r.get('krm-alerts_rows_total', 0):,} / {r.get('krm-history_rows_total', 0):,} | "
               f"{h.get('p50', 0):.2f} s | {h.get('p95', 0):.2f} s | "
@@ -370,32 +412,46 @@ def main() -> None:
     print("\nData-quality suite beside the pipeline (at the end of each size):")
     for r in results:
         q = r.get("quality", {})
-        print(f"- {r['size']:,}: runs {q.get('krm_data_quality_runs_total', 0):.0f}, last run "
+        print(f"- {r['size']:,}{layout(r)}: runs {q.get('krm_data_quality_runs_total', 0):.0f}, last run "
               f"{q.get('krm_data_quality_last_run_seconds', 0):.2f} s, rows validated in all "
               f"{q.get('krm_data_quality_rows_validated_total', 0):,.0f}")
     print("\nPoll stamp -> /metrics (1 s sampling; late = over 3 s):")
     for r in results:
-        print(f"- {r['size']:,}: p50 {r['poll_delay_p50']:.1f} s, p95 {r['poll_delay_p95']:.1f} s, max "
+        print(f"- {r['size']:,}{layout(r)}: p50 {r['poll_delay_p50']:.1f} s, p95 {r['poll_delay_p95']:.1f} s, max "
               f"{r['poll_delay_max']:.1f} s over {r['polls_seen']} polls; {r['late_polls']} late, "
               f"{r['late_during_quality']} of them during a data-quality run ({r['quality_runs_seen']} runs)")
     print("\nWhere the time goes (p50 per batch, from the handlers' DEBUG log):")
     for r in results:
-        print(f"- {r['size']:,}: " + ", ".join(f"{k} {v:.2f} s" for k, v in r.get("split", {}).items()))
+        print(f"- {r['size']:,}{layout(r)}: " + ", ".join(f"{k} {v:.2f} s" for k, v in r.get("split", {}).items()))
+    for r in results:
+        if r.get("fault_to_metrics_s", "absent") != "absent":
+            print(f"- {r['size']:,}{layout(r)}: the RF-1 leader loss from its poll to /metrics: {r['fault_to_metrics_s']} s")
+        if r.get("clusters", 1) > 1:
+            print(f"- {r['size']:,}{layout(r)}: {r.get('clusters_seen')} clusters on /metrics, the worst one's poll -> "
+                  f"/metrics p95 {r.get('worst_cluster_poll_delay_p95', 0):.1f} s; CPU at rest "
+                  f"{r.get('cpu_cores_at_rest')} cores; readers {r.get('readers')}; hung {r.get('hung')}")
     if args.json:
         print(json.dumps(last_line(results)))
+
+
+def layout(r: dict) -> str:
+    """How a size was laid out, when not one collector for one cluster: " over 4 shares", " x 100 clusters"."""
+    return ((f" over {r['shares']} shares" if r.get("shares", 1) > 1 else "")
+            + (f" x {r['clusters']} clusters" if r.get("clusters", 1) > 1 else ""))
 
 
 def last_line(results: list[dict]) -> dict:
     """The `--json` line: `sizes`, a list with each size's `partitions` and figures (what other tools
     read), and each size's figures under its count too (as records before 2026-11-28 have them)."""
-    return {"sizes": [{"partitions": r["size"], **summary(r)} for r in results],
-            **{str(r["size"]): summary(r) for r in results}}
+    return {"sizes": [{"partitions": r["size"], "shares": r.get("shares", 1), **summary(r)} for r in results],
+            **{r.get("tag", str(r["size"])): summary(r) for r in results}}
 
 
 def summary(r: dict) -> dict:
     """The figures of one size that budgets are set on (BENCHMARKS.md; `make bench-smoke`)."""
     a = r.get("krm-alerts", {})
     out = {"alert_p50_s": a.get("p50"), "alert_p95_s": a.get("p95"), "poll_to_metrics_p95_s": r["poll_delay_p95"],
+           "poll_to_metrics_p50_s": r["poll_delay_p50"], "fault_to_metrics_s": r.get("fault_to_metrics_s"),
            "age_p95_s": r["age_p95"], "history_records_reached": r.get("krm-history_rows_total", 0),
            "records_published": r["records_published"], "heap_peak_mb": round(r["peak_heap_mb"]),
            "bytes_per_partition": r["bytes_per_partition"], "history_p95_s": r.get("krm-history", {}).get("p95")}

@@ -112,9 +112,10 @@ def cmd_simulate(args: argparse.Namespace) -> int:
             share = topic_share.parse(args.topic_share)
         except ValueError as e:
             raise KrmError(f"--topic-share: {e}") from None
-        if args.faults or args.truth:
-            raise KrmError("--topic-share publishes one share of the topics; faults and their truth "
-                             "need the whole cluster (run without it)")
+        if args.truth:
+            raise KrmError("--topic-share publishes one share of the topics; the faults' truth needs the whole "
+                           "cluster (run without it; --faults alone is fine: every share, run with the same script "
+                           "and seed, injects them into the same simulated cluster and publishes its own topics)")
     if args.clusters < 1:
         raise KrmError(f"--clusters {args.clusters}: at least 1")
     names = fleet_names(name, args.clusters)
