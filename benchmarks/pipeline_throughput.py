@@ -40,6 +40,7 @@ from collectors.publisher import ensure_topic
 from foundation.config import load_config
 from krm.runner import Monitor
 from krm.scrape import scrape, series
+from lab.harness import create_topic
 from lab.local_cluster import LocalCluster, free_port
 from pipelines.session import build_session
 
@@ -87,15 +88,18 @@ def cpu_s(pid: int) -> float:
 def run_size(spark, obs: LocalCluster, size: int, minutes: float, poll_s: float, work: Path,
              history_trigger_s: float, prebuild: bool, history_tasks: int = 0, quality_interval_s: float = 60.0,
              shares: int = 1, clusters: int = 1, hang_at_s: float | None = None,
-             fault_at_s: float | None = None) -> dict:
+             fault_at_s: float | None = None, real: list[LocalCluster] | None = None) -> dict:
     """`size` partitions per cluster; `clusters` > 1: a fleet of that many from one simulator (`krm simulate
     --clusters`), the first of them hung from `hang_at_s` seconds into the run."""
     topics = size // 100
     # one run's own names: the same size under another layout reads neither its topic nor its tables
     tag = f"{size}" + (f"x{shares}" if shares > 1 else "") + (f"c{clusters}" if clusters > 1 else "")
     cfg = work / f"sim-{tag}.toml"
+    # real clusters among a fleet's simulated ones: polled by krm's own collector in this process
+    reals = "".join(f'[[clusters]]\nname = "{c.name}"\nbootstrap_servers = "{c.bootstrap_servers}"\n'
+                    f'poll_interval_s = {poll_s}\n\n' for c in real or [])
     cfg.write_text(
-        f'[[clusters]]\nname = "sim"\nbootstrap_servers = "{obs.bootstrap_servers}"\n\n'
+        (reals or f'[[clusters]]\nname = "sim"\nbootstrap_servers = "{obs.bootstrap_servers}"\n\n') +
         f'[observations]\nbootstrap_servers = "{obs.bootstrap_servers}"\ntopic = "krm.sim.{tag}"\npartitions = 4\n\n'
         f'[pipeline]\ndata_dir = "{work / f"data-{tag}"}"\nmetrics_port = {free_port()}\nspark_master = "local[2]"\n'
         f"history_trigger_s = {history_trigger_s}\nhw_stall_window_s = 10.0\nquality_interval_s = {quality_interval_s}\n"
@@ -106,7 +110,7 @@ def run_size(spark, obs: LocalCluster, size: int, minutes: float, poll_s: float,
     handler.setFormatter(logging.Formatter("%(created).3f %(message)s"))
     logging.getLogger("pipelines").addHandler(handler)
     logging.getLogger("pipelines").setLevel(logging.DEBUG)
-    monitor = Monitor(load_config(cfg), collect=False, spark=spark).start()
+    monitor = Monitor(load_config(cfg), collect=bool(real), spark=spark).start()
     logs = [work / (f"sim-{tag}.log" if shares == 1 else f"sim-{tag}-{i}.log") for i in range(1, shares + 1)]
     fleet = ["--clusters", str(clusters)] if clusters > 1 else []
     hung = "sim-001" if clusters > 1 and hang_at_s is not None else None
@@ -116,7 +120,8 @@ def run_size(spark, obs: LocalCluster, size: int, minutes: float, poll_s: float,
         script = work / f"faults-{tag}.json"
         script.write_text(json.dumps([{"at_s": fault_at_s, "kind": "kill_broker", "broker": f"leader:{FAULT_TOPIC}/0"}]))
         fleet += ["--rf1-topics", "1", "--faults", str(script)]
-    sims = [subprocess.Popen([str(ROOT / ".venv/bin/krm"), "simulate", "--config", str(cfg), "--topics", str(topics),
+    sims = [subprocess.Popen([str(ROOT / ".venv/bin/krm"), "simulate", "--config", str(cfg), "--cluster-name", "sim",
+                              "--topics", str(topics),
                               "--brokers", "30" if clusters == 1 else "6", "--poll-interval", str(poll_s),
                               "--duration", str(minutes * 60)] + fleet
                              + (["--prebuild"] if prebuild else [])
@@ -367,6 +372,9 @@ def main() -> None:
     ap.add_argument("--clusters", type=int, default=1,
                     help="a fleet: that many simulated clusters of each size (partitions per cluster), from one "
                          "simulator process (krm simulate --clusters)")
+    ap.add_argument("--real", type=int, default=0, metavar="N",
+                    help="with --clusters: N real local KRaft clusters (1 broker, a 10-partition topic) among the fleet, "
+                         "polled by krm's own collector in this process")
     ap.add_argument("--hang-at", type=float, default=None, metavar="S",
                     help="with --clusters: the first cluster answers nothing from S seconds into the run (krm simulate "
                          "--hang); the others' poll -> /metrics before and after are reported")
@@ -379,6 +387,9 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="krm-throughput-"))
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     obs = LocalCluster(root=work / "obs", mode="kraft", brokers=1).up()
+    real = [LocalCluster(root=work / f"real-{i}", mode="kraft", brokers=1).up() for i in range(1, args.real + 1)]
+    for c in real:
+        create_topic(c, "fleet-real", partitions=10, rf=1)
     spark = build_session("local[2]", log_dir=work / "logs", extra={"spark.driver.memory": args.driver_memory,
                                                                     "spark.sql.streaming.numRecentProgressUpdates": "1000"})
     results = []
@@ -390,12 +401,14 @@ def main() -> None:
         for size, n in zip(sizes, shares * len(sizes) if len(shares) == 1 else shares):
             print(f"--- {size} partitions, {n} share(s), {args.minutes} min ...", file=sys.stderr, flush=True)
             r = run_size(spark, obs, size, args.minutes, args.poll, work, args.history_trigger, args.prebuild,
-                         args.history_tasks, args.quality_interval, n, args.clusters, args.hang_at, args.fault_at)
+                         args.history_tasks, args.quality_interval, n, args.clusters, args.hang_at, args.fault_at, real)
             print(r, file=sys.stderr, flush=True)
             results.append(r)
     finally:
         spark.stop()
         obs.down()
+        for c in real:
+            c.down()
     print("| partitions | alert batch p50 | alert batch p95 | rows/batch | observation age on /metrics p50 / p95 / max | "
           "records: published / alert path / history | history batch p50 | history p95 | driver heap peak | "
           "process RSS peak | state store |")
