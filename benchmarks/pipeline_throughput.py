@@ -292,10 +292,14 @@ def offline_opened_ms(cfg: Path) -> int | None:
     done = subprocess.run([str(ROOT / ".venv/bin/krm"), "incidents", "--config", str(cfg), "--type", "OFFLINE_PARTITION",
                            "--json"], capture_output=True, text=True, timeout=300)
     try:
-        found = [i for i in json.loads(done.stdout) if i.get("topic") == FAULT_TOPIC]
+        found = [i for i in json.loads(done.stdout) if i.get("topic") == FAULT_TOPIC and i.get("opened_at")]
     except ValueError:
+        print(f"krm incidents: {done.stderr[-300:]}", file=sys.stderr)
         return None
-    return min((int(i["opened_at_ms"]) for i in found), default=None)
+    import datetime as dt
+
+    return min((int(dt.datetime.fromisoformat(i["opened_at"].replace("Z", "+00:00")).timestamp() * 1000)
+                for i in found), default=None)
 
 
 def fleet_readers(metrics_url: str, cfg: Path) -> dict[str, float]:
