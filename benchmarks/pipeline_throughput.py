@@ -274,14 +274,10 @@ def poll_delays(seen: list[tuple[float, float]], quality_runs: list[tuple[float,
     """How long each poll took from its stamp to /metrics (to the 1 s sampling), and which of the
     late ones (> 3 s) overlapped a data-quality run: the age's p95 is a poll interval plus these.
     Samples of one stamp differ by the scrape's own time (ms), so stamps within 0.5 s are one poll."""
-    first_seen: dict[float, float] = {}
-    for stamp, at in sorted(seen):
-        poll = next((t for t in first_seen if abs(t - stamp) < 0.5), stamp)
-        first_seen[poll] = min(first_seen.get(poll, at), at)
-    stamps = sorted(first_seen)[1:]  # the first may predate the sampling
-    delays = [first_seen[t] - t for t in stamps]
-    late = [(t, first_seen[t] - t) for t in stamps if first_seen[t] - t > 3.0]
-    overlapping = [d for t, d in late if any(end - dur - 1 <= first_seen[t] and t <= end for end, dur in quality_runs)]
+    timed = stamp_delays_at(seen)
+    delays = [d for _, d in timed]
+    late = [(t, d) for t, d in timed if d > 3.0]
+    overlapping = [d for t, d in late if any(end - dur - 1 <= t + d and t <= end for end, dur in quality_runs)]
     return {"poll_delay_p50": pct(delays, 0.5) if delays else 0.0, "poll_delay_p95": pct(delays, 0.95) if delays else 0.0,
             "poll_delay_max": max(delays, default=0.0), "polls_seen": len(delays), "late_polls": len(late),
             "late_during_quality": len(overlapping), "quality_runs_seen": len(quality_runs)}
