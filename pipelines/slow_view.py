@@ -5,6 +5,7 @@ each broker answers the collector's probes. Kept on the driver, bounded by broke
 from __future__ import annotations
 
 import logging
+import math
 from functools import partial
 from typing import Callable, Collection, Iterable, Mapping
 
@@ -18,6 +19,8 @@ log = logging.getLogger(__name__)
 
 FRESH_MS = 30_000  # a canary round or a JMX scrape older than this says nothing of the broker now
 WARMUP_MS = 60_000  # a broker back from a stop is not judged this long: its JVM compiles, its logs load
+FLOOR_MS = 0.05  # a round trip is never taken as shorter than this (the logarithm of 0)
+PAST_TAU_MS = 30 * 60_000  # a broker's own recent past: its answer times' moving average over about half an hour
 
 
 class SlowView:
@@ -26,6 +29,26 @@ class SlowView:
         self.default_objective_s = default_objective_s
         self._rounds: dict[str, tuple[int, int]] = {}  # cluster -> (the last round judged, its time)
         self._seen: dict[str, set[int]] = {}  # cluster -> the brokers its last round judged slow
+        # (cluster, broker) -> (its answer times' moving average in ms, the poll time it was last moved at)
+        self._past: dict[tuple[str, int], tuple[float, int]] = {}
+
+    def _own_past(self, name: str, answered_at: int, answer_ms: Mapping[int, float]) -> dict[int, float]:
+        """Each broker's answer time over its recent past, before this poll's answers move it: an exponential moving
+        average with PAST_TAU_MS, of the logarithm (a geometric mean), so a spell of seconds-late answers barely
+        moves it while a lasting change becomes its new usual within the hour."""
+        past = {}
+        for b, ms in answer_ms.items():
+            held = self._past.get((name, b))
+            if held is None:
+                self._past[(name, b)] = (max(ms, FLOOR_MS), answered_at)
+                continue
+            avg, at = held
+            past[b] = avg
+            if answered_at > at:
+                weight = 1 - math.exp(-(answered_at - at) / PAST_TAU_MS)
+                moved = math.log(avg) + weight * (math.log(max(ms, FLOOR_MS)) - math.log(avg))
+                self._past[(name, b)] = (math.exp(moved), answered_at)
+        return past
 
     def judge(self, clusters: Iterable[str], live: Mapping[str, Iterable[int]], jmx: Mapping[tuple[str, int], JmxSample],
               canary: Mapping[tuple[str, int], CanarySample], back_at: Mapping[tuple[str, int], int] | None = None,
@@ -52,14 +75,17 @@ class SlowView:
             failed = {b for c, b in latency.failed_leaders(fresh_canary) if c == name}
             if answered_at is None or at - answered_at > FRESH_MS:
                 answer_ms = {}
+            past = {} if answered_at is None else self._own_past(name, answered_at, answer_ms)
             evidence = {}
             for b in brokers:
                 j = mine_jmx.get(b)
                 if j is None or at - j.observed_at_ms > FRESH_MS:
-                    evidence[b] = slow.Evidence(client.get(b), answer_ms=answer_ms.get(b), client_failed=b in failed)
+                    evidence[b] = slow.Evidence(client.get(b), answer_ms=answer_ms.get(b), client_failed=b in failed,
+                                                answer_past_ms=past.get(b))
                 else:
                     evidence[b] = slow.Evidence(client.get(b), j.error, j.gauges if j.error is None else None,
-                                                j.scrape_ms if j.error is None else None, answer_ms.get(b), b in failed)
+                                                j.scrape_ms if j.error is None else None, answer_ms.get(b), b in failed,
+                                                past.get(b))
             last_id, last_at = self._rounds.get(name, (0, 0))
             round_id, at = last_id + 1, max(at, last_at)  # rounds in order, whichever record came first
             self._rounds[name] = (round_id, at)

@@ -21,6 +21,12 @@ so it compares what every broker answers now):
   their median round trip over the last seconds markedly above its peers'. A starved broker answers them seconds
   late where a paused one answers nothing (the collector then calls it unreachable: BROKER_DOWN's), so this is
   what tells a broker too slow for any client from a stopped one.
+- a milder spell of the same: its probes' median round trip at least `MILD_MIN_S` and `MILD_FACTOR` times its
+  peers', and `PAST_FACTOR` times its own recent past (a moving average over half an hour, pipelines/slow_view.py),
+  two rounds in a row. A broker at a tenth of a core answers in tens of ms where its peers answer in one or two:
+  clients are not hurt yet, but an on-call wants to know. Its own past keeps a broker that was always a little
+  slower than its peers (older hardware, a far rack) from a standing warning; only a warning, whatever its cause,
+  until clients are hurt.
 
 The cause, read from the evidence: `cpu_starved` (its JVM answers nothing in time, or requests wait in its
 queue longer than they are served: RequestQueueTime above LocalTime, its handlers not idle), `slow_disk` (its
@@ -60,6 +66,11 @@ SCOPE = "slow"
 # cluster/Partition.scala); the produce is answered only then
 ANSWERS_PER_WRITE = 3
 PEER_FACTOR = 3.0  # ... and at least this many times the median of its peers
+# a milder spell, only from the probes' answer times: above this floor, this many times its peers' median and
+# PAST_FACTOR times its own recent past
+MILD_MIN_S = 0.02
+MILD_FACTOR = 5.0
+PAST_FACTOR = 2.0
 TIMED_OUT = "timed out"  # in a JMX scrape's error: the endpoint accepted and did not answer in time
 
 
@@ -73,6 +84,7 @@ class Evidence:
     scrape_ms: float | None = None  # how long its JMX exporter took to answer: its JVM's own pace, no disk in it
     answer_ms: float | None = None  # how late it answers the collector's probes now (their median round trip)
     client_failed: bool = False  # the canary's newest write to a partition it leads was not acknowledged in time
+    answer_past_ms: float | None = None  # how late it answered the collector's probes over its recent past
 
     def own_s(self) -> float | None:
         """Its own share of a Produce request at the median (queue + local): what the broker itself takes."""
@@ -118,6 +130,7 @@ class SlowDetails(Details):
     peers_jmx_scrape_ms: float | None = None
     answer_ms: float | None = None  # how late it answers the collector's probes (their median round trip)
     peers_answer_ms: float | None = None
+    answer_past_ms: float | None = None  # its own answer time over its recent past (a moving average)
     client_failed: bool | None = None  # the canary's write to a partition it leads was not acknowledged in time
     latency_objective_s: float | None = None
 
@@ -133,6 +146,9 @@ class SlowDetails(Details):
             said.append(f"it takes {self.own_latency_s:.2f} s of a median Produce itself{peers}")
         if self.answer_ms is not None:
             peers = f" (peers {self.peers_answer_ms:.0f} ms)" if self.peers_answer_ms is not None else ""
+            if self.answer_past_ms is not None:
+                peers = f"{peers[:-1]}; its own usual {self.answer_past_ms:.0f} ms)" if peers else \
+                    f" (its own usual {self.answer_past_ms:.0f} ms)"
             said.append(f"it answers krm's probes in {self.answer_ms:.0f} ms{peers}")
         if self.jmx_error is not None:
             said.append(f"its JMX endpoint: {self.jmx_error}")
@@ -152,6 +168,15 @@ def _markedly(value: float | None, peers: Sequence[float]) -> bool:
     return value is not None and median is not None and value >= max(SLOW_MIN_S, PEER_FACTOR * median)
 
 
+def _mildly(e: Evidence, peers_answer_ms: Sequence[float]) -> bool:
+    """A milder spell of late answers to the collector's probes: above MILD_MIN_S, MILD_FACTOR times its peers'
+    median and PAST_FACTOR times its own recent past (unknown past: not said)."""
+    median = _median(peers_answer_ms)
+    return (e.answer_ms is not None and e.answer_past_ms is not None and median is not None
+            and e.answer_ms / 1000 >= max(MILD_MIN_S, MILD_FACTOR * median / 1000)
+            and e.answer_ms >= PAST_FACTOR * e.answer_past_ms)
+
+
 def cause_of(e: Evidence, peers_scrape_ms: Sequence[float] = (), peers_own_s: Sequence[float] = (),
              peers_answer_ms: Sequence[float] = ()) -> str:
     """The kind of slowness its evidence reads as (see the module's docstring). The exporter runs in the broker's
@@ -160,8 +185,8 @@ def cause_of(e: Evidence, peers_scrape_ms: Sequence[float] = (), peers_own_s: Se
     if e.jmx_timed_out or _markedly(None if e.scrape_ms is None else e.scrape_ms / 1000,
                                     [ms / 1000 for ms in peers_scrape_ms]):
         return CPU_STARVED
-    if e.gauges is None and _markedly(None if e.answer_ms is None else e.answer_ms / 1000,
-                                      [ms / 1000 for ms in peers_answer_ms]):
+    if e.gauges is None and (_markedly(None if e.answer_ms is None else e.answer_ms / 1000,
+                                       [ms / 1000 for ms in peers_answer_ms]) or _mildly(e, peers_answer_ms)):
         return CPU_STARVED  # no JMX to say more: a broker late to the smallest question is short of CPU
     g = e.gauges or {}
     queue, local = g.get("produce_queue_p50_ms"), g.get("produce_local_p50_ms")
@@ -211,7 +236,8 @@ def judge(evidence: Mapping[int, Evidence], objective_s: float,
         # its JVM answers nothing in time while its peers' endpoints do, yet it acknowledged writes or answered the
         # collector: alive, starved (a paused or dead broker answers none: BROKER_DOWN's, not a slow one)
         starved = e.jmx_timed_out and bool(answered) and e.answers
-        if not (slow_client or slow_own or slow_jvm or slow_answer or starved):
+        mild = _mildly(e, peer_answer)
+        if not (slow_client or slow_own or slow_jvm or slow_answer or starved or mild):
             continue
         # an acks=all write to a partition it leads waits for ANSWERS_PER_WRITE of its answers at least
         hurt = ((e.client_s is not None and e.client_s > objective_s) or e.client_failed
@@ -225,7 +251,8 @@ def judge(evidence: Mapping[int, Evidence], objective_s: float,
             "produce_remote_p50_ms": g.get("produce_remote_p50_ms"), "request_handler_idle": g.get("request_handler_idle"),
             "log_flush_p99_ms": g.get("log_flush_p99_ms"), "jmx_error": e.jmx_error, "jmx_scrape_ms": e.scrape_ms,
             "peers_jmx_scrape_ms": _median([p.scrape_ms for p in peers if p.scrape_ms is not None]),
-            "answer_ms": e.answer_ms, "peers_answer_ms": _median(peer_answer), "client_failed": e.client_failed or None,
+            "answer_ms": e.answer_ms, "peers_answer_ms": _median(peer_answer), "answer_past_ms": e.answer_past_ms,
+            "client_failed": e.client_failed or None,
             "latency_objective_s": objective_s}
         cause = cause_of(e, [p.scrape_ms for p in peers if p.scrape_ms is not None], peer_own, peer_answer)
         out.append(SlowFinding(b, cause, RULE.severity_of(cause, [CLIENTS_HURT] if hurt else []),

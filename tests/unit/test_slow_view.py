@@ -57,3 +57,24 @@ def test_the_polls_answer_times_and_the_canary_s_failures_are_evidence():
         _, found = view.judge(["c"], {"c": [1, 2, 3]}, {}, {("c", 0): CanarySample("c", 1, 0, True, 20.0, None, at)},
                               answers={"c": (1_000, {1: 0.3, 2: 1500.0, 3: 0.4})})
     assert found == []
+
+
+def test_a_milder_spell_against_its_own_past():
+    """The 10 % cap: a broker answering krm in 45 ms against its peers' 2-3 ms is a warning two rounds in a row once
+    its own past is known, and one that always answered that late (never faster in its past) is never said."""
+    view = SlowView({"c": 2.0})
+    usual = {1: 2.0, 2: 2.5, 3: 3.0}
+    for at in range(1_000, 60_000, 2_000):  # a minute of its usual answers
+        _, found = view.judge(["c"], {"c": [1, 2, 3]}, {}, {}, answers={"c": (at, usual)})
+        assert found == []
+    said = []
+    for at in range(60_000, 70_000, 2_000):
+        _, found = view.judge(["c"], {"c": [1, 2, 3]}, {}, {}, answers={"c": (at, usual | {2: 45.0})})
+        said.append([(f.broker, f.cause, f.severity) for f in found])
+    assert said[0] == [] and said[1:] == [[(2, "cpu_starved", "warning")]] * 4
+    assert 2.4 < found[0].details["answer_past_ms"] < 3.0  # a spell of seconds barely moves its own past
+
+    view = SlowView({"c": 2.0})
+    for at in range(1_000, 120_000, 2_000):
+        _, found = view.judge(["c"], {"c": [1, 2, 3]}, {}, {}, answers={"c": (at, usual | {2: 45.0})})
+        assert found == [], at
