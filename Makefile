@@ -67,6 +67,7 @@ system-packages:
 	command -v krb5-config >/dev/null || missing+=(libkrb5-dev); \
 	command -v gcc >/dev/null || missing+=(gcc libc6-dev); \
 	[ -x /usr/sbin/nft ] || missing+=(nftables); \
+	ldconfig -p | grep -q 'libfuse\.so\.2 ' || missing+=(libfuse2); \
 	$(PYTHON) -c 'import venv, ensurepip' 2>/dev/null || missing+=(python3-venv); \
 	if [ $${#missing[@]} -gt 0 ]; then \
 	  echo "installing Debian packages: $${missing[*]}"; \

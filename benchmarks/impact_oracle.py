@@ -15,7 +15,9 @@ else reaches it: lab/packet_filter.py, cgroup v2 and nftables), `disk_fill` (eve
 directory on a 128 MB tmpfs of its own; a step writes a file beside the broker's logs at 2 MB/s until the
 filesystem is full, Kafka fails the directory and halts the broker; then the file goes and the broker is
 started again) and `slow_cpu` (the broker's JVM capped at `--slow-cpu-pct` % of a core for 30 s, lab/cpu_cap.py:
-it stays registered and answers, late; harmful at 2 %, harmless at 5 % on this machine). Then
+it stays registered and answers, late; harmful at 2 %, harmless at 10 % on this machine) and `slow_disk` (each
+write and sync of the broker's log directory waits `--slow-disk-ms` for 30 s: every broker's log directory
+on the lab's FUSE delay layer, lab/slow_disk.py). Then
 it waits until the clients are fine again and Kafka's view is settled (every ISR whole), and until
 no critical alert fires. Per step: hurt & paged, hurt & silent, paged & nobody hurt, quiet (neither);
 per hurt partition, whether a critical page named it (its topic and partition, or its leader or an ISR
@@ -23,14 +25,16 @@ member as the broker); and the time from the clients' recovery to the last page 
 pages seen last and the step's moments (fault undone, clients last hurt, page last seen) to explain it.
 
 Per fault kind (`by_fault`): its steps and verdicts, and the time from the first hurt write to the first
-critical page (p50 / max; negative: paged before the harm).
+critical page (p50 / max; negative: paged before the harm). For the slow kinds also: whether BROKER_SLOW named
+the step's broker at any severity (`krm_broker_slow` in Prometheus), how soon after the fault, with which causes,
+and any other broker it named.
 
 Usage: .venv/bin/python benchmarks/impact_oracle.py --mode zk|kraft --steps N --seed S [--faults KIND,...] [--json]
 (or `--plan KIND:BROKER[:SECONDS],...` to replay chosen steps, e.g. the ones a random run found wanting)
 (the last stdout line with --json: one JSON object; needs root and nftables for the cuts). The kinds:
 kill, pause, stop, gray, none (the default draw: a seed keeps its steps), repl_cut, disk_fill, slow_cpu
-(a plan's `slow_cpu:BROKER:PCT`). `--hurt-latency S` (default 2): a write slower than this is a hurt one, and it is
-krm's latency objective for the cluster too.
+(a plan's `slow_cpu:BROKER:PCT`), slow_disk (`slow_disk:BROKER:MS`). `--hurt-latency S` (default 2): a write
+slower than this is a hurt one, and it is krm's latency objective for the cluster too.
 """
 
 from __future__ import annotations
@@ -63,8 +67,8 @@ TOPIC = "oracle"
 PARTITIONS = 8
 ACTIONS = ("kill", "pause", "stop", "cut", "quiet")  # the default draw, in this order (a seed keeps its steps)
 FAULTS = {"kill": "kill", "pause": "pause", "stop": "stop", "gray": "cut", "none": "quiet", "repl_cut": "repl_cut",
-          "disk_fill": "disk_fill", "slow_cpu": "slow_cpu"}
-SLOW_S = 30.0  # how long a slow_cpu step keeps the broker capped
+          "disk_fill": "disk_fill", "slow_cpu": "slow_cpu", "slow_disk": "slow_disk"}
+SLOW_S = 30.0  # how long a slow_cpu or slow_disk step keeps the broker slow
 KIND_OF = {action: kind for kind, action in FAULTS.items()}
 REPL_CUT_S = 30.0
 DISK_MB = 128  # each broker's log directory, with --faults disk_fill
@@ -80,6 +84,9 @@ class Step:
     broker: int | None
     controller: int | None = None  # ZooKeeper mode: the active controller when the step began
     cpu_pct: float | None = None  # slow_cpu: the cap
+    disk_ms: int | None = None  # slow_disk: the delay
+    slow_first_s: float | None = None  # krm_broker_slow first named the step's broker (any severity)
+    slow_said: list[str] = field(default_factory=list)  # every krm_broker_slow seen: broker:cause:severity
     hurt: list[int] = field(default_factory=list)
     named: list[int] = field(default_factory=list)
     pages: list[str] = field(default_factory=list)
@@ -159,14 +166,16 @@ class Fault:
     broker: int | None
     pause_s: float | None = None
     cpu_pct: float | None = None  # slow_cpu: the cap, in % of one core
+    disk_ms: int | None = None  # slow_disk: the delay of each data operation on its log directory
 
 
-def draw(rng: random.Random, brokers: list[int], actions: tuple[str, ...] = ACTIONS, cpu_pct: float = 2.0) -> Fault:
+def draw(rng: random.Random, brokers: list[int], actions: tuple[str, ...] = ACTIONS, cpu_pct: float = 2.0,
+         disk_ms: int = 500) -> Fault:
     """A random fault (the draw order keeps a seed's steps: action, broker, a pause's length)."""
     action = rng.choice(actions)
     broker = rng.choice(brokers) if action != "quiet" else None
     return Fault(action, broker, rng.uniform(2, 15) if action == "pause" else None,
-                 cpu_pct if action == "slow_cpu" else None)
+                 cpu_pct if action == "slow_cpu" else None, disk_ms if action == "slow_disk" else None)
 
 
 CONTROLLER = -1  # a plan's broker `c`: the active controller when the step begins (ZooKeeper mode)
@@ -178,14 +187,17 @@ def parse_plan(text: str) -> list[Fault]:
     out = []
     for item in (i.strip() for i in text.split(",") if i.strip()):
         kind, *rest = item.split(":")
-        if (kind not in FAULTS or (kind != "none" and not rest) or len(rest) > (2 if kind in ("pause", "slow_cpu") else 1)
+        if (kind not in FAULTS or (kind != "none" and not rest)
+                or len(rest) > (2 if kind in ("pause", "slow_cpu", "slow_disk") else 1)
                 or (rest and rest[0] != "c" and not rest[0].isdigit())):
-            raise ValueError(f"{item!r}: expected KIND:BROKER (pause:BROKER:SECONDS, slow_cpu:BROKER:PCT; BROKER a number "
+            raise ValueError(f"{item!r}: expected KIND:BROKER (pause:BROKER:SECONDS, slow_cpu:BROKER:PCT, "
+                             "slow_disk:BROKER:MS; BROKER a number "
                              f"or c), KIND one of {', '.join(FAULTS)}")
         broker = (CONTROLLER if rest[0] == "c" else int(rest[0])) if rest else None
         more = float(rest[1]) if len(rest) > 1 else None
         out.append(Fault(FAULTS[kind], broker, (more or 5.0) if kind == "pause" else None,
-                         (more or 2.0) if kind == "slow_cpu" else None))
+                         (more or 2.0) if kind == "slow_cpu" else None,
+                         int(more or 500) if kind == "slow_disk" else None))
     return out
 
 
@@ -238,6 +250,13 @@ def controller_of(cluster: LocalCluster) -> int | None:
         admin.close()
 
 
+def slow_firing(prometheus: str) -> list[dict[str, str]]:
+    """The brokers BROKER_SLOW names now, at any severity (its series, not an alert: a warning's alert waits)."""
+    answer = requests.get(f"{prometheus}/api/v1/query", params={"query": "krm_broker_slow == 1"},
+                          timeout=5).json()["data"]["result"]
+    return [r["metric"] for r in answer]
+
+
 def run_step(n: int, fault: Fault, cluster: LocalCluster, judge: ClientJudge, prometheus: str) -> Step:
     action, broker = fault.action, fault.broker
     controller = controller_of(cluster) if cluster.zookeeper else None
@@ -245,15 +264,17 @@ def run_step(n: int, fault: Fault, cluster: LocalCluster, judge: ClientJudge, pr
         if controller is None:
             raise SystemExit(f"step {n}: no active controller to {action} (a plan's `c` is for ZooKeeper mode)")
         broker = controller
-    step = Step(n, action, broker, controller=controller, cpu_pct=fault.cpu_pct)
+    step = Step(n, action, broker, controller=controller, cpu_pct=fault.cpu_pct, disk_ms=fault.disk_ms)
     before = kafka_view(cluster)
     pages: list[tuple[float, dict[str, str]]] = []
+    slow: list[tuple[float, dict[str, str]]] = []
 
     def watch(seconds: float) -> None:
         end = time.monotonic() + seconds
         while time.monotonic() < end:
             now = time.monotonic()
             pages.extend((now, labels) for labels in critical_firing(prometheus))
+            slow.extend((now, labels) for labels in slow_firing(prometheus))
             time.sleep(0.5)
 
     t0 = time.monotonic()
@@ -282,8 +303,8 @@ def run_step(n: int, fault: Fault, cluster: LocalCluster, judge: ClientJudge, pr
             cluster.heal_replication(broker)  # type: ignore[arg-type]
     elif action == "disk_fill":
         fill_disk(cluster, broker, watch)  # type: ignore[arg-type]
-    elif action == "slow_cpu":
-        cluster.slow(broker, cpu_pct=fault.cpu_pct)  # type: ignore[arg-type]
+    elif action in ("slow_cpu", "slow_disk"):
+        cluster.slow(broker, cpu_pct=fault.cpu_pct, disk_delay_ms=fault.disk_ms)  # type: ignore[arg-type]
         try:
             watch(SLOW_S)
         finally:
@@ -307,6 +328,9 @@ def run_step(n: int, fault: Fault, cluster: LocalCluster, judge: ClientJudge, pr
     step.hurt = sorted(hurt)
     step.named = sorted(p for p in hurt if any(names(labels, p, before) for _, labels in pages))
     step.pages = sorted({_page(labels) for _, labels in pages})
+    step.slow_said = sorted({f"{m.get('broker')}:{m.get('cause')}:{m.get('severity')}" for _, m in slow})
+    named_slow = [t for t, m in slow if m.get("broker") == str(broker)]
+    step.slow_first_s = round(min(named_slow) - t0, 1) if named_slow else None
     step.last_pages = sorted({_page(labels) for t, labels in pages if t == last_page})
     step.verdict = ("hurt_and_paged" if hurt and pages else "hurt_silent" if hurt else
                     "paged_unhurt" if pages else "quiet")
@@ -380,6 +404,14 @@ def by_fault(steps: list[Step]) -> dict[str, dict[str, Any]]:
                      "hurt_partitions_named": sum(len(s.named) for s in mine),
                      "page_delay_p50_s": statistics.median(delays) if delays else None,
                      "page_delay_max_s": max(delays) if delays else None}
+        if kind in ("slow_cpu", "slow_disk"):
+            named = [s.slow_first_s for s in mine if s.slow_first_s is not None]
+            out[kind] |= {"slow_named": len(named), "slow_named_p50_s": statistics.median(named) if named else None,
+                          "slow_named_max_s": max(named) if named else None,
+                          "slow_causes": sorted({c.split(":")[1] for s in mine for c in s.slow_said
+                                                 if c.split(":")[0] == str(s.broker)}),
+                          "slow_other_brokers": sum(1 for s in mine for c in s.slow_said
+                                                    if c.split(":")[0] != str(s.broker))}
     return out
 
 
@@ -422,8 +454,13 @@ def main() -> int:
     ap.add_argument("--plan", help="replay these steps instead of drawing them: KIND:BROKER[:SECONDS],... "
                     "(e.g. repl_cut:1,stop:3,pause:3:5.1); --steps and --seed are then ignored")
     ap.add_argument("--slow-cpu-pct", type=float, default=2.0, help="slow_cpu steps: the cap, in %% of one core")
+    ap.add_argument("--slow-disk-ms", type=int, default=500, help="slow_disk steps: the delay, in ms")
     ap.add_argument("--hurt-latency", type=float, default=2.0, metavar="S",
                     help="a write slower than this many seconds hurts; also krm's latency_objective_s for the cluster")
+    ap.add_argument("--jmx", action="store_true", help="krm scrapes the brokers' JMX exporters too (what BROKER_SLOW "
+                    "reads a slow disk from: each broker's Produce LocalTime); default: the collector's own evidence only")
+    ap.add_argument("--canary", action="store_true", help="krm's canary too (acks=all writes to a partition each "
+                    "broker leads, every canary_interval_s)")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--log", type=Path, help="krm's log (the alert path's and the collector's at DEBUG, with each "
                     "step's start) in this file: what a late page waited for")
@@ -448,7 +485,8 @@ def main() -> int:
     rng = random.Random(args.seed)
     root = Path(tempfile.mkdtemp(prefix="krm-oracle-"))
     session_ms = 18000 if args.mode == "zk" else 9000  # Kafka's own defaults
-    cluster = LocalCluster(root=root / "watched", mode=args.mode, brokers=4, session_timeout_ms=session_ms)
+    cluster = LocalCluster(root=root / "watched", mode=args.mode, brokers=4, session_timeout_ms=session_ms,
+                           disk_layer="slow_disk" in kinds)
     obs = LocalCluster(root=root / "obs", mode="kraft", brokers=1)
     monitor = judge = prom = None
     tapped = threading.Event()  # set: the record tap stops
@@ -467,6 +505,10 @@ def main() -> int:
         admin.close()
         config_path = root / "krm.toml"
         zk = f'zookeeper = "{cluster.zookeeper}"\n' if cluster.zookeeper else ""
+        if args.jmx:
+            zk += "jmx_exporter_urls = [" + ", ".join(f'"{u}"' for u in cluster.jmx_exporter_urls) + "]\n"
+        if args.canary:
+            zk += "canary = true\n"
         config_path.write_text(
             f'[[clusters]]\nname = "oracle"\nbootstrap_servers = "{cluster.bootstrap_servers}"\n{zk}'
             f'latency_objective_s = {args.hurt_latency}\n\n'
@@ -493,17 +535,20 @@ def main() -> int:
         if not wait(lambda: judge.all_ok_since(time.monotonic() - 2.0) and not critical_firing(prometheus), 180):
             raise SystemExit("no healthy start: clients failing or a critical page firing")
         for n in range(1, (len(plan) if plan else args.steps) + 1):
-            fault = plan[n - 1] if plan else draw(rng, cluster.broker_ids, actions, args.slow_cpu_pct)
+            fault = plan[n - 1] if plan else draw(rng, cluster.broker_ids, actions, args.slow_cpu_pct, args.slow_disk_ms)
             step = run_step(n, fault, cluster, judge, prometheus)
             steps.append(step)
-            paused = f" {fault.pause_s:.1f}s" if fault.pause_s else f" {fault.cpu_pct:g}%" if fault.cpu_pct else ""
+            paused = (f" {fault.pause_s:.1f}s" if fault.pause_s else f" {fault.cpu_pct:g}%" if fault.cpu_pct
+                      else f" {fault.disk_ms}ms" if fault.disk_ms else "")
             controller = f" (controller {step.controller})" if step.controller is not None else ""
             print(f"step {n:2d} {KIND_OF[step.action]:8s} broker {step.broker}{paused}{controller}: {step.verdict:14s} "
                   f"hurt {step.hurt} "
                   f"named {step.named} pages {step.pages} resolved +{step.page_resolved_after_recovery_s}s"
                   f"{f' (last: {step.last_pages})' if step.last_pages else ''}; fault undone {step.fault_s}s, clients' last "
                   f"hurt {step.recovered_s}s, acks resumed {step.acks_resumed_s}s, last page {step.last_page_s}s, "
-                  f"first hurt -> first page {step.page_delay_s}s",
+                  f"first hurt -> first page {step.page_delay_s}s"
+                  + (f"; BROKER_SLOW {step.slow_said} (this broker first at {step.slow_first_s}s)"
+                     if step.action in ("slow_cpu", "slow_disk") else ""),
                   file=sys.stderr, flush=True)
     finally:
         tapped.set()
@@ -520,7 +565,7 @@ def main() -> int:
     resolved = [s.page_resolved_after_recovery_s for s in steps if s.page_resolved_after_recovery_s is not None]
     after_acks = [s.page_resolved_after_acks_resumed_s for s in steps if s.page_resolved_after_acks_resumed_s is not None]
     result = {"mode": args.mode, "kafka_version": cluster.kafka_version, "steps": len(steps), "seed": args.seed,
-              "hurt_latency_s": args.hurt_latency,
+              "hurt_latency_s": args.hurt_latency, "jmx": args.jmx, "canary": args.canary,
               **count, "hurt_partitions": sum(len(s.hurt) for s in steps),
               "hurt_partitions_named": sum(len(s.named) for s in steps),
               "page_resolved_after_recovery_p50_s": statistics.median(resolved) if resolved else None,

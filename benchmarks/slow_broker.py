@@ -1,15 +1,17 @@
-"""What a CPU-capped broker does to its clients and to the signals BROKER_SLOW reads, per cap.
+"""What a CPU-capped broker or a slow disk does to its clients and to the signals BROKER_SLOW reads, per step.
 
-A local 3-broker KRaft cluster (the newest Kafka 4), a 3-partition RF-3 topic (one partition led by each broker).
-For each `--cpu` cap, one broker's JVM is capped (`krm local-cluster slow --cpu`, lab/cpu_cap.py) for
-`--seconds` while a producer (acks=all, request timeout 3 s, one write at a time to each partition in turn)
-writes; then the cap is lifted and the next cap runs. Measured per cap and partition (by its leader): the
+A local 3-broker cluster (`--mode kraft`: the newest Kafka 4; `zk`: 3.9), a 3-partition RF-3 topic (one partition
+led by each broker). For each `--cpu` cap, one broker's JVM is capped (`krm local-cluster slow --cpu`,
+lab/cpu_cap.py), and for each `--disk-delay`, each write and sync of its log directory waits that long
+(`slow --disk-delay`, lab/slow_disk.py: the cluster's brokers then run on the lab's disk layer), for `--seconds`
+while a producer (acks=all, request timeout 3 s, one write at a time to each partition in turn) writes; then
+the broker is made fast again and the next step runs. Measured per cap and partition (by its leader): the
 writes' p50, p99 and max; and per broker, each JMX exporter scrape's time (or its timeout) during the cap and its
 Produce queue / local / remote time at the median as the exporter said last (collectors/jmx.py).
 
-Usage: .venv/bin/python benchmarks/slow_broker.py --cpu 2,5 --seconds 30 [--json]
-With --json the last stdout line is one JSON object: per cap, `writes` (leader -> p50_s, p99_s, max_s, failed)
-and `jmx` (broker -> scrape_p50_ms, scrape_timeouts, produce phases).
+Usage: .venv/bin/python benchmarks/slow_broker.py --cpu 2,5 [--disk-delay 50,200] [--mode zk] --seconds 30 [--json]
+With --json the last stdout line is one JSON object: per step (`caps`; `cpu_pct` or `disk_delay_ms`), `writes`
+(leader -> p50_s, p99_s, max_s, failed) and `jmx` (broker -> scrape_p50_ms, scrape_timeouts, produce phases).
 """
 
 from __future__ import annotations
@@ -98,7 +100,8 @@ class ProbeTimes:
                 for b, v in sorted({**{b: [] for b in self.unanswered}, **self.took}.items())}
 
 
-def run_cap(cluster: LocalCluster, victim: int, pct: float, seconds: float, leaders: dict[int, int]) -> dict[str, Any]:
+def run_cap(cluster: LocalCluster, victim: int, pct: float | None, seconds: float, leaders: dict[int, int],
+            disk_ms: int | None = None) -> dict[str, Any]:
     from kafka import KafkaProducer
 
     producer = KafkaProducer(bootstrap_servers=cluster.bootstrap_servers, acks="all", request_timeout_ms=3000,
@@ -109,7 +112,7 @@ def run_cap(cluster: LocalCluster, victim: int, pct: float, seconds: float, lead
     scrapes: dict[str, list[float | None]] = {b: [] for b in urls}
     gauges: dict[str, dict[str, float]] = {}
     probes = ProbeTimes(cluster, set(leaders.values())).__enter__()
-    cluster.slow(victim, cpu_pct=pct)
+    cluster.slow(victim, cpu_pct=pct, disk_delay_ms=disk_ms)
     try:
         end, next_scrape = time.monotonic() + seconds, 0.0
         while time.monotonic() < end:
@@ -132,7 +135,7 @@ def run_cap(cluster: LocalCluster, victim: int, pct: float, seconds: float, lead
         probes.__exit__()
         producer.close()
     return {
-        "cpu_pct": pct, "victim": victim,
+        **({"cpu_pct": pct} if pct is not None else {"disk_delay_ms": disk_ms}), "victim": victim,
         "writes": {str(leaders[p]): {"p50_s": round(_quantile(v, 0.5), 3) if v else None,
                                      "p99_s": round(_quantile(v, 0.99), 3) if v else None,
                                      "max_s": round(max(v), 3) if v else None, "failed": failed[p]}
@@ -149,13 +152,16 @@ def run_cap(cluster: LocalCluster, victim: int, pct: float, seconds: float, lead
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--cpu", default="2,5", help="caps in %% of one core, comma separated")
+    ap.add_argument("--cpu", default="2,5", help="caps in %% of one core, comma separated ('' for none)")
+    ap.add_argument("--disk-delay", default="", metavar="MS,...", help="disk delays in ms, comma separated")
+    ap.add_argument("--mode", choices=["kraft", "zk"], default="kraft")
     ap.add_argument("--seconds", type=float, default=30.0)
     ap.add_argument("--victim", type=int, default=2)
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     root = Path(tempfile.mkdtemp(prefix="krm-slow-bench-"))
-    cluster = LocalCluster(root=root / "kraft", mode="kraft", brokers=3).up()
+    delays = [int(x) for x in args.disk_delay.split(",") if x]
+    cluster = LocalCluster(root=root / args.mode, mode=args.mode, brokers=3, disk_layer=bool(delays)).up()
     results = []
     try:
         create_topic(cluster, TOPIC, partitions=3, rf=3)
@@ -165,10 +171,12 @@ def main() -> int:
                 raise SystemExit(f"{TOPIC}: no settled leaders within 120 s")
             time.sleep(0.5)
             leaders = settled_leaders(cluster, TOPIC, 3.0)
-        for pct in (float(x) for x in args.cpu.split(",")):
-            r = run_cap(cluster, args.victim, pct, args.seconds, leaders)
+        steps = [(float(x), None) for x in args.cpu.split(",") if x] + [(None, ms) for ms in delays]
+        for pct, ms in steps:
+            r = run_cap(cluster, args.victim, pct, args.seconds, leaders, ms)
             results.append(r)
-            print(json.dumps(r) if not args.json else f"cap {pct:g} %: {r['writes']}", flush=True)
+            said = f"cap {pct:g} %" if pct is not None else f"disk delay {ms} ms"
+            print(json.dumps(r) if not args.json else f"{said}: {r['writes']}", flush=True)
             time.sleep(10)  # the capped broker catches up before the next cap
     finally:
         cluster.down()

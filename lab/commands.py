@@ -35,7 +35,7 @@ def cmd_local_cluster(args: argparse.Namespace) -> int:
                          broker_config=dict(kv.split("=", 1) for kv in args.broker_config),
                          kafka_version=args.kafka_version or "", controllers=args.controllers,
                          security=args.security, session_timeout_ms=args.session_timeout_ms,
-                         tiered_storage=args.tiered_storage, kerberos=args.kerberos).up()
+                         tiered_storage=args.tiered_storage, kerberos=args.kerberos, disk_layer=args.disk_layer).up()
         _print_status(c.status(), args.json)
         return 0
     c = LocalCluster.load(root)
@@ -187,6 +187,9 @@ def add_commands(sub: Any) -> None:
     up.add_argument("--tiered-storage", action="store_true",
                     help="KIP-405 remote storage on the brokers (Kafka 3.9+, plaintext): a folder "
                          "of the cluster as the remote tier; topics opt in with remote.storage.enable=true")
+    up.add_argument("--disk-layer", action="store_true",
+                    help="each broker's first log directory on a pass-through FUSE layer (root, /dev/fuse, libfuse2), "
+                         "so `slow BROKER --disk-delay MS` can make its disk answer late")
     up.add_argument("--broker-config", action="append", default=[], metavar="KEY=VALUE",
                     help="extra broker setting, repeatable (e.g. replica.lag.time.max.ms=5000)")
     up.add_argument("--json", action="store_true")
@@ -198,13 +201,15 @@ def add_commands(sub: Any) -> None:
                                      "its process, session and heartbeats live on"),
                              ("heal", "let packets reach a cut broker's listener again"),
                              ("slow", "a slow broker that stays registered and answers: --cpu PCT caps its JVM at PCT %% of "
-                                      "one core (a CPU cgroup, root)"),
+                                      "one core (a CPU cgroup, root); --disk-delay MS delays each write and "
+                                      "sync of its log directory (a cluster started with `up --disk-layer`)"),
                              ("fast", "undo `slow`")):
         a = lcs.add_parser(action, help=helptext)
         a.add_argument("broker_id", type=int, metavar="BROKER_ID")
         if action == "slow":
             a.add_argument("--cpu", type=float, metavar="PCT", help="cap the broker's CPU at PCT %% of one core")
-            a.add_argument("--disk-delay", type=int, metavar="MS", help="delay its log directory's writes (not built yet)")
+            a.add_argument("--disk-delay", type=int, metavar="MS",
+                           help="each write and sync of its log directory waits MS (0: none; needs `up --disk-layer`)")
         if action == "start":
             a.add_argument("--kafka-version", metavar="V", help="start it on this Kafka release from now on (a rolling "
                                                                  "upgrade step: same data and settings)")

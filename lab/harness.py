@@ -223,12 +223,13 @@ def every_broker_agrees(cluster: LocalCluster) -> bool:
 
 def local_cluster(tmp_path_factory: Any, mode: str, chroot: str | None = None, brokers: int = 3,
                   kafka_version: str = "", controllers: int = 1, security: str = "plaintext",
-                  tiered_storage: bool = False, kerberos: bool = False, log_dirs: int = 1) -> LocalCluster:
+                  tiered_storage: bool = False, kerberos: bool = False, log_dirs: int = 1,
+                  disk_layer: bool = False) -> LocalCluster:
     """A new real local cluster under the session's temp dir (the caller calls .down())."""
     root = Path(tempfile.mkdtemp(prefix=f"krm-{mode}{kafka_version}-", dir=tmp_path_factory.getbasetemp()))
     return LocalCluster(root=root / mode, mode=mode, brokers=brokers, chroot=chroot, kafka_version=kafka_version,
                         controllers=controllers, security=security, tiered_storage=tiered_storage,
-                        kerberos=kerberos, log_dirs=log_dirs).up()
+                        kerberos=kerberos, log_dirs=log_dirs, disk_layer=disk_layer).up()
 
 
 def kafka_tool(main: str, *args: str) -> str:

@@ -35,7 +35,7 @@ from typing import Any
 
 from foundation.errors import ClusterError
 from foundation.paths import CONF_DIR, IN_CHECKOUT, JVM_DIR, jar_group, jars_dir
-from lab import cpu_cap, packet_filter
+from lab import cpu_cap, packet_filter, slow_disk
 from lab.local_kdc import LocalKdc
 from lab.local_security import ADMIN_USER, KRM_USER, MECHANISM, LocalSecurity, grant_krm_acls
 
@@ -205,6 +205,10 @@ class LocalCluster:
     # log directories per broker (JBOD: `data`, `data-2`, ...), so one can fail while the broker lives
     # (`fail_log_dir`)
     log_dirs: int = 1
+    # each broker's first log directory on the lab's delay layer (lab/slow_disk.py), so `slow --disk-delay` can
+    # make its disk answer late; broker id -> the layer's pid
+    disk_layer: bool = False
+    layers: dict[int, int] = field(default_factory=dict)
     _mounts: list[Path] = field(default_factory=list)  # small_log_dir's filesystems, unmounted by `down`
 
     # ---------------------------------------------------------------- construction and state
@@ -242,6 +246,8 @@ class LocalCluster:
                                "clients are not given the cluster's credentials)")
         if self.kerberos and self.security != "sasl_ssl":
             raise ClusterError("--kerberos adds GSSAPI to a SASL_SSL listener: use it with --security sasl_ssl")
+        if self.disk_layer and (why := slow_disk.available()) is not None:
+            raise ClusterError(f"--disk-layer: {why}")
         if self.session_timeout_ms < 1000:
             raise ClusterError(f"--session-timeout-ms must be at least 1000, got {self.session_timeout_ms}")
         self.root = Path(self.root)
@@ -263,7 +269,8 @@ class LocalCluster:
                 controllers=max(1, len([n for n in s["nodes"].values() if n["role"] == "controller"])),
                 security=s.get("security", "plaintext"), session_timeout_ms=s.get("session_timeout_ms", 6000),
                 migration=s.get("migration", ""), tiered_storage=s.get("tiered_storage", False),
-                kerberos=s.get("kerberos", False), log_dirs=s.get("log_dirs", 1))
+                kerberos=s.get("kerberos", False), log_dirs=s.get("log_dirs", 1),
+                disk_layer=s.get("disk_layer", False), layers={int(b): p for b, p in s.get("layers", {}).items()})
         c.kdc_node = Node(**s["kdc_node"]) if s.get("kdc_node") else None
         c.nodes = {k: Node(**v) for k, v in s["nodes"].items()}
         return c
@@ -275,6 +282,7 @@ class LocalCluster:
             "kafka_version": self.kafka_version, "security": self.security,
             "session_timeout_ms": self.session_timeout_ms, "migration": self.migration,
             "tiered_storage": self.tiered_storage, "kerberos": self.kerberos, "log_dirs": self.log_dirs,
+            "disk_layer": self.disk_layer, "layers": {str(b): p for b, p in self.layers.items()},
             "kdc_node": vars(self.kdc_node) if self.kdc_node else None, "nodes": {k: vars(n) for k, n in self.nodes.items()},
         }
         tmp = self.root / "state.json.tmp"
@@ -322,6 +330,7 @@ class LocalCluster:
         if self.tiered_storage:
             self._remote_storage_classes()  # compiled once per Kafka release; fails early without a JDK
         if self.root.exists():  # `up` always makes a new cluster: stale ZooKeeper/KRaft data would clash
+            slow_disk.unmount_under(self.root)  # an earlier cluster's disk layers, if its `down` never ran
             shutil.rmtree(self.root)
         self.root.mkdir(parents=True)
         self.cluster_id = new_cluster_id()
@@ -345,6 +354,8 @@ class LocalCluster:
             self.kdc.create(self.kdc_node.port)
         self._save()
         try:
+            for b in self.broker_ids if self.disk_layer else ():
+                self._mount_layer(b)
             if self.kdc_node is not None:
                 self._launch(self.kdc_node)
                 self._wait_port(self.kdc_node, timeout_s)
@@ -392,6 +403,8 @@ class LocalCluster:
                 packet_filter.release_cgroup(packet_filter.cgroup_name(node.port))
             if node.role == "broker":
                 cpu_cap.uncap(self._cpu_group(node))
+        for b in list(self.layers):
+            slow_disk.unmount(self.log_dir_paths(b)[0], self.layers.pop(b))
         if (self.root / "state.json").exists():
             self._save()
         self.release_small_log_dirs()
@@ -529,6 +542,8 @@ class LocalCluster:
         self._write_node_config(node)
         self._write_krm_config()
         self._save()
+        if self.disk_layer:
+            self._mount_layer(bid)
         if self.mode == "kraft":
             self._format_storage([node])
         self._launch(node)
@@ -695,23 +710,53 @@ class LocalCluster:
     def _cpu_group(self, node: Node) -> str:
         return f"{self.name}-{node.role}-{node.id}"
 
+    def _layer_control(self, broker_id: int) -> Path:
+        return self._node_dir(self.broker(broker_id)) / "disk-delay-ms"
+
+    def _mount_layer(self, broker_id: int) -> None:
+        """Put the broker's first log directory (empty: before its first start) on the delay layer."""
+        path, d = self.log_dir_paths(broker_id)[0], self._node_dir(self.broker(broker_id))
+        try:
+            self.layers[broker_id] = slow_disk.mount(path.with_name(path.name + ".under-layer"), path,
+                                                     self._layer_control(broker_id), d / "disk-layer.log")
+        except slow_disk.LayerError as e:
+            raise ClusterError(f"broker {broker_id}'s disk layer: {e}") from None
+        self._save()
+
+    def disk_delay_ms(self, broker_id: int) -> int | None:
+        """How late its disk answers now (None: not on the delay layer)."""
+        return slow_disk.delay_of(self._layer_control(broker_id)) if broker_id in self.layers else None
+
     def slow(self, broker_id: int, cpu_pct: float | None = None, disk_delay_ms: int | None = None) -> str:
-        """A slow broker, still registered and answering: its JVM capped at `cpu_pct` % of one core (lab/cpu_cap.py).
-        A restart ends the cap (a new process); `fast` undoes it. Says what it did."""
+        """A slow broker, still registered and answering: its JVM capped at `cpu_pct` % of one core (lab/cpu_cap.py;
+        a restart ends the cap), and/or each write and sync of its log directory waiting `disk_delay_ms`
+        (lab/slow_disk.py; a restart keeps it). `fast` undoes both. Says what it did."""
         if cpu_pct is None and disk_delay_ms is None:
             raise ClusterError("say how: --cpu PCT and/or --disk-delay MS")
-        if disk_delay_ms is not None:
-            raise ClusterError("--disk-delay needs a delaying layer under the broker's log directory (device-mapper's "
-                               "delay target or a FUSE layer); the lab does not build one yet")
         node = self._live_broker(broker_id)
-        assert cpu_pct is not None and node.pid is not None
-        quota = cpu_cap.cap(self._cpu_group(node), node.pid, cpu_pct)
-        return f"CPU capped at {cpu_pct:g} % of one core ({quota} µs per {cpu_cap.PERIOD_US} µs)"
+        said = []
+        if disk_delay_ms is not None:
+            if broker_id not in self.layers:
+                raise ClusterError(f"broker {broker_id}'s log directory is not on the lab's delay layer: start the "
+                                   "cluster with `krm local-cluster up --disk-layer` (a FUSE file system under each "
+                                   "broker's first log directory)")
+            if disk_delay_ms < 0:
+                raise ClusterError(f"--disk-delay must be 0 or more ms, got {disk_delay_ms}")
+            slow_disk.set_delay(self._layer_control(broker_id), disk_delay_ms)
+            said.append(f"each write and sync of its log directory waits {disk_delay_ms} ms")
+        if cpu_pct is not None:
+            assert node.pid is not None
+            quota = cpu_cap.cap(self._cpu_group(node), node.pid, cpu_pct)
+            said.append(f"CPU capped at {cpu_pct:g} % of one core ({quota} µs per {cpu_cap.PERIOD_US} µs)")
+        return "; ".join(said)
 
     def fast(self, broker_id: int, missing_ok: bool = False) -> None:
         """Undo `slow`; with `missing_ok`, a broker not slowed is no error (a test's cleanup)."""
         node = self.broker(broker_id)
-        if not cpu_cap.uncap(self._cpu_group(node)) and not missing_ok:
+        delayed = bool(self.disk_delay_ms(broker_id))
+        if delayed:
+            slow_disk.set_delay(self._layer_control(broker_id), 0)
+        if not cpu_cap.uncap(self._cpu_group(node)) and not delayed and not missing_ok:
             raise ClusterError(f"broker {broker_id} is not slowed")
 
     def resume(self, broker_id: int) -> None:
@@ -739,6 +784,7 @@ class LocalCluster:
                     "jmx_port": self.broker(b).jmx_port,
                     "state": _pid_state(self.broker(b).pid),
                     "cpu_cap_pct": cpu_cap.capped_pct(self._cpu_group(self.broker(b))),
+                    "disk_delay_ms": self.disk_delay_ms(b),
                     "kafka_version": self.broker(b).kafka_version or self.kafka_version,
                     "log": str(self.root / f"broker-{b}" / "logs" / "server.log"),
                 }
