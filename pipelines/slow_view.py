@@ -93,8 +93,11 @@ class SlowView:
             objective = self.objectives.get(name, self.default_objective_s)
             judged = slow.judge(evidence, objective, None if hurting is None else partial(hurting, name))
             if judged and log.isEnabledFor(logging.DEBUG):
-                log.debug("cluster %s round %d: slow %s", name, round_id,
-                          [(f.broker, f.cause, f.severity, f.settled, f.details.get("answer_ms")) for f in judged])
+                phases = ("produce_queue_p50_ms", "produce_local_p50_ms", "produce_local_p99_ms", "produce_remote_p50_ms")
+                log.debug("cluster %s round %d: slow %s; evidence %s", name, round_id,
+                          [(f.broker, f.cause, f.severity, f.settled, f.details.get("answer_ms")) for f in judged],
+                          {b: (e.client_s, e.answer_ms, e.scrape_ms, [(e.gauges or {}).get(k) for k in phases])
+                           for b, e in sorted(evidence.items())})
             # a broker is slow when two rounds in a row say so (one late answer on a loaded host is not a slow
             # broker), or when how late it answers krm says so: a median of several answers already
             before, self._seen[name] = self._seen.get(name, set()), {f.broker for f in judged}

@@ -77,6 +77,18 @@ CASES = [
     (25, {1: Evidence(answer_ms=12.0, answer_past_ms=2.0), 2: Evidence(answer_ms=45.0, answer_past_ms=2.0),
           3: Evidence(answer_ms=15.0, answer_past_ms=3.0)},
      [], "the whole host loaded: 45 ms is 3.5x its peers' median, not five times"),
+    (26, {1: Evidence(0.04, None, g(0, 2, remote=30) | {"produce_local_p99_ms": 8.0}, scrape_ms=30.0, answer_ms=1.0),
+          2: Evidence(1.2, None, g(0, 3, remote=900) | {"produce_local_p99_ms": 1010.0}, scrape_ms=28.0,
+                      answer_ms=1.2),
+          3: Evidence(0.05, None, g(0, 2, remote=25) | {"produce_local_p99_ms": 6.0}, scrape_ms=33.0, answer_ms=0.9)},
+     [(2, SLOW_DISK, "warning")], "a 1 s disk: the canary's writes to its partition slow, its appends' p99 at the "
+     "delay, its median not moved yet, and its "
+     "followers' fetches waiting behind its appends (RemoteTime): the disk, not a slow replication, while its JVM "
+     "answers at its peers' pace"),
+    (27, {1: Evidence(None, None, g(0, 2, remote=30) | {"produce_local_p99_ms": 8.0}, scrape_ms=30.0, answer_ms=1.0),
+          2: Evidence(None, None, g(0, 3, remote=900) | {"produce_local_p99_ms": 9.0}, scrape_ms=28.0, answer_ms=1.2),
+          3: Evidence(None, None, g(0, 2, remote=25) | {"produce_local_p99_ms": 6.0}, scrape_ms=33.0, answer_ms=0.9)},
+     [], "RemoteTime alone is not its own slowness (the leader waits on a slow follower elsewhere)"),
     (11, {1: Evidence(0.3, None, g(150, 120)), 2: Evidence(0.35, None, g(160, 110)), 3: Evidence(0.28, None, g(140, 130))},
      [], "a busy cluster, every broker alike: slow together is load, not a slow broker"),
 ]
