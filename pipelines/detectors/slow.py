@@ -30,7 +30,7 @@ so it compares what every broker answers now):
 
 The cause, read from the evidence: `cpu_starved` (its JVM answers nothing in time, or requests wait in its
 queue longer than they are served: RequestQueueTime above LocalTime, its handlers not idle), `slow_disk` (its
-own LocalTime markedly above its peers' at the 99th percentile, or its LocalTime or log flushes dominating, while
+own LocalTime's 99th percentile markedly above its peers' median, or its LocalTime or log flushes dominating, while
 the JVM answers at its peers' pace), `slow_replication` (it waits on its followers:
 RemoteTime dominates its Produce time while its own part is fast), else `unknown` (only the canary says so).
 
@@ -179,7 +179,8 @@ def _mildly(e: Evidence, peers_answer_ms: Sequence[float]) -> bool:
 
 
 def cause_of(e: Evidence, peers_scrape_ms: Sequence[float] = (), peers_own_s: Sequence[float] = (),
-             peers_answer_ms: Sequence[float] = (), peers_local_p99_ms: Sequence[float] = ()) -> str:
+             peers_answer_ms: Sequence[float] = (), peers_local_ms: Sequence[float] = (),
+             peers_remote_ms: Sequence[float] = ()) -> str:
     """The kind of slowness its evidence reads as (see the module's docstring). The exporter runs in the broker's
     JVM and reads no disk: its answer timing out, or coming markedly later than its peers', is the whole JVM
     short of CPU. Only then do the request phases decide (a starved JVM is slow in every phase, LocalTime too)."""
@@ -191,13 +192,15 @@ def cause_of(e: Evidence, peers_scrape_ms: Sequence[float] = (), peers_own_s: Se
     if e.gauges is None and answers_late:
         return CPU_STARVED  # no JMX to say more: a broker late to the smallest question is short of CPU
     g = e.gauges or {}
-    # its own appends markedly slower than its peers' now (LocalTime's 99th percentile: the median of a decaying
-    # histogram follows a new slowness only after many requests) while its JVM answers its metrics and krm at its
-    # peers' pace: the disk. Said before the phases' medians, which a slow disk sets against each other: its
-    # followers' fetches wait behind its slow appends, so its Produce RemoteTime grows as a slow replication's would.
+    # its own appends markedly slower than its peers' now (its LocalTime's 99th percentile against their median: a
+    # decaying histogram's median follows a new slowness only after many requests, and a peer's 99th percentile
+    # holds an earlier spell's tail for minutes) while its JVM answers its metrics at its peers' pace: the disk.
+    # Its answers to krm may be late too (a slow disk holds its request handlers), so they do not say CPU here.
+    # Said before the phases' medians, which a slow disk sets against each other: its followers' fetches wait
+    # behind its slow appends, so its Produce RemoteTime grows as a slow replication's would.
     local_p99 = g.get("produce_local_p99_ms")
-    if (not answers_late and e.scrape_ms is not None and peers_scrape_ms
-            and _markedly(None if local_p99 is None else local_p99 / 1000, [ms / 1000 for ms in peers_local_p99_ms])):
+    if (e.scrape_ms is not None and peers_scrape_ms
+            and _markedly(None if local_p99 is None else local_p99 / 1000, [ms / 1000 for ms in peers_local_ms])):
         return SLOW_DISK
     queue, local = g.get("produce_queue_p50_ms"), g.get("produce_local_p50_ms")
     remote, flush = g.get("produce_remote_p50_ms"), g.get("log_flush_p99_ms")
@@ -205,8 +208,10 @@ def cause_of(e: Evidence, peers_scrape_ms: Sequence[float] = (), peers_own_s: Se
     if queue is None or local is None:
         return UNKNOWN
     # waits on its followers while its own part is no slower than its peers' (a starved leader serves its
-    # followers' fetches late too, so its RemoteTime grows with its own time)
-    if remote is not None and remote > 2 * (queue + local) and not _markedly(e.own_s(), peers_own_s):
+    # followers' fetches late too, so its RemoteTime grows with its own time), and markedly longer than its peers
+    # wait on theirs (a few ms against one or two is no slow replication)
+    if (remote is not None and remote > 2 * (queue + local) and not _markedly(e.own_s(), peers_own_s)
+            and _markedly(remote / 1000, [ms / 1000 for ms in peers_remote_ms])):
         return SLOW_REPLICATION
     if queue > local and (idle is None or idle < 0.5):
         return CPU_STARVED
@@ -265,7 +270,8 @@ def judge(evidence: Mapping[int, Evidence], objective_s: float,
             "client_failed": e.client_failed or None,
             "latency_objective_s": objective_s}
         cause = cause_of(e, [p.scrape_ms for p in peers if p.scrape_ms is not None], peer_own, peer_answer,
-                         [ms for p in peers if (ms := (p.gauges or {}).get("produce_local_p99_ms")) is not None])
+                         [ms for p in peers if (ms := (p.gauges or {}).get("produce_local_p50_ms")) is not None],
+                         [ms for p in peers if (ms := (p.gauges or {}).get("produce_remote_p50_ms")) is not None])
         out.append(SlowFinding(b, cause, RULE.severity_of(cause, [CLIENTS_HURT] if hurt else []),
                                {k: v for k, v in details.items() if v is not None}, settled=slow_answer))
     return out

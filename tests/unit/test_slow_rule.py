@@ -89,6 +89,13 @@ CASES = [
           2: Evidence(None, None, g(0, 3, remote=900) | {"produce_local_p99_ms": 9.0}, scrape_ms=28.0, answer_ms=1.2),
           3: Evidence(None, None, g(0, 2, remote=25) | {"produce_local_p99_ms": 6.0}, scrape_ms=33.0, answer_ms=0.9)},
      [], "RemoteTime alone is not its own slowness (the leader waits on a slow follower elsewhere)"),
+    (28, {1: Evidence(0.02, None, g(0, 2, remote=4) | {"produce_local_p99_ms": 1076.0}, scrape_ms=28.0, answer_ms=1.3),
+          2: Evidence(0.02, None, g(0, 1, remote=4) | {"produce_local_p99_ms": 1996.0}, scrape_ms=30.0, answer_ms=1.3),
+          3: Evidence(0.02, None, g(0, 2, remote=5) | {"produce_local_p99_ms": 654.0}, scrape_ms=34.0, answer_ms=850.0),
+          4: Evidence(0.02, None, g(0, 1, remote=4) | {"produce_local_p99_ms": 70.0}, scrape_ms=31.0, answer_ms=1.2)},
+     [(3, SLOW_DISK, "critical")], "measured (impact oracle, a 1 s disk, clients hurt): its answers to krm late (its handlers "
+     "held by the disk), its JVM's exporter at its peers' pace, its appends' p99 far above its peers' medians though "
+     "their own p99s still hold earlier spells' tails; RemoteTime 5 ms against its peers' 4 is no slow replication"),
     (11, {1: Evidence(0.3, None, g(150, 120)), 2: Evidence(0.35, None, g(160, 110)), 3: Evidence(0.28, None, g(140, 130))},
      [], "a busy cluster, every broker alike: slow together is load, not a slow broker"),
 ]
