@@ -69,6 +69,15 @@ def wait_equal(get: Callable[[], Any], want: Any, timeout_s: float, what: str) -
     return seen[-1]
 
 
+def slow_evidence_config(cluster: LocalCluster, tmp: Path, observations_on: LocalCluster) -> Path:
+    """A krm config reading everything BROKER_SLOW judges from: the canary every second (a slow write's
+    timeout 5 s) and each broker's JMX exporter every 2 s, beside the collector's own probes."""
+    jmx = ", ".join(f'"{u}"' for u in cluster.jmx_exporter_urls)
+    return write_config(cluster, tmp, observations_on=observations_on,
+                        cluster_extra=f"canary = true\njmx_exporter_urls = [{jmx}]\n",
+                        collector_extra="canary_interval_s = 1.0\ncanary_timeout_ms = 5000\njmx_interval_s = 2.0\n")
+
+
 def write_config(cluster: LocalCluster, tmp: Path, poll_interval_s: float = 1.0,
                  observations_on: LocalCluster | None = None, pipeline_extra: str = "",
                  collector_extra: str = "", cluster_extra: str = "", history_trigger_s: float = 30.0,

@@ -14,7 +14,7 @@ import requests
 from foundation.config import load_config
 from krm.runner import Monitor
 from krm.scrape import scrape, series
-from lab.harness import krm_json, stored_incidents, wait_equal, wait_for, write_config
+from lab.harness import krm_json, slow_evidence_config, stored_incidents, wait_equal, wait_for
 
 pytestmark = pytest.mark.e2e
 
@@ -26,10 +26,7 @@ def _slow(config_path):
 
 def test_a_cpu_starved_broker_is_named_slow_not_down(kraft4_cluster, zk_cluster, spark, tmp_path):
     cluster, victim = kraft4_cluster, 2
-    jmx = ", ".join(f'"{u}"' for u in cluster.jmx_exporter_urls)
-    config_path = write_config(cluster, tmp_path, observations_on=zk_cluster,
-                               cluster_extra=f"canary = true\njmx_exporter_urls = [{jmx}]\n",
-                               collector_extra="canary_interval_s = 1.0\ncanary_timeout_ms = 5000\njmx_interval_s = 2.0\n")
+    config_path = slow_evidence_config(cluster, tmp_path, observations_on=zk_cluster)
     monitor = Monitor(load_config(config_path), spark=spark).start()
     url = monitor.metrics_url
     try:

@@ -10,7 +10,7 @@ import pytest
 from foundation.config import load_config
 from krm.runner import Monitor
 from krm.scrape import scrape, series
-from lab.harness import krm_json, local_cluster, stored_incidents, wait_equal, wait_for, write_config
+from lab.harness import krm_json, local_cluster, slow_evidence_config, stored_incidents, wait_equal, wait_for
 from lab.local_cluster import KRAFT_KAFKA_VERSION
 
 pytestmark = pytest.mark.e2e
@@ -30,10 +30,7 @@ def _slow(config_path):
 
 def test_a_slow_disk_is_named_slow_disk(layered_cluster, zk_cluster, spark, tmp_path):
     cluster, victim = layered_cluster, 2
-    jmx = ", ".join(f'"{u}"' for u in cluster.jmx_exporter_urls)
-    config_path = write_config(cluster, tmp_path, observations_on=zk_cluster,
-                               cluster_extra=f"canary = true\njmx_exporter_urls = [{jmx}]\n",
-                               collector_extra="canary_interval_s = 1.0\ncanary_timeout_ms = 5000\njmx_interval_s = 2.0\n")
+    config_path = slow_evidence_config(cluster, tmp_path, observations_on=zk_cluster)
     monitor = Monitor(load_config(config_path), spark=spark).start()
     url = monitor.metrics_url
     try:
