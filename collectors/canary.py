@@ -121,6 +121,8 @@ class CanarySource:
             leader = metadata.leader_for_partition(TopicPartition(self.topic, p))
             res: CanaryPartition = {"partition": p, "broker": self._partitions[p][0],
                                     "leader": leader if leader is not None else self._leaders.get(p), "produced": False}
+            if (isr := _isr(metadata, self.topic, p)) is not None:
+                res["isr"] = isr
             try:
                 meta = future.get(timeout=max(0.0, deadline - time.monotonic()))
                 res["produced"], res["produce_ms"] = True, round((time.monotonic() - t0) * 1000, 1)
@@ -223,3 +225,11 @@ class CanarySource:
 
     def close(self) -> None:
         self._close()
+
+
+def _isr(metadata: Any, topic: str, partition: int) -> list[int] | None:
+    """The ISR the producer's metadata holds for the partition: the replicas an acks=all write waits on (as fresh as
+    its metadata_max_age_ms). None when unknown. kafka-python keeps it only in ClusterMetadata's private map."""
+    known = getattr(metadata, "_partitions", {}).get(topic, {}).get(partition)
+    isr = getattr(known, "isr", None)
+    return sorted(int(b) for b in isr) if isr is not None else None

@@ -24,6 +24,7 @@ from pipelines.detectors import canary, isr_flapping, quorum
 from pipelines.detectors.balance import REPLICA_IMBALANCE, AssignmentHistory
 from pipelines.detectors.canary import CanarySample
 from pipelines.detectors.registry import EVENT_TYPES
+from pipelines.detectors.slow import TYPE as BROKER_SLOW
 from pipelines.detectors.settings import DetectorSettings
 from pipelines.incident_store import IncidentStore
 from pipelines.incidents import Finding, Incident, IncidentBook, ScopePoll
@@ -117,6 +118,12 @@ class AlertPath:
         self._flapping_open = {f.cluster for f in found}
         return polls, found
 
+    def _incidents(self) -> dict[str, tuple[Incident, ...]]:
+        """The open incidents for the snapshot, and the BROKER_SLOW incidents that ended critical (their spell's
+        pages stay held a while: pipelines/slowed.py)."""
+        return {"open_incidents": tuple(self.book.open_incidents()),
+                "slow_ended": tuple(i for i in self.book.resolved(BROKER_SLOW) if i.severity == "critical")}
+
     def _with_shares(self, view: ClusterView, name: str) -> ClusterView:
         """`view` with what the other shares of a split cluster said last (collectors/topic_share.py)."""
         seen = self.shares.get(name)
@@ -165,10 +172,10 @@ class AlertPath:
             if not changed and not forgot and not self._unwritten:
                 return []
             if forgot:
-                self.state.update(open_incidents=tuple(self.book.open_incidents()), broker_load=self.counts.totals(),
+                self.state.update(**self._incidents(), broker_load=self.counts.totals(),
                                   topic_load=self.counts.by_topic())
             else:
-                self.state.update(open_incidents=tuple(self.book.open_incidents()))
+                self.state.update(**self._incidents())
             if changed:
                 log.info("clock: %d incident(s) changed by time alone", len(changed))
             pending, self._unwritten = self._unwritten + changed, []
@@ -245,7 +252,7 @@ class AlertPath:
             stale = {name: view.fresh_ms - self.deleted_after_ms for name, view in views.items()
                      if view.error is None}
             tiered_topics = tiered_view.newest(snap.tiered, tiered, stale)
-        self.state.update(clusters=views, open_incidents=tuple(self.book.open_incidents()), batches=snap.batches + 1,
+        self.state.update(clusters=views, **self._incidents(), batches=snap.batches + 1,
                           last_batch_at=time.time(), canary=canary_rounds,
                           broker_load=self.counts.totals(), last_batch_s=time.perf_counter() - t0,
                           jmx=self.jmx.snapshot(), tiered=tiered_topics)

@@ -113,7 +113,7 @@ class KrmCollector:
         yield from replication_links.series(snap.open_incidents)
         yield from _canary_series(snap.canary)
         yield from latency.series(snap.jmx, snap.canary, snap.clusters)
-        yield from slowed.series(snap.open_incidents)
+        yield from slowed.series(snap.open_incidents, snap.canary.values(), snap.slow_ended, int(now * 1000))
 
         jmx_up = GaugeMetricFamily("krm_broker_jmx_up", "1 if the broker's JMX exporter answered the last scrape.",
                                    labels=["cluster", "broker"])

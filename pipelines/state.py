@@ -101,6 +101,8 @@ class QualityStats:
 class Snapshot:
     clusters: dict[str, ClusterView] = field(default_factory=dict)
     open_incidents: tuple[Incident, ...] = ()
+    # BROKER_SLOW incidents resolved within the flap window: their spell's pages stay held a while (pipelines/slowed.py)
+    slow_ended: tuple[Incident, ...] = ()
     broker_load: dict[str, dict[int, tuple[int, int, int, int]]] = field(default_factory=dict)
     topic_load: dict[str, dict[str, TopicLoad]] = field(default_factory=dict)  # cluster -> topic -> its load
     batches: int = 0

@@ -296,6 +296,7 @@ CANARY_STATE = Struct((  # v2: one per canary round of a cluster (collectors/can
         ("partition", INT, True),
         ("broker", INT, True),  # the broker meant to lead it: its first replica (preferred leader)
         ("leader", INT, False),  # the leader the metadata named this round (-1: none)
+        ("isr", Array(INT), False),  # the in-sync replicas the producer's metadata named: those the write waited on
         ("produced", BOOL, True),  # an acks=all write was acknowledged within the round's timeout
         ("produce_ms", DOUBLE, False),
         ("consumed", BOOL, False),  # the record was read back within the timeout (null: not produced)

@@ -165,6 +165,7 @@ class CanaryPartition(TypedDict, total=False):
     partition: Required[int]
     broker: Required[int]
     leader: int | None
+    isr: list[int] | None
     produced: Required[bool]
     produce_ms: float | None
     consumed: bool | None

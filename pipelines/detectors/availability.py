@@ -147,7 +147,8 @@ ALERTS = (
                "moment of it (the controller's word or the followers' first fetches on the way); held, clients are "
                "refused or wait.")),
     Alert("KafkaCanaryProduceFailing",
-          'krm_canary_produce_up == 0 unless on(cluster, broker) krm_broker_slow{severity="critical"} == 1', "critical",
+          ('krm_canary_produce_up == 0 unless on(cluster, broker) krm_broker_slow{severity="critical"} == 1'
+           ' unless on(cluster, broker) krm_canary_slowed_by == 1'), "critical",
           wait="10s",
           summary="{{ $labels.cluster }}: acks=all writes through broker {{ $labels.broker }} fail (canary)",
           runbook=("krm's canary could not write to the krm.canary partition led by this broker (or, with acks=all, to one "
@@ -157,7 +158,9 @@ ALERTS = (
                    " again, e.g. after the controller moves leadership away."),
           links=(("broker_page", console(BROKER_PAGE)),),
           why=("The canary (clusters with `canary = true`): acks=all writes to the canary partition the broker should lead "
-               "fail. Two failed rounds (canary_interval_s 5 s) before it pages.")),
+               "fail. Two failed rounds (canary_interval_s 5 s) before it pages. Held while a critically slow broker "
+               "(itself, or a follower in the ISR the write waited on: krm_canary_slowed_by) explains it: "
+               "KafkaBrokerSlow's one page names that broker.")),
 )
 
 

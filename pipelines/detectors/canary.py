@@ -3,7 +3,7 @@ the round's timeout is unavailable to producers, whatever the metadata says (Xin
 produce availability). Judged on the driver for each canary record (one per round and cluster).
 
 Finding: PARTITION_UNAVAILABLE (critical), cause `canary_failed`, topic/partition the canary's,
-`broker` the partition's preferred leader, details: the leader seen, the error. It resolves with the
+`broker` the partition's preferred leader, details: the leader seen, the ISR the write waited on, the error. It resolves with the
 next round that writes to the partition; it feeds krm_partition_unavailable like the other causes.
 """
 
@@ -38,18 +38,20 @@ class CanarySample:
     e2e_ms: float | None
     observed_at_ms: int
     leader: int | None = None  # the partition's leader the round wrote to (None: unknown)
+    isr: tuple[int, ...] = ()  # the in-sync replicas the write waited on, as the producer knew them (empty: unknown)
 
 
 def judge(state: dict[str, Any]) -> list[CanaryFinding]:
     """Pure: the canary record's partitions that did not take the write."""
     return [CanaryFinding(p["partition"], p["broker"], {"leader": p.get("leader"), "error": p.get("error"),
-                                                        "produce_ms": p.get("produce_ms")})
+                                                        "produce_ms": p.get("produce_ms"), "isr": p.get("isr")})
             for p in state["partitions"] if not p["produced"]]
 
 
 def samples(cluster: str, state: dict[str, Any], observed_at_ms: int) -> list[CanarySample]:
     return [CanarySample(cluster, p["broker"], p["partition"], bool(p["produced"]), p.get("produce_ms"),
-                         p.get("e2e_ms"), observed_at_ms, p.get("leader")) for p in state["partitions"]]
+                         p.get("e2e_ms"), observed_at_ms, p.get("leader"), tuple(p.get("isr") or ()))
+            for p in state["partitions"]]
 
 
 __all__ = ["CAUSE", "SCOPE", "SEVERITY", "TYPE", "CanaryFinding", "CanarySample", "judge", "samples"]

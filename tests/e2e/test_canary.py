@@ -50,6 +50,8 @@ def test_canary_sees_a_killed_leader_before_and_after_the_election(kraft4_cluste
         # the victim's own partition; with acks=all, the partitions it follows too until the ISR drops it
         assert {(i["type"], i["topic"]) for i in incidents} == {("PARTITION_UNAVAILABLE", "krm.canary")}
         assert victim in {i["broker"] for i in incidents}
+        # each names the in-sync replicas its failed write waited on, as the canary's producer knew them
+        assert all(i["details"].get("isr") and set(i["details"]["isr"]) <= {1, 2, 3} for i in incidents), incidents
         assert wait_for(lambda: all(i["status"] == "resolved" for i in krm_json(
             "incidents", "--config", str(config_path)) if i["cause"] == "canary_failed"), 30, "resolved")
     finally:

@@ -1,9 +1,12 @@
 """pipelines/slowed.py: the partitions whose pages wait on a critically slow broker's."""
 
+from dataclasses import replace
+
 import pytest
 
+from pipelines.detectors.canary import CanarySample
 from pipelines.incidents import Incident
-from pipelines.slowed import slowed
+from pipelines.slowed import GRACE_MS, TAIL_MS, canary_slowed, slowed
 
 pytestmark = pytest.mark.unit
 
@@ -27,3 +30,29 @@ def test_only_a_critical_slow_broker_holds_the_partitions_it_names():
     assert got == {("c", "t", 0, 2), ("c", "t", 1, 2), ("c", "krm.canary", 1, 2)}
     resolved = _inc("BROKER_SLOW", "critical", 70_000, broker=2, status="resolved")
     assert slowed([resolved, *others]) == set()
+
+
+def test_a_spell_that_ended_critical_holds_its_pages_a_while():
+    stall = _inc("HW_STALL", "critical", 72_000, "t", 0, details={"leader": 1, "holding_back": [2]})
+    ended = _inc("BROKER_SLOW", "critical", 70_000, broker=2, status="resolved")
+    ended = replace(ended, resolved_at_ms=90_000)
+    assert slowed([stall], [ended], 90_000 + GRACE_MS) == {("c", "t", 0, 2)}, "the tail of the spell waits"
+    assert slowed([stall], [ended], 90_001 + GRACE_MS) == set(), "past the grace, the partition pages for itself"
+    assert slowed([stall], [ended]) == set(), "without a clock, only open spells hold"
+    late = _inc("HW_STALL", "critical", 90_000 + TAIL_MS + 1, "t", 1, details={"leader": 1, "holding_back": [2]})
+    assert slowed([late], [ended], 91_000 + TAIL_MS) == set(), "a stall opening after the spell is its own"
+    warned = replace(ended, severity="warning")
+    assert slowed([stall], [warned], 91_000) == set(), "a spell that ended a warning held nothing before either"
+
+
+def _sample(broker, isr, produced=False, leader=None):
+    return CanarySample("c", broker, broker, produced, None, None, 0, broker if leader is None else leader, tuple(isr))
+
+
+def test_a_canary_write_waiting_on_a_slow_follower_is_held():
+    samples = [_sample(1, (1, 2)), _sample(3, (3, 4)), _sample(2, ()), _sample(4, (), leader=2)]
+    slow = [_inc("BROKER_SLOW", "critical", 70_000, broker=2)]
+    assert canary_slowed(samples, slow) == {("c", 1, 2), ("c", 2, 2), ("c", 4, 2)}, \
+        "its ISR (or, unknown, its leader) names the slow broker"
+    assert canary_slowed(samples, [_inc("BROKER_SLOW", "warning", 70_000, broker=2)]) == set()
+    assert canary_slowed(samples, [_inc("BROKER_SLOW", "critical", 70_000, broker=3)]) == {("c", 3, 3)}
