@@ -351,7 +351,9 @@ def serve(state: PipelineState | None, host: str, port: int, extra: tuple[Collec
     beside /metrics under the same TLS and basic auth (the console, krm/console.py)."""
     from prometheus_client import CollectorRegistry, make_wsgi_app
 
-    registry = CollectorRegistry(auto_describe=False)
+    # our collectors describe nothing (their families vary with the findings): without names, `?name[]=` would
+    # filter every family out instead of keeping the ones asked for
+    registry = CollectorRegistry(auto_describe=False, support_collectors_without_names=True)
     if state is not None:
         registry.register(KrmCollector(state))
         readiness = readiness or state.readiness
