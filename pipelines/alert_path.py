@@ -22,6 +22,7 @@ from pipelines.assignment_history import broker_join_ms, topic_layouts
 from pipelines.balance import BalanceCheck
 from pipelines.detectors import canary, isr_flapping, quorum
 from pipelines.detectors.balance import REPLICA_IMBALANCE, AssignmentHistory
+from pipelines.detectors.brokers import BROKER_DOWN
 from pipelines.detectors.canary import CanarySample
 from pipelines.detectors.registry import EVENT_TYPES
 from pipelines.detectors.slow import TYPE as BROKER_SLOW
@@ -30,7 +31,7 @@ from pipelines.incident_store import IncidentStore
 from pipelines.incidents import Finding, Incident, IncidentBook, ScopePoll
 from pipelines.jmx_view import JmxSample, JmxView
 from pipelines.load import BrokerLoad, TopicLoad
-from pipelines.slow_view import SlowView
+from pipelines.slow_view import SlowView, came_back
 from pipelines.state import ClusterView, PipelineState
 from pipelines.tables import Tables
 from pipelines.tiered_view import TieredTopic
@@ -225,8 +226,7 @@ class AlertPath:
         if jmx or canaries or answered:  # BROKER_SLOW: a round of each cluster that said how fast its brokers answer
             views = {**self.state.snapshot.clusters, **clusters}
             live = {n: [b for b, up in v.brokers if up] for n, v in views.items()}
-            back = {(i.cluster, i.broker): i.resolved_at_ms for i in self.book.resolved("BROKER_DOWN")
-                    if i.broker is not None and i.resolved_at_ms is not None}
+            back = came_back(self.book.resolved(BROKER_DOWN))
             answers = {n: (v.record_ms or v.newest_observed_ms, dict(v.answers)) for n, v in views.items() if v.answers}
             changed += self.book.apply(*self.slow.judge({s.cluster for s in jmx} | {c.cluster for c in canaries} | answered,
                                                         live, self.jmx.latest, canary_rounds, back, answers,

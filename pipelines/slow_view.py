@@ -11,8 +11,9 @@ from typing import Callable, Collection, Iterable, Mapping
 
 from pipelines import latency
 from pipelines.detectors import slow
+from pipelines.detectors.brokers import UNREACHABLE
 from pipelines.detectors.canary import CanarySample
-from pipelines.incidents import Finding, ScopePoll
+from pipelines.incidents import Finding, Incident, ScopePoll
 from pipelines.jmx_view import JmxSample
 
 log = logging.getLogger(__name__)
@@ -21,6 +22,14 @@ FRESH_MS = 30_000  # a canary round or a JMX scrape older than this says nothing
 WARMUP_MS = 60_000  # a broker back from a stop is not judged this long: its JVM compiles, its logs load
 FLOOR_MS = 0.05  # a round trip is never taken as shorter than this (the logarithm of 0)
 PAST_TAU_MS = 30 * 60_000  # a broker's own recent past: its answer times' moving average over about half an hour
+
+
+def came_back(broker_down: Iterable[Incident]) -> dict[tuple[str, int], int]:
+    """(cluster, broker) -> when it came back from a stop: its resolved BROKER_DOWN incidents that went through a
+    cause other than `unreachable` (it left the cluster: stopped, crashed, fenced). One that stayed registered and
+    only answered too late for a while (a starved JVM) did not restart: it has nothing to warm up."""
+    return {(i.cluster, i.broker): i.resolved_at_ms for i in broker_down
+            if i.broker is not None and i.resolved_at_ms is not None and set(i.cause_history) - {UNREACHABLE}}
 
 
 class SlowView:
@@ -55,7 +64,7 @@ class SlowView:
               answers: Mapping[str, tuple[int, Mapping[int, float]]] | None = None,
               hurting: Callable[[str], Collection[int]] | None = None) -> tuple[list[ScopePoll], list[Finding]]:
         """One round of each of `clusters` (those a canary, JMX or cluster record of this batch came from).
-        `back_at`: (cluster, broker) -> when it came back from a stop (its BROKER_DOWN resolved): a restart's
+        `back_at`: (cluster, broker) -> when it came back from a stop (`came_back`): a restart's
         warm-up, as every rolling restart has, is not a slow broker. `answers`: cluster -> (when its poll said
         so, broker -> how late it answers the collector's probes, in ms). `hurting`: cluster -> the brokers its
         open critical partition pages name (pipelines/slowed.py), asked only where a broker is slow."""

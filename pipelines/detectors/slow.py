@@ -169,6 +169,12 @@ def _markedly(value: float | None, peers: Sequence[float]) -> bool:
     return value is not None and median is not None and value >= max(SLOW_MIN_S, PEER_FACTOR * median)
 
 
+def _stands_out(ms: float, peers_ms: Sequence[float]) -> bool:
+    """A phase's time (ms) at least MILD_MIN_S and PEER_FACTOR times its peers' median (no peer: unknown, so no)."""
+    median = _median(peers_ms)
+    return median is not None and ms / 1000 >= max(MILD_MIN_S, PEER_FACTOR * median / 1000)
+
+
 def _mildly(e: Evidence, peers_answer_ms: Sequence[float]) -> bool:
     """A milder spell of late answers to the collector's probes: above MILD_MIN_S, MILD_FACTOR times its peers'
     median and PAST_FACTOR times its own recent past (unknown past: not said)."""
@@ -215,11 +221,14 @@ def cause_of(e: Evidence, peers_scrape_ms: Sequence[float] = (), peers_own_s: Se
         return SLOW_REPLICATION
     if queue > local and (idle is None or idle < 0.5):
         return CPU_STARVED
-    # LocalTime or log flushes dominate: the disk, once its JVM is known to answer at its peers' pace (a starved
-    # JVM is slow in LocalTime too)
-    if (local >= queue or (flush is not None and flush >= local)) and e.scrape_ms is not None and peers_scrape_ms:
+    # LocalTime or log flushes dominate and its LocalTime stands out from its peers': the disk, once its JVM is known
+    # to answer at its peers' pace (a starved JVM is slow in LocalTime too). A LocalTime at its peers' (a few ms)
+    # says nothing, however it compares with a queue time of 0.
+    if ((local >= queue or (flush is not None and flush >= local)) and e.scrape_ms is not None and peers_scrape_ms
+            and _stands_out(local, peers_local_ms)):
         return SLOW_DISK
-    return UNKNOWN
+    # late to the smallest question, with nothing in its phases pointing at its disk or its followers: short of CPU
+    return CPU_STARVED if answers_late else UNKNOWN
 
 
 def judge(evidence: Mapping[int, Evidence], objective_s: float,
@@ -289,18 +298,31 @@ _RUNBOOK = ("The broker answers, late, so every partition it leads or follows wa
             "(`kafka-leader-election` after lowering its preference, or stopping it cleanly with `krm check shutdown "
             "--broker ID --wait 600` first). `krm incidents` groups the partitions it holds up under it.")
 
+
+
+def _cause(severity: str) -> str:
+    """An annotation template: the kind krm_broker_slow names for the alert's broker now."""
+    return (f'{{{{ with printf "krm_broker_slow{{cluster=%q,broker=%q,severity=\\"{severity}\\"}}" $labels.cluster '
+            f'$labels.broker | query }}}}{{{{ . | first | label "cause" }}}}{{{{ end }}}}')
+
+
 ALERTS = (
-    Alert("KafkaBrokerSlow", 'krm_broker_slow{severity="critical"} == 1', "critical",
-          summary=("{{ $labels.cluster }}: broker {{ $labels.broker }} is slow ({{ $labels.cause }}): clients wait past "
-                   "the latency objective"),
+    Alert("KafkaBrokerSlow", 'max by (cluster, broker) (krm_broker_slow{severity="critical"}) == 1', "critical",
+          summary=("{{ $labels.cluster }}: broker {{ $labels.broker }} is slow (" + _cause("critical") + "): clients "
+                   "wait past the latency objective"),
           runbook=_RUNBOOK,
-          links=(("incident", incident_info(TYPE, "url", by=("broker",))), ("broker_page", console(BROKER_PAGE))),
+          links=(("incident", incident_info(TYPE, "url", by=("broker",))), ("cause", _cause("critical")),
+                 ("broker_page", console(BROKER_PAGE))),
           why=("Clients are hurt now: the canary's acks=all write to a partition the broker leads waited past the "
-               "cluster's latency_objective_s. One page names the broker and the kind.")),
-    Alert("KafkaBrokerSlowWithinObjective", 'krm_broker_slow{severity="warning"} == 1', "warning", wait="1m",
-          summary="{{ $labels.cluster }}: broker {{ $labels.broker }} is markedly slower than its peers ({{ $labels.cause }})",
+               "cluster's latency_objective_s. One page names the broker and the kind: the alert is the broker's, the "
+               "kind its annotation, so evidence that reads another kind as the spell goes on pages nobody again.")),
+    Alert("KafkaBrokerSlowWithinObjective", 'max by (cluster, broker) (krm_broker_slow{severity="warning"}) == 1',
+          "warning", wait="1m",
+          summary=("{{ $labels.cluster }}: broker {{ $labels.broker }} is markedly slower than its peers ("
+                   + _cause("warning") + ")"),
           runbook=_RUNBOOK,
-          links=(("incident", incident_info(TYPE, "url", by=("broker",))), ("broker_page", console(BROKER_PAGE))),
+          links=(("incident", incident_info(TYPE, "url", by=("broker",))), ("cause", _cause("warning")),
+                 ("broker_page", console(BROKER_PAGE))),
           why="Slower than its peers while clients stay within the objective: worth a look, not a page."),
 )
 

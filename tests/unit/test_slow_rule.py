@@ -96,6 +96,13 @@ CASES = [
      [(3, SLOW_DISK, "critical")], "measured (impact oracle, a 1 s disk, clients hurt): its answers to krm late (its handlers "
      "held by the disk), its JVM's exporter at its peers' pace, its appends' p99 far above its peers' medians though "
      "their own p99s still hold earlier spells' tails; RemoteTime 5 ms against its peers' 4 is no slow replication"),
+    (29, {1: Evidence(1.464, None, g(0, 3, remote=5) | {"produce_local_p99_ms": 1009.9}, scrape_ms=128.4, answer_ms=1.8),
+          2: Evidence(1.4637, None, g(0, 2, remote=5) | {"produce_local_p99_ms": 23.9}, scrape_ms=80.0, answer_ms=601.9),
+          3: Evidence(1.4636, None, g(0, 2, remote=6) | {"produce_local_p99_ms": 44.8}, scrape_ms=50.3, answer_ms=1.7),
+          4: Evidence(1.4636, None, g(0, 2, remote=5) | {"produce_local_p99_ms": 19.2}, scrape_ms=96.6, answer_ms=1.7)},
+     [(2, CPU_STARVED, "warning")], "measured (impact oracle, the 2 % cap's first round): its answers to krm 0.6 s late, "
+     "its JMX scrape taken before the cap, every phase at its peers': nothing points at its disk (a LocalTime of 2 ms "
+     "against a queue of 0 once read as slow_disk), so late to the smallest question reads as short of CPU"),
     (11, {1: Evidence(0.3, None, g(150, 120)), 2: Evidence(0.35, None, g(160, 110)), 3: Evidence(0.28, None, g(140, 130))},
      [], "a busy cluster, every broker alike: slow together is load, not a slow broker"),
 ]

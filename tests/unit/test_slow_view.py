@@ -5,7 +5,8 @@ import pytest
 
 from pipelines.detectors.canary import CanarySample
 from pipelines.jmx_view import JmxSample
-from pipelines.slow_view import SlowView
+from pipelines.incidents import Incident
+from pipelines.slow_view import SlowView, came_back
 
 pytestmark = pytest.mark.unit
 
@@ -37,6 +38,20 @@ def test_a_broker_back_from_a_stop_warms_up_unjudged():
         assert found == [], at
     _, found = view.judge(["c"], {"c": [1, 2, 3]}, _jmx(61_000), {}, back)
     assert [f.broker for f in found] == [2]  # still slow a minute after it came back
+
+
+def _down(broker, *causes):
+    return Incident(incident_id=f"d{broker}", cluster="c", scope="cluster", type="BROKER_DOWN", severity="warning",
+                    topic=None, partition=None, broker=broker, cause=causes[-1],
+                    details={"root_cause": causes[0], "cause_history": list(causes)}, opened_at_ms=100,
+                    last_seen_at_ms=400, resolved_at_ms=500, status="resolved")
+
+
+def test_only_a_broker_that_left_the_cluster_warms_up():
+    """A starved broker answers too late for a while (BROKER_DOWN `unreachable` alone) and stays registered: no
+    restart, so a slow spell right after it is judged at once; a stopped or fenced one warms up."""
+    assert came_back([_down(1, "unreachable"), _down(2, "unreachable", "not_registered"), _down(3, "stopped")]) == {
+        ("c", 2): 500, ("c", 3): 500}
 
 
 def test_the_polls_answer_times_and_the_canary_s_failures_are_evidence():
