@@ -41,12 +41,16 @@ def _named(i: Incident) -> set[int]:
 
 
 def hurting(incidents: Iterable[Incident], cluster: str) -> set[int]:
-    """The brokers of `cluster` that an open critical partition page of `HELD` names: the partitions' own signals
-    that clients are hurt (BROKER_SLOW turns critical on them: pipelines/detectors/slow.py)."""
+    """The brokers of `cluster` that an open critical partition page of `HELD` blames: the partitions' own signals
+    that clients are hurt (BROKER_SLOW turns critical on them: pipelines/detectors/slow.py). The brokers to act on
+    (the follower holding a high watermark back), else the leader: the leader of a partition a slow follower holds
+    back is not hurting its clients itself."""
     out: set[int] = set()
     for i in incidents:
         if i.cluster == cluster and i.status == "open" and i.severity == "critical" and i.type in HELD:
-            out |= _named(i)
+            facts = i.facts
+            if isinstance(facts, PartitionDetails):
+                out |= facts.brokers_named() or ({facts.leader} if facts.leader is not None else set())
     return out
 
 

@@ -73,6 +73,9 @@ MILD_MIN_S = 0.02
 MILD_FACTOR = 5.0
 PAST_FACTOR = 2.0
 TIMED_OUT = "timed out"  # in a JMX scrape's error: the endpoint accepted and did not answer in time
+# its exporter's answer this late (and PEER_FACTOR its peers') reads as a JVM short of CPU: a starved one measured
+# 0.9 s at a 5 % cap and timed out at 2 %, while one scrape on a loaded host took 0.3 s (tests/unit/test_slow_rule.py)
+JVM_SLOW_MIN_S = 0.5
 
 
 @dataclass(frozen=True)
@@ -163,16 +166,24 @@ def _median(values: Sequence[float]) -> float | None:
     return statistics.median(values) if values else None
 
 
-def _markedly(value: float | None, peers: Sequence[float]) -> bool:
-    """At least SLOW_MIN_S and PEER_FACTOR times the peers' median (no peer: the floor alone is not enough)."""
+def _markedly(value: float | None, peers: Sequence[float], floor_s: float = SLOW_MIN_S) -> bool:
+    """At least `floor_s` and PEER_FACTOR times the peers' median (no peer: the floor alone is not enough)."""
     median = _median(peers)
-    return value is not None and median is not None and value >= max(SLOW_MIN_S, PEER_FACTOR * median)
+    return value is not None and median is not None and value >= max(floor_s, PEER_FACTOR * median)
 
 
 def _stands_out(ms: float, peers_ms: Sequence[float]) -> bool:
     """A phase's time (ms) at least MILD_MIN_S and PEER_FACTOR times its peers' median (no peer: unknown, so no)."""
     median = _median(peers_ms)
     return median is not None and ms / 1000 >= max(MILD_MIN_S, PEER_FACTOR * median / 1000)
+
+
+def _prompt(answer_ms: float | None, peers_answer_ms: Sequence[float]) -> bool:
+    """Its answers to the collector's probes known and at its peers' pace (under MILD_MIN_S or PEER_FACTOR times
+    their median): its JVM is not short of CPU, whatever one JMX scrape took."""
+    median = _median(peers_answer_ms)
+    return (answer_ms is not None and median is not None
+            and answer_ms / 1000 < max(MILD_MIN_S, PEER_FACTOR * median / 1000))
 
 
 def _mildly(e: Evidence, peers_answer_ms: Sequence[float]) -> bool:
@@ -191,7 +202,7 @@ def cause_of(e: Evidence, peers_scrape_ms: Sequence[float] = (), peers_own_s: Se
     JVM and reads no disk: its answer timing out, or coming markedly later than its peers', is the whole JVM
     short of CPU. Only then do the request phases decide (a starved JVM is slow in every phase, LocalTime too)."""
     if e.jmx_timed_out or _markedly(None if e.scrape_ms is None else e.scrape_ms / 1000,
-                                    [ms / 1000 for ms in peers_scrape_ms]):
+                                    [ms / 1000 for ms in peers_scrape_ms], JVM_SLOW_MIN_S):
         return CPU_STARVED
     answers_late = _markedly(None if e.answer_ms is None else e.answer_ms / 1000,
                              [ms / 1000 for ms in peers_answer_ms]) or _mildly(e, peers_answer_ms)
@@ -256,6 +267,8 @@ def judge(evidence: Mapping[int, Evidence], objective_s: float,
                              [p.scrape_ms / 1000 for p in peers if p.scrape_ms is not None])
         # the collector's probes: late to the smallest question (a paused broker answers none: BROKER_DOWN's)
         peer_answer = [p.answer_ms for p in peers if p.answer_ms is not None]
+        if slow_jvm and _prompt(e.answer_ms, peer_answer):
+            slow_jvm = False  # one slow scrape on a loaded host, while the broker answers krm at its peers' pace
         slow_answer = _markedly(None if e.answer_ms is None else e.answer_ms / 1000, [ms / 1000 for ms in peer_answer])
         # its JVM answers nothing in time while its peers' endpoints do, yet it acknowledged writes or answered the
         # collector: alive, starved (a paused or dead broker answers none: BROKER_DOWN's, not a slow one)

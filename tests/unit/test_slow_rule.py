@@ -103,6 +103,14 @@ CASES = [
      [(2, CPU_STARVED, "warning")], "measured (impact oracle, the 2 % cap's first round): its answers to krm 0.6 s late, "
      "its JMX scrape taken before the cap, every phase at its peers': nothing points at its disk (a LocalTime of 2 ms "
      "against a queue of 0 once read as slow_disk), so late to the smallest question reads as short of CPU"),
+    (30, {1: Evidence(None, None, g(0, 3, remote=6) | {"produce_local_p99_ms": 2008.0}, scrape_ms=272.0, answer_ms=4018.4),
+          2: Evidence(None, None, g(0, 3, remote=5) | {"produce_local_p99_ms": 37.4}, scrape_ms=73.7, answer_ms=1.9),
+          3: Evidence(None, None, g(0, 2, remote=5) | {"produce_local_p99_ms": 31.8}, scrape_ms=289.5, answer_ms=1.7),
+          4: Evidence(None, None, g(0, 3, remote=6) | {"produce_local_p99_ms": 53.8}, scrape_ms=61.0, answer_ms=2.2)},
+     [(1, SLOW_DISK, "critical")], "measured (impact oracle, a 1 s disk on broker 1): broker 3's one JMX scrape took "
+     "290 ms on the loaded host while it answered krm in 1.7 ms like its peers: not a slow broker (it was named "
+     "critical beside the slow one); broker 1's scrape, 272 ms, is no starved JVM's either (those take 0.9 s or time "
+     "out), and its appends' p99 of 2 s against its peers' 3 ms says the disk"),
     (11, {1: Evidence(0.3, None, g(150, 120)), 2: Evidence(0.35, None, g(160, 110)), 3: Evidence(0.28, None, g(140, 130))},
      [], "a busy cluster, every broker alike: slow together is load, not a slow broker"),
 ]

@@ -6,7 +6,7 @@ import pytest
 
 from pipelines.detectors.canary import CanarySample
 from pipelines.incidents import Incident
-from pipelines.slowed import GRACE_MS, TAIL_MS, canary_slowed, slowed
+from pipelines.slowed import GRACE_MS, TAIL_MS, canary_slowed, hurting, slowed
 
 pytestmark = pytest.mark.unit
 
@@ -56,3 +56,13 @@ def test_a_canary_write_waiting_on_a_slow_follower_is_held():
         "its ISR (or, unknown, its leader) names the slow broker"
     assert canary_slowed(samples, [_inc("BROKER_SLOW", "warning", 70_000, broker=2)]) == set()
     assert canary_slowed(samples, [_inc("BROKER_SLOW", "critical", 70_000, broker=3)]) == {("c", 3, 3)}
+
+
+def test_a_stall_blames_the_follower_holding_it_back_not_its_leader():
+    """BROKER_SLOW turns critical on the partitions' own pages: a stall blames the ISR follower holding its high
+    watermark back; its leader is hurt by it, not hurting."""
+    stalled = _inc("HW_STALL", "critical", 10_000, "t", 0, details={"leader": 3, "holding_back": [1]})
+    unavailable = _inc("PARTITION_UNAVAILABLE", "critical", 10_000, "t", 1, details={"leader": 4})
+    warned = _inc("HW_STALL", "warning", 10_000, "t", 2, details={"leader": 2, "holding_back": [2]})
+    assert hurting([stalled, unavailable, warned], "c") == {1, 4}
+    assert hurting([stalled], "other") == set()
