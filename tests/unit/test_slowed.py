@@ -43,6 +43,9 @@ def test_a_spell_that_ended_critical_holds_its_pages_a_while():
     assert slowed([late], [ended], 91_000 + TAIL_MS) == set(), "a stall opening after the spell is its own"
     warned = replace(ended, severity="warning")
     assert slowed([stall], [warned], 91_000) == set(), "a spell that ended a warning held nothing before either"
+    catching_up = _inc("HW_STALL", "critical", 91_000, "t", 2, details={"leader": 1, "isr": [1, 2, 3], "holding_back": []})
+    assert slowed([catching_up], [ended], 92_000) == {("c", "t", 2, 2)}, \
+        "the slow broker catching up in its ISR: a stall naming no follower is still its spell's"
 
 
 def _sample(broker, isr, produced=False, leader=None):
