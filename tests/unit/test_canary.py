@@ -98,3 +98,33 @@ def test_a_round_that_cannot_start_is_counted_on_metrics():
     samples = {(s.labels["cluster"], s.labels["result"]): s.value for fam in CollectorMetrics(collector).collect()
                for s in fam.samples if s.name == "krm_collector_canary_rounds_total"}
     assert samples == {("c1", "ok"): 0, ("c1", "partition_failed"): 0, ("c1", "not_started"): 2}
+
+
+def test_the_isr_a_write_waited_on_holds_its_page_behind_a_slow_follower():
+    """The round carries each partition's ISR as the producer knew it: a failed write through a healthy leader whose
+    ISR holds a critically slow broker is that broker's (krm_canary_slowed_by), and its incident names the ISR."""
+    from types import SimpleNamespace
+
+    from collectors.canary import _isr
+    from pipelines.incidents import Incident
+
+    metadata = SimpleNamespace(_partitions={"krm.canary": {1: SimpleNamespace(isr=[3, 2])}})
+    assert _isr(metadata, "krm.canary", 1) == [2, 3]
+    assert _isr(metadata, "krm.canary", 0) is None and _isr(object(), "krm.canary", 1) is None
+
+    rnd = {"topic": "krm.canary", "partitions": [dict(p, isr=[p["broker"], 3]) for p in ROUND["partitions"]]}
+    (finding,) = canary.judge(rnd)
+    assert finding.details["isr"] == [2, 3]
+    samples = canary.samples("c", rnd, 1_000)
+    slow = Incident(incident_id="s", cluster="c", scope="slow", type="BROKER_SLOW", severity="critical", topic=None,
+                    partition=None, broker=3, cause="slow_disk", details={}, opened_at_ms=500, last_seen_at_ms=900,
+                    resolved_at_ms=None, status="open")
+    state = PipelineState()
+    state.update(open_incidents=(slow,), canary={(s.cluster, s.partition): s for s in samples})
+    from prometheus_client import CollectorRegistry
+
+    reg = CollectorRegistry(auto_describe=False)
+    reg.register(KrmCollector(state, clock=lambda: 2.0))
+    assert reg.get_sample_value("krm_canary_slowed_by", {"cluster": "c", "broker": "2", "slow_broker": "3"}) == 1
+    assert reg.get_sample_value("krm_canary_slowed_by", {"cluster": "c", "broker": "1", "slow_broker": "3"}) == 1
+    assert reg.get_sample_value("krm_canary_slowed_by", {"cluster": "c", "broker": "2", "slow_broker": "2"}) is None
