@@ -91,6 +91,7 @@ class AlertPath:
         self.balance = balance or BalanceCheck()
         self.jmx = JmxView()
         self.slow = slow or SlowView()  # BROKER_SLOW, with each cluster's latency objective
+        self._critical_spells = slowed.CriticalSpells()  # when each BROKER_SLOW was last critical
         self._shrinks = isr_flapping.Shrinks()  # ISR_FLAPPING: the partitions' recent ISR shrinks, by follower
         self._flap_rounds: dict[str, int] = {}  # ... each cluster's rounds judged
         # ... and the clusters with a flapping partition at the last (a restarted pipeline's, from its book)
@@ -120,10 +121,11 @@ class AlertPath:
         return polls, found
 
     def _incidents(self) -> dict[str, tuple[Incident, ...]]:
-        """The open incidents for the snapshot, and the BROKER_SLOW incidents that ended critical (their spell's
+        """The open incidents for the snapshot, and the BROKER_SLOW incidents no longer critical (their spell's
         pages stay held a while: pipelines/slowed.py)."""
-        return {"open_incidents": tuple(self.book.open_incidents()),
-                "slow_ended": tuple(i for i in self.book.resolved(BROKER_SLOW) if i.severity == "critical")}
+        open_incidents = tuple(self.book.open_incidents())
+        return {"open_incidents": open_incidents,
+                "slow_ended": self._critical_spells.ended(open_incidents, self.book.resolved(BROKER_SLOW))}
 
     def _with_shares(self, view: ClusterView, name: str) -> ClusterView:
         """`view` with what the other shares of a split cluster said last (collectors/topic_share.py)."""

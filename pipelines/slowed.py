@@ -16,6 +16,7 @@ carries the ISR its write waited on).
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Iterable, Iterator
 
 from prometheus_client.metrics_core import Metric
@@ -53,6 +54,32 @@ def hurting(incidents: Iterable[Incident], cluster: str) -> set[int]:
             if isinstance(facts, PartitionDetails):
                 out |= facts.brokers_named() or ({facts.leader} if facts.leader is not None else set())
     return out
+
+
+class CriticalSpells:
+    """When each BROKER_SLOW incident was last critical: a spell whose clients are no longer hurt turns a warning
+    (the broker still a little slow) or resolves, and either way its tail stays held for GRACE_MS. The one memory
+    of this module, kept by the alert path beside its incident book."""
+
+    def __init__(self) -> None:
+        self._last: dict[tuple[object, ...], int] = {}  # incident key -> last_seen_at_ms while critical
+
+    def ended(self, open_incidents: Iterable[Incident], resolved: Iterable[Incident]) -> tuple[Incident, ...]:
+        """The BROKER_SLOW incidents no longer critical, each as if it resolved critical when it last was (what
+        `slowed` and `canary_slowed` take as `ended`). `resolved`: the resolved BROKER_SLOW incidents the book holds."""
+        mine = [i for i in open_incidents if i.type == slow.TYPE]
+        for i in mine:
+            if i.severity == "critical":
+                self._last[i.key] = i.last_seen_at_ms
+        past = [*(i for i in mine if i.severity != "critical"), *resolved]
+        out = []
+        for i in past:
+            at = i.resolved_at_ms if i.status == "resolved" and i.severity == "critical" else self._last.get(i.key)
+            if at is not None:
+                out.append(replace(i, status="resolved", severity="critical", resolved_at_ms=at))
+        held = {i.key for i in mine} | {i.key for i in past}  # the book forgot the rest
+        self._last = {k: v for k, v in self._last.items() if k in held}
+        return tuple(out)
 
 
 def _heads(incidents: list[Incident], ended: Iterable[Incident], now_ms: int | None) -> dict[tuple[str, int], tuple[int, int]]:

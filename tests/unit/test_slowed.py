@@ -6,7 +6,7 @@ import pytest
 
 from pipelines.detectors.canary import CanarySample
 from pipelines.incidents import Incident
-from pipelines.slowed import GRACE_MS, TAIL_MS, canary_slowed, hurting, slowed
+from pipelines.slowed import GRACE_MS, TAIL_MS, CriticalSpells, canary_slowed, hurting, slowed
 
 pytestmark = pytest.mark.unit
 
@@ -69,3 +69,23 @@ def test_a_stall_blames_the_follower_holding_it_back_not_its_leader():
     warned = _inc("HW_STALL", "warning", 10_000, "t", 2, details={"leader": 2, "holding_back": [2]})
     assert hurting([stalled, unavailable, warned], "c") == {1, 4}
     assert hurting([stalled], "other") == set()
+
+
+def test_a_spell_that_turns_a_warning_holds_its_tail_too():
+    """Clients no longer hurt, the broker still a little slow: BROKER_SLOW turns a warning rather than resolving,
+    and the stalls its critical spell left stay held for the grace, from when it was last critical."""
+    spells = CriticalSpells()
+    critical = replace(_inc("BROKER_SLOW", "critical", 70_000, broker=2), last_seen_at_ms=80_000)
+    assert spells.ended([critical], []) == ()
+    warned = replace(critical, severity="warning", last_seen_at_ms=81_000)
+    (ended,) = spells.ended([warned], [])
+    assert (ended.severity, ended.status, ended.resolved_at_ms) == ("critical", "resolved", 80_000)
+    stall = _inc("HW_STALL", "critical", 79_000, "t", 0, details={"leader": 1, "holding_back": [2]})
+    assert slowed([warned, stall], [ended], 85_000) == {("c", "t", 0, 2)}
+    assert slowed([warned, stall], [ended], 80_001 + GRACE_MS) == set()
+    # resolved from a warning: still its last critical moment; forgotten by the book, forgotten here
+    gone = replace(warned, status="resolved", resolved_at_ms=90_000)
+    assert [e.resolved_at_ms for e in spells.ended([], [gone])] == [80_000]
+    assert spells.ended([], []) == () and spells.ended([], [gone]) == ()
+    # a warning that never was critical holds nothing
+    assert CriticalSpells().ended([warned], []) == ()
