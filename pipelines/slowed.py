@@ -3,8 +3,8 @@ and the partitions' own pages it explains wait (the shipped rules hold them with
 partition) krm_partition_slowed_by`). Pure, built from the open incidents on each scrape.
 
 A partition is slowed by the broker when an open incident of one of `HELD` names it (as its leader, among the
-brokers to act on: the ISR follower holding its high watermark back, or in its ISR) and opened while the broker was slow
-(from incident_groups.LEAD_MS before the BROKER_SLOW incident opened: the stall may be seen first). Only a
+brokers to act on: the ISR follower holding its high watermark back, or among its replicas) and opened while the
+broker was slow (from incident_groups.LEAD_MS before the BROKER_SLOW incident opened: the stall may be seen first). Only a
 critical BROKER_SLOW holds pages: a warning pages nobody, so the partitions page for themselves. Once it
 resolves, the pages of its spell stay held for GRACE_MS: a stall or a failed canary round takes a poll or a round
 to clear after the broker is at pace again, and paging for that tail would page twice for one cause.
@@ -34,12 +34,15 @@ _FOREVER = 1 << 62
 
 
 def _named(i: Incident) -> set[int]:
-    """The brokers a partition incident's clients wait on: its leader, the brokers to act on, and its ISR (an
-    acks=all write waits on every member: a stall seen as a slow follower catches up names none of them)."""
+    """The brokers a partition incident's clients may wait on: its leader, the brokers to act on, its ISR and its
+    replicas (an acks=all write waits on every ISR member, and in KRaft on one the leader's pending shrink still
+    counts, outside the ISR the metadata shows: a stall seen as a slow follower drops out or catches up names none
+    of them)."""
     facts = i.facts
     if not isinstance(facts, PartitionDetails):
         return set()
-    return facts.brokers_named() | ({facts.leader} if facts.leader is not None else set()) | set(facts.isr or ())
+    return (facts.brokers_named() | ({facts.leader} if facts.leader is not None else set()) | set(facts.isr or ())
+            | set(facts.replicas or ()))
 
 
 def hurting(incidents: Iterable[Incident], cluster: str) -> set[int]:

@@ -89,3 +89,10 @@ def test_a_spell_that_turns_a_warning_holds_its_tail_too():
     assert spells.ended([], []) == () and spells.ended([], [gone]) == ()
     # a warning that never was critical holds nothing
     assert CriticalSpells().ended([warned], []) == ()
+
+
+def test_a_stall_waiting_on_a_follower_the_metadata_dropped_is_its_spell_s():
+    """In KRaft a leader's pending ISR shrink still waits on the dropped follower: the stall of a partition the slow
+    broker replicates is its spell's, though the ISR the metadata shows no longer holds it."""
+    dropped = _inc("HW_STALL", "critical", 71_000, "t", 5, details={"leader": 4, "isr": [4, 1], "replicas": [4, 1, 2]})
+    assert slowed([_inc("BROKER_SLOW", "critical", 70_000, broker=2), dropped]) == {("c", "t", 5, 2)}
