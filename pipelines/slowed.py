@@ -111,11 +111,22 @@ def slowed(incidents: Iterable[Incident], ended: Iterable[Incident] = (), now_ms
     for i in items:
         if i.status != "open" or i.type not in HELD or i.topic is None or i.partition is None:
             continue
+        began = _began(i)
         for b in _named(i):
             head = heads.get((i.cluster, b))
-            if head is not None and head[0] - LEAD_MS <= i.opened_at_ms <= head[1]:
+            if head is not None and (began is None or head[0] - LEAD_MS <= began <= head[1]):
                 out.add((i.cluster, i.topic, i.partition, b))
     return out
+
+
+def _began(i: Incident) -> int | None:
+    """When the incident's present spell began: a stall's `hw_stalled_since_ms`, else its opening, unless it reopened
+    (an incident reopening within the flap window keeps its first `opened_at`, maybe from an earlier spell of the
+    same broker): None, not known, and not held against the broker's spell."""
+    facts = i.facts
+    if isinstance(facts, hw_stall.StallDetails) and facts.hw_stalled_since_ms is not None:
+        return facts.hw_stalled_since_ms
+    return i.opened_at_ms if i.reopen_count == 0 else None
 
 
 def canary_slowed(samples: Iterable[CanarySample], incidents: Iterable[Incident], ended: Iterable[Incident] = (),

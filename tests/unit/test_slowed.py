@@ -96,3 +96,16 @@ def test_a_stall_waiting_on_a_follower_the_metadata_dropped_is_its_spell_s():
     broker replicates is its spell's, though the ISR the metadata shows no longer holds it."""
     dropped = _inc("HW_STALL", "critical", 71_000, "t", 5, details={"leader": 4, "isr": [4, 1], "replicas": [4, 1, 2]})
     assert slowed([_inc("BROKER_SLOW", "critical", 70_000, broker=2), dropped]) == {("c", "t", 5, 2)}
+
+
+def test_a_stall_reopened_in_this_spell_is_its():
+    """An incident reopening within the flap window keeps its first opening, minutes before this spell: the stall's
+    own start (hw_stalled_since_ms) says it is this spell's; a reopened incident without one is held (its start unknown)."""
+    slow = _inc("BROKER_SLOW", "critical", 400_000, broker=2)
+    reopened = replace(_inc("HW_STALL", "critical", 10_000, "t", 0, details={
+        "leader": 1, "holding_back": [2], "hw_stalled_since_ms": 401_000}), reopen_count=3)
+    assert slowed([slow, reopened]) == {("c", "t", 0, 2)}
+    old_spell = replace(reopened, details={"leader": 1, "holding_back": [2], "hw_stalled_since_ms": 20_000})
+    assert slowed([slow, old_spell]) == set(), "stalled since long before the broker was slow: its own"
+    flapped = replace(_inc("UNDER_MIN_ISR", "critical", 10_000, "t", 1, details={"leader": 2}), reopen_count=1)
+    assert slowed([slow, flapped]) == {("c", "t", 1, 2)}
