@@ -94,6 +94,8 @@ class Step:
     page_resolved_after_recovery_s: float | None = None  # from the clients' last hurt write's send time
     page_resolved_after_acks_resumed_s: float | None = None  # from their first quick acknowledgement after it
     last_pages: list[str] = field(default_factory=list)  # the pages still firing when the last one was seen
+    # each page's first and last sight, seconds from the fault: a page beside the step's cause, early or in its tail
+    page_seen_s: dict[str, list[float]] = field(default_factory=dict)
     fault_s: float | None = None  # seconds from the step's start: the fault undone (restart, SIGCONT, heal)
     recovered_s: float | None = None  # the clients' last hurt write
     acks_resumed_s: float | None = None  # the clients fine again (ClientJudge.recovered_at)
@@ -332,6 +334,9 @@ def run_step(n: int, fault: Fault, cluster: LocalCluster, judge: ClientJudge, pr
     named_slow = [t for t, m in slow if m.get("broker") == str(broker)]
     step.slow_first_s = round(min(named_slow) - t0, 1) if named_slow else None
     step.last_pages = sorted({_page(labels) for t, labels in pages if t == last_page})
+    for t, labels in pages:
+        seen = step.page_seen_s.setdefault(_page(labels), [round(t - t0, 1), round(t - t0, 1)])
+        seen[0], seen[1] = min(seen[0], round(t - t0, 1)), max(seen[1], round(t - t0, 1))
     step.verdict = ("hurt_and_paged" if hurt and pages else "hurt_silent" if hurt else
                     "paged_unhurt" if pages else "quiet")
     step.fault_s = round(fault_end - t0, 1)
@@ -548,7 +553,8 @@ def main() -> int:
                   f"hurt {step.recovered_s}s, acks resumed {step.acks_resumed_s}s, last page {step.last_page_s}s, "
                   f"first hurt -> first page {step.page_delay_s}s"
                   + (f"; BROKER_SLOW {step.slow_said} (this broker first at {step.slow_first_s}s)"
-                     if step.action in ("slow_cpu", "slow_disk") else ""),
+                     if step.action in ("slow_cpu", "slow_disk") else "")
+                  + (f"; pages seen (s) {step.page_seen_s}" if len(step.pages) > 1 else ""),
                   file=sys.stderr, flush=True)
     finally:
         tapped.set()
