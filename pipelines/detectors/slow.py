@@ -178,14 +178,6 @@ def _stands_out(ms: float, peers_ms: Sequence[float]) -> bool:
     return median is not None and ms / 1000 >= max(MILD_MIN_S, PEER_FACTOR * median / 1000)
 
 
-def _prompt(answer_ms: float | None, peers_answer_ms: Sequence[float]) -> bool:
-    """Its answers to the collector's probes known and at its peers' pace (under MILD_MIN_S or PEER_FACTOR times
-    their median): its JVM is not short of CPU, whatever one JMX scrape took."""
-    median = _median(peers_answer_ms)
-    return (answer_ms is not None and median is not None
-            and answer_ms / 1000 < max(MILD_MIN_S, PEER_FACTOR * median / 1000))
-
-
 def _mildly(e: Evidence, peers_answer_ms: Sequence[float]) -> bool:
     """A milder spell of late answers to the collector's probes: above MILD_MIN_S, MILD_FACTOR times its peers'
     median and PAST_FACTOR times its own recent past (unknown past: not said)."""
@@ -267,8 +259,6 @@ def judge(evidence: Mapping[int, Evidence], objective_s: float,
                              [p.scrape_ms / 1000 for p in peers if p.scrape_ms is not None])
         # the collector's probes: late to the smallest question (a paused broker answers none: BROKER_DOWN's)
         peer_answer = [p.answer_ms for p in peers if p.answer_ms is not None]
-        if slow_jvm and _prompt(e.answer_ms, peer_answer):
-            slow_jvm = False  # one slow scrape on a loaded host, while the broker answers krm at its peers' pace
         slow_answer = _markedly(None if e.answer_ms is None else e.answer_ms / 1000, [ms / 1000 for ms in peer_answer])
         # its JVM answers nothing in time while its peers' endpoints do, yet it acknowledged writes or answered the
         # collector: alive, starved (a paused or dead broker answers none: BROKER_DOWN's, not a slow one)
