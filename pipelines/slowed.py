@@ -1,6 +1,7 @@
 """The partitions a slow broker hurts while KafkaBrokerSlow pages for it: one page names the broker and the kind,
 and the partitions' own pages it explains wait (the shipped rules hold them with `unless on(cluster, topic,
-partition) krm_partition_slowed_by`). Pure, built from the open incidents on each scrape.
+partition) krm_partition_slowed_by`). Pure, built from the open incidents on each scrape, but for `CriticalSpells`:
+when each BROKER_SLOW was last critical, kept by the alert path.
 
 A partition is slowed by the broker when an open incident of one of `HELD` names it (as its leader, among the
 brokers to act on: the ISR follower holding its high watermark back, or among its replicas) and opened while the
@@ -122,7 +123,7 @@ def slowed(incidents: Iterable[Incident], ended: Iterable[Incident] = (), now_ms
 def _began(i: Incident) -> int | None:
     """When the incident's present spell began: a stall's `hw_stalled_since_ms`, else its opening, unless it reopened
     (an incident reopening within the flap window keeps its first `opened_at`, maybe from an earlier spell of the
-    same broker): None, not known, and not held against the broker's spell."""
+    same broker): None, not known, and then the incident is held."""
     facts = i.facts
     if isinstance(facts, hw_stall.StallDetails) and facts.hw_stalled_since_ms is not None:
         return facts.hw_stalled_since_ms

@@ -302,7 +302,6 @@ _RUNBOOK = ("The broker answers, late, so every partition it leads or follows wa
             "--broker ID --wait 600` first). `krm incidents` groups the partitions it holds up under it.")
 
 
-
 def _cause(severity: str) -> str:
     """An annotation template: the kind krm_broker_slow names for the alert's broker now."""
     return (f'{{{{ with printf "krm_broker_slow{{cluster=%q,broker=%q,severity=\\"{severity}\\"}}" $labels.cluster '
