@@ -73,8 +73,8 @@ MILD_MIN_S = 0.02
 MILD_FACTOR = 5.0
 PAST_FACTOR = 2.0
 TIMED_OUT = "timed out"  # in a JMX scrape's error: the endpoint accepted and did not answer in time
-# its exporter's answer this late (and PEER_FACTOR its peers') reads as a JVM short of CPU: a starved one measured
-# 0.9 s at a 5 % cap and timed out at 2 %, while one scrape on a loaded host took 0.3 s (tests/unit/test_slow_rule.py)
+# its exporter's answer this late (and PEER_FACTOR its peers') reads as a JVM short of CPU: above what one scrape on a
+# loaded host takes, below a starved JVM's (the measured cases in tests/unit/test_slow_rule.py)
 JVM_SLOW_MIN_S = 0.5
 
 
