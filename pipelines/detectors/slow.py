@@ -172,12 +172,6 @@ def _markedly(value: float | None, peers: Sequence[float], floor_s: float = SLOW
     return value is not None and median is not None and value >= max(floor_s, PEER_FACTOR * median)
 
 
-def _stands_out(ms: float, peers_ms: Sequence[float]) -> bool:
-    """A phase's time (ms) at least MILD_MIN_S and PEER_FACTOR times its peers' median (no peer: unknown, so no)."""
-    median = _median(peers_ms)
-    return median is not None and ms / 1000 >= max(MILD_MIN_S, PEER_FACTOR * median / 1000)
-
-
 def _mildly(e: Evidence, peers_answer_ms: Sequence[float]) -> bool:
     """A milder spell of late answers to the collector's probes: above MILD_MIN_S, MILD_FACTOR times its peers'
     median and PAST_FACTOR times its own recent past (unknown past: not said)."""
@@ -228,7 +222,7 @@ def cause_of(e: Evidence, peers_scrape_ms: Sequence[float] = (), peers_own_s: Se
     # to answer at its peers' pace (a starved JVM is slow in LocalTime too). A LocalTime at its peers' (a few ms)
     # says nothing, however it compares with a queue time of 0.
     if ((local >= queue or (flush is not None and flush >= local)) and e.scrape_ms is not None and peers_scrape_ms
-            and _stands_out(local, peers_local_ms)):
+            and _markedly(local / 1000, [ms / 1000 for ms in peers_local_ms], MILD_MIN_S)):
         return SLOW_DISK
     # late to the smallest question, with nothing in its phases pointing at its disk or its followers: short of CPU
     return CPU_STARVED if answers_late else UNKNOWN
