@@ -15,6 +15,10 @@ request given up closes the connection under the next). What it says:
 - `contact`: when the broker was last heard from (its newest answer came back): a broker that answers is not
   silent (collectors/reachability.py Reachability.unreachable), however late. A paused one was last heard
   just before it stopped.
+- `on_late(broker)`: called once when a broker's answer (or its request in flight) first takes `SLOW_MIN_S` or
+  longer, and again only after it answered sooner: the canary runs its next round now (collectors/daemon.py), so a
+  broker starved between two rounds is measured by a client's write within a second instead of up to a canary
+  interval later.
 """
 
 from __future__ import annotations
@@ -24,11 +28,12 @@ import statistics
 import threading
 import time
 from collections import deque
-from typing import Any
+from typing import Any, Callable
 
 from collectors.kafka_client import Future
 from foundation.config import ClusterConfig
 from foundation.security import kafka_python_kwargs
+from schemas.latency import SLOW_MIN_S
 
 log = logging.getLogger(__name__)
 
@@ -66,6 +71,11 @@ class RoundTrips:
         """broker -> when it was last heard from."""
         return {b: max(done for _, done in took) for b, took in self._took.items() if took}
 
+    def late(self, now: float) -> set[int]:
+        """The brokers whose request in flight has waited SLOW_MIN_S so far, or whose newest answer took that long."""
+        out = {b for b, sent in self._waiting.items() if now - sent >= SLOW_MIN_S}
+        return out | {b for b, took in self._took.items() if took and took[-1][1] - took[-1][0] >= SLOW_MIN_S}
+
     def answer_s(self, now: float) -> dict[int, float]:
         """broker -> the median of its last RECENT answers' round trips of the last WINDOW_S and the wait so far of
         its request in flight, the lower of the middle two where they are even: a quick answer outvotes a wait
@@ -88,6 +98,8 @@ class AnswerTimes:
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self.on_late: Callable[[int], object] | None = None  # set before `start`; called on the prober's thread
+        self._late: set[int] = set()  # the brokers `on_late` was called for, until they answer sooner
 
     def start(self) -> AnswerTimes:
         if self._thread is None and self.every_s > 0:
@@ -136,6 +148,11 @@ class AnswerTimes:
                     del out[b]
                 with self._lock:
                     self._trips.forget(brokers)
+                    late = self._trips.late(time.monotonic())
+                newly, self._late = late - self._late, late
+                for b in sorted(newly):
+                    if self.on_late is not None:
+                        self.on_late(b)
             except Exception as e:  # noqa: BLE001 - the prober keeps going; the poll judges without it meanwhile
                 log.debug("cluster %s: answer times: %r", self.cluster.name, e)
                 with self._lock:

@@ -8,6 +8,10 @@ or paused leader before the controller moves leadership, too few in-sync replica
 A broker that joins gets a new partition led by it (CreatePartitions with an explicit assignment);
 partitions of departed brokers stay (Kafka cannot remove partitions) and keep being written.
 
+A write still waiting when the cluster's `latency_objective_s` has passed is said at once, in an early record
+of the round (`canary_state.waiting`, the waiting partitions with `waiting_ms`): its clients already wait longer
+than they should, and the round's own record comes only when the write ends or times out, read back included.
+
 Needs, besides krm's minimum ACLs: CREATE, ALTER (new partitions), WRITE and READ on the canary topic.
 """
 
@@ -15,8 +19,9 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 import time
-from typing import Any
+from typing import Any, Callable
 
 from collectors.records import canary_record
 from foundation.config import ClusterConfig, CollectorConfig
@@ -49,9 +54,12 @@ class CanarySource:
 
     source = "canary"
 
-    def __init__(self, cluster: ClusterConfig, settings: CollectorConfig) -> None:
+    def __init__(self, cluster: ClusterConfig, settings: CollectorConfig,
+                 publish: Callable[[list[CanaryObservation]], object] | None = None) -> None:
         self.cluster = cluster
         self.settings = settings
+        self.publish = publish  # where a round's early record goes (None: no early record)
+        self.hurried = threading.Event()  # set by `hurry`: the round loop (collectors/daemon.py) runs the next one now
         self.topic = cluster.canary_topic
         self._poll_id = 0
         self._producer: Any = None
@@ -64,6 +72,12 @@ class CanarySource:
         # rounds by outcome, for /metrics (collectors/stats.py): a round that cannot start (no topic,
         # no connection) has no partition to report, so this is where it shows
         self.rounds = {"ok": 0, "partition_failed": 0, "not_started": 0}
+
+    def hurry(self, broker: int | None = None) -> None:
+        """Ask for the next round now: a broker began answering krm late (collectors/answer_times.py on_late)."""
+        if broker is not None and not self.hurried.is_set():
+            log.debug("cluster %s: broker %s answers late: a canary round now", self.cluster.name, broker)
+        self.hurried.set()
 
     # ------------------------------------------------------------------ one round
 
@@ -93,7 +107,6 @@ class CanarySource:
 
     def _round(self) -> list[CanaryPartition]:
         from kafka import TopicPartition
-        from kafka.errors import KafkaTimeoutError
 
         timeout_s = self.settings.canary_timeout_ms / 1000
         parts = sorted(self._partitions)
@@ -109,10 +122,13 @@ class CanarySource:
             t0 = time.monotonic()
             value = json.dumps({"sent_ms": int(time.time() * 1000), "round": self._poll_id}).encode()
             sent[p] = (self._producer.send(self.topic, value=value, partition=p), t0)
-        try:
-            self._producer.flush(timeout=timeout_s)
-        except KafkaTimeoutError:
-            pass  # each partition's future says whether its write made it
+        objective_s = self.cluster.latency_objective_s
+        if self.publish is not None and objective_s < timeout_s:
+            self._flush(objective_s)
+            if early := _waiting(sent, self._partitions, time.monotonic()):
+                self.publish([canary_record(self.cluster.name, self._poll_id, int(time.time() * 1000), topic=self.topic,
+                                            partitions=early, waiting=True)])
+        self._flush(timeout_s - objective_s if self.publish is not None and objective_s < timeout_s else timeout_s)
         deadline = time.monotonic() + timeout_s
         results: dict[int, CanaryPartition] = {}
         want: dict[int, int] = {}  # partition -> the offset its write got
@@ -143,6 +159,14 @@ class CanarySource:
                 if p in got:
                     r["e2e_ms"] = round(max(0.0, got[p]), 1)
         return [results[p] for p in parts]
+
+    def _flush(self, timeout_s: float) -> None:
+        from kafka.errors import KafkaTimeoutError
+
+        try:
+            self._producer.flush(timeout=max(0.0, timeout_s))
+        except KafkaTimeoutError:
+            pass  # each partition's future says whether its write made it
 
     # ------------------------------------------------------------------ topic and clients
 
@@ -225,6 +249,12 @@ class CanarySource:
 
     def close(self) -> None:
         self._close()
+
+
+def _waiting(sent: dict[int, tuple[Any, float]], replicas: dict[int, list[int]], now: float) -> list[CanaryPartition]:
+    """The round's writes not answered yet (neither acknowledged nor failed), with how long each has waited."""
+    return [{"partition": p, "broker": replicas[p][0], "produced": False, "waiting_ms": round((now - t0) * 1000, 1)}
+            for p, (future, t0) in sorted(sent.items()) if not future.is_done]
 
 
 def _isr(metadata: Any, topic: str, partition: int) -> list[int] | None:

@@ -33,6 +33,7 @@ log = logging.getLogger(__name__)
 
 SLOW_POLL_INTERVALS = 2  # a poll longer than this many intervals is logged with its steps' times
 SLOW_POLL_SAID_EVERY_S = 60.0  # at most once a minute per cluster
+HURRIED_GAP_S = 1.0  # a hurried canary round starts at least this long after the last one began
 _ROOT = f"{os.path.dirname(os.path.dirname(os.path.abspath(__file__)))}{os.sep}"
 
 
@@ -70,7 +71,11 @@ class Collector:
                         for c in config.clusters]
         self.jmx_sources = [JmxSource(c.name, dict(c.jmx_exporter_urls), security=c.jmx_security)
                             for c in config.clusters if c.jmx_exporter_urls]
-        self.canaries = [CanarySource(c, config.collector) for c in config.clusters if c.canary]
+        self.canaries = [CanarySource(c, config.collector, self.publisher.publish) for c in config.clusters if c.canary]
+        for canary in self.canaries:  # a broker answering late: a client's write measures it now (answer_times.py)
+            for src in self.sources:
+                if src.cluster.name == canary.cluster.name:
+                    src.parts.brokers.answer_times.on_late = canary.hurry
         self.unchanged = UnchangedPolls(config.collector.unchanged_publish_s)
         # set by a pipeline in this process (krm/runner.py): told (cluster, last published poll id, observed_at_ms)
         # of each poll kept home (collectors/unchanged.py); None: every poll is published
@@ -153,7 +158,7 @@ class Collector:
     def request_stop(self) -> None:
         """Tell every loop to end after its current round, without waiting for them."""
         self._stop.set()
-        for wake in (*self._wake.values(), *self._dirty.values()):
+        for wake in (*self._wake.values(), *self._dirty.values(), *(c.hurried for c in self.canaries)):
             wake.set()
 
     def stop(self, timeout_s: float = 10.0) -> None:
@@ -265,24 +270,33 @@ class Collector:
         """Canary rounds on their own thread and cadence: a round waiting on a dead leader never
         delays a poll."""
         self._fixed_rate(self.config.collector.canary_interval_s, canary.poll, "canary_rounds",
-                         f"canary round of cluster {canary.cluster.name}")
+                         f"canary round of cluster {canary.cluster.name}", canary.hurried)
 
     def _scrape_loop(self, jmx: JmxSource) -> None:
         """JMX scrapes on their own thread and cadence: a slow exporter never delays a poll."""
         self._fixed_rate(self.config.collector.jmx_interval_s, jmx.poll, "jmx_scrapes",
                          f"JMX scrape of cluster {jmx.cluster}")
 
-    def _fixed_rate(self, interval: float, poll: Any, counter: str, what: str) -> None:
-        """Publish `poll()` every `interval` seconds until stopped; a failure is logged and the next runs."""
+    def _fixed_rate(self, interval: float, poll: Any, counter: str, what: str,
+                    hurried: threading.Event | None = None) -> None:
+        """Publish `poll()` every `interval` seconds until stopped; a failure is logged and the next runs. `hurried`,
+        when set, runs the next one early (at most one a HURRIED_GAP_S), and the cadence goes on from it."""
         next_at = time.monotonic()
         while not self._stop.is_set():
+            started = time.monotonic()
             try:
                 self.publisher.publish(poll())
                 setattr(self, counter, getattr(self, counter) + 1)
             except Exception:  # noqa: BLE001 - keep going
                 log.exception("%s failed", what)
             next_at = max(next_at + interval, time.monotonic())
-            self._stop.wait(max(0.0, next_at - time.monotonic()))
+            if hurried is None:
+                self._stop.wait(max(0.0, next_at - time.monotonic()))
+                continue
+            hurried.clear()  # a round just ran: what it asked for before is measured
+            if hurried.wait(max(0.0, next_at - time.monotonic())) and not self._stop.is_set():
+                next_at = max(time.monotonic(), started + HURRIED_GAP_S)
+                self._stop.wait(max(0.0, next_at - time.monotonic()))
 
     def _publish_changes(self, src: Any) -> None:
         """ZooKeeper mode: publish topics whose state znodes changed, at once and beside the full

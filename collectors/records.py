@@ -6,7 +6,7 @@ from typing import Iterable
 
 from schemas.observation import SCHEMA_VERSION
 from schemas.quiet import Thresholds, broker_load, is_quiet
-from schemas.typed import (Broker, CanaryObservation, CanaryPartition, ClusterObservation, ClusterState,
+from schemas.typed import (Broker, CanaryObservation, CanaryPartition, CanaryState, ClusterObservation, ClusterState,
                            Partition, Quorum, TopicObservation, TopicState)
 
 
@@ -87,8 +87,11 @@ def summarized(rec: TopicObservation, count: int, load: list[list[int]], publish
 
 
 def canary_record(cluster: str, poll_id: int, observed_at_ms: int, *, topic: str,
-                  partitions: Iterable[CanaryPartition]) -> CanaryObservation:
+                  partitions: Iterable[CanaryPartition], waiting: bool = False) -> CanaryObservation:
+    """A canary round's record; `waiting`: its early record, the writes still waiting past the latency objective."""
+    state: CanaryState = {"topic": topic, "partitions": sorted(partitions, key=lambda p: p["partition"])}
+    if waiting:
+        state["waiting"] = True
     return {"v": SCHEMA_VERSION, "kind": "canary", "cluster": cluster, "source": "canary", "poll_id": poll_id,
-            "observed_at_ms": observed_at_ms,
-            "canary_state": {"topic": topic, "partitions": sorted(partitions, key=lambda p: p["partition"])}}
+            "observed_at_ms": observed_at_ms, "canary_state": state}
 

@@ -91,6 +91,8 @@ class AlertPath:
         self.balance = balance or BalanceCheck()
         self.jmx = JmxView()
         self.slow = slow or SlowView()  # BROKER_SLOW, with each cluster's latency objective
+        # (cluster, partition) -> a canary write not answered yet, from its round's early record (canary.still_waiting)
+        self.canary_waiting: dict[tuple[str, int], CanarySample] = {}
         self._critical_spells = slowed.CriticalSpells()  # when each BROKER_SLOW was last critical
         self._shrinks = isr_flapping.Shrinks()  # ISR_FLAPPING: the partitions' recent ISR shrinks, by follower
         self._flap_rounds: dict[str, int] = {}  # ... each cluster's rounds judged
@@ -223,7 +225,8 @@ class AlertPath:
             changed += self.book.apply(*self.jmx.update(jmx))
         canary_rounds = self.state.snapshot.canary  # the newest round of each canary partition
         if canaries:
-            canary_rounds = dict(canary_rounds) | {(c.cluster, c.partition): c for c in canaries}
+            canary_rounds = dict(canary_rounds) | {(c.cluster, c.partition): c for c in canaries if c.waiting_ms is None}
+            self.canary_waiting = canary.still_waiting(self.canary_waiting, canaries)
         answered = {n for n, v in clusters.items() if v.answers}
         if jmx or canaries or answered:  # BROKER_SLOW: a round of each cluster that said how fast its brokers answer
             views = {**self.state.snapshot.clusters, **clusters}
@@ -232,7 +235,8 @@ class AlertPath:
             answers = {n: (v.record_ms or v.newest_observed_ms, dict(v.answers)) for n, v in views.items() if v.answers}
             changed += self.book.apply(*self.slow.judge({s.cluster for s in jmx} | {c.cluster for c in canaries} | answered,
                                                         live, self.jmx.latest, canary_rounds, back, answers,
-                                                        lambda name: slowed.hurting(self.book.open_incidents(), name)))
+                                                        lambda name: slowed.hurting(self.book.open_incidents(), name),
+                                                        self.canary_waiting))
         touched = [i for i in changed if i.status == "open" and i.type in clock.TIMED]
         if touched and self.settings is not None:
             # an escalation already due stays raised, though a restarted collector's finding counts from its
@@ -310,9 +314,10 @@ def split_rows(rows: list[Row], canaries: list[CanarySample] | None = None, tier
                                  {g["name"]: g["value"] for g in d.get("gauges") or []}, d.get("scrape_ms")))
         elif kind == "canary":  # judged here: one record per round and cluster
             d = loads(r[details])
-            polls.append(ScopePoll(r[cluster], canary.SCOPE, r[poll_id], r[at]))
-            found.extend(Finding(r[cluster], canary.SCOPE, canary.TYPE, canary.SEVERITY, d["topic"], c.partition,
-                                 c.broker, canary.CAUSE, c.details, r[at], r[poll_id]) for c in canary.judge(d))
+            if not d.get("waiting"):  # a round's early record only says how long its writes wait so far
+                polls.append(ScopePoll(r[cluster], canary.SCOPE, r[poll_id], r[at]))
+                found.extend(Finding(r[cluster], canary.SCOPE, canary.TYPE, canary.SEVERITY, d["topic"], c.partition,
+                                     c.broker, canary.CAUSE, c.details, r[at], r[poll_id]) for c in canary.judge(d))
             canaries.extend(canary.samples(r[cluster], d, r[at]))
         else:
             cs: ClusterState = loads(r[details])

@@ -33,10 +33,21 @@ def client_latencies(samples: Iterable[CanarySample]) -> dict[tuple[str, int], f
     the broker led (the leader the round wrote to; the preferred leader where the round did not say)."""
     out: dict[tuple[str, int], float] = {}
     for s in samples:
-        if s.produce_ms is None or not s.produced:
+        if s.produce_ms is None or not s.produced or s.waiting_ms is not None:
             continue
         key = (s.cluster, s.leader if s.leader is not None and s.leader >= 0 else s.broker)
         out[key] = max(out.get(key, 0.0), s.produce_ms / 1000)
+    return out
+
+
+def waiting_leaders(samples: Iterable[CanarySample]) -> dict[tuple[str, int], float]:
+    """(cluster, broker) -> the longest wait, in seconds, of canary writes not answered yet (a round's early record)
+    to partitions the broker led (the preferred leader where the round did not say)."""
+    out: dict[tuple[str, int], float] = {}
+    for s in samples:
+        if s.waiting_ms is not None:
+            key = (s.cluster, s.leader if s.leader is not None and s.leader >= 0 else s.broker)
+            out[key] = max(out.get(key, 0.0), s.waiting_ms / 1000)
     return out
 
 
@@ -44,7 +55,7 @@ def failed_leaders(samples: Iterable[CanarySample]) -> set[tuple[str, int]]:
     """(cluster, broker) of the newest canary writes not acknowledged within the canary's timeout, by the broker
     that led the partition (the preferred leader where the round did not say)."""
     return {(s.cluster, s.leader if s.leader is not None and s.leader >= 0 else s.broker)
-            for s in samples if not s.produced}
+            for s in samples if not s.produced and s.waiting_ms is None}
 
 
 def series(jmx: Mapping[tuple[str, int], JmxSample], canary: Mapping[tuple[str, int], CanarySample],

@@ -62,26 +62,32 @@ class SlowView:
     def judge(self, clusters: Iterable[str], live: Mapping[str, Iterable[int]], jmx: Mapping[tuple[str, int], JmxSample],
               canary: Mapping[tuple[str, int], CanarySample], back_at: Mapping[tuple[str, int], int] | None = None,
               answers: Mapping[str, tuple[int, Mapping[int, float]]] | None = None,
-              hurting: Callable[[str], Collection[int]] | None = None) -> tuple[list[ScopePoll], list[Finding]]:
+              hurting: Callable[[str], Collection[int]] | None = None,
+              waiting: Mapping[tuple[str, int], CanarySample] | None = None) -> tuple[list[ScopePoll], list[Finding]]:
         """One round of each of `clusters` (those a canary, JMX or cluster record of this batch came from).
         `back_at`: (cluster, broker) -> when it came back from a stop (`came_back`): a restart's
         warm-up, as every rolling restart has, is not a slow broker. `answers`: cluster -> (when its poll said
         so, broker -> how late it answers the collector's probes, in ms). `hurting`: cluster -> the brokers its
-        open critical partition pages name (pipelines/slowed.py), asked only where a broker is slow."""
+        open critical partition pages name (pipelines/slowed.py), asked only where a broker is slow. `waiting`:
+        (cluster, partition) -> a canary write not answered yet (canary.still_waiting): how long clients wait
+        already, before the round ends."""
         polls, found = [], []
         for name in sorted(set(clusters)):
             brokers = set(live.get(name, ()))
             came_back = {b: t for (c, b), t in (back_at or {}).items() if c == name}
             mine_jmx = {b: s for (c, b), s in jmx.items() if c == name and b in brokers}
             mine_canary = [s for s in canary.values() if s.cluster == name]
+            mine_waiting = [s for s in (waiting or {}).values() if s.cluster == name]
             answered_at, answer_ms = (answers or {}).get(name, (None, {}))
-            at = max([s.observed_at_ms for s in mine_jmx.values()] + [s.observed_at_ms for s in mine_canary]
+            at = max([s.observed_at_ms for s in mine_jmx.values()] + [s.observed_at_ms for s in mine_canary + mine_waiting]
                      + ([answered_at] if answered_at is not None else []), default=None)
             if at is None or not brokers:
                 continue
             fresh_canary = [s for s in mine_canary if at - s.observed_at_ms <= FRESH_MS]
             client = {b: s for (c, b), s in latency.client_latencies(fresh_canary).items() if c == name}
             failed = {b for c, b in latency.failed_leaders(fresh_canary) if c == name}
+            waits = {b: w for (c, b), w in latency.waiting_leaders(
+                s for s in mine_waiting if at - s.observed_at_ms <= FRESH_MS).items() if c == name}
             if answered_at is None or at - answered_at > FRESH_MS:
                 answer_ms = {}
             past = {} if answered_at is None else self._own_past(name, answered_at, answer_ms)
@@ -90,11 +96,11 @@ class SlowView:
                 j = mine_jmx.get(b)
                 if j is None or at - j.observed_at_ms > FRESH_MS:
                     evidence[b] = slow.Evidence(client.get(b), answer_ms=answer_ms.get(b), client_failed=b in failed,
-                                                answer_past_ms=past.get(b))
+                                                answer_past_ms=past.get(b), client_waiting_s=waits.get(b))
                 else:
                     evidence[b] = slow.Evidence(client.get(b), j.error, j.gauges if j.error is None else None,
                                                 j.scrape_ms if j.error is None else None, answer_ms.get(b), b in failed,
-                                                past.get(b))
+                                                past.get(b), waits.get(b))
             last_id, last_at = self._rounds.get(name, (0, 0))
             round_id, at = last_id + 1, max(at, last_at)  # rounds in order, whichever record came first
             self._rounds[name] = (round_id, at)

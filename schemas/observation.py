@@ -39,7 +39,9 @@ sees such a cluster's view age between the published polls. Also a topic's `fail
 (absent: Metadata's offline replicas read as failed directories, as before), a broker's `log_dirs`
 (absent: nothing known of its disks) and
 `disk_full` (absent: false), and a partition's `stalled_followers` (absent: none known) and
-`leader_error` / `leader_error_since_ms` (absent: its leader did not refuse it). 4: a topic record
+`leader_error` / `leader_error_since_ms` (absent: its leader did not refuse it), and a canary record's
+`waiting` with its partitions' `waiting_ms` (a round's early record: writes still waiting past the latency
+objective; a pipeline that predates it would read them as failed writes, so upgrade the pipeline first). 4: a topic record
 may leave out its quiet partitions (schemas/quiet.py: healthy, unchanged, no rule can judge them), and then
 says what the pipeline counted from all of them: `partition_count` (the topic's size) and `broker_load`
 (per broker: leaders, replicas, preferred, preferred not leading). A topic record without `broker_load`
@@ -299,10 +301,13 @@ CANARY_STATE = Struct((  # v2: one per canary round of a cluster (collectors/can
         ("isr", Array(INT), False),  # the in-sync replicas the producer's metadata named: those the write waited on
         ("produced", BOOL, True),  # an acks=all write was acknowledged within the round's timeout
         ("produce_ms", DOUBLE, False),
+        ("waiting_ms", DOUBLE, False),  # in an early record: how long the write has waited so far, unanswered
         ("consumed", BOOL, False),  # the record was read back within the timeout (null: not produced)
         ("e2e_ms", DOUBLE, False),  # produce call -> record read back
         ("error", STRING, False),
     ))), True),
+    # the round's early record: only its writes still waiting once the latency objective passed (its own follows)
+    ("waiting", BOOL, False),
 ))
 
 OBSERVATION = Struct((

@@ -168,14 +168,16 @@ class CanaryPartition(TypedDict, total=False):
     isr: list[int] | None
     produced: Required[bool]
     produce_ms: float | None
+    waiting_ms: float | None
     consumed: bool | None
     e2e_ms: float | None
     error: str | None
 
 
-class CanaryState(TypedDict):
-    topic: str
-    partitions: list[CanaryPartition]
+class CanaryState(TypedDict, total=False):
+    topic: Required[str]
+    partitions: Required[list[CanaryPartition]]
+    waiting: bool | None
 
 
 class Envelope(TypedDict):

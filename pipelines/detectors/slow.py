@@ -35,7 +35,8 @@ the JVM answers at its peers' pace), `slow_replication` (it waits on its followe
 RemoteTime dominates its Produce time while its own part is fast), else `unknown` (only the canary says so).
 
 Severity: a warning while clients stay within the cluster's `latency_objective_s`; critical once clients are
-hurt (`clients_hurt`): the canary waited longer than that on a partition it leads, or its write there was not
+hurt (`clients_hurt`): the canary waited longer than that on a partition it leads (a write still unanswered counts
+as soon as its wait passes the objective: the round's early record), or its write there was not
 acknowledged at all within the canary's timeout while the broker answers, late; or a write's answers from it
 alone pass the objective (an acks=all write to a partition it leads needs three: the producer's request, the
 followers' fetch that takes the data, and their next fetch that moves the high watermark); or the partitions'
@@ -89,6 +90,9 @@ class Evidence:
     answer_ms: float | None = None  # how late it answers the collector's probes now (their median round trip)
     client_failed: bool = False  # the canary's newest write to a partition it leads was not acknowledged in time
     answer_past_ms: float | None = None  # how late it answered the collector's probes over its recent past
+    # the longest a canary write to a partition it leads has waited so far, unanswered (the round's early record):
+    # clients hurt when past the objective, but never itself a slow broker (a dead or paused leader answers no write)
+    client_waiting_s: float | None = None
 
     def own_s(self) -> float | None:
         """Its own share of a Produce request at the median (queue + local): what the broker itself takes."""
@@ -136,6 +140,7 @@ class SlowDetails(Details):
     peers_answer_ms: float | None = None
     answer_past_ms: float | None = None  # its own answer time over its recent past (a moving average)
     client_failed: bool | None = None  # the canary's write to a partition it leads was not acknowledged in time
+    client_waiting_s: float | None = None  # a canary write to a partition it leads, unanswered so far, has waited this
     latency_objective_s: float | None = None
 
     def headline(self) -> str | None:
@@ -145,6 +150,8 @@ class SlowDetails(Details):
             said.append(f"clients wait {self.client_latency_s:.2f} s on its partitions{peers}")
         elif self.client_failed:
             said.append("the canary's write to its partition was not acknowledged in time")
+        elif self.client_waiting_s is not None:
+            said.append(f"the canary's write to its partition has waited {self.client_waiting_s:.2f} s, unanswered")
         if self.own_latency_s is not None:
             peers = f" (peers {self.peers_own_latency_s:.2f} s)" if self.peers_own_latency_s is not None else ""
             said.append(f"it takes {self.own_latency_s:.2f} s of a median Produce itself{peers}")
@@ -262,6 +269,7 @@ def judge(evidence: Mapping[int, Evidence], objective_s: float,
             continue
         # an acks=all write to a partition it leads waits for ANSWERS_PER_WRITE of its answers at least
         hurt = ((e.client_s is not None and e.client_s > objective_s) or e.client_failed
+                or (e.client_waiting_s is not None and e.client_waiting_s > objective_s)
                 or (e.answer_ms is not None and ANSWERS_PER_WRITE * e.answer_ms / 1000 > objective_s)
                 or (hurting is not None and b in named(hurting)))
         g = e.gauges or {}
@@ -273,7 +281,7 @@ def judge(evidence: Mapping[int, Evidence], objective_s: float,
             "log_flush_p99_ms": g.get("log_flush_p99_ms"), "jmx_error": e.jmx_error, "jmx_scrape_ms": e.scrape_ms,
             "peers_jmx_scrape_ms": _median([p.scrape_ms for p in peers if p.scrape_ms is not None]),
             "answer_ms": e.answer_ms, "peers_answer_ms": _median(peer_answer), "answer_past_ms": e.answer_past_ms,
-            "client_failed": e.client_failed or None,
+            "client_failed": e.client_failed or None, "client_waiting_s": e.client_waiting_s,
             "latency_objective_s": objective_s}
         cause = cause_of(e, [p.scrape_ms for p in peers if p.scrape_ms is not None], peer_own, peer_answer,
                          [ms for p in peers if (ms := (p.gauges or {}).get("produce_local_p50_ms")) is not None],

@@ -83,3 +83,57 @@ def test_a_cpu_starved_broker_is_named_slow_not_down(kraft4_cluster, zk_cluster,
     finally:
         cluster.fast(victim, missing_ok=True)
         monitor.stop()
+
+
+def test_a_write_waiting_on_a_starved_broker_is_said_before_it_ends(kraft4_cluster, tmp_path):
+    """The collector's side at 2 % of a core: the answer-time prober calls the broker late at once (what hurries the
+    canary's next round), and a canary write to the partition it leads, still unanswered once the latency objective
+    passed, goes out in the round's early record, before the round's own record says how it ended."""
+    from collectors.answer_times import AnswerTimes
+    from collectors.canary import CanarySource
+    from lab.harness import write_config
+
+    cluster, victim = kraft4_cluster, 2
+    config = load_config(write_config(cluster, tmp_path, cluster_extra=(
+        'canary = true\ncanary_topic = "krm.canary.early"\nlatency_objective_s = 0.5\n'),
+        collector_extra="canary_timeout_ms = 4000\n"))
+    early: list = []
+    late: list = []
+    canary = CanarySource(config.clusters[0], config.collector, publish=early.extend)
+    prober = AnswerTimes(config.clusters[0], 0.25, 10_000)
+    prober.on_late = late.append
+    try:
+        def written_everywhere():
+            parts = [p for r in canary.poll() for p in r["canary_state"]["partitions"]]
+            return len(parts) == 3 and all(p["produced"] for p in parts)
+
+        wait_for(written_everywhere, 60, "the canary topic written everywhere")
+        prober.start()
+        wait_for(lambda: set(prober.answers()[1]) == {1, 2, 3}, 30, "every broker answering the prober")
+        early.clear()
+        cluster.slow(victim, cpu_pct=2)
+        wait_for(lambda: victim in late, 30, f"the prober calling broker {victim} late")
+        print(f"\nlate: {late}")
+
+        def a_round_said_early():
+            said = len(early)
+            (done,) = canary.poll()
+            waits = [p for r in early[said:] for p in r["canary_state"]["partitions"]]
+            return (waits, done) if any(p["broker"] == victim for p in waits) else None
+
+        waits, done = wait_for(a_round_said_early, 90, f"a write to broker {victim}'s partition said while it waits")
+        print(f"waiting: {waits}\nthe round: {done['canary_state']['partitions']}")
+        assert all(r["canary_state"].get("waiting") is True for r in early), early
+        ended = {p["partition"]: p for p in done["canary_state"]["partitions"]}
+        for w in waits:
+            assert w["produced"] is False and w["waiting_ms"] >= 500, w
+            end = ended[w["partition"]]
+            assert not end["produced"] or end["produce_ms"] >= w["waiting_ms"], (w, end)
+    finally:
+        cluster.fast(victim, missing_ok=True)
+        prober.close()
+        try:
+            if canary._admin is not None:
+                canary._admin.delete_topics(["krm.canary.early"])
+        finally:
+            canary.close()

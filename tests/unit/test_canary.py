@@ -128,3 +128,42 @@ def test_the_isr_a_write_waited_on_holds_its_page_behind_a_slow_follower():
     assert reg.get_sample_value("krm_canary_slowed_by", {"cluster": "c", "broker": "2", "slow_broker": "3"}) == 1
     assert reg.get_sample_value("krm_canary_slowed_by", {"cluster": "c", "broker": "1", "slow_broker": "3"}) == 1
     assert reg.get_sample_value("krm_canary_slowed_by", {"cluster": "c", "broker": "2", "slow_broker": "2"}) is None
+
+
+def test_a_write_still_waiting_past_the_objective_is_said_before_the_round_ends():
+    """A round's early record names the writes not answered yet and how long they waited: no verdict on the partition
+    (no poll, no finding, its produce_up untouched), only how long clients wait, until the round's own record says how
+    the write ended."""
+    from types import SimpleNamespace
+
+    from collectors.canary import _waiting
+    from collectors.records import canary_record
+    from pipelines import latency
+    from schemas.observation import check
+
+    done, pending = SimpleNamespace(is_done=True), SimpleNamespace(is_done=False)
+    early = _waiting({0: (done, 10.0), 1: (pending, 10.2)}, {0: [1, 2, 3], 1: [2, 3, 1]}, 12.25)
+    assert early == [{"partition": 1, "broker": 2, "produced": False, "waiting_ms": 2050.0}]
+    record = canary_record("c", 7, 3_000, topic="krm.canary", partitions=early, waiting=True)
+    check(record)
+    assert record["canary_state"]["waiting"] is True
+    assert "waiting" not in canary_record("c", 7, 3_000, topic="krm.canary", partitions=early)["canary_state"]
+
+    rows = [_row(cluster="c", poll_id=7, observed_at_ms=3_000, row_type="canary", scope="canary", topic="krm.canary",
+                 details=json.dumps(record["canary_state"]))]
+    samples: list = []
+    polls, found, *_ = split_rows(rows, samples)
+    assert polls == [] and found == []
+    (s,) = samples
+    assert (s.partition, s.broker, s.produced, s.waiting_ms) == (1, 2, False, 2050.0)
+    assert latency.failed_leaders(samples) == set() and latency.client_latencies(samples) == {}
+    assert latency.waiting_leaders(samples) == {("c", 2): 2.05}
+
+    held = canary.still_waiting({}, samples)
+    assert list(held) == [("c", 1)]
+    # the round's own record, later: the write was acknowledged (or failed at the timeout); the wait is over
+    (answered,) = canary.samples("c", {"topic": "krm.canary", "partitions": [ROUND["partitions"][1]]}, 4_500)
+    assert canary.still_waiting(held, [answered]) == {}
+    # an older round's record does not end a newer round's wait
+    (older,) = canary.samples("c", {"topic": "krm.canary", "partitions": [ROUND["partitions"][1]]}, 2_000)
+    assert canary.still_waiting(held, [older]) == held

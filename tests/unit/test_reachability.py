@@ -276,3 +276,59 @@ def test_the_request_waiting_counts_as_long_as_it_has_waited():
     assert trips.answer_s(13.5)[2] == pytest.approx(0.001), "2 paused: [0.001, 3.25 waiting]: the quick one first"
     trips.given_up(2, 10.25)
     assert trips.answer_s(13.5)[2] == pytest.approx(0.001)
+
+
+def test_a_broker_is_late_from_its_request_waiting_or_its_newest_answer():
+    """`late`: what hurries the canary's next round (collectors/daemon.py): a request waiting SLOW_MIN_S, or a newest
+    answer that took that long; a quicker answer after it ends the spell."""
+    from collectors.answer_times import RoundTrips
+
+    trips = RoundTrips()
+    for b in (1, 2, 3):
+        trips.answered(b, 10.0, 10.001)
+        trips.sent(b, 10.25)
+    assert trips.late(10.4) == set()
+    assert trips.late(10.46) == {1, 2, 3}, "each request has waited 0.21 s"
+    trips.answered(1, 10.25, 10.252)
+    trips.answered(2, 10.25, 10.55)  # 0.3 s: late, answered
+    trips.given_up(3, 10.25)
+    assert trips.late(10.6) == {2}
+    trips.answered(2, 10.8, 10.802)
+    assert trips.late(10.9) == set()
+
+
+def test_a_hurried_round_runs_at_once_and_the_cadence_goes_on_from_it():
+    """The canary's round loop (Collector._fixed_rate): `hurried` set while it waits runs the next round now (at most
+    one a HURRIED_GAP_S); a round's own asking before it ended is already measured by that round."""
+    import threading
+    import time
+    from types import SimpleNamespace
+
+    from collectors import daemon
+
+    collector = daemon.Collector.__new__(daemon.Collector)
+    collector._stop = threading.Event()
+    collector.publisher = SimpleNamespace(publish=lambda records: None)
+    collector.rounds = 0
+    hurried = threading.Event()
+    starts: list[float] = []
+
+    def round_():
+        starts.append(time.monotonic())
+        if len(starts) == 1:
+            hurried.set()  # asked during the first round: that round measures it
+        return []
+
+    t = threading.Thread(target=collector._fixed_rate, args=(30.0, round_, "rounds", "test", hurried), daemon=True)
+    t.start()
+    time.sleep(1.5)  # past HURRIED_GAP_S
+    assert len(starts) == 1, "the ask during a round does not start another"
+    hurried.set()
+    deadline = time.monotonic() + 5
+    while len(starts) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    collector._stop.set()
+    hurried.set()
+    t.join(timeout=5)
+    assert len(starts) == 2 and starts[1] - starts[0] >= daemon.HURRIED_GAP_S - 0.01
+    assert starts[1] - starts[0] < 5, "not the 30 s cadence"

@@ -113,6 +113,15 @@ CASES = [
      "peers: a warning at most (its alert waits a minute), never critical: the stalls its leadership sees blame the "
      "follower holding them back (hurting), not it. A 10 % cap's scrapes take 0.4-0.6 s while some of its answers "
      "come in 2 ms: the scrape alone must still say slow, or its warning flaps"),
+    (31, {1: Evidence(0.02, answer_ms=1.8), 2: Evidence(0.02, answer_ms=420.0, client_waiting_s=2.05),
+          3: Evidence(0.02, answer_ms=1.7)},
+     [(2, CPU_STARVED, "critical")], "the 2 % cap answering krm in 0.42 s (three answers 1.3 s, within the objective): "
+     "the canary's write to its partition, unanswered, has already waited past the objective: clients are hurt now, "
+     "before the round ends"),
+    (32, {1: Evidence(0.02, answer_ms=1.8), 2: Evidence(None, answer_ms=1.6, client_waiting_s=2.5),
+          3: Evidence(0.02, answer_ms=1.7)},
+     [], "killed or paused: its last answers quick, the canary's write to it waiting: a wait is never itself a slow "
+     "broker (BROKER_DOWN's)"),
     (11, {1: Evidence(0.3, None, g(150, 120)), 2: Evidence(0.35, None, g(160, 110)), 3: Evidence(0.28, None, g(140, 130))},
      [], "a busy cluster, every broker alike: slow together is load, not a slow broker"),
 ]
