@@ -9,6 +9,10 @@ table keeps one row per incident, and `krm incidents --json` one object per inci
   that broker as one to act on (its details' `act_on`: must_return, holding_back, out_of_sync,
   unreachable_brokers, adding) and opened while it was down or slow (from LEAD_MS before its opening: a partition
   whose leader stopped answering opens as the broker does). A broker both down and slow heads with the earlier.
+- A BROKER_SLOW incident also heads the partition pages it explains (SLOWED, as pipelines/slowed.py holds them):
+  those whose clients wait on it (its leader, ISR or replicas too) and whose present spell began while it was
+  slow (`spell_began`). Before a cut link: a follower that answers late holds a stall back as a cut one would, and
+  krm cannot tell the two apart from the stall alone.
 - HW_STALL incidents with the same cut side (details.replication_link: pipelines/replication_links.py).
 - OFFLINE_PARTITION `log_dir_offline` incidents of the same broker's failed directory (its must_return).
 Stalls and failed directories group while they overlap in time (each opening before the group's last
@@ -21,6 +25,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Iterable
 
+from pipelines.detectors import availability, hw_stall, isr
 from pipelines.detectors.details import PartitionDetails
 from pipelines.detectors.hw_stall import StallDetails
 from pipelines.detectors.offline import OfflineDetails
@@ -28,6 +33,7 @@ from pipelines.incidents import Incident
 
 LEAD_MS = 60_000
 HEADS = ("BROKER_DOWN", "BROKER_SLOW")  # broker incidents the partitions they hold up are grouped under
+SLOWED = (hw_stall.TYPE, availability.TYPE, isr.UNDER_MIN_ISR)  # the partition pages a slow broker explains
 _SEVERITY = {"critical": 0, "warning": 1, "info": 2}
 _OPEN_END = 2**62
 
@@ -92,6 +98,27 @@ def _disk_key(i: Incident) -> tuple[str, str] | None:
     return f"disk:{i.cluster}:{brokers}", f"failed log directory on broker {brokers}"
 
 
+def spell_began(i: Incident) -> int | None:
+    """When the incident's present spell began: a stall's `hw_stalled_since_ms`, else its opening, unless it reopened
+    (an incident reopening within the flap window keeps its first `opened_at`, maybe from an earlier spell of the
+    same broker): None, not known."""
+    facts = i.facts
+    if isinstance(facts, StallDetails) and facts.hw_stalled_since_ms is not None:
+        return facts.hw_stalled_since_ms
+    return i.opened_at_ms if i.reopen_count == 0 else None
+
+
+def _slow_head(i: Incident, heads: list[Incident]) -> Incident | None:
+    """The BROKER_SLOW incident that explains a partition page of SLOWED (the earliest, if several)."""
+    if i.type not in SLOWED or not isinstance(i.facts, PartitionDetails):
+        return None
+    waited, began = i.facts.brokers_waited_on(), spell_began(i)
+    found = [d for d in heads if d.type == "BROKER_SLOW" and d.cluster == i.cluster and d.broker in waited
+             and (d.opened_at_ms - LEAD_MS <= began <= _end(d) if began is not None  # else: overlapping in time
+                  else i.opened_at_ms <= _end(d) and _end(i) >= d.opened_at_ms - LEAD_MS)]
+    return min(found, key=lambda d: (d.opened_at_ms, d.broker or 0)) if found else None
+
+
 def group(incidents: Iterable[Incident]) -> list[Group]:
     """Every incident in exactly one group, the groups ordered as their heads were (the first member's place)."""
     items = list(incidents)
@@ -103,8 +130,9 @@ def group(incidents: Iterable[Incident]) -> list[Group]:
     for i in sorted(items, key=lambda i: i.opened_at_ms):
         if i.type in HEADS and i.broker is not None:
             continue
+        slow_head = _slow_head(i, downs)
         keyed = _link_key(i) or _disk_key(i)
-        if keyed is not None:
+        if keyed is not None and slow_head is None:
             raw, title = keyed
             runs = chains.setdefault(raw, [])
             if runs and i.opened_at_ms <= runs[-1][2] + LEAD_MS:
@@ -116,7 +144,7 @@ def group(incidents: Iterable[Incident]) -> list[Group]:
             continue
         named = i.facts.brokers_named() if isinstance(i.facts, PartitionDetails) else set()
         anchors = [d for d in downs if d.cluster == i.cluster and d.broker in named
-                   and d.opened_at_ms - LEAD_MS <= i.opened_at_ms <= _end(d)]
+                   and d.opened_at_ms - LEAD_MS <= i.opened_at_ms <= _end(d)] + ([slow_head] if slow_head else [])
         if anchors:
             by_down[id(min(anchors, key=lambda d: (d.opened_at_ms, d.broker or 0)))].append(i)
         else:

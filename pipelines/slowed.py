@@ -22,28 +22,16 @@ from typing import Iterable, Iterator
 
 from prometheus_client.metrics_core import Metric
 
-from pipelines.detectors import availability, hw_stall, isr, slow
+from pipelines.detectors import slow
 from pipelines.detectors.canary import CanarySample
 from pipelines.detectors.details import PartitionDetails
-from pipelines.incident_groups import LEAD_MS
+from pipelines.incident_groups import LEAD_MS, SLOWED, spell_began
 from pipelines.incidents import Incident
 
-HELD = (hw_stall.TYPE, availability.TYPE, isr.UNDER_MIN_ISR)  # the partition pages a slow broker explains
+HELD = SLOWED  # the partition pages a slow broker explains
 GRACE_MS = 20_000  # a spell's pages stay held this long after its BROKER_SLOW resolved critical
 TAIL_MS = 5_000  # a partition page opening this long after the spell ended is still its (a stall is seen late)
 _FOREVER = 1 << 62
-
-
-def _named(i: Incident) -> set[int]:
-    """The brokers a partition incident's clients may wait on: its leader, the brokers to act on, its ISR and its
-    replicas (an acks=all write waits on every ISR member, and in KRaft on one the leader's pending shrink still
-    counts, outside the ISR the metadata shows: a stall seen as a slow follower drops out or catches up names none
-    of them)."""
-    facts = i.facts
-    if not isinstance(facts, PartitionDetails):
-        return set()
-    return (facts.brokers_named() | ({facts.leader} if facts.leader is not None else set()) | set(facts.isr or ())
-            | set(facts.replicas or ()))
 
 
 def hurting(incidents: Iterable[Incident], cluster: str) -> set[int]:
@@ -112,22 +100,12 @@ def slowed(incidents: Iterable[Incident], ended: Iterable[Incident] = (), now_ms
     for i in items:
         if i.status != "open" or i.type not in HELD or i.topic is None or i.partition is None:
             continue
-        began = _began(i)
-        for b in _named(i):
+        began = spell_began(i)
+        for b in i.facts.brokers_waited_on() if isinstance(i.facts, PartitionDetails) else ():
             head = heads.get((i.cluster, b))
             if head is not None and (began is None or head[0] - LEAD_MS <= began <= head[1]):
                 out.add((i.cluster, i.topic, i.partition, b))
     return out
-
-
-def _began(i: Incident) -> int | None:
-    """When the incident's present spell began: a stall's `hw_stalled_since_ms`, else its opening, unless it reopened
-    (an incident reopening within the flap window keeps its first `opened_at`, maybe from an earlier spell of the
-    same broker): None, not known, and then the incident is held."""
-    facts = i.facts
-    if isinstance(facts, hw_stall.StallDetails) and facts.hw_stalled_since_ms is not None:
-        return facts.hw_stalled_since_ms
-    return i.opened_at_ms if i.reopen_count == 0 else None
 
 
 def canary_slowed(samples: Iterable[CanarySample], incidents: Iterable[Incident], ended: Iterable[Incident] = (),

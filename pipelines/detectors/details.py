@@ -109,6 +109,13 @@ class PartitionDetails(Details):
     elr: Brokers | None = None
     last_known_elr: Brokers | None = None
 
+    def brokers_waited_on(self) -> set[int]:
+        """The brokers its clients may wait on: its leader, the brokers to act on, its ISR and its replicas (an
+        acks=all write waits on every ISR member, and in KRaft on one the leader's pending shrink still counts,
+        outside the ISR the metadata shows)."""
+        return (self.brokers_named() | ({self.leader} if self.leader is not None else set()) | set(self.isr or ())
+                | set(self.replicas or ()))
+
 
 class PartitionChange(PartitionDetails):
     """A partition compared with its previous state (the leader epoch changed, or offsets went back):

@@ -5,7 +5,7 @@ from types import SimpleNamespace
 import pytest
 
 from krm.console import Console
-from pipelines.incident_groups import LEAD_MS, group, keys
+from pipelines.incident_groups import LEAD_MS, _link_key, group, keys
 from pipelines.incidents import Incident
 from pipelines.state import ClusterView, PipelineState
 
@@ -152,3 +152,31 @@ def test_a_slow_broker_heads_the_partitions_it_holds_up():
     (head, alone) = group([slow, stall, gone, other])
     assert head.title == "broker 2 slow (cpu_starved)" and [m.incident_id for m in head.members] == ["slow", "stall", "gone"]
     assert [m.incident_id for m in alone.members] == ["other"]
+
+
+def test_a_slow_broker_heads_the_pages_it_explains_as_its_holds_do():
+    """BROKER_SLOW heads the partition pages krm_partition_slowed_by holds for it: a stall on a partition it leads
+    or replicates (clients wait on it though the follower named is another), a stall krm annotated as a cut link
+    held back by it (a late follower reads as a cut), a stall that reopened from an earlier spell but stalled again
+    in this one; not a stall that began before it was slow, nor a page of a type it does not explain."""
+    def inc(id_, type_, broker=None, topic=None, partition=None, cause=None, details=None, at=100_000, reopens=0):
+        return Incident(id_, "c", "s", type_, "critical", topic, partition, broker, cause, details or {}, at, at, None,
+                        "open", reopen_count=reopens)
+
+    slow = inc("slow", "BROKER_SLOW", broker=2, cause="cpu_starved")
+    led = inc("led", "HW_STALL", topic="t", partition=0, cause="isr_follower_behind",
+              details={"leader": 2, "isr": [2, 3], "replicas": [2, 3, 1], "holding_back": [3]}, at=101_000)
+    cut = inc("cut", "HW_STALL", topic="t", partition=1, cause="isr_follower_behind",
+              details={"leader": 1, "replicas": [1, 2], "holding_back": [2],
+                       "replication_link": {"side": "follower", "broker": 2, "summary": "broker 2 cut from its leaders"}},
+              at=102_000)
+    again = inc("again", "HW_STALL", topic="t", partition=2, cause="isr_follower_behind",
+                details={"leader": 3, "replicas": [3, 2], "hw_stalled_since_ms": 100_500}, at=10_000, reopens=1)
+    before = inc("before", "HW_STALL", topic="t", partition=3, cause="isr_follower_behind",
+                 details={"leader": 2, "replicas": [2, 1], "hw_stalled_since_ms": 10_000}, at=10_000, reopens=1)
+    lagging = inc("lagging", "UNDER_REPLICATED", topic="t", partition=4, cause="follower_lagging",
+                  details={"leader": 2, "replicas": [2, 1]}, at=101_000)
+    groups = {g.head.incident_id: [m.incident_id for m in g.members] for g in group([slow, led, cut, again, before, lagging])}
+    assert _link_key(cut) is not None, "annotated as a cut link"
+    assert groups["slow"] == ["slow", "again", "led", "cut"], groups
+    assert groups["before"] == ["before"] and groups["lagging"] == ["lagging"], groups
