@@ -142,8 +142,9 @@ def test_a_write_still_waiting_past_the_objective_is_said_before_the_round_ends(
     from schemas.observation import check
 
     done, pending = SimpleNamespace(is_done=True), SimpleNamespace(is_done=False)
-    early = _waiting({0: (done, 10.0), 1: (pending, 10.2)}, {0: [1, 2, 3], 1: [2, 3, 1]}, 12.25)
-    assert early == [{"partition": 1, "broker": 2, "produced": False, "waiting_ms": 2050.0}]
+    early = _waiting({0: (done, 10.0), 1: (pending, 10.2)}, {0: [1, 2, 3], 1: [2, 3, 1]}, 12.25, {0: 1, 1: 2})
+    assert early == [{"partition": 1, "broker": 2, "produced": False, "waiting_ms": 2050.0, "leader": 2}]
+    assert _waiting({1: (pending, 10.2)}, {1: [2, 3, 1]}, 12.25, {})[0].get("leader") is None
     record = canary_record("c", 7, 3_000, topic="krm.canary", partitions=early, waiting=True)
     check(record)
     assert record["canary_state"]["waiting"] is True
