@@ -123,12 +123,14 @@ class CanarySource:
             value = json.dumps({"sent_ms": int(time.time() * 1000), "round": self._poll_id}).encode()
             sent[p] = (self._producer.send(self.topic, value=value, partition=p), t0)
         objective_s = self.cluster.latency_objective_s
-        if self.publish is not None and objective_s < timeout_s:
+        if self.publish is not None and objective_s < timeout_s:  # the writes still waiting then: said at once
             self._flush(objective_s)
             if early := _waiting(sent, self._partitions, time.monotonic(), self._leaders_now(parts)):
                 self.publish([canary_record(self.cluster.name, self._poll_id, int(time.time() * 1000), topic=self.topic,
                                             partitions=early, waiting=True)])
-        self._flush(timeout_s - objective_s if self.publish is not None and objective_s < timeout_s else timeout_s)
+            self._flush(timeout_s - objective_s)
+        else:
+            self._flush(timeout_s)
         deadline = time.monotonic() + timeout_s
         results: dict[int, CanaryPartition] = {}
         want: dict[int, int] = {}  # partition -> the offset its write got
