@@ -125,7 +125,7 @@ class CanarySource:
         objective_s = self.cluster.latency_objective_s
         if self.publish is not None and objective_s < timeout_s:  # the writes still waiting then: said at once
             self._flush(objective_s)
-            if early := _waiting(sent, self._partitions, time.monotonic(), self._leaders_now(parts)):
+            if early := _waiting(sent, self._partitions, time.monotonic(), *self._leaders_now(parts)):
                 self.publish([canary_record(self.cluster.name, self._poll_id, int(time.time() * 1000), topic=self.topic,
                                             partitions=early, waiting=True)])
             self._flush(timeout_s - objective_s)
@@ -162,13 +162,14 @@ class CanarySource:
                     r["e2e_ms"] = round(max(0.0, got[p]), 1)
         return [results[p] for p in parts]
 
-    def _leaders_now(self, parts: list[int]) -> dict[int, int]:
-        """partition -> the leader the producer writes to now (its own metadata), where it knows one."""
+    def _leaders_now(self, parts: list[int]) -> tuple[dict[int, int], dict[int, list[int]]]:
+        """partition -> the leader the producer writes to now and the ISR it waits on (its own metadata), where known."""
         from kafka import TopicPartition
 
         metadata = self._producer._metadata
-        return {p: leader for p in parts
-                if (leader := metadata.leader_for_partition(TopicPartition(self.topic, p))) is not None}
+        leaders = {p: leader for p in parts
+                   if (leader := metadata.leader_for_partition(TopicPartition(self.topic, p))) is not None}
+        return leaders, {p: isr for p in parts if (isr := _isr(metadata, self.topic, p)) is not None}
 
     def _flush(self, timeout_s: float) -> None:
         from kafka.errors import KafkaTimeoutError
@@ -262,9 +263,9 @@ class CanarySource:
 
 
 def _waiting(sent: dict[int, tuple[Any, float]], replicas: dict[int, list[int]], now: float,
-             leaders: dict[int, int]) -> list[CanaryPartition]:
+             leaders: dict[int, int], isrs: dict[int, list[int]] | None = None) -> list[CanaryPartition]:
     """The round's writes not answered yet (neither acknowledged nor failed), with how long each has waited and the
-    leader it waits on, where known."""
+    leader and ISR it waits on, where known."""
     out: list[CanaryPartition] = []
     for p, (future, t0) in sorted(sent.items()):
         if not future.is_done:
@@ -272,6 +273,8 @@ def _waiting(sent: dict[int, tuple[Any, float]], replicas: dict[int, list[int]],
                                         "waiting_ms": round((now - t0) * 1000, 1)}
             if p in leaders:
                 waiting["leader"] = leaders[p]
+            if isrs and p in isrs:
+                waiting["isr"] = isrs[p]
             out.append(waiting)
     return out
 

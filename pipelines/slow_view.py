@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import math
+from dataclasses import replace
 from functools import partial
 from typing import Callable, Collection, Iterable, Mapping
 
@@ -15,6 +16,7 @@ from pipelines.detectors.brokers import UNREACHABLE
 from pipelines.detectors.canary import CanarySample
 from pipelines.incidents import Finding, Incident, ScopePoll
 from pipelines.jmx_view import JmxSample
+from schemas.latency import SLOW_MIN_S
 
 log = logging.getLogger(__name__)
 
@@ -30,6 +32,16 @@ def came_back(broker_down: Iterable[Incident]) -> dict[tuple[str, int], int]:
     only answered too late for a while (a starved JVM) did not restart: it has nothing to warm up."""
     return {(i.cluster, i.broker): i.resolved_at_ms for i in broker_down
             if i.broker is not None and i.resolved_at_ms is not None and set(i.cause_history) - {UNREACHABLE}}
+
+
+def waited_on(s: CanarySample, answer_ms: Mapping[int, float]) -> CanarySample:
+    """The sample as the write of the broker it waited on: an acks=all write waits on its leader and every ISR member,
+    so one led by a healthy broker and held by a slow follower is that follower's. Its leader, unless an ISR member
+    answers krm markedly later (SLOW_MIN_S and slow.PEER_FACTOR times the leader's answer): then the latest."""
+    leader = s.leader if s.leader is not None and s.leader >= 0 else s.broker
+    floor_ms = max(SLOW_MIN_S * 1000, slow.PEER_FACTOR * answer_ms.get(leader, math.inf))
+    late = [b for b in s.isr if b != leader and answer_ms.get(b, 0.0) >= floor_ms]
+    return replace(s, leader=max(late, key=lambda b: answer_ms[b])) if late else s
 
 
 class SlowView:
@@ -83,13 +95,14 @@ class SlowView:
                      + ([answered_at] if answered_at is not None else []), default=None)
             if at is None or not brokers:
                 continue
-            fresh_canary = [s for s in mine_canary if at - s.observed_at_ms <= FRESH_MS]
+            if answered_at is None or at - answered_at > FRESH_MS:
+                answer_ms = {}
+            # each write counted against the broker it waited on (the leader unless a follower answers far later)
+            fresh_canary = [waited_on(s, answer_ms) for s in mine_canary if at - s.observed_at_ms <= FRESH_MS]
             client = {b: s for (c, b), s in latency.client_latencies(fresh_canary).items() if c == name}
             failed = {b for c, b in latency.failed_leaders(fresh_canary) if c == name}
             waits = {b: w for (c, b), w in latency.waiting_leaders(
-                s for s in mine_waiting if at - s.observed_at_ms <= FRESH_MS).items() if c == name}
-            if answered_at is None or at - answered_at > FRESH_MS:
-                answer_ms = {}
+                waited_on(s, answer_ms) for s in mine_waiting if at - s.observed_at_ms <= FRESH_MS).items() if c == name}
             past = {} if answered_at is None else self._own_past(name, answered_at, answer_ms)
             evidence = {}
             for b in brokers:

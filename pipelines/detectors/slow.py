@@ -8,7 +8,9 @@ so it compares what every broker answers now):
 - the client's view: the slowest acks=all write of the newest canary round to the partitions the broker leads
   (pipelines/latency.py). Slow when it is at least `SLOW_MIN_S` and `PEER_FACTOR` times the median of its
   peers'. Writes to the partitions it follows are slow too (acks=all waits for it): the leaders' RemoteTime
-  grows, not their own time, so only the broker's own time (queue + local) ever counts against it.
+  grows, not their own time, so only the broker's own time (queue + local) ever counts against it; and a canary
+  write counts against the member of the ISR it waited on that answers krm markedly later than its leader, when
+  one does (pipelines/slow_view.py waited_on).
 - the broker's own word (its RequestMetrics, from the JMX exporter): Produce queue + local time at the median
   at least `SLOW_MIN_S` and `PEER_FACTOR` times its peers'. The median, not the 99th percentile: Kafka's
   histograms decay old samples by weight, and at a quiet broker's few requests a slow spell's tail holds the

@@ -107,3 +107,26 @@ def test_a_canary_write_waiting_past_the_objective_says_clients_are_hurt():
     _, found = view.judge(["c"], {"c": [1, 2, 3]}, {}, {}, answers=answers, waiting=waiting)
     assert [(f.broker, f.severity) for f in found] == [(2, "critical")]
     assert found[0].details["client_waiting_s"] == 2.05
+
+
+def test_a_write_held_by_a_slow_follower_is_the_follower_s():
+    """An acks=all write waits on every ISR member: one led by a healthy broker (here a little late itself, just
+    after its own spell) and held by a starved follower is counted against the follower, waiting or done; only the
+    follower turns critical. A leader answering as late as its followers keeps its writes."""
+    from pipelines.slow_view import waited_on
+
+    answers = {1: 420.0, 2: 1.6, 3: 1.8, 4: 35.0}
+    held = CanarySample("c", 4, 3, False, None, None, 1_000, leader=4, isr=(1, 2, 4), waiting_ms=2100.0)
+    assert waited_on(held, answers).leader == 1
+    assert waited_on(held, {**answers, 4: 400.0}).leader == 4, "the leader as late: its own"
+    assert waited_on(held, {2: 1.6}).leader == 4, "nothing known of the leader: its own"
+    assert waited_on(CanarySample("c", 4, 3, True, 30.0, None, 1_000, leader=4), answers).leader == 4, "no ISR known"
+
+    view = SlowView({"c": 2.0})
+    at = 1_000
+    answers_at = {"c": (at, answers)}
+    past = {"c": (at - 600_000, {1: 2.0, 2: 1.6, 3: 1.8, 4: 2.0})}
+    view.judge(["c"], {"c": [1, 2, 3, 4]}, {}, {}, answers=past)  # each broker's usual
+    for _ in range(2):  # broker 4's milder spell is said from its second round
+        _, found = view.judge(["c"], {"c": [1, 2, 3, 4]}, {}, {}, answers=answers_at, waiting={("c", 3): held})
+    assert [(f.broker, f.severity) for f in found] == [(1, "critical"), (4, "warning")], found
