@@ -474,7 +474,7 @@ def main() -> int:
         logging.basicConfig(filename=args.log, level=logging.INFO,
                             format="%(asctime)s.%(msecs)03d %(threadName)s %(name)s %(levelname)s %(message)s",
                             datefmt="%H:%M:%S")
-        for name in ("pipelines.alert_path", "collectors.admin", "pipelines.slow_view"):
+        for name in ("pipelines.alert_path", "collectors.admin", "collectors.canary", "pipelines.slow_view"):
             logging.getLogger(name).setLevel(logging.DEBUG)
     kinds = [k.strip() for k in args.faults.split(",") if k.strip()]
     unknown = [k for k in kinds if k not in FAULTS]
