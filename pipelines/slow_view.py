@@ -24,10 +24,6 @@ FRESH_MS = 30_000  # a canary round or a JMX scrape older than this says nothing
 WARMUP_MS = 60_000  # a broker back from a stop is not judged this long: its JVM compiles, its logs load
 FLOOR_MS = 0.05  # a round trip is never taken as shorter than this (the logarithm of 0)
 PAST_TAU_MS = 30 * 60_000  # a broker's own recent past: its answer times' moving average over about half an hour
-# a slow broker whose clients were hurt stays critical this long after the last evidence of it while it is still slow:
-# a starved broker's answers and the canary's one write a round come through quickly now and then (a CPU quota's
-# bursts), and a page flickering for a second or two may never reach the alert
-HURT_HOLD_MS = 10_000
 
 
 def came_back(broker_down: Iterable[Incident]) -> dict[tuple[str, int], int]:
@@ -56,17 +52,6 @@ class SlowView:
         self._seen: dict[str, set[int]] = {}  # cluster -> the brokers its last round judged slow
         # (cluster, broker) -> (its answer times' moving average in ms, the poll time it was last moved at)
         self._past: dict[tuple[str, int], tuple[float, int]] = {}
-        self._hurt_at: dict[tuple[str, int], int] = {}  # (cluster, broker) -> the last round its clients were hurt
-
-    def _held(self, name: str, f: slow.SlowFinding, at: int) -> slow.SlowFinding:
-        """The finding, critical still within HURT_HOLD_MS of the last round that found its clients hurt."""
-        critical = slow.RULE.severity_of(f.cause, [slow.CLIENTS_HURT])
-        key = (name, f.broker)
-        if f.severity == critical:
-            self._hurt_at[key] = at
-        elif (last := self._hurt_at.get(key)) is not None and at - last <= HURT_HOLD_MS:
-            return replace(f, severity=critical)
-        return f
 
     def _own_past(self, name: str, answered_at: int, answer_ms: Mapping[int, float]) -> dict[int, float]:
         """Each broker's answer time over its recent past, before this poll's answers move it: an exponential moving
@@ -134,10 +119,7 @@ class SlowView:
             self._rounds[name] = (round_id, at)
             polls.append(ScopePoll(name, slow.SCOPE, round_id, at))
             objective = self.objectives.get(name, self.default_objective_s)
-            judged = [self._held(name, f, at) for f in
-                      slow.judge(evidence, objective, None if hurting is None else partial(hurting, name))]
-            for key in [k for k, t in self._hurt_at.items() if k[0] == name and at - t > HURT_HOLD_MS]:
-                del self._hurt_at[key]
+            judged = slow.judge(evidence, objective, None if hurting is None else partial(hurting, name))
             if judged and log.isEnabledFor(logging.DEBUG):
                 phases = ("produce_queue_p50_ms", "produce_local_p50_ms", "produce_local_p99_ms", "produce_remote_p50_ms")
                 log.debug("cluster %s round %d: slow %s; evidence %s", name, round_id,
