@@ -106,10 +106,13 @@ class Evidence:
     def jmx_timed_out(self) -> bool:
         return self.jmx_error is not None and TIMED_OUT in self.jmx_error.lower()
 
-    @property
-    def answers(self) -> bool:
-        """It answers someone: an acknowledged write, or the collector's probes."""
-        return self.client_s is not None or self.answer_ms is not None
+    def answers(self, peers_answer_ms: Sequence[float]) -> bool:
+        """It answers someone now: the canary's newest write to its partition acknowledged (none waiting since), or
+        the collector's probes, markedly later than its peers'. An answer time at its peers' pace says nothing here:
+        a paused broker's is its last answers', quick, while its newest request waits (collectors/answer_times.py)."""
+        return ((self.client_s is not None and self.client_waiting_s is None)
+                or _markedly(None if self.answer_ms is None else self.answer_ms / 1000,
+                             [ms / 1000 for ms in peers_answer_ms], MILD_MIN_S))
 
 
 @dataclass(frozen=True)
@@ -263,9 +266,9 @@ def judge(evidence: Mapping[int, Evidence], objective_s: float,
         # the collector's probes: late to the smallest question (a paused broker answers none: BROKER_DOWN's)
         peer_answer = [p.answer_ms for p in peers if p.answer_ms is not None]
         slow_answer = _markedly(None if e.answer_ms is None else e.answer_ms / 1000, [ms / 1000 for ms in peer_answer])
-        # its JVM answers nothing in time while its peers' endpoints do, yet it acknowledged writes or answered the
-        # collector: alive, starved (a paused or dead broker answers none: BROKER_DOWN's, not a slow one)
-        starved = e.jmx_timed_out and bool(answered) and e.answers
+        # its JVM answers nothing in time while its peers' endpoints do, yet it acknowledges writes or answers the
+        # collector, late: alive, starved (a paused or dead broker answers none: BROKER_DOWN's, not a slow one)
+        starved = e.jmx_timed_out and bool(answered) and e.answers(peer_answer)
         mild = _mildly(e, peer_answer)
         if not (slow_client or slow_own or slow_jvm or slow_answer or starved or mild):
             continue

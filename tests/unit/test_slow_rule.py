@@ -122,6 +122,12 @@ CASES = [
           3: Evidence(0.02, answer_ms=1.7)},
      [], "killed or paused: its last answers quick, the canary's write to it waiting: a wait is never itself a slow "
      "broker (BROKER_DOWN's)"),
+    (33, {1: Evidence(0.44, None, g(0, 2), scrape_ms=85.6, answer_ms=2.4),
+          2: Evidence(0.44, TIMEOUT, answer_ms=2.1, client_waiting_s=2.0008),
+          3: Evidence(0.44, None, g(0, 1), scrape_ms=74.8, answer_ms=2.4)},
+     [], "measured (impact oracle, a SIGSTOP with JMX and the canary): its exporter timed out, its last canary write "
+     "acknowledged before the pause and one waiting since, its answer time its last quick answers': nothing says it "
+     "is alive now, so it is not starved (BROKER_DOWN's once silent long enough)"),
     (11, {1: Evidence(0.3, None, g(150, 120)), 2: Evidence(0.35, None, g(160, 110)), 3: Evidence(0.28, None, g(140, 130))},
      [], "a busy cluster, every broker alike: slow together is load, not a slow broker"),
 ]
