@@ -27,8 +27,9 @@ so it compares what every broker answers now):
   peers', and `PAST_FACTOR` times its own recent past (a moving average over half an hour, pipelines/slow_view.py),
   two rounds in a row. A broker at a tenth of a core answers in tens of ms where its peers answer in one or two:
   clients are not hurt yet, but an on-call wants to know. Its own past keeps a broker that was always a little
-  slower than its peers (older hardware, a far rack) from a standing warning; only a warning, whatever its cause,
-  until clients are hurt.
+  slower than its peers (older hardware, a far rack) from a standing warning. Only ever a warning: answers tens of
+  ms late cannot hold a client's write past the objective, so writes waiting that long through it wait on something
+  else (a follower cut off).
 
 The cause, read from the evidence: `cpu_starved` (its JVM answers nothing in time, or requests wait in its
 queue longer than they are served: RequestQueueTime above LocalTime, its handlers not idle), `slow_disk` (its
@@ -269,14 +270,16 @@ def judge(evidence: Mapping[int, Evidence], objective_s: float,
         # its JVM answers nothing in time while its peers' endpoints do, yet it acknowledges writes or answers the
         # collector, late: alive, starved (a paused or dead broker answers none: BROKER_DOWN's, not a slow one)
         starved = e.jmx_timed_out and bool(answered) and e.answers(peer_answer)
-        mild = _mildly(e, peer_answer)
-        if not (slow_client or slow_own or slow_jvm or slow_answer or starved or mild):
+        markedly = slow_client or slow_own or slow_jvm or slow_answer or starved
+        if not (markedly or _mildly(e, peer_answer)):
             continue
-        # an acks=all write to a partition it leads waits for ANSWERS_PER_WRITE of its answers at least
-        hurt = ((e.client_s is not None and e.client_s > objective_s) or e.client_failed
-                or (e.client_waiting_s is not None and e.client_waiting_s > objective_s)
-                or (e.answer_ms is not None and ANSWERS_PER_WRITE * e.answer_ms / 1000 > objective_s)
-                or (hurting is not None and b in named(hurting)))
+        # an acks=all write to a partition it leads waits for ANSWERS_PER_WRITE of its answers at least. A milder
+        # spell alone (answers tens of ms late) cannot hold a write past the objective: a write waiting that long
+        # through it waits on something else (a follower cut off, as in a gray failure), so it stays a warning
+        hurt = markedly and ((e.client_s is not None and e.client_s > objective_s) or e.client_failed
+                             or (e.client_waiting_s is not None and e.client_waiting_s > objective_s)
+                             or (e.answer_ms is not None and ANSWERS_PER_WRITE * e.answer_ms / 1000 > objective_s)
+                             or (hurting is not None and b in named(hurting)))
         g = e.gauges or {}
         details: dict[str, Any] = {
             "client_latency_s": e.client_s, "peers_client_latency_s": _median(peer_client),

@@ -128,6 +128,15 @@ CASES = [
      [], "measured (impact oracle, a SIGSTOP with JMX and the canary): its exporter timed out, its last canary write "
      "acknowledged before the pause and one waiting since, its answer time its last quick answers': nothing says it "
      "is alive now, so it is not starved (BROKER_DOWN's once silent long enough)"),
+    (34, {1: Evidence(3.0118, None, g(0, 1, remote=13), scrape_ms=120.4, answer_ms=36.3, answer_past_ms=2.0),
+          2: Evidence(None, None, g(0, 1, remote=9.7), scrape_ms=100.5, answer_ms=1.1, answer_past_ms=2.0,
+                      client_waiting_s=2.017),
+          3: Evidence(3.0119, None, g(0, 1, remote=13), scrape_ms=177.4, answer_ms=39.4, answer_past_ms=2.0),
+          4: Evidence(None, None, g(0, 0, remote=0), scrape_ms=138.2, answer_ms=3.6, answer_past_ms=2.0)},
+     [(1, CPU_STARVED, "warning"), (3, CPU_STARVED, "warning")],
+     "measured (impact oracle, a gray failure of broker 2, with the canary): the leaders whose canary writes wait 3 s "
+     "on broker 2 as a follower answer krm in 36-39 ms, a milder spell: a warning at most, never the page (their "
+     "writes wait on the broker cut off, whose own pages name it)"),
     (11, {1: Evidence(0.3, None, g(150, 120)), 2: Evidence(0.35, None, g(160, 110)), 3: Evidence(0.28, None, g(140, 130))},
      [], "a busy cluster, every broker alike: slow together is load, not a slow broker"),
 ]
