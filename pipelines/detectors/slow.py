@@ -40,7 +40,8 @@ RemoteTime dominates its Produce time while its own part is fast), else `unknown
 Severity: a warning while clients stay within the cluster's `latency_objective_s`; critical once clients are
 hurt (`clients_hurt`): the canary waited longer than that on a partition it leads (a write still unanswered counts
 as soon as its wait passes the objective: the round's early record), or its write there was not
-acknowledged at all within the canary's timeout while the broker answers, late; or a write's answers from it
+acknowledged at all within the canary's timeout while the broker answers, late, and in either case markedly longer
+than the writes through its peers (a wait every leader shares is a follower's: one cut off or paused); or a write's answers from it
 alone pass the objective (an acks=all write to a partition it leads needs three: the producer's request, the
 followers' fetch that takes the data, and their next fetch that moves the high watermark); or the partitions'
 own signals: an open critical partition page (HW_STALL, PARTITION_UNAVAILABLE, UNDER_MIN_ISR) names it. The
@@ -51,6 +52,7 @@ pipelines/slowed.py).
 
 from __future__ import annotations
 
+import math
 import statistics
 from dataclasses import dataclass
 from typing import Any, Callable, Collection, Mapping, Sequence
@@ -194,6 +196,25 @@ def _mildly(e: Evidence, peers_answer_ms: Sequence[float]) -> bool:
             and e.answer_ms >= PAST_FACTOR * e.answer_past_ms)
 
 
+def _client_wait(e: Evidence) -> float | None:
+    """How long the canary's newest write to a partition it leads waited: acknowledged, still waiting, or never
+    acknowledged (without end)."""
+    if e.client_failed:
+        return math.inf
+    waits = [w for w in (e.client_s, e.client_waiting_s) if w is not None]
+    return max(waits) if waits else None
+
+
+def _clients_wait_on(e: Evidence, peers: Sequence[Evidence], objective_s: float) -> bool:
+    """The canary's write through it waited past the objective, and markedly longer than its peers' writes: a wait
+    they share (every leader's writes held by one follower cut off or paused) is not its own."""
+    wait = _client_wait(e)
+    if wait is None or wait <= objective_s:
+        return False
+    median = _median([w for p in peers if (w := _client_wait(p)) is not None])
+    return median is None or (median != math.inf and wait >= PEER_FACTOR * median)
+
+
 def cause_of(e: Evidence, peers_scrape_ms: Sequence[float] = (), peers_own_s: Sequence[float] = (),
              peers_answer_ms: Sequence[float] = (), peers_local_ms: Sequence[float] = (),
              peers_remote_ms: Sequence[float] = ()) -> str:
@@ -276,8 +297,7 @@ def judge(evidence: Mapping[int, Evidence], objective_s: float,
         # an acks=all write to a partition it leads waits for ANSWERS_PER_WRITE of its answers at least. A milder
         # spell alone (answers tens of ms late) cannot hold a write past the objective: a write waiting that long
         # through it waits on something else (a follower cut off, as in a gray failure), so it stays a warning
-        hurt = markedly and ((e.client_s is not None and e.client_s > objective_s) or e.client_failed
-                             or (e.client_waiting_s is not None and e.client_waiting_s > objective_s)
+        hurt = markedly and (_clients_wait_on(e, peers, objective_s)
                              or (e.answer_ms is not None and ANSWERS_PER_WRITE * e.answer_ms / 1000 > objective_s)
                              or (hurting is not None and b in named(hurting)))
         g = e.gauges or {}

@@ -137,6 +137,14 @@ CASES = [
      "measured (impact oracle, a gray failure of broker 2, with the canary): the leaders whose canary writes wait 3 s "
      "on broker 2 as a follower answer krm in 36-39 ms, a milder spell: a warning at most, never the page (their "
      "writes wait on the broker cut off, whose own pages name it)"),
+    (35, {1: Evidence(3.0327, None, g(0, 2, remote=3), scrape_ms=76.8, answer_ms=33.1),
+          2: Evidence(3.0325, None, g(0, 2, remote=3), scrape_ms=112.2, answer_ms=33.1),
+          3: Evidence(3.0325, None, g(0, 2, remote=3), scrape_ms=364.4, answer_ms=33.1),
+          4: Evidence(None, None, g(0, 3, remote=3), scrape_ms=104.9, answer_ms=3.4, client_waiting_s=2.1648)},
+     [(3, UNKNOWN, "warning")],
+     "measured (impact oracle, a gray failure of broker 4, with the canary): every leader's canary write waits 3 s on "
+     "broker 4 as a follower; broker 3's JMX scrape took 364 ms on the loaded host. A wait its peers share is not "
+     "its own: a warning at most (it paged, and its hold silenced the pause that followed)"),
     (11, {1: Evidence(0.3, None, g(150, 120)), 2: Evidence(0.35, None, g(160, 110)), 3: Evidence(0.28, None, g(140, 130))},
      [], "a busy cluster, every broker alike: slow together is load, not a slow broker"),
 ]

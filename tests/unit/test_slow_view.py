@@ -96,17 +96,23 @@ def test_a_milder_spell_against_its_own_past():
 
 
 def test_a_canary_write_waiting_past_the_objective_says_clients_are_hurt():
-    """The round's early record: a write to the slow broker's partition unanswered past the objective makes its
-    BROKER_SLOW critical at once; the same wait on a broker nothing else shows slow (a dead leader) says nothing."""
+    """The round's early record: a write to the slow broker's partition unanswered past the objective, while its peers'
+    writes went through, makes its BROKER_SLOW critical at once; the same wait on a broker nothing else shows slow (a
+    dead leader) says nothing."""
     view = SlowView({"c": 2.0})
     answers = {"c": (1_000, {1: 1.5, 2: 420.0, 3: 1.8})}
-    waiting = {("c", 1): CanarySample("c", 2, 1, False, None, None, 1_000, leader=2, waiting_ms=2050.0),
-               ("c", 2): CanarySample("c", 3, 2, False, None, None, 1_000, leader=3, waiting_ms=2500.0)}
-    _, found = view.judge(["c"], {"c": [1, 2, 3]}, {}, {}, answers=answers)
+    done = {("c", p): CanarySample("c", b, p, True, 20.0, None, 900, leader=b) for p, b in ((0, 1), (2, 3))}
+    waiting = {("c", 1): CanarySample("c", 2, 1, False, None, None, 1_000, leader=2, waiting_ms=2050.0)}
+    _, found = view.judge(["c"], {"c": [1, 2, 3]}, {}, done, answers=answers)
     assert [(f.broker, f.severity) for f in found] == [(2, "warning")]  # three 0.42 s answers: within the objective
-    _, found = view.judge(["c"], {"c": [1, 2, 3]}, {}, {}, answers=answers, waiting=waiting)
+    _, found = view.judge(["c"], {"c": [1, 2, 3]}, {}, done, answers=answers, waiting=waiting)
     assert [(f.broker, f.severity) for f in found] == [(2, "critical")]
     assert found[0].details["client_waiting_s"] == 2.05
+
+    dead = {("c", 2): CanarySample("c", 3, 2, False, None, None, 1_000, leader=3, waiting_ms=2500.0)}
+    _, found = SlowView({"c": 2.0}).judge(["c"], {"c": [1, 2, 3]}, {}, done,
+                                          answers={"c": (1_000, {1: 1.5, 2: 1.6, 3: 1.8})}, waiting=dead)
+    assert found == []
 
 
 def test_a_write_held_by_a_slow_follower_is_the_follower_s():
