@@ -39,9 +39,9 @@ RemoteTime dominates its Produce time while its own part is fast), else `unknown
 
 Severity: a warning while clients stay within the cluster's `latency_objective_s`; critical once clients are
 hurt (`clients_hurt`): the canary waited longer than that on a partition it leads (a write still unanswered counts
-as soon as its wait passes the objective: the round's early record), or its write there was not
-acknowledged at all within the canary's timeout while the broker answers, late, and in either case markedly longer
-than the writes through its peers (a wait every leader shares is a follower's: one cut off or paused); or a write's answers from it
+as soon as its wait passes the objective: the round's early record), or its write there was not acknowledged at
+all within the canary's timeout while the broker answers, late, and in either case markedly longer than the writes
+through its peers (a wait every leader shares is a follower's: one cut off or paused); or a write's answers from it
 alone pass the objective (an acks=all write to a partition it leads needs three: the producer's request, the
 followers' fetch that takes the data, and their next fetch that moves the high watermark); or the partitions'
 own signals: an open critical partition page (HW_STALL, PARTITION_UNAVAILABLE, UNDER_MIN_ISR) names it. The
