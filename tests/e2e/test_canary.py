@@ -29,9 +29,14 @@ def test_canary_sees_a_killed_leader_before_and_after_the_election(kraft4_cluste
     url = monitor.metrics_url
     try:
         wait_for(lambda: _up(url, cluster.name) == {1: 1.0, 2: 1.0, 3: 1.0}, 120, "every broker's canary writing")
-        e2e = {s.labels["broker"]: s.value for s in series(scrape(url), "krm_canary_e2e_latency_seconds",
-                                                            cluster=cluster.name)}
-        assert set(e2e) == {"1", "2", "3"} and all(0 < v < 2 for v in e2e.values()), e2e
+
+        def read_back_everywhere():  # settled: one round's read-back can miss a record on a loaded machine
+            e2e = {s.labels["broker"]: s.value for s in series(scrape(url), "krm_canary_e2e_latency_seconds",
+                                                                cluster=cluster.name)}
+            return e2e if set(e2e) == {"1", "2", "3"} else None
+
+        e2e = wait_for(read_back_everywhere, 60, "every broker's canary record read back")
+        assert all(0 < v < 2 for v in e2e.values()), e2e
 
         cluster.kill(victim)
         t_kill = time.monotonic()
