@@ -72,10 +72,9 @@ class Collector:
         self.jmx_sources = [JmxSource(c.name, dict(c.jmx_exporter_urls), security=c.jmx_security)
                             for c in config.clusters if c.jmx_exporter_urls]
         self.canaries = [CanarySource(c, config.collector, self.publisher.publish) for c in config.clusters if c.canary]
+        by_name = {src.cluster.name: src for src in self.sources}
         for canary in self.canaries:  # a broker answering late: a client's write measures it now (answer_times.py)
-            for src in self.sources:
-                if src.cluster.name == canary.cluster.name:
-                    src.parts.brokers.answer_times.on_late = canary.hurry
+            by_name[canary.cluster.name].parts.brokers.answer_times.on_late = canary.hurry
         self.unchanged = UnchangedPolls(config.collector.unchanged_publish_s)
         # set by a pipeline in this process (krm/runner.py): told (cluster, last published poll id, observed_at_ms)
         # of each poll kept home (collectors/unchanged.py); None: every poll is published

@@ -28,6 +28,11 @@ def request_latencies(gauges: Mapping[str, float]) -> list[tuple[str, str, float
     return out
 
 
+def led_by(s: CanarySample) -> tuple[str, int]:
+    """(cluster, broker) the write went through: the leader the round wrote to, else the partition's preferred leader."""
+    return s.cluster, s.leader if s.leader is not None and s.leader >= 0 else s.broker
+
+
 def client_latencies(samples: Iterable[CanarySample]) -> dict[tuple[str, int], float]:
     """(cluster, broker) -> the slowest acknowledgement, in seconds, of the newest canary writes to partitions
     the broker led (the leader the round wrote to; the preferred leader where the round did not say)."""
@@ -35,7 +40,7 @@ def client_latencies(samples: Iterable[CanarySample]) -> dict[tuple[str, int], f
     for s in samples:
         if s.produce_ms is None or not s.produced or s.waiting_ms is not None:
             continue
-        key = (s.cluster, s.leader if s.leader is not None and s.leader >= 0 else s.broker)
+        key = led_by(s)
         out[key] = max(out.get(key, 0.0), s.produce_ms / 1000)
     return out
 
@@ -46,7 +51,7 @@ def waiting_leaders(samples: Iterable[CanarySample]) -> dict[tuple[str, int], fl
     out: dict[tuple[str, int], float] = {}
     for s in samples:
         if s.waiting_ms is not None:
-            key = (s.cluster, s.leader if s.leader is not None and s.leader >= 0 else s.broker)
+            key = led_by(s)
             out[key] = max(out.get(key, 0.0), s.waiting_ms / 1000)
     return out
 
@@ -54,8 +59,7 @@ def waiting_leaders(samples: Iterable[CanarySample]) -> dict[tuple[str, int], fl
 def failed_leaders(samples: Iterable[CanarySample]) -> set[tuple[str, int]]:
     """(cluster, broker) of the newest canary writes not acknowledged within the canary's timeout, by the broker
     that led the partition (the preferred leader where the round did not say)."""
-    return {(s.cluster, s.leader if s.leader is not None and s.leader >= 0 else s.broker)
-            for s in samples if not s.produced and s.waiting_ms is None}
+    return {led_by(s) for s in samples if not s.produced and s.waiting_ms is None}
 
 
 def series(jmx: Mapping[tuple[str, int], JmxSample], canary: Mapping[tuple[str, int], CanarySample],

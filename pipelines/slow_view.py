@@ -38,7 +38,7 @@ def waited_on(s: CanarySample, answer_ms: Mapping[int, float]) -> CanarySample:
     """The sample as the write of the broker it waited on: an acks=all write waits on its leader and every ISR member,
     so one led by a healthy broker and held by a slow follower is that follower's. Its leader, unless an ISR member
     answers krm markedly later (SLOW_MIN_S and slow.PEER_FACTOR times the leader's answer): then the latest."""
-    leader = s.leader if s.leader is not None and s.leader >= 0 else s.broker
+    leader = latency.led_by(s)[1]
     floor_ms = max(SLOW_MIN_S * 1000, slow.PEER_FACTOR * answer_ms.get(leader, math.inf))
     late = [b for b in s.isr if b != leader and answer_ms.get(b, 0.0) >= floor_ms]
     return replace(s, leader=max(late, key=lambda b: answer_ms[b])) if late else s
