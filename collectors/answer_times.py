@@ -18,7 +18,7 @@ request given up closes the connection under the next). What it says:
 - `on_late(broker)`: called once when a broker's answer (or its request in flight) first takes `SLOW_MIN_S` or
   longer, and again only after it answered sooner: the canary runs its next round now (collectors/daemon.py), so a
   broker starved between two rounds is measured by a client's write within a second instead of up to a canary
-  interval later.
+  interval later; `late_now()`: those brokers now, whose partitions the canary writes a train to (collectors/canary.py).
 """
 
 from __future__ import annotations
@@ -111,6 +111,10 @@ class AnswerTimes:
         """(contact, answer_s), see the module's docstring; time.monotonic() and seconds."""
         with self._lock:
             return self._trips.contact(), self._trips.answer_s(time.monotonic())
+
+    def late_now(self) -> frozenset[int]:
+        """The brokers whose answer (or request in flight) took SLOW_MIN_S or longer at the prober's last look."""
+        return frozenset(self._late)
 
     def close(self) -> None:
         self._stop.set()

@@ -12,6 +12,12 @@ A write still waiting when the cluster's `latency_objective_s` has passed is sai
 of the round (`canary_state.waiting`, the waiting partitions with `waiting_ms`): its clients already wait longer
 than they should, and the round's own record comes only when the write ends or times out, read back included.
 
+While a broker answers krm late (collectors/answer_times.py), each round also writes a train to the partitions it
+holds: a write every TRAIN_GAP_S for the objective's length, as a busy producer writes. A CPU quota lets some
+requests through at once, so one write a round can come through quickly while clients wait in the tail. The
+partition's `produce_ms` is then its slowest acknowledged write and `writes` how many it got; each write is timed
+when its answer arrives.
+
 Needs, besides krm's minimum ACLs: CREATE, ALTER (new partitions), WRITE and READ on the canary topic.
 """
 
@@ -21,7 +27,7 @@ import json
 import logging
 import threading
 import time
-from typing import Any, Callable
+from typing import Any, Callable, Collection
 
 from collectors.records import canary_record
 from foundation.config import ClusterConfig, CollectorConfig
@@ -31,6 +37,30 @@ from schemas.typed import CanaryObservation, CanaryPartition
 log = logging.getLogger(__name__)
 
 TOPIC_CHECK_S = 60.0  # the canary topic's coverage of the live brokers is re-checked this often
+# while a broker answers krm late, the partitions it holds get a write this often for the latency objective's length,
+# as a busy producer writes: a CPU quota lets some requests through at once, and one write a round misses the tail
+# its clients wait in
+TRAIN_GAP_S = 0.2
+AWAIT_STEP_S = 0.01  # how often a round looks whether its writes are answered
+
+
+class _Write:
+    """One canary write: its future, when it went out, and when its answer came (acknowledged or failed; None: not
+    yet). The answer's time is taken when it arrives: the round reads the futures only once all are in."""
+
+    __slots__ = ("future", "sent_at", "done_at")
+
+    def __init__(self, future: Any, sent_at: float) -> None:
+        self.future, self.sent_at = future, sent_at
+        self.done_at: float | None = None
+        future.add_both(self._done)
+
+    def _done(self, _result: Any) -> None:
+        if self.done_at is None:
+            self.done_at = time.monotonic()
+
+    def took_s(self, now: float) -> float:
+        return (self.done_at if self.done_at is not None else now) - self.sent_at
 
 
 def plan_partitions(live: list[int], current: dict[int, list[int]], rf: int) -> dict[int, list[int]]:
@@ -60,6 +90,10 @@ class CanarySource:
         self.settings = settings
         self.publish = publish  # where a round's early record goes (None: no early record)
         self.hurried = threading.Event()  # set by `hurry`: the round loop (collectors/daemon.py) runs the next one now
+        self._hurried_by: set[int] = set()  # the brokers that hurried the next round
+        # the brokers answering krm late now (collectors/answer_times.py AnswerTimes.late_now): their partitions get a
+        # train of writes each round (TRAIN_GAP_S)
+        self.suspects: Callable[[], Collection[int]] | None = None
         self.topic = cluster.canary_topic
         self._poll_id = 0
         self._producer: Any = None
@@ -75,8 +109,10 @@ class CanarySource:
 
     def hurry(self, broker: int | None = None) -> None:
         """Ask for the next round now: a broker began answering krm late (collectors/answer_times.py on_late)."""
-        if broker is not None and not self.hurried.is_set():
-            log.debug("cluster %s: broker %s answers late: a canary round now", self.cluster.name, broker)
+        if broker is not None:
+            if not self.hurried.is_set():
+                log.debug("cluster %s: broker %s answers late: a canary round now", self.cluster.name, broker)
+            self._hurried_by = self._hurried_by | {broker}
         self.hurried.set()
 
     # ------------------------------------------------------------------ one round
@@ -117,36 +153,36 @@ class CanarySource:
             until = time.monotonic() + timeout_s
             for tp in tps:  # resolved now, before this round's writes land (bounded: a dead leader never answers)
                 self._consumer.position(tp, timeout_ms=max(1, int((until - time.monotonic()) * 1000)))
-        sent: dict[int, tuple[Any, float]] = {}
-        for p in parts:
-            t0 = time.monotonic()
-            value = json.dumps({"sent_ms": int(time.time() * 1000), "round": self._poll_id}).encode()
-            sent[p] = (self._producer.send(self.topic, value=value, partition=p), t0)
         objective_s = self.cluster.latency_objective_s
-        if self.publish is not None and objective_s < timeout_s:  # the writes still waiting then: said at once
-            self._flush(objective_s)
-            if early := _waiting(sent, self._partitions, time.monotonic(), *self._leaders_now(parts)):
-                self.publish([canary_record(self.cluster.name, self._poll_id, int(time.time() * 1000), topic=self.topic,
-                                            partitions=early, waiting=True)])
-            self._flush(timeout_s - objective_s)
-        else:
-            self._flush(timeout_s)
+        late = set(self.suspects() if self.suspects is not None else ()) | self._hurried_by
+        self._hurried_by = set()
+        train = held_by(self._partitions, late) if objective_s < timeout_s else []
+        sent = self._write(parts, train, objective_s, timeout_s)
         deadline = time.monotonic() + timeout_s
         results: dict[int, CanaryPartition] = {}
-        want: dict[int, int] = {}  # partition -> the offset its write got
+        want: dict[int, int] = {}  # partition -> the offset its (first) write got
         metadata = self._producer._metadata  # the leader the producer wrote to (its own, fresh, view)
-        for p, (future, t0) in sent.items():
+        for p, writes in sent.items():
             leader = metadata.leader_for_partition(TopicPartition(self.topic, p))
             res: CanaryPartition = {"partition": p, "broker": self._partitions[p][0],
                                     "leader": leader if leader is not None else self._leaders.get(p), "produced": False}
             if (isr := _isr(metadata, self.topic, p)) is not None:
                 res["isr"] = isr
-            try:
-                meta = future.get(timeout=max(0.0, deadline - time.monotonic()))
-                res["produced"], res["produce_ms"] = True, round((time.monotonic() - t0) * 1000, 1)
-                want[p] = meta.offset
-            except Exception as e:  # noqa: BLE001 - the partition's producers fail the same way now
-                res["error"] = f"{type(e).__name__}: {e}"[:300]
+            if len(writes) > 1:
+                res["writes"] = len(writes)
+            took, error = [], None
+            for w in writes:
+                try:
+                    meta = w.future.get(timeout=max(0.0, deadline - time.monotonic()))
+                    took.append(w.took_s(time.monotonic()))
+                    want.setdefault(p, meta.offset)
+                except Exception as e:  # noqa: BLE001 - the partition's producers fail the same way now
+                    error = error or f"{type(e).__name__}: {e}"[:300]
+            if error is None:
+                res["produced"], res["produce_ms"] = True, round(max(took) * 1000, 1)
+            else:
+                res["error"] = error
+                want.pop(p, None)
             results[p] = res
         # read back this round's records (the consumer sits at the log end of every partition)
         got: dict[int, float] = {}
@@ -162,6 +198,39 @@ class CanarySource:
                     r["e2e_ms"] = round(max(0.0, got[p]), 1)
         return [results[p] for p in parts]
 
+    def _write(self, parts: list[int], train: list[int], objective_s: float, timeout_s: float) -> dict[int, list[_Write]]:
+        """One write to each partition now; then, to the partitions of `train`, another every TRAIN_GAP_S for
+        `objective_s`. Returns once every write is answered, or the last one's timeout passed. Writes still
+        waiting when the objective passed go out at once in the round's early record (once a round)."""
+        def send(p: int) -> _Write:
+            value = json.dumps({"sent_ms": int(time.time() * 1000), "round": self._poll_id}).encode()
+            at = time.monotonic()
+            return _Write(self._producer.send(self.topic, value=value, partition=p), at)
+
+        sent = {p: [send(p)] for p in parts}
+        start = last = time.monotonic()
+        train_end, tick = (start + objective_s if train else start), start + TRAIN_GAP_S
+        said = self.publish is None or objective_s >= timeout_s
+        while True:
+            now = time.monotonic()
+            if now >= train_end and (all(w.done_at is not None for ws in sent.values() for w in ws)
+                                     or now >= last + timeout_s):
+                return sent
+            wake = min(train_end, tick) if now < train_end else last + timeout_s
+            if not said:
+                wake = min([wake] + [w.sent_at + objective_s for ws in sent.values() for w in ws if w.done_at is None])
+            _await(sent, wake, until_all=now >= train_end)
+            now = time.monotonic()
+            if not said and self.publish is not None and (early := _waiting(
+                    sent, self._partitions, now, *self._leaders_now(parts), at_least_s=objective_s)):
+                self.publish([canary_record(self.cluster.name, self._poll_id, int(time.time() * 1000), topic=self.topic,
+                                            partitions=early, waiting=True)])
+                said = True
+            if tick <= now < train_end:
+                for p in train:
+                    sent[p].append(send(p))
+                last, tick = time.monotonic(), tick + TRAIN_GAP_S
+
     def _leaders_now(self, parts: list[int]) -> tuple[dict[int, int], dict[int, list[int]]]:
         """partition -> the leader the producer writes to now and the ISR it waits on (its own metadata), where known."""
         from kafka import TopicPartition
@@ -170,14 +239,6 @@ class CanarySource:
         leaders = {p: leader for p in parts
                    if (leader := metadata.leader_for_partition(TopicPartition(self.topic, p))) is not None}
         return leaders, {p: isr for p in parts if (isr := _isr(metadata, self.topic, p)) is not None}
-
-    def _flush(self, timeout_s: float) -> None:
-        from kafka.errors import KafkaTimeoutError
-
-        try:
-            self._producer.flush(timeout=max(0.0, timeout_s))
-        except KafkaTimeoutError:
-            pass  # each partition's future says whether its write made it
 
     # ------------------------------------------------------------------ topic and clients
 
@@ -262,15 +323,31 @@ class CanarySource:
         self._close()
 
 
-def _waiting(sent: dict[int, tuple[Any, float]], replicas: dict[int, list[int]], now: float,
-             leaders: dict[int, int], isrs: dict[int, list[int]] | None = None) -> list[CanaryPartition]:
-    """The round's writes not answered yet (neither acknowledged nor failed), with how long each has waited and the
-    leader and ISR it waits on, where known."""
+def held_by(replicas: dict[int, list[int]], brokers: Collection[int]) -> list[int]:
+    """The partitions with a replica on one of `brokers`: an acks=all write to them waits on it as leader or follower."""
+    return [p for p, r in sorted(replicas.items()) if set(r) & set(brokers)]
+
+
+def _await(sent: dict[int, list[_Write]], until: float, until_all: bool) -> None:
+    """Sleep until `until`, or (`until_all`) until every write is answered if sooner. The producer's own flush would
+    wait up to its timeout once per batch in flight, not once in all."""
+    while (now := time.monotonic()) < until:
+        if until_all and all(w.done_at is not None for ws in sent.values() for w in ws):
+            return
+        time.sleep(min(AWAIT_STEP_S, until - now))
+
+
+def _waiting(sent: dict[int, list[_Write]], replicas: dict[int, list[int]], now: float,
+             leaders: dict[int, int], isrs: dict[int, list[int]] | None = None,
+             at_least_s: float = 0.0) -> list[CanaryPartition]:
+    """The partitions with a write of the round not answered yet (neither acknowledged nor failed) that has waited
+    `at_least_s` or longer, with how long the oldest such has waited and the leader and ISR it waits on, where known."""
     out: list[CanaryPartition] = []
-    for p, (future, t0) in sorted(sent.items()):
-        if not future.is_done:
+    for p, writes in sorted(sent.items()):
+        waits = [now - w.sent_at for w in writes if w.done_at is None and now - w.sent_at >= at_least_s]
+        if waits:
             waiting: CanaryPartition = {"partition": p, "broker": replicas[p][0], "produced": False,
-                                        "waiting_ms": round((now - t0) * 1000, 1)}
+                                        "waiting_ms": round(max(waits) * 1000, 1)}
             if p in leaders:
                 waiting["leader"] = leaders[p]
             if isrs and p in isrs:

@@ -73,8 +73,9 @@ class Collector:
                             for c in config.clusters if c.jmx_exporter_urls]
         self.canaries = [CanarySource(c, config.collector, self.publisher.publish) for c in config.clusters if c.canary]
         by_name = {src.cluster.name: src for src in self.sources}
-        for canary in self.canaries:  # a broker answering late: a client's write measures it now (answer_times.py)
-            by_name[canary.cluster.name].parts.brokers.answer_times.on_late = canary.hurry
+        for canary in self.canaries:  # a broker answering late: clients' writes measure it now (answer_times.py)
+            answer_times = by_name[canary.cluster.name].parts.brokers.answer_times
+            answer_times.on_late, canary.suspects = canary.hurry, answer_times.late_now
         self.unchanged = UnchangedPolls(config.collector.unchanged_publish_s)
         # set by a pipeline in this process (krm/runner.py): told (cluster, last published poll id, observed_at_ms)
         # of each poll kept home (collectors/unchanged.py); None: every poll is published

@@ -248,8 +248,8 @@ def _canary_series(samples: dict[tuple[str, int], CanarySample]) -> Iterator[Met
 
     up = GaugeMetricFamily("krm_canary_produce_up", "1 if the last canary round's acks=all write to the partition(s) "
                            "the broker should lead was acknowledged.", labels=["cluster", "broker"])
-    produce = GaugeMetricFamily("krm_canary_produce_latency_seconds", "The last canary write's acknowledgement time.",
-                                labels=["cluster", "broker"])
+    produce = GaugeMetricFamily("krm_canary_produce_latency_seconds",
+                                "The last canary round's slowest write's acknowledgement time.", labels=["cluster", "broker"])
     e2e = GaugeMetricFamily("krm_canary_e2e_latency_seconds", "The last canary record's produce -> consume time.",
                             labels=["cluster", "broker"])
     by_broker: dict[tuple[str, int], list[Any]] = {}

@@ -41,7 +41,8 @@ sees such a cluster's view age between the published polls. Also a topic's `fail
 `disk_full` (absent: false), and a partition's `stalled_followers` (absent: none known) and
 `leader_error` / `leader_error_since_ms` (absent: its leader did not refuse it), and a canary record's
 `waiting` with its partitions' `waiting_ms` (a round's early record: writes still waiting past the latency
-objective; a pipeline that predates it would read them as failed writes, so upgrade the pipeline first). 4: a topic record
+objective; a pipeline that predates it would read them as failed writes, so upgrade the pipeline first), and a
+canary partition's `writes` (absent: one). 4: a topic record
 may leave out its quiet partitions (schemas/quiet.py: healthy, unchanged, no rule can judge them), and then
 says what the pipeline counted from all of them: `partition_count` (the topic's size) and `broker_load`
 (per broker: leaders, replicas, preferred, preferred not leading). A topic record without `broker_load`
@@ -300,7 +301,9 @@ CANARY_STATE = Struct((  # v2: one per canary round of a cluster (collectors/can
         ("leader", INT, False),  # the leader the metadata named this round (-1: none)
         ("isr", Array(INT), False),  # the in-sync replicas the producer's metadata named: those the write waited on
         ("produced", BOOL, True),  # an acks=all write was acknowledged within the round's timeout
-        ("produce_ms", DOUBLE, False),
+        ("produce_ms", DOUBLE, False),  # the slowest acknowledged write of the round to it
+        # how many writes it got this round, when more than one: a train while a broker it holds answers krm late
+        ("writes", INT, False),
         ("waiting_ms", DOUBLE, False),  # in an early record: how long the write has waited so far, unanswered
         ("consumed", BOOL, False),  # the record was read back within the timeout (null: not produced)
         ("e2e_ms", DOUBLE, False),  # produce call -> record read back

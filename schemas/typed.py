@@ -168,6 +168,7 @@ class CanaryPartition(TypedDict, total=False):
     isr: list[int] | None
     produced: Required[bool]
     produce_ms: float | None
+    writes: int | None
     waiting_ms: float | None
     consumed: bool | None
     e2e_ms: float | None

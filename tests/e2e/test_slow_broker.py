@@ -88,7 +88,8 @@ def test_a_cpu_starved_broker_is_named_slow_not_down(kraft4_cluster, zk_cluster,
 def test_a_write_waiting_on_a_starved_broker_is_said_before_it_ends(kraft4_cluster, tmp_path):
     """The collector's side at 2 % of a core: the answer-time prober calls the broker late at once (what hurries the
     canary's next round), and a canary write to the partition it leads, still unanswered once the latency objective
-    passed, goes out in the round's early record, before the round's own record says how it ended."""
+    passed, goes out in the round's early record, before the round's own record says how it ended; and while the
+    broker answers late, a round writes a train to the partitions it holds (`writes`)."""
     from collectors.answer_times import AnswerTimes
     from collectors.canary import CanarySource
     from lab.harness import write_config
@@ -129,6 +130,19 @@ def test_a_write_waiting_on_a_starved_broker_is_said_before_it_ends(kraft4_clust
             assert w["produced"] is False and w["waiting_ms"] >= 500 and w.get("leader") in {1, 2, 3}, w
             end = ended[w["partition"]]
             assert not end["produced"] or end["produce_ms"] >= w["waiting_ms"], (w, end)
+
+        # while the prober calls it late, each round writes a train to the partitions it holds (all three here: RF 3)
+        canary.suspects = prober.late_now
+
+        def a_train():
+            (done,) = canary.poll()
+            parts = done["canary_state"]["partitions"]
+            return parts if any(p.get("writes", 1) > 1 for p in parts) else None
+
+        trained = wait_for(a_train, 90, f"a round writing a train to broker {victim}'s partitions")
+        print(f"a train: {trained}")
+        assert all(p.get("writes", 1) >= 2 for p in trained), trained
+        assert all(p["produce_ms"] > 0 for p in trained if p["produced"]), trained
     finally:
         cluster.fast(victim, missing_ok=True)
         prober.close()

@@ -134,17 +134,20 @@ def test_a_write_still_waiting_past_the_objective_is_said_before_the_round_ends(
     """A round's early record names the writes not answered yet and how long they waited: no verdict on the partition
     (no poll, no finding, its produce_up untouched), only how long clients wait, until the round's own record says how
     the write ended."""
-    from types import SimpleNamespace
+    from kafka.future import Future
 
-    from collectors.canary import _waiting
+    from collectors.canary import _waiting, _Write
     from collectors.records import canary_record
     from pipelines import latency
     from schemas.observation import check
 
-    done, pending = SimpleNamespace(is_done=True), SimpleNamespace(is_done=False)
-    early = _waiting({0: (done, 10.0), 1: (pending, 10.2)}, {0: [1, 2, 3], 1: [2, 3, 1]}, 12.25, {0: 1, 1: 2})
+    done, pending, later = _Write(Future(), 10.0), _Write(Future(), 10.2), _Write(Future(), 11.0)
+    done.future.success(None)
+    sent = {0: [done], 1: [pending, later]}
+    early = _waiting(sent, {0: [1, 2, 3], 1: [2, 3, 1]}, 12.25, {0: 1, 1: 2}, at_least_s=2.0)
     assert early == [{"partition": 1, "broker": 2, "produced": False, "waiting_ms": 2050.0, "leader": 2}]
-    assert _waiting({1: (pending, 10.2)}, {1: [2, 3, 1]}, 12.25, {})[0].get("leader") is None
+    assert _waiting({1: [pending]}, {1: [2, 3, 1]}, 12.25, {})[0].get("leader") is None
+    assert _waiting({1: [later]}, {1: [2, 3, 1]}, 12.25, {}, at_least_s=2.0) == []  # not waiting that long yet
     record = canary_record("c", 7, 3_000, topic="krm.canary", partitions=early, waiting=True)
     check(record)
     assert record["canary_state"]["waiting"] is True
@@ -168,3 +171,73 @@ def test_a_write_still_waiting_past_the_objective_is_said_before_the_round_ends(
     # an older round's record does not end a newer round's wait
     (older,) = canary.samples("c", {"topic": "krm.canary", "partitions": [ROUND["partitions"][1]]}, 2_000)
     assert canary.still_waiting(held, [older]) == held
+
+
+class _TimedProducer:
+    """A producer whose writes are answered after `answer_s(partition, n)` seconds (its n-th write to it)."""
+
+    def __init__(self, answer_s):
+        import itertools
+
+        self.answer_s, self.counts, self.timers = answer_s, {}, []
+        self._n = itertools.count()
+
+    def send(self, topic, value, partition):
+        import threading
+
+        from kafka.future import Future
+
+        n = self.counts[partition] = self.counts.get(partition, 0) + 1
+        future = Future()
+        timer = threading.Timer(self.answer_s(partition, n), future.success, args=(next(self._n),))
+        self.timers.append(timer)
+        timer.start()
+        return future
+
+
+def _source(answer_s, publish=None):
+    from collectors.canary import CanarySource
+    from foundation.config import ClusterConfig, CollectorConfig
+
+    source = CanarySource(ClusterConfig(name="c1", bootstrap_servers="127.0.0.1:1", canary=True, latency_objective_s=1.0),
+                          CollectorConfig(canary_timeout_ms=3000), publish)
+    source._producer = _TimedProducer(answer_s)
+    source._partitions = {0: [1, 2, 3], 1: [2, 3, 1], 2: [3, 1, 2]}
+    source._leaders_now = lambda parts: ({p: source._partitions[p][0] for p in parts}, {})
+    return source
+
+
+def test_a_broker_answering_late_gets_a_train_of_writes_and_its_slowest_is_timed_alone():
+    """While a broker answers krm late, the partitions it holds get a write every TRAIN_GAP_S for the objective's length:
+    a CPU quota lets some writes through at once, and only the one of the train that waited in its tail says clients
+    wait. Each write is timed when its answer arrives: a quick partition's write is not timed to the round's end."""
+    early: list = []
+    # partition 1 (led by broker 2): its third write waits 1.5 s, past the 1 s objective; the others answer at once
+    source = _source(lambda p, n: 1.5 if (p, n) == (1, 3) else 0.02, publish=early.extend)
+    sent = source._write([0, 1, 2], [1], 1.0, 3.0)
+    assert len(sent[0]) == len(sent[2]) == 1
+    assert 3 <= len(sent[1]) <= 6  # one at once, then one every 0.2 s for 1 s (fewer if the host is slow)
+    took = {p: max(w.took_s(0.0) for w in ws) for p, ws in sent.items()}
+    assert took[0] < 1.0 and took[2] < 1.0 and took[1] >= 1.5
+    ((record,),) = [early]
+    (waiting,) = record["canary_state"]["partitions"]
+    assert (waiting["partition"], waiting["leader"]) == (1, 2) and waiting["waiting_ms"] >= 1000
+
+
+def test_the_train_goes_to_every_partition_a_late_broker_holds():
+    from collectors.canary import held_by
+
+    replicas = {0: [1, 2], 1: [2, 3], 2: [3, 1], 3: [4, 1]}
+    assert held_by(replicas, {2}) == [0, 1] and held_by(replicas, set()) == []
+    source = _source(lambda p, n: 0.02)
+    source.suspects = lambda: frozenset({3})
+    source.hurry(1)
+    assert source.hurried.is_set() and source._hurried_by == {1}
+
+
+def test_no_late_broker_one_write_a_partition():
+    """At rest (no broker answering late) a round is one write to each partition, as before the train."""
+    source = _source(lambda p, n: 0.02)
+    sent = source._write([0, 1, 2], [], 1.0, 3.0)
+    assert {p: len(ws) for p, ws in sent.items()} == {0: 1, 1: 1, 2: 1}
+    assert all(w.done_at is not None for ws in sent.values() for w in ws)
