@@ -44,7 +44,9 @@ all within the canary's timeout while the broker answers, late, and in either ca
 through its peers (a wait every leader shares is a follower's: one cut off or paused); or a write's answers from it
 alone pass the objective (an acks=all write to a partition it leads needs three: the producer's request, the
 followers' fetch that takes the data, and their next fetch that moves the high watermark); or the partitions'
-own signals: an open critical partition page (HW_STALL, PARTITION_UNAVAILABLE, UNDER_MIN_ISR) names it. The
+own signals: an open critical partition page (HW_STALL, PARTITION_UNAVAILABLE, UNDER_MIN_ISR) names it. Never
+critical on its canary writes alone while it answers krm promptly and its own part of a Produce is its peers': those
+writes wait on its followers (a replication link cut, as in a gray failure), whose own pages name the fault. The
 partitions' own pages it explains (HW_STALL, PARTITION_UNAVAILABLE and the canary naming the broker) are grouped
 under it (pipelines/incident_groups.py) and held in the shipped rules while it pages (`krm_partition_slowed_by`,
 pipelines/slowed.py).
@@ -297,7 +299,12 @@ def judge(evidence: Mapping[int, Evidence], objective_s: float,
         # an acks=all write to a partition it leads waits for ANSWERS_PER_WRITE of its answers at least. A milder
         # spell alone (answers tens of ms late) cannot hold a write past the objective: a write waiting that long
         # through it waits on something else (a follower cut off, as in a gray failure), so it stays a warning
-        hurt = markedly and (_clients_wait_on(e, peers, objective_s)
+        # its canary writes slow while it answers krm promptly and nothing of its own says slow (its part of a
+        # Produce, its JVM, its answers): the writes wait on its followers (a cut replication link, as in a gray
+        # failure), whose own pages name the fault; a warning at most
+        elsewhere = (slow_client and not (slow_own or slow_jvm or slow_answer or starved)
+                     and e.answer_ms is not None and not _mildly(e, peer_answer))
+        hurt = markedly and not elsewhere and (_clients_wait_on(e, peers, objective_s)
                              or (e.answer_ms is not None and ANSWERS_PER_WRITE * e.answer_ms / 1000 > objective_s)
                              or (hurting is not None and b in named(hurting)))
         g = e.gauges or {}

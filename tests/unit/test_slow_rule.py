@@ -145,6 +145,14 @@ CASES = [
      "measured (impact oracle, a gray failure of broker 4, with the canary): every leader's canary write waits 3 s on "
      "broker 4 as a follower; broker 3's JMX scrape took 364 ms on the loaded host. A wait its peers share is not "
      "its own: a warning at most (it paged, and its hold silenced the pause that followed)"),
+    (36, {1: Evidence(0.0762, None, g(0, 2, remote=2), scrape_ms=63.3, answer_ms=38.0),
+          2: Evidence(0.0741, None, g(0, 2, remote=2), scrape_ms=111.1, answer_ms=38.0),
+          3: Evidence(0.0577, None, g(0, 2, remote=2), scrape_ms=168.5, answer_ms=37.9),
+          4: Evidence(2.6714, None, g(0, 2, remote=3), scrape_ms=139.4, answer_ms=1.2)},
+     [(4, UNKNOWN, "warning")],
+     "measured (impact oracle, a gray failure: broker 4 cut off from its followers, with the canary's writes timed "
+     "each): its canary write waited 2.7 s for followers that cannot fetch, while it answers krm in 1.2 ms and its "
+     "own part of a Produce is its peers': the write waits elsewhere, a warning at most (the cut link's pages name it)"),
     (11, {1: Evidence(0.3, None, g(150, 120)), 2: Evidence(0.35, None, g(160, 110)), 3: Evidence(0.28, None, g(140, 130))},
      [], "a busy cluster, every broker alike: slow together is load, not a slow broker"),
 ]
