@@ -304,9 +304,10 @@ def judge(evidence: Mapping[int, Evidence], objective_s: float,
         # failure), whose own pages name the fault; a warning at most
         elsewhere = (slow_client and not (slow_own or slow_jvm or slow_answer or starved)
                      and e.answer_ms is not None and not _mildly(e, peer_answer))
-        hurt = markedly and not elsewhere and (_clients_wait_on(e, peers, objective_s)
-                             or (e.answer_ms is not None and ANSWERS_PER_WRITE * e.answer_ms / 1000 > objective_s)
-                             or (hurting is not None and b in named(hurting)))
+        hurt = markedly and not elsewhere and (
+            _clients_wait_on(e, peers, objective_s)
+            or (e.answer_ms is not None and ANSWERS_PER_WRITE * e.answer_ms / 1000 > objective_s)
+            or (hurting is not None and b in named(hurting)))
         g = e.gauges or {}
         details: dict[str, Any] = {
             "client_latency_s": e.client_s, "peers_client_latency_s": _median(peer_client),
