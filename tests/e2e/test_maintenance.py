@@ -268,9 +268,12 @@ def test_rolling_restart_pages_nobody_and_a_crash_still_pages(stack):
         wait_for(lambda: _describe(cluster, topic)[0]["Leader"] not in (str(victim), "none", "-1"), 60, "a new leader")
 
         def unavailable() -> list[dict]:
+            """Partition 0's incidents seen after the kill: opened after it, or reopened after it (an incident of
+            the same partition resolved within flap_window_s goes on with its first opened_at; in ZooKeeper mode
+            the restart above can leave one: RELIABILITY.md, Routine operations, "Still open")."""
             return [i for i in stored_incidents("--config", str(stack.config_path), "--type", "PARTITION_UNAVAILABLE")
                     if i["cluster"] == cluster.name and i["topic"] == topic and i["partition"] == 0
-                    and _epoch_s(i["opened_at"]) > killed]
+                    and _epoch_s(i["last_seen_at"]) > killed]
         led = wait_for(lambda: [i for i in unavailable() if i["status"] == "resolved"], 60,
                        "the partition it led: PARTITION_UNAVAILABLE opened and resolved")
         assert {(i["cause"], i["severity"]) for i in led} == {("leader_unreachable", "critical")}, led
