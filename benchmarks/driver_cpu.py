@@ -16,7 +16,8 @@ once per poll interval, as a Prometheus would scrape it to alert as fast: its pr
 same window. With `--json`, the last stdout line is one JSON object: per case `poll_s`, `history_s`,
 `driver_cpu_pct`, `collector_cpu_pct` (percent of one core; also as `driver_pct` / `collector_pct`, the
 names of earlier records), `python_rest_pct` (the rest of this process), `alert_batches_per_s`, and
-`exporter_pct` (null when it could not run).
+`exporter_pct` (null when it could not run), and `jmx` / `canary` (whether krm read the brokers' JMX
+exporters and ran its canary: the evidence BROKER_SLOW judges from, docs/detections.md).
 
 `--layouts` compares where the collector runs, one after the other against the same cluster: `run` (one
 process, `krm run`), `split` (`krm collect` as its own process beside the pipeline in this one, the
@@ -26,7 +27,7 @@ Each result then also has `layout` and `total_pct` (driver + this process + a sp
 
 Usage: .venv/bin/python benchmarks/driver_cpu.py --cases 1:5,1:10,2:10 --window 60 [--threads] [--json]
        [--layouts run,split,split-every-poll] [--mode kraft|zk]
-       [--kafka-exporter PATH | --install-kafka-exporter]
+       [--kafka-exporter PATH | --install-kafka-exporter] [--jmx] [--canary]
 """
 
 from __future__ import annotations
@@ -137,6 +138,12 @@ def main() -> None:
     ap.add_argument("--mode", default="kraft", choices=("kraft", "zk"), help="the watched cluster's mode")
     ap.add_argument("--kafka-exporter", metavar="PATH", help="kafka_exporter binary to run beside krm")
     ap.add_argument("--install-kafka-exporter", action="store_true", help="go install it when it is not found")
+    ap.add_argument("--jmx", action="store_true",
+                    help="krm also scrapes each broker's JMX exporter (the per-broker latency series), at the default "
+                         "jmx_interval_s")
+    ap.add_argument("--canary", action="store_true",
+                    help="krm's canary too (`canary = true`: a write and read-back to a partition each broker holds), "
+                         "at the default canary_interval_s")
     args = ap.parse_args()
     if args.debug:
         import logging
@@ -156,6 +163,8 @@ def main() -> None:
     try:
         for i in range(4):
             create_topic(cluster, f"t{i}", partitions=6, rf=3)
+        evidence = ("jmx_exporter_urls = [" + ", ".join(f'"{u}"' for u in cluster.jmx_exporter_urls) + "]\n"
+                    if args.jmx else "") + ("canary = true\n" if args.canary else "")
         if exporter_bin:
             exporter, exporter_url = start_kafka_exporter(exporter_bin, cluster, work / "kafka_exporter.log")
         else:
@@ -169,7 +178,8 @@ def main() -> None:
             extra = "".join(f"{kv}\n" for kv in args.collector_set)
             if layout != "run":  # the collector's own /metrics on any free port beside the pipeline's
                 extra += "metrics_port = 0\n" + ("unchanged_publish_s = 0\n" if layout == "split-every-poll" else "")
-            path = write_config(cluster, work, poll_interval_s=poll, history_trigger_s=history, collector_extra=extra)
+            path = write_config(cluster, work, poll_interval_s=poll, history_trigger_s=history, collector_extra=extra,
+                                cluster_extra=evidence)
             collect = None
             if layout != "run":
                 collect = subprocess.Popen([KRM, "collect", "--config", str(path)], stdin=subprocess.DEVNULL,
@@ -203,7 +213,8 @@ def main() -> None:
                 shown = f"{100 * exported:21.1f}" if exported is not None else f"{'-':>21}"
                 print(f"{layout:>16} {poll:7.1f} {history:10.1f} {100 * driver:13.0f} {100 * collector:16.1f}"
                       f" {100 * rest:14.1f} {100 * total:8.0f} {batches:16.2f} {shown}", flush=True)
-                results.append({"layout": layout, "poll_s": poll, "history_s": history,
+                results.append({"layout": layout, "poll_s": poll, "history_s": history, "jmx": args.jmx,
+                                "canary": args.canary,
                                 "total_pct": round(100 * total, 1),
                                 "driver_cpu_pct": round(100 * driver, 1), "collector_cpu_pct": round(100 * collector, 1),
                                 "driver_pct": round(100 * driver, 1), "collector_pct": round(100 * collector, 1),

@@ -150,7 +150,11 @@ class AdminSource:
         self.last_offsets = found
         phases.append(("offsets", time.monotonic()))
         my.brokers.listen()  # how late each broker answers
+        declared_before = set(my.brokers.reach.declared)
         unreachable = my.brokers.unreachable(found)
+        if self.zk is not None and unreachable - declared_before:
+            # a clean stop's leaderships are already elsewhere in ZooKeeper; the watches may not have said so yet
+            self.zk.reread_led_by(unreachable - declared_before)
         if log.isEnabledFor(logging.DEBUG):
             log.debug("cluster %s poll %d: metadata from broker %s, offsets asked %s answered %s, unreachable %s, "
                       "answers in %s", self.cluster.name, poll_id, self._last_node, sorted(found.asked),

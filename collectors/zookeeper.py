@@ -51,6 +51,8 @@ BURST_S = (0.05, 0.3, 1.0, 2.5)  # full re-polls after a broker or controller ch
 # keeps the old controller id until the new controller's UpdateMetadata): an ordinary fail-over is
 # no "no active controller" page.
 CONTROLLER_ELECTION_GRACE_S = 5.0
+# the longest a poll waits for ZooKeeper's answers on the leaderships of a broker it just found down
+REREAD_TIMEOUT_S = 1.0
 
 
 @dataclass(frozen=True)
@@ -236,6 +238,47 @@ class ZkState:
         with self._lock:
             return self._states.get((topic, partition))
 
+    def reread_led_by(self, brokers: set[int], timeout_s: float = REREAD_TIMEOUT_S) -> int:
+        """Read again, from ZooKeeper itself, the state of every partition the mirror says one of
+        `brokers` leads; returns how many had changed. For brokers a poll has just found down: a clean
+        stop closes its ports only after the controller wrote its leaderships elsewhere
+        (KafkaController.doControlledShutdown answers once they are moved), but the watches deliver
+        those writes a moment later on a loaded machine, and the poll would otherwise call the old
+        leader's partitions leaderless. A crashed broker's leaderships read back unchanged: its page
+        waits only for these reads (one round trip, all sent at once), at most `timeout_s`."""
+        zk = self._zk
+        if zk is None or not brokers or not zk.connected:
+            return 0
+        with self._lock:
+            keys = [k for k, st in self._states.items() if st.leader in brokers]
+        if not keys:
+            return 0
+        deadline = time.monotonic() + timeout_s
+        try:
+            zk.sync_async("/brokers/topics").get(timeout=timeout_s)  # the server's view caught up with the leader's
+            pending = [(k, zk.get_async(f"/brokers/topics/{k[0]}/partitions/{k[1]}/state")) for k in keys]
+        except Exception as e:  # noqa: BLE001 - the mirror as it is, then
+            log.info("cluster %s: ZooKeeper re-read of brokers %s' leaderships failed (%s)",
+                     self.cluster.name, sorted(brokers), e)
+            return 0
+        changed = 0
+        for key, answer in pending:
+            try:
+                data, stat = answer.get(timeout=max(0.0, deadline - time.monotonic()))
+            except Exception:  # noqa: BLE001 - a deleted znode or the deadline: its watch will say
+                continue
+            state = _state(data, stat)
+            if state is None:
+                continue
+            with self._lock:
+                if key in self._states and _newer(state, self._states[key]) and state != self._states[key]:
+                    self._states[key] = state
+                    changed += 1
+        if changed:
+            log.info("cluster %s: %d partition state(s) of brokers %s re-read from ZooKeeper ahead of their watches",
+                     self.cluster.name, changed, sorted(brokers))
+        return changed
+
     def assignment(self, topic: str) -> dict[int, tuple[int, ...]] | None:
         with self._lock:
             a = self._assignments.get(topic)
@@ -346,12 +389,12 @@ class ZkState:
                     if topic not in self._assignments:
                         return False
                 return None
-            s = _json(data)
-            if "leader" not in s:
+            state = _state(data, stat)
+            if state is None:
                 return None
-            state = ZkPartition(int(s["leader"]), int(s.get("leader_epoch", -1)), tuple(s.get("isr") or ()),
-                                s.get("controller_epoch"), int(stat.mtime), int(stat.version))
             with self._lock:
+                if not _newer(state, self._states.get((topic, partition))):
+                    return None  # reread_led_by already holds a later write
                 self._states[(topic, partition)] = state
                 if not first:
                     self._dirty.add(topic)
@@ -412,6 +455,22 @@ def zk_moves(doc: dict[str, Any]) -> dict[int, tuple[tuple[int, ...], tuple[int,
         if a or r:
             out[int(p)] = (a, r)
     return out
+
+
+def _state(data: bytes, stat: ZnodeStat) -> ZkPartition | None:
+    """A partition's state znode as the mirror holds it; None when it names no leader."""
+    s = _json(data)
+    if "leader" not in s:
+        return None
+    return ZkPartition(int(s["leader"]), int(s.get("leader_epoch", -1)), tuple(s.get("isr") or ()),
+                       s.get("controller_epoch"), int(stat.mtime), int(stat.version))
+
+
+def _newer(state: ZkPartition, held: ZkPartition | None) -> bool:
+    """Whether `state` may replace `held`: not an older version of the same znode (a watch's read
+    that a direct re-read overtook). A re-created znode (a topic deleted and created again) starts its
+    versions over, later in ZooKeeper's clock."""
+    return held is None or state.version >= held.version or state.mtime_ms > held.mtime_ms
 
 
 def _json(data: bytes) -> dict[str, Any]:

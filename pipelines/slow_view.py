@@ -113,7 +113,8 @@ class SlowView:
                 else:
                     evidence[b] = slow.Evidence(client.get(b), j.error, j.gauges if j.error is None else None,
                                                 j.scrape_ms if j.error is None else None, answer_ms.get(b), b in failed,
-                                                past.get(b), waits.get(b))
+                                                past.get(b), waits.get(b),
+                                                None if answered_at is None else answered_at - j.observed_at_ms)
             last_id, last_at = self._rounds.get(name, (0, 0))
             round_id, at = last_id + 1, max(at, last_at)  # rounds in order, whichever record came first
             self._rounds[name] = (round_id, at)

@@ -18,7 +18,8 @@ so it compares what every broker answers now):
 - its JMX endpoint answering markedly later than its peers' (the same floor and factor), or timing out while its
   peers answer and it still acknowledges writes or answers the collector: the agent runs in the broker's JVM and
   reads no disk, so a whole JVM starved of CPU (or stopped by long GC pauses) answers its own metrics late or not
-  at all.
+  at all. A scrape is the latest for `jmx_interval_s`: once the probes answered since say the broker keeps its
+  peers' pace, they say its pace now (a JVM just out of a starved spell answers the scrape after it late).
 - the collector's own probes (a brokers-only Metadata request every `reach_probe_s`, collectors/reachability.py):
   their median round trip over the last seconds markedly above its peers'. A starved broker answers them seconds
   late where a paused one answers nothing (the collector then calls it unreachable: BROKER_DOWN's), so this is
@@ -56,7 +57,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable, Collection, Mapping, Sequence
 
 from pipelines.detectors.details import Details
@@ -84,6 +85,9 @@ TIMED_OUT = "timed out"  # in a JMX scrape's error: the endpoint accepted and di
 # its exporter's answer this late (and PEER_FACTOR its peers') reads as a JVM short of CPU: above what one scrape on a
 # loaded host takes, below a starved JVM's (the measured cases in tests/unit/test_slow_rule.py)
 JVM_SLOW_MIN_S = 0.5
+# a scrape's pace is the JVM's pace when it was taken; probes answered this long after it, at its peers' pace, say the
+# JVM's pace now (a scrape comes every jmx_interval_s, ten seconds by default; the probes every quarter second)
+SCRAPE_SUPERSEDED_MS = 2000.0
 
 
 @dataclass(frozen=True)
@@ -100,6 +104,8 @@ class Evidence:
     # the longest a canary write to a partition it leads has waited so far, unanswered (the round's early record):
     # clients hurt when past the objective, but never itself a slow broker (a dead or paused leader answers no write)
     client_waiting_s: float | None = None
+    # how long before its probes' answers (`answer_ms`) its JMX scrape was taken (None: not known)
+    scrape_age_ms: float | None = None
 
     def own_s(self) -> float | None:
         """Its own share of a Produce request at the median (queue + local): what the broker itself takes."""
@@ -264,6 +270,17 @@ def cause_of(e: Evidence, peers_scrape_ms: Sequence[float] = (), peers_own_s: Se
     return CPU_STARVED if answers_late else UNKNOWN
 
 
+def _pace_now(e: Evidence, peers_answer_ms: Sequence[float]) -> Evidence:
+    """Its evidence without its JMX scrape's pace when the probes answered since say its JVM keeps its peers' pace:
+    a JVM just out of a starved spell answers the scrape that follows late, and that scrape stays the latest for
+    seconds (it named a broker slow, critical with a write waiting elsewhere, after its cap had ended)."""
+    if (e.scrape_ms is None or e.scrape_age_ms is None or e.scrape_age_ms < SCRAPE_SUPERSEDED_MS
+            or e.answer_ms is None or not peers_answer_ms
+            or _markedly(e.answer_ms / 1000, [ms / 1000 for ms in peers_answer_ms], MILD_MIN_S)):
+        return e
+    return replace(e, scrape_ms=None)
+
+
 def judge(evidence: Mapping[int, Evidence], objective_s: float,
           hurting: Callable[[], Collection[int]] | None = None) -> list[SlowFinding]:
     """The live brokers (`evidence` holds one entry each) markedly slower than their peers now. `hurting`: the
@@ -278,6 +295,7 @@ def judge(evidence: Mapping[int, Evidence], objective_s: float,
 
     for b, e in sorted(evidence.items()):
         peers = [p for q, p in evidence.items() if q != b]
+        e = _pace_now(e, [p.answer_ms for p in peers if p.answer_ms is not None])  # its peers' scrapes stay the measure
         peer_client = [p.client_s for p in peers if p.client_s is not None]
         peer_own = [s for p in peers if (s := p.own_s()) is not None]
         answered = [p for p in peers if p.jmx_error is None and p.gauges is not None]
