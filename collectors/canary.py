@@ -302,7 +302,8 @@ class CanarySource:
         # acks=all, retried (a moved leader is found again) but never beyond the round's timeout: a write
         # that needs longer is what the canary reports
         self._producer = KafkaProducer(bootstrap_servers=boot, client_id=f"krm-canary-{self.cluster.name}", acks="all",
-                                       linger_ms=0, request_timeout_ms=max(500, timeout // 2), max_block_ms=timeout,
+                                       linger_ms=0, request_timeout_ms=attempt_timeout_ms(
+                                           timeout, self.cluster.latency_objective_s), max_block_ms=timeout,
                                        delivery_timeout_ms=timeout, retries=10, retry_backoff_ms=100,
                                        metadata_max_age_ms=5000, reconnect_backoff_max_ms=1000, **sec)
         self._consumer = KafkaConsumer(bootstrap_servers=boot, client_id=f"krm-canary-{self.cluster.name}",
@@ -362,3 +363,11 @@ def _isr(metadata: Any, topic: str, partition: int) -> list[int] | None:
     known = getattr(metadata, "_partitions", {}).get(topic, {}).get(partition)
     isr = getattr(known, "isr", None)
     return sorted(int(b) for b in isr) if isr is not None else None
+
+
+def attempt_timeout_ms(timeout_ms: int, objective_s: float) -> int:
+    """How long one produce attempt may wait: half the round's timeout, so a moved leader is tried again within it,
+    but never less than the latency objective. Cut sooner, an attempt is retried on a new connection, and a write a
+    client would have had within the objective reads past it (a broker at a tenth of a core answered one in about
+    1.6 s; cut at 1.5 s, it read 2.4 s and paged with no client hurt)."""
+    return min(timeout_ms, max(500, timeout_ms // 2, int(objective_s * 1000)))

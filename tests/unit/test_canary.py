@@ -241,3 +241,14 @@ def test_no_late_broker_one_write_a_partition():
     sent = source._write([0, 1, 2], [], 1.0, 3.0)
     assert {p: len(ws) for p, ws in sent.items()} == {0: 1, 1: 1, 2: 1}
     assert all(w.done_at is not None for ws in sent.values() for w in ws)
+
+
+def test_an_attempt_waits_the_latency_objective_at_least():
+    """Cut before the objective, an attempt is retried on a new connection and a write clients would have had in
+    time reads past it (ZooKeeper mode, a broker at 10 % of a core: 1.6 s cut at 1.5 s read 2.4 s)."""
+    from collectors.canary import attempt_timeout_ms
+
+    assert attempt_timeout_ms(3000, 2.0) == 2000  # the defaults: the objective, not half the timeout
+    assert attempt_timeout_ms(10000, 2.0) == 5000  # half the round's timeout leaves room for a second attempt
+    assert attempt_timeout_ms(1500, 2.0) == 1500  # never past the round's own timeout
+    assert attempt_timeout_ms(600, 0.1) == 500
