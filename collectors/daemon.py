@@ -21,6 +21,7 @@ from collectors import gc_pause, topic_share
 from collectors.admin import AdminSource
 from collectors.canary import CanarySource
 from collectors.jmx import JmxSource
+from collectors.routine_hold import JmxRoutine, RoutineHold, answers_prompt, canary_routine
 from collectors.publisher import Publisher
 from collectors.unchanged import UnchangedPolls
 from collectors.zookeeper import ZkState
@@ -71,8 +72,13 @@ class Collector:
                         for c in config.clusters]
         self.jmx_sources = [JmxSource(c.name, dict(c.jmx_exporter_urls), security=c.jmx_security)
                             for c in config.clusters if c.jmx_exporter_urls]
-        self.canaries = [CanarySource(c, config.collector, self.publisher.publish) for c in config.clusters if c.canary]
+        # routine canary and JMX rounds go out together (collectors/routine_hold.py); the canary's early records at once
+        self.routine = RoutineHold(self.publisher.publish, config.collector.routine_publish_s)
+        self._jmx_routine = JmxRoutine()
+        self.canaries = [CanarySource(c, config.collector, lambda records: self.routine.offer(records, routine=False))
+                         for c in config.clusters if c.canary]
         by_name = {src.cluster.name: src for src in self.sources}
+        self._answer_times = {name: src.parts.brokers.answer_times for name, src in by_name.items()}
         for canary in self.canaries:  # a broker answering late: clients' writes measure it now (answer_times.py)
             answer_times = by_name[canary.cluster.name].parts.brokers.answer_times
             answer_times.on_late, canary.suspects = canary.hurry, answer_times.late_now
@@ -179,6 +185,7 @@ class Collector:
             jmx.close()
         for canary in self.canaries:
             canary.close()
+        self.routine.flush()
         self.publisher.close()
 
     def _loop(self, src: AdminSource) -> None:
@@ -270,22 +277,34 @@ class Collector:
         """Canary rounds on their own thread and cadence: a round waiting on a dead leader never
         delays a poll."""
         self._fixed_rate(self.config.collector.canary_interval_s, canary.poll, "canary_rounds",
-                         f"canary round of cluster {canary.cluster.name}", canary.hurried)
+                         f"canary round of cluster {canary.cluster.name}", canary.hurried,
+                         lambda records: all(canary_routine(r) for r in records) and self._prompt(canary.cluster.name))
 
     def _scrape_loop(self, jmx: JmxSource) -> None:
         """JMX scrapes on their own thread and cadence: a slow exporter never delays a poll."""
         self._fixed_rate(self.config.collector.jmx_interval_s, jmx.poll, "jmx_scrapes",
-                         f"JMX scrape of cluster {jmx.cluster}")
+                         f"JMX scrape of cluster {jmx.cluster}",
+                         routine=lambda records: self._jmx_routine(records) and self._prompt(jmx.cluster))
+
+    def _prompt(self, cluster: str) -> bool:
+        """Every broker of the cluster answers krm's probes promptly now (collectors/routine_hold.py)."""
+        times = self._answer_times.get(cluster)
+        return times is None or answers_prompt(times.answers()[1])
 
     def _fixed_rate(self, interval: float, poll: Any, counter: str, what: str,
-                    hurried: threading.Event | None = None) -> None:
+                    hurried: threading.Event | None = None, routine: Callable[[list[Any]], bool] | None = None) -> None:
         """Publish `poll()` every `interval` seconds until stopped; a failure is logged and the next runs. `hurried`,
-        when set, runs the next one early (at most one a HURRIED_GAP_S), and the cadence goes on from it."""
+        when set, runs the next one early (at most one a HURRIED_GAP_S), and the cadence goes on from it. `routine`:
+        whether a round's records may wait for the others (collectors/routine_hold.py)."""
         next_at = time.monotonic()
         while not self._stop.is_set():
             started = time.monotonic()
             try:
-                self.publisher.publish(poll())
+                records = poll()
+                if routine is None:
+                    self.publisher.publish(records)
+                else:
+                    self.routine.offer(records, routine(records))
                 setattr(self, counter, getattr(self, counter) + 1)
             except Exception:  # noqa: BLE001 - keep going
                 log.exception("%s failed", what)

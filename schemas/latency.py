@@ -5,3 +5,6 @@
 # judges it; one in which every broker answers sooner is compared without the round trips, which move at
 # every poll.
 SLOW_MIN_S = 0.2
+# A milder spell of late answers starts here (pipelines/detectors/slow.py); a canary or JMX round while a broker
+# answers this late always goes out at once (collectors/routine_hold.py).
+MILD_MIN_S = 0.02

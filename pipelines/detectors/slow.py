@@ -63,7 +63,7 @@ from typing import Any, Callable, Collection, Mapping, Sequence
 from pipelines.detectors.details import Details
 from pipelines.detectors.exports import Alert, BROKER_PAGE, Series, console, incident_info
 from pipelines.detectors.rule import Escalation, Rule
-from schemas.latency import SLOW_MIN_S
+from schemas.latency import MILD_MIN_S, SLOW_MIN_S
 
 TYPE = "BROKER_SLOW"
 CPU_STARVED, SLOW_DISK, SLOW_REPLICATION, UNKNOWN = "cpu_starved", "slow_disk", "slow_replication", "unknown"
@@ -76,9 +76,8 @@ SCOPE = "slow"
 # cluster/Partition.scala); the produce is answered only then
 ANSWERS_PER_WRITE = 3
 PEER_FACTOR = 3.0  # ... and at least this many times the median of its peers
-# a milder spell, only from the probes' answer times: above this floor, this many times its peers' median and
-# PAST_FACTOR times its own recent past
-MILD_MIN_S = 0.02
+# a milder spell, only from the probes' answer times: above MILD_MIN_S (schemas/latency.py), this many times its
+# peers' median and PAST_FACTOR times its own recent past
 MILD_FACTOR = 5.0
 PAST_FACTOR = 2.0
 TIMED_OUT = "timed out"  # in a JMX scrape's error: the endpoint accepted and did not answer in time

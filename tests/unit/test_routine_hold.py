@@ -1,0 +1,79 @@
+"""Routine canary and JMX rounds wait to go out together (collectors/routine_hold.py): at rest one alert
+micro-batch for them, not one a round; anything that is news goes at once and takes the held ones with it."""
+
+import pytest
+
+from collectors.routine_hold import JmxRoutine, RoutineHold, answers_prompt, canary_routine
+
+pytestmark = pytest.mark.unit
+
+
+def canary(*partitions, waiting=None):
+    return {"kind": "canary", "cluster": "c", "canary_state": {"topic": "krm.canary", "partitions": list(partitions),
+                                                               "waiting": waiting}}
+
+
+def write(p, produce_ms=3.0, **kw):
+    return {"partition": p, "broker": p + 1, "produced": True, "produce_ms": produce_ms, "consumed": True,
+            "e2e_ms": produce_ms + 2} | kw
+
+
+def jmx(broker, scrape_ms=40.0, error=None, **gauges):
+    base = {"under_replicated_partitions": 0.0, "active_controller_count": 0.0, "produce_queue_p50_ms": 0.0,
+            "produce_local_p50_ms": 1.0, "produce_local_p99_ms": 4.0, "isr_shrinks_total": 3.0}
+    return {"kind": "broker_metrics", "cluster": "c", "broker_metrics_state": {
+        "broker": broker, "error": error, "scrape_ms": scrape_ms,
+        "gauges": [{"name": k, "value": v} for k, v in (base | gauges).items()]}}
+
+
+def test_a_canary_round_is_routine_only_when_every_write_came_back_quickly():
+    assert canary_routine(canary(write(0), write(1)))
+    assert not canary_routine(canary(write(0), write(1, produce_ms=250.0)))  # SLOW_MIN_S: a detector compares it
+    assert not canary_routine(canary(write(0), write(1, produced=False, error="KafkaTimeoutError")))
+    assert not canary_routine(canary(write(0), write(1, consumed=False)))
+    assert not canary_routine(canary(write(0, waiting_ms=2100.0), waiting=True))  # the early record
+
+
+def test_a_jmx_round_is_routine_only_when_no_broker_says_anything():
+    routine = JmxRoutine()
+    assert routine([jmx(1), jmx(2), jmx(3, active_controller_count=1.0)])
+    assert not routine([jmx(1), jmx(2, isr_shrinks_total=4.0), jmx(3)])  # an ISR shrank since the last round
+    assert routine([jmx(1), jmx(2, isr_shrinks_total=4.0), jmx(3)])  # ... and not since
+    assert not routine([jmx(1, under_replicated_partitions=2.0), jmx(2, isr_shrinks_total=4.0), jmx(3)])
+    assert not routine([jmx(1, scrape_ms=600.0), jmx(2, isr_shrinks_total=4.0)])
+    assert not routine([jmx(1, error="timed out"), jmx(2, isr_shrinks_total=4.0)])
+    assert not routine([jmx(1, produce_local_p99_ms=1006.0), jmx(2, isr_shrinks_total=4.0)])
+    assert not routine([jmx(1, active_controller_count=1.0), jmx(2, active_controller_count=1.0,
+                                                                 isr_shrinks_total=4.0)])  # a split brain
+
+
+def test_probes_answered_20_ms_late_make_every_round_news():
+    assert answers_prompt({1: 0.001, 2: 0.019}) and answers_prompt({})
+    assert not answers_prompt({1: 0.001, 2: 0.045})
+
+
+def test_routine_rounds_go_out_together_and_news_takes_them_along():
+    sent, now = [], [0.0]
+    hold = RoutineHold(lambda records: sent.append(list(records)) or len(records), 10.0, clock=lambda: now[0])
+    assert hold.offer(["canary@0"], routine=True) == 0
+    now[0] = 5.0
+    hold.offer(["canary@5"], routine=True)
+    now[0] = 10.0
+    assert hold.offer(["canary@10", "jmx@10"], routine=True) == 4  # the oldest waited hold_s
+    assert sent == [["canary@0", "canary@5", "canary@10", "jmx@10"]]
+    now[0] = 15.0
+    hold.offer(["canary@15"], routine=True)
+    now[0] = 16.0
+    hold.offer(["early@16"], routine=False)  # news: at once, after what was held, in order
+    assert sent[-1] == ["canary@15", "early@16"]
+    hold.offer(["canary@20"], routine=True)
+    assert hold.flush() == 1 and sent[-1] == ["canary@20"]
+    assert hold.flush() == 0
+
+
+def test_no_hold_publishes_every_round_at_once():
+    sent = []
+    hold = RoutineHold(lambda records: sent.append(list(records)) or len(records), 0.0)
+    hold.offer(["a"], routine=True)
+    hold.offer(["b"], routine=True)
+    assert sent == [["a"], ["b"]]
