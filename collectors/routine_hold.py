@@ -2,7 +2,7 @@
 scrape round (every `jmx_interval_s`) each used to start an alert micro-batch of their own, and a batch
 costs the driver far more than its few rows: the canary and the JMX series together multiplied the cost at
 rest of watching a quiet cluster (benchmarks/BENCHMARKS.md). A round in which nothing is late, failed or
-counted (`canary_routine`, `jmx_routine`) is held and published with the next record that is not routine,
+counted (`canary_routine`, `JmxRoutine`) is held and published with the next record that is not routine,
 or once the oldest held one has waited `routine_publish_s`. Anything else goes at once, and takes what is
 held with it, so a detector never reads a newer round before an older one.
 
