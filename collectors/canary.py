@@ -368,6 +368,5 @@ def _isr(metadata: Any, topic: str, partition: int) -> list[int] | None:
 def attempt_timeout_ms(timeout_ms: int, objective_s: float) -> int:
     """How long one produce attempt may wait: half the round's timeout, so a moved leader is tried again within it,
     but never less than the latency objective. Cut sooner, an attempt is retried on a new connection, and a write a
-    client would have had within the objective reads past it (a broker at a tenth of a core answered one in about
-    1.6 s; cut at 1.5 s, it read 2.4 s and paged with no client hurt)."""
+    client would have had within the objective reads past it: clients hurt where none is."""
     return min(timeout_ms, max(500, timeout_ms // 2, int(objective_s * 1000)))

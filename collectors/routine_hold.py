@@ -10,8 +10,8 @@ What "nothing" means stays below every floor BROKER_SLOW judges from (pipelines/
 write or own Produce time of SLOW_MIN_S, no scrape slower than that, and no broker of the cluster answering
 krm's probes MILD_MIN_S late (a milder spell is judged at each round: its rounds go at once).
 
-Off by default (`routine_publish_s` 0): held, the rounds between a capped broker's late answers were judged less
-often, and a broker at a tenth of a core went unwarned in about half the steps that warned it before."""
+Off by default (`routine_publish_s` 0): a milder slow-broker spell is judged at each round and wants two in a
+row, and held rounds leave it fewer (benchmarks/BENCHMARKS.md has what that cost the warning)."""
 
 from __future__ import annotations
 

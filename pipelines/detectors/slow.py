@@ -272,7 +272,7 @@ def cause_of(e: Evidence, peers_scrape_ms: Sequence[float] = (), peers_own_s: Se
 def _pace_now(e: Evidence, peers_answer_ms: Sequence[float]) -> Evidence:
     """Its evidence without its JMX scrape's pace when the probes answered since say its JVM keeps its peers' pace:
     a JVM just out of a starved spell answers the scrape that follows late, and that scrape stays the latest for
-    seconds (it named a broker slow, critical with a write waiting elsewhere, after its cap had ended)."""
+    `jmx_interval_s`."""
     if (e.scrape_ms is None or e.scrape_age_ms is None or e.scrape_age_ms < SCRAPE_SUPERSEDED_MS
             or e.answer_ms is None or not peers_answer_ms
             or _markedly(e.answer_ms / 1000, [ms / 1000 for ms in peers_answer_ms], MILD_MIN_S)):

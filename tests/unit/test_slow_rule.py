@@ -2,6 +2,8 @@
 (broker, cause, severity), and why. The CPU-cap cases follow what benchmarks/BENCHMARKS.md ("Slow brokers")
 measured on a real cluster."""
 
+from dataclasses import replace
+
 import pytest
 
 from pipelines.detectors.slow import CPU_STARVED, SLOW_DISK, SLOW_REPLICATION, UNKNOWN, Evidence, judge
@@ -18,6 +20,13 @@ def g(queue, local, remote=1.0, idle=0.9, flush=None):
 
 
 HEALTHY = Evidence(0.02, None, g(1, 2), scrape_ms=40.0)
+# measured (impact oracle, KRaft): broker 1 just out of a 2 % cap, broker 2's disk slowed; each scrape 5.5 s older
+# than the probes' answers
+CASE_37 = {1: Evidence(0.0055, None, g(0, 1, remote=4), scrape_ms=1253.8, answer_ms=1.1, client_waiting_s=2.0001,
+                       scrape_age_ms=5500.0),
+           2: Evidence(None, None, g(0, 1, remote=3), scrape_ms=42.0, answer_ms=2.0, scrape_age_ms=5500.0),
+           3: Evidence(0.0063, None, g(0, 1, remote=3), scrape_ms=26.8, answer_ms=1.1, scrape_age_ms=5500.0),
+           4: Evidence(0.0072, None, g(0, 1, remote=4), scrape_ms=71.5, answer_ms=1.7, scrape_age_ms=5500.0)}
 CASES = [
     (1, {1: HEALTHY, 2: HEALTHY, 3: HEALTHY}, [], "every broker alike: nothing is slow"),
     (2, {1: HEALTHY, 2: Evidence(1.5), 3: HEALTHY}, [(2, UNKNOWN, "warning")],
@@ -153,21 +162,13 @@ CASES = [
      "measured (impact oracle, a gray failure: broker 4 cut off from its followers, with the canary's writes timed "
      "each): its canary write waited 2.7 s for followers that cannot fetch, while it answers krm in 1.2 ms and its "
      "own part of a Produce is its peers': the write waits elsewhere, a warning at most (the cut link's pages name it)"),
-    (37, {1: Evidence(0.0055, None, g(0, 1, remote=4), scrape_ms=1253.8, answer_ms=1.1, client_waiting_s=2.0001,
-                      scrape_age_ms=5500.0),
-          2: Evidence(None, None, g(0, 1, remote=3), scrape_ms=42.0, answer_ms=2.0, scrape_age_ms=5500.0),
-          3: Evidence(0.0063, None, g(0, 1, remote=3), scrape_ms=26.8, answer_ms=1.1, scrape_age_ms=5500.0),
-          4: Evidence(0.0072, None, g(0, 1, remote=4), scrape_ms=71.5, answer_ms=1.7, scrape_age_ms=5500.0)},
+    (37, CASE_37,
      [],
      "measured (impact oracle, KRaft: broker 1 capped at 2 % until the step before, then broker 2's disk slowed): "
      "broker 1's first scrape after its cap took 1.25 s and stayed its latest for ten seconds, while its probes "
      "answered in 1.1 ms and a canary write through it was acknowledged in 5.5 ms. With a write waiting on broker 2 "
      "it paged critical, cpu_starved, for a broker no longer slow: probes answered since the scrape say its pace now"),
-    (38, {1: Evidence(0.0055, None, g(0, 1, remote=4), scrape_ms=1253.8, answer_ms=1.1, client_waiting_s=2.0001,
-                      scrape_age_ms=800.0),
-          2: Evidence(None, None, g(0, 1, remote=3), scrape_ms=42.0, answer_ms=2.0, scrape_age_ms=800.0),
-          3: Evidence(0.0063, None, g(0, 1, remote=3), scrape_ms=26.8, answer_ms=1.1, scrape_age_ms=800.0),
-          4: Evidence(0.0072, None, g(0, 1, remote=4), scrape_ms=71.5, answer_ms=1.7, scrape_age_ms=800.0)},
+    (38, {b: replace(e, scrape_age_ms=800.0) for b, e in CASE_37.items()},
      [(1, CPU_STARVED, "critical")],
      "case 37 with the scrape taken 0.8 s before the probes' answers: too few answers since to say otherwise, the "
      "scrape's pace is the JVM's"),
