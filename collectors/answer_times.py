@@ -39,10 +39,15 @@ log = logging.getLogger(__name__)
 
 RECENT = 2  # a broker's answer time: the median round trip of its last this many answers and the one waiting ...
 WINDOW_S = 30.0  # ... of those at most this old
+# its steady answer time: the median round trip of its answers of the last STEADY_S, when at least STEADY_MIN (a
+# quarter of what a prober every 0.25 s gets: a broker answering 100 ms late still gives that many)
+STEADY_S = 4.0
+STEADY_MIN = 4
+KEPT = 64  # answers kept per broker (STEADY_S of them at the quickest prober cadence a config allows, and more)
 
 
 class RoundTrips:
-    """Per broker, its last RECENT answers, (when the request went out, when the answer came back), and when the
+    """Per broker, its last KEPT answers, (when the request went out, when the answer came back), and when the
     request waiting now went out. Pure."""
 
     def __init__(self) -> None:
@@ -53,7 +58,7 @@ class RoundTrips:
         self._waiting[broker] = at
 
     def answered(self, broker: int, sent_at: float, done_at: float) -> None:
-        self._took.setdefault(broker, deque(maxlen=RECENT)).append((sent_at, done_at))
+        self._took.setdefault(broker, deque(maxlen=KEPT)).append((sent_at, done_at))
         if self._waiting.get(broker) == sent_at:
             del self._waiting[broker]
 
@@ -69,7 +74,7 @@ class RoundTrips:
 
     def contact(self) -> dict[int, float]:
         """broker -> when it was last heard from."""
-        return {b: max(done for _, done in took) for b, took in self._took.items() if took}
+        return {b: took[-1][1] for b, took in self._took.items() if took}
 
     def late(self, now: float) -> set[int]:
         """The brokers whose request in flight has waited SLOW_MIN_S so far, or whose newest answer took that long."""
@@ -82,10 +87,21 @@ class RoundTrips:
         (none: no answer in the window)."""
         out = {}
         for b, took in self._took.items():
-            recent = [done - sent for sent, done in took if now - done <= WINDOW_S]
+            recent = [done - sent for sent, done in list(took)[-RECENT:] if now - done <= WINDOW_S]
             if recent:
                 waiting = self._waiting.get(b)
                 out[b] = statistics.median_low(recent + ([now - waiting] if waiting is not None else []))
+        return out
+
+    def steady_s(self, now: float) -> dict[int, float]:
+        """broker -> the median of its answers' round trips of the last STEADY_S and the wait so far of its request
+        in flight, where it answered STEADY_MIN times in that window (else not said)."""
+        out = {}
+        for b, took in self._took.items():
+            recent = [done - sent for sent, done in took if now - done <= STEADY_S]
+            if len(recent) >= STEADY_MIN:
+                waiting = self._waiting.get(b)
+                out[b] = statistics.median(recent + ([now - waiting] if waiting is not None else []))
         return out
 
 
@@ -107,10 +123,11 @@ class AnswerTimes:
             self._thread.start()
         return self
 
-    def answers(self) -> tuple[dict[int, float], dict[int, float]]:
-        """(contact, answer_s), see the module's docstring; time.monotonic() and seconds."""
+    def answers(self) -> tuple[dict[int, float], dict[int, float], dict[int, float]]:
+        """(contact, answer_s, steady_s), see the module's docstring; time.monotonic() and seconds."""
         with self._lock:
-            return self._trips.contact(), self._trips.answer_s(time.monotonic())
+            now = time.monotonic()
+            return self._trips.contact(), self._trips.answer_s(now), self._trips.steady_s(now)
 
     def late_now(self) -> frozenset[int]:
         """The brokers whose answer (or request in flight) took SLOW_MIN_S or longer at the prober's last look."""

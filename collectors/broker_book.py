@@ -34,6 +34,7 @@ class BrokerBook:
                                         max(settings.request_timeout_ms, int(3000 * settings.unreachable_after_s)))
         self.contact: dict[int, float] = {}  # broker -> when it was last heard from (time.monotonic())
         self.answer_s: dict[int, float] = {}  # broker -> how late it answers now (the median round trip)
+        self.steady_s: dict[int, float] = {}  # broker -> how late it answered over the last few seconds
         self.departures = Departures()  # how each down broker went down (controlled shutdown or not)
         # broker -> (reachable, partitions it leads) as the last poll saw it: the collector's own /metrics
         # (collectors/stats.py) says it even while the observations path is down
@@ -48,7 +49,7 @@ class BrokerBook:
 
     def listen(self) -> None:
         """Read the answer-time prober's latest (starting it the first time)."""
-        self.contact, self.answer_s = self.answer_times.start().answers()
+        self.contact, self.answer_s, self.steady_s = self.answer_times.start().answers()
 
     def unreachable(self, found: offsets.OffsetsRound) -> set[int]:
         """Registered brokers clients cannot use now (collectors/reachability.py)."""
@@ -65,9 +66,11 @@ class BrokerBook:
 
 
 def broker_list(known: Mapping[int, MdBroker], live: Mapping[int, MdBroker], referenced: Iterable[int],
-                asked: set[int], answering: set[int], answer_s: Mapping[int, float]) -> list[Broker]:
+                asked: set[int], answering: set[int], answer_s: Mapping[int, float],
+                steady_s: Mapping[int, float] | None = None) -> list[Broker]:
     """The cluster record's brokers: every broker known or named by a replica list, live when `live` has it,
-    reachable when asked and answering (None when not asked), with how late it answers (`answer_ms`)."""
+    reachable when asked and answering (None when not asked), with how late it answers (`answer_ms`) and answered
+    over the last few seconds (`answer_steady_ms`)."""
     out: list[Broker] = []
     for bid in sorted(set(known) | set(referenced)):
         m = live.get(bid) or known.get(bid)
@@ -76,5 +79,7 @@ def broker_list(known: Mapping[int, MdBroker], live: Mapping[int, MdBroker], ref
                           "reachable": (bid in answering) if bid in asked else None}
         if (late := answer_s.get(bid)) is not None:  # BROKER_SLOW reads it
             broker["answer_ms"] = round(late * 1000, 1)
+        if (steady := (steady_s or {}).get(bid)) is not None:
+            broker["answer_steady_ms"] = round(steady * 1000, 1)
         out.append(broker)
     return out

@@ -51,7 +51,7 @@ class PollRecords:
         live = self._mixed_liveness(live)
         referenced = views.referenced(everything)
         brokers = broker_list(book.known, live, referenced, found.asked, book.answering(found, unreachable),
-                              book.answer_s)
+                              book.answer_s, book.steady_s)
         controller: int | None = md.get("controller_id")
         if zk_live is not None:
             controller = my.zk.controller()  # type: ignore[union-attr]

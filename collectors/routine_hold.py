@@ -8,10 +8,8 @@ held with it, so a detector never reads a newer round before an older one.
 
 What "nothing" means stays below every floor BROKER_SLOW judges from (pipelines/detectors/slow.py): no
 write or own Produce time of SLOW_MIN_S, no scrape slower than that, and no broker of the cluster answering
-krm's probes MILD_MIN_S late (a milder spell is judged at each round: its rounds go at once).
-
-Off by default (`routine_publish_s` 0): a milder slow-broker spell is judged at each round and wants two in a
-row, and held rounds leave it fewer (benchmarks/BENCHMARKS.md has what that cost the warning)."""
+krm's probes MILD_MIN_S late. A milder spell needs no canary or JMX round: the poll says it, from many
+answers at once (collectors/answer_times.py `steady_s`), and goes out while it lasts (collectors/unchanged.py)."""
 
 from __future__ import annotations
 

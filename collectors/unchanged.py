@@ -7,10 +7,10 @@ stays exact without a batch (pipelines/state.py `PipelineState.vouch`). Whether 
 alone, from the poll: what changes with time passing alone (a held event's end, an escalation, a
 vanished topic) the pipeline judges on its own clock (pipelines/clock.py). Steady: every partition left
 out as quiet (schemas/quiet.py), the KRaft quorum whole (schemas/quorum.py), no error, nothing denied, no
-failed log directory or one full within `URGENT_S` (schemas/disks.py), no broker answering late
-(schemas/latency.py). A poll still goes out at least every `resend_s` (the history's trace, /readyz); until
-then /metrics shows the last published poll's numbers (a log directory's bytes, say), up to `resend_s` old
-(docs/history.md). Pure.
+failed log directory or one full within `URGENT_S` (schemas/disks.py), no broker answering late, not
+even mildly against its peers (schemas/latency.py). A poll still goes out at least every `resend_s` (the
+history's trace, /readyz); until then /metrics shows the last published poll's numbers (a log directory's
+bytes, say), up to `resend_s` old (docs/history.md). Pure.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from typing import Any, Sequence
 
 from schemas import quorum
 from schemas.disks import URGENT_S
-from schemas.latency import SLOW_MIN_S
+from schemas.latency import SLOW_MIN_S, mildly_late
 from schemas.typed import Observation
 
 def steady_digest(records: Sequence[Observation]) -> tuple[Any, ...] | None:
@@ -40,10 +40,13 @@ def steady_digest(records: Sequence[Observation]) -> tuple[Any, ...] | None:
                        for d in b.get("log_dirs") or ()):
                     return None  # a failed directory, or one full within URGENT_S: every poll goes out
                 brokers = [{k: v for k, v in b.items() if k != "log_dirs"} for b in brokers]
-            if any("answer_ms" in b for b in brokers):  # round trips move at every poll: compared by lateness
+            # round trips move at every poll: compared by lateness
+            if any("answer_ms" in b or "answer_steady_ms" in b for b in brokers):
                 if any(b["answer_ms"] >= SLOW_MIN_S * 1000 for b in brokers if b.get("answer_ms") is not None):
                     return None  # a broker answering late: every poll goes out, BROKER_SLOW judges each
-                brokers = [{k: v for k, v in b.items() if k != "answer_ms"} for b in brokers]
+                if mildly_late({b["id"]: ms for b in brokers if (ms := b.get("answer_steady_ms")) is not None}):
+                    return None  # ... and so does one answering mildly late against its peers (a warning's)
+                brokers = [{k: v for k, v in b.items() if k not in ("answer_ms", "answer_steady_ms")} for b in brokers]
             q = cs.get("quorum")
             if not quorum.whole(q):
                 return None

@@ -147,9 +147,8 @@ class CollectorConfig(Table):
     log_dir_horizon_s: float = Field(86400.0, ge=0.0)
     canary_interval_s: float = Field(5.0, ge=0.5)  # clusters with `canary = true`: a write + read-back round this often
     # a canary or JMX round in which nothing is late, failed or counted waits at most this long to go out with the
-    # others (one alert micro-batch for them at rest, collectors/routine_hold.py); 0 (the default): each round at
-    # once. Held rounds cost the milder slow-broker warning its rounds (benchmarks/BENCHMARKS.md)
-    routine_publish_s: float = Field(0.0, ge=0.0)
+    # others (one alert micro-batch for them at rest, collectors/routine_hold.py); 0: each round at once
+    routine_publish_s: float = Field(10.0, ge=0.0)
     # a canary write not acknowledged (and read back) within this fails the round
     canary_timeout_ms: int = Field(3000, ge=100)
     canary_replication_factor: int = Field(3, ge=1)  # of the canary topic, at most the number of brokers

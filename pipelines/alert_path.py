@@ -236,7 +236,8 @@ class AlertPath:
             changed += self.book.apply(*self.slow.judge({s.cluster for s in jmx} | {c.cluster for c in canaries} | answered,
                                                         live, self.jmx.latest, canary_rounds, back, answers,
                                                         lambda name: slowed.hurting(self.book.open_incidents(), name),
-                                                        self.canary_waiting))
+                                                        self.canary_waiting,
+                                                        {n: dict(v.steady_answers) for n, v in views.items()}))
         touched = [i for i in changed if i.status == "open" and i.type in clock.TIMED]
         if touched and self.settings is not None:
             # an escalation already due stays raised, though a restarted collector's finding counts from its
@@ -347,5 +348,7 @@ def split_rows(rows: list[Row], canaries: list[CanarySample] | None = None, tier
                     holds_ms=None if (holds_s := cs.get("holds_s")) is None else int(holds_s * 1000),
                     log_dirs=disks.of_brokers(cs.get("brokers") or ()),
                     answers=tuple((b["id"], ms) for b in cs.get("brokers") or () if (ms := b.get("answer_ms")) is not None),
+                    steady_answers=tuple((b["id"], ms) for b in cs.get("brokers") or ()
+                                         if (ms := b.get("answer_steady_ms")) is not None),
                     opens=clock.openings(cs, settings) if settings is not None else ())
     return polls, found, clusters, counts, jmx

@@ -75,14 +75,16 @@ class SlowView:
               canary: Mapping[tuple[str, int], CanarySample], back_at: Mapping[tuple[str, int], int] | None = None,
               answers: Mapping[str, tuple[int, Mapping[int, float]]] | None = None,
               hurting: Callable[[str], Collection[int]] | None = None,
-              waiting: Mapping[tuple[str, int], CanarySample] | None = None) -> tuple[list[ScopePoll], list[Finding]]:
+              waiting: Mapping[tuple[str, int], CanarySample] | None = None,
+              steady: Mapping[str, Mapping[int, float]] | None = None) -> tuple[list[ScopePoll], list[Finding]]:
         """One round of each of `clusters` (those a canary, JMX or cluster record of this batch came from).
         `back_at`: (cluster, broker) -> when it came back from a stop (`came_back`): a restart's
         warm-up, as every rolling restart has, is not a slow broker. `answers`: cluster -> (when its poll said
         so, broker -> how late it answers the collector's probes, in ms). `hurting`: cluster -> the brokers its
         open critical partition pages name (pipelines/slowed.py), asked only where a broker is slow. `waiting`:
         (cluster, partition) -> a canary write not answered yet (canary.still_waiting): how long clients wait
-        already, before the round ends."""
+        already, before the round ends. `steady`: cluster -> broker -> how late it answered over the last few
+        seconds, said by the same poll as `answers` (a milder spell is read from it)."""
         polls, found = [], []
         for name in sorted(set(clusters)):
             brokers = set(live.get(name, ()))
@@ -95,26 +97,30 @@ class SlowView:
                      + ([answered_at] if answered_at is not None else []), default=None)
             if at is None or not brokers:
                 continue
+            steady_ms = (steady or {}).get(name, {})
             if answered_at is None or at - answered_at > FRESH_MS:
-                answer_ms = {}
+                answer_ms, steady_ms = {}, {}
             # each write counted against the broker it waited on (the leader unless a follower answers far later)
             fresh_canary = [waited_on(s, answer_ms) for s in mine_canary if at - s.observed_at_ms <= FRESH_MS]
             client = {b: s for (c, b), s in latency.client_latencies(fresh_canary).items() if c == name}
             failed = {b for c, b in latency.failed_leaders(fresh_canary) if c == name}
             waits = {b: w for (c, b), w in latency.waiting_leaders(
                 waited_on(s, answer_ms) for s in mine_waiting if at - s.observed_at_ms <= FRESH_MS).items() if c == name}
-            past = {} if answered_at is None else self._own_past(name, answered_at, answer_ms)
+            # its usual, of what a milder spell is read from (slow.Evidence.mild_ms)
+            past = {} if answered_at is None else self._own_past(name, answered_at, {**answer_ms, **steady_ms})
             evidence = {}
             for b in brokers:
                 j = mine_jmx.get(b)
                 if j is None or at - j.observed_at_ms > FRESH_MS:
                     evidence[b] = slow.Evidence(client.get(b), answer_ms=answer_ms.get(b), client_failed=b in failed,
-                                                answer_past_ms=past.get(b), client_waiting_s=waits.get(b))
+                                                answer_past_ms=past.get(b), client_waiting_s=waits.get(b),
+                                                answer_steady_ms=steady_ms.get(b))
                 else:
                     evidence[b] = slow.Evidence(client.get(b), j.error, j.gauges if j.error is None else None,
                                                 j.scrape_ms if j.error is None else None, answer_ms.get(b), b in failed,
                                                 past.get(b), waits.get(b),
-                                                None if answered_at is None else answered_at - j.observed_at_ms)
+                                                None if answered_at is None else answered_at - j.observed_at_ms,
+                                                steady_ms.get(b))
             last_id, last_at = self._rounds.get(name, (0, 0))
             round_id, at = last_id + 1, max(at, last_at)  # rounds in order, whichever record came first
             self._rounds[name] = (round_id, at)
@@ -129,7 +135,7 @@ class SlowView:
                                [(e.gauges or {}).get(k) for k in phases])
                            for b, e in sorted(evidence.items())})
             # a broker is slow when two rounds in a row say so (one late answer on a loaded host is not a slow
-            # broker), or when how late it answers krm says so: a median of several answers already
+            # broker), or when how late it answers krm says so: a median of several answers already (`settled`)
             before, self._seen[name] = self._seen.get(name, set()), {f.broker for f in judged}
             found += [Finding(name, slow.SCOPE, slow.TYPE, f.severity, None, None, f.broker, f.cause, f.details, at,
                               round_id) for f in judged

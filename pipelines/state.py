@@ -49,6 +49,7 @@ class ClusterView:
     opens: tuple[tuple[str, str, int, dict[str, Any]], ...] = ()
     log_dirs: tuple[LogDirState, ...] = ()  # the brokers' log directories as last sampled (pipelines/disks.py)
     answers: tuple[tuple[int, float], ...] = ()  # (broker, ms): how late each answers the collector's probes now
+    steady_answers: tuple[tuple[int, float], ...] = ()  # (broker, ms): ... over the last few seconds
 
     @property
     def vouched(self) -> tuple[int, int] | None:

@@ -33,6 +33,7 @@ class Broker(TypedDict, total=False):
     log_dirs: list[LogDir] | None
     disk_full: bool | None
     answer_ms: float | None
+    answer_steady_ms: float | None
 
 
 class ReplicaOffset(TypedDict):

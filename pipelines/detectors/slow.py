@@ -24,13 +24,14 @@ so it compares what every broker answers now):
   their median round trip over the last seconds markedly above its peers'. A starved broker answers them seconds
   late where a paused one answers nothing (the collector then calls it unreachable: BROKER_DOWN's), so this is
   what tells a broker too slow for any client from a stopped one.
-- a milder spell of the same: its probes' median round trip at least `MILD_MIN_S` and `MILD_FACTOR` times its
-  peers', and `PAST_FACTOR` times its own recent past (a moving average over half an hour, pipelines/slow_view.py),
-  two rounds in a row. A broker at a tenth of a core answers in tens of ms where its peers answer in one or two:
-  clients are not hurt yet, but an on-call wants to know. Its own past keeps a broker that was always a little
-  slower than its peers (older hardware, a far rack) from a standing warning. Only ever a warning: answers tens of
-  ms late cannot hold a client's write past the objective, so writes waiting that long through it wait on something
-  else (a follower cut off).
+- a milder spell of the same: its probes' median round trip over the last few seconds (`answer_steady_ms`, many
+  answers: one poll says it) at least `MILD_MIN_S` and `MILD_FACTOR` times its peers', and `PAST_FACTOR` times its own
+  recent past (a moving average over half an hour, pipelines/slow_view.py); from an older collector, which publishes
+  only the short median, two rounds in a row. A broker at a tenth of a core answers in tens of ms where its peers
+  answer in one or two: clients are not hurt yet, but an on-call wants to know. Its own past keeps a broker that was
+  always a little slower than its peers (older hardware, a far rack) from a standing warning. Only ever a warning:
+  answers tens of ms late cannot hold a client's write past the objective, so writes waiting that long through it wait
+  on something else (a follower cut off).
 
 The cause, read from the evidence: `cpu_starved` (its JVM answers nothing in time, or requests wait in its
 queue longer than they are served: RequestQueueTime above LocalTime, its handlers not idle), `slow_disk` (its
@@ -63,7 +64,7 @@ from typing import Any, Callable, Collection, Mapping, Sequence
 from pipelines.detectors.details import Details
 from pipelines.detectors.exports import Alert, BROKER_PAGE, Series, console, incident_info
 from pipelines.detectors.rule import Escalation, Rule
-from schemas.latency import MILD_MIN_S, SLOW_MIN_S
+from schemas.latency import MILD_FACTOR, MILD_MIN_S, SLOW_MIN_S
 
 TYPE = "BROKER_SLOW"
 CPU_STARVED, SLOW_DISK, SLOW_REPLICATION, UNKNOWN = "cpu_starved", "slow_disk", "slow_replication", "unknown"
@@ -76,9 +77,8 @@ SCOPE = "slow"
 # cluster/Partition.scala); the produce is answered only then
 ANSWERS_PER_WRITE = 3
 PEER_FACTOR = 3.0  # ... and at least this many times the median of its peers
-# a milder spell, only from the probes' answer times: above MILD_MIN_S (schemas/latency.py), this many times its
-# peers' median and PAST_FACTOR times its own recent past
-MILD_FACTOR = 5.0
+# a milder spell, only from the probes' answer times: above MILD_MIN_S, MILD_FACTOR times its peers' median
+# (schemas/latency.py) and this many times its own recent past
 PAST_FACTOR = 2.0
 TIMED_OUT = "timed out"  # in a JMX scrape's error: the endpoint accepted and did not answer in time
 # its exporter's answer this late (and PEER_FACTOR its peers') reads as a JVM short of CPU: above what one scrape on a
@@ -105,6 +105,12 @@ class Evidence:
     client_waiting_s: float | None = None
     # how long before its probes' answers (`answer_ms`) its JMX scrape was taken (None: not known)
     scrape_age_ms: float | None = None
+    # how late it answered the collector's probes over the last few seconds (many answers; None: not said)
+    answer_steady_ms: float | None = None
+
+    def mild_ms(self) -> float | None:
+        """Its answer time a milder spell is read from: the steady one, else (an older collector) the short one."""
+        return self.answer_ms if self.answer_steady_ms is None else self.answer_steady_ms
 
     def own_s(self) -> float | None:
         """Its own share of a Produce request at the median (queue + local): what the broker itself takes."""
@@ -154,6 +160,8 @@ class SlowDetails(Details):
     answer_ms: float | None = None  # how late it answers the collector's probes (their median round trip)
     peers_answer_ms: float | None = None
     answer_past_ms: float | None = None  # its own answer time over its recent past (a moving average)
+    answer_steady_ms: float | None = None  # how late it answered krm's probes over the last few seconds (their median)
+    peers_answer_steady_ms: float | None = None
     client_failed: bool | None = None  # the canary's write to a partition it leads was not acknowledged in time
     client_waiting_s: float | None = None  # a canary write to a partition it leads, unanswered so far, has waited this
     latency_objective_s: float | None = None
@@ -176,6 +184,10 @@ class SlowDetails(Details):
                 peers = f"{peers[:-1]}; its own usual {self.answer_past_ms:.0f} ms)" if peers else \
                     f" (its own usual {self.answer_past_ms:.0f} ms)"
             said.append(f"it answers krm's probes in {self.answer_ms:.0f} ms{peers}")
+        if self.answer_steady_ms is not None:
+            peers = (f" (peers {self.peers_answer_steady_ms:.0f} ms)" if self.peers_answer_steady_ms is not None
+                     else "")
+            said.append(f"{self.answer_steady_ms:.0f} ms over the last few seconds{peers}")
         if self.jmx_error is not None:
             said.append(f"its JMX endpoint: {self.jmx_error}")
         elif self.jmx_scrape_ms is not None:
@@ -194,13 +206,14 @@ def _markedly(value: float | None, peers: Sequence[float], floor_s: float = SLOW
     return value is not None and median is not None and value >= max(floor_s, PEER_FACTOR * median)
 
 
-def _mildly(e: Evidence, peers_answer_ms: Sequence[float]) -> bool:
-    """A milder spell of late answers to the collector's probes: above MILD_MIN_S, MILD_FACTOR times its peers'
-    median and PAST_FACTOR times its own recent past (unknown past: not said)."""
-    median = _median(peers_answer_ms)
-    return (e.answer_ms is not None and e.answer_past_ms is not None and median is not None
-            and e.answer_ms / 1000 >= max(MILD_MIN_S, MILD_FACTOR * median / 1000)
-            and e.answer_ms >= PAST_FACTOR * e.answer_past_ms)
+def _mildly(e: Evidence, peers_mild_ms: Sequence[float]) -> bool:
+    """A milder spell of late answers to the collector's probes (`Evidence.mild_ms`, its peers' the same): above
+    MILD_MIN_S, MILD_FACTOR times its peers' median and PAST_FACTOR times its own recent past (unknown past: not
+    said)."""
+    median, ms = _median(peers_mild_ms), e.mild_ms()
+    return (ms is not None and e.answer_past_ms is not None and median is not None
+            and ms / 1000 >= max(MILD_MIN_S, MILD_FACTOR * median / 1000)
+            and ms >= PAST_FACTOR * e.answer_past_ms)
 
 
 def _client_wait(e: Evidence) -> float | None:
@@ -224,7 +237,7 @@ def _clients_wait_on(e: Evidence, peers: Sequence[Evidence], objective_s: float)
 
 def cause_of(e: Evidence, peers_scrape_ms: Sequence[float] = (), peers_own_s: Sequence[float] = (),
              peers_answer_ms: Sequence[float] = (), peers_local_ms: Sequence[float] = (),
-             peers_remote_ms: Sequence[float] = ()) -> str:
+             peers_remote_ms: Sequence[float] = (), peers_mild_ms: Sequence[float] = ()) -> str:
     """The kind of slowness its evidence reads as (see the module's docstring). The exporter runs in the broker's
     JVM and reads no disk: its answer timing out, or coming markedly later than its peers', is the whole JVM
     short of CPU. Only then do the request phases decide (a starved JVM is slow in every phase, LocalTime too)."""
@@ -232,7 +245,7 @@ def cause_of(e: Evidence, peers_scrape_ms: Sequence[float] = (), peers_own_s: Se
                                     [ms / 1000 for ms in peers_scrape_ms], JVM_SLOW_MIN_S):
         return CPU_STARVED
     answers_late = _markedly(None if e.answer_ms is None else e.answer_ms / 1000,
-                             [ms / 1000 for ms in peers_answer_ms]) or _mildly(e, peers_answer_ms)
+                             [ms / 1000 for ms in peers_answer_ms]) or _mildly(e, peers_mild_ms)
     if e.gauges is None and answers_late:
         return CPU_STARVED  # no JMX to say more: a broker late to the smallest question is short of CPU
     g = e.gauges or {}
@@ -311,7 +324,9 @@ def judge(evidence: Mapping[int, Evidence], objective_s: float,
         # collector, late: alive, starved (a paused or dead broker answers none: BROKER_DOWN's, not a slow one)
         starved = e.jmx_timed_out and bool(answered) and e.answers(peer_answer)
         markedly = slow_client or slow_own or slow_jvm or slow_answer or starved
-        if not (markedly or _mildly(e, peer_answer)):
+        peer_mild = [ms for p in peers if (ms := p.mild_ms()) is not None]
+        mild = _mildly(e, peer_mild)
+        if not (markedly or mild):
             continue
         # an acks=all write to a partition it leads waits for ANSWERS_PER_WRITE of its answers at least. A milder
         # spell alone (answers tens of ms late) cannot hold a write past the objective: a write waiting that long
@@ -320,7 +335,7 @@ def judge(evidence: Mapping[int, Evidence], objective_s: float,
         # Produce, its JVM, its answers): the writes wait on its followers (a cut replication link, as in a gray
         # failure), whose own pages name the fault; a warning at most
         elsewhere = (slow_client and not (slow_own or slow_jvm or slow_answer or starved)
-                     and e.answer_ms is not None and not _mildly(e, peer_answer))
+                     and e.answer_ms is not None and not mild)
         hurt = markedly and not elsewhere and (
             _clients_wait_on(e, peers, objective_s)
             or (e.answer_ms is not None and ANSWERS_PER_WRITE * e.answer_ms / 1000 > objective_s)
@@ -334,13 +349,19 @@ def judge(evidence: Mapping[int, Evidence], objective_s: float,
             "log_flush_p99_ms": g.get("log_flush_p99_ms"), "jmx_error": e.jmx_error, "jmx_scrape_ms": e.scrape_ms,
             "peers_jmx_scrape_ms": _median([p.scrape_ms for p in peers if p.scrape_ms is not None]),
             "answer_ms": e.answer_ms, "peers_answer_ms": _median(peer_answer), "answer_past_ms": e.answer_past_ms,
+            "answer_steady_ms": e.answer_steady_ms,
+            "peers_answer_steady_ms": _median([ms for p in peers if (ms := p.answer_steady_ms) is not None]),
             "client_failed": e.client_failed or None, "client_waiting_s": e.client_waiting_s,
             "latency_objective_s": objective_s}
         cause = cause_of(e, [p.scrape_ms for p in peers if p.scrape_ms is not None], peer_own, peer_answer,
                          [ms for p in peers if (ms := (p.gauges or {}).get("produce_local_p50_ms")) is not None],
-                         [ms for p in peers if (ms := (p.gauges or {}).get("produce_remote_p50_ms")) is not None])
+                         [ms for p in peers if (ms := (p.gauges or {}).get("produce_remote_p50_ms")) is not None],
+                         peer_mild)
+        # how late it answers krm says it at once: the short median when markedly, or the steady one (many answers)
+        # when it alone says a milder spell; anything else wants a second round (pipelines/slow_view.py)
+        settled = slow_answer or (mild and not markedly and e.answer_steady_ms is not None)
         out.append(SlowFinding(b, cause, RULE.severity_of(cause, [CLIENTS_HURT] if hurt else []),
-                               {k: v for k, v in details.items() if v is not None}, settled=slow_answer))
+                               {k: v for k, v in details.items() if v is not None}, settled=settled))
     return out
 
 

@@ -332,3 +332,26 @@ def test_a_hurried_round_runs_at_once_and_the_cadence_goes_on_from_it():
     t.join(timeout=5)
     assert len(starts) == 2 and starts[1] - starts[0] >= daemon.HURRIED_GAP_S - 0.01
     assert starts[1] - starts[0] < 5, "not the 30 s cadence"
+
+
+def test_the_steady_answer_time_is_a_median_of_the_last_seconds():
+    """`steady_s`: the median of the answers of the last STEADY_S and the request in flight, once STEADY_MIN answered
+    in that window: one quick answer among late ones does not hide a milder spell, nor one late among quick ones make
+    it; too few answers (a broker just seen, or paused) say nothing."""
+    from collectors.answer_times import STEADY_MIN, STEADY_S, RoundTrips
+
+    trips = RoundTrips()
+    t = 100.0
+    for i in range(STEADY_MIN - 1):
+        trips.answered(1, t + i * 0.25, t + i * 0.25 + 0.002)
+    assert trips.steady_s(t + 1.0) == {}
+    trips.answered(1, t + 1.0, t + 1.002)
+    assert trips.steady_s(t + 1.1)[1] == pytest.approx(0.002)
+    late = [0.05, 0.06, 0.002, 0.055, 0.045, 0.4]  # a quick answer and a stalled one among a milder spell's
+    s = t + 10.0
+    for took in late:
+        trips.answered(1, s, s + took)
+        s += 0.25 + took
+    assert trips.steady_s(s)[1] == pytest.approx(0.0525), "the old quick answers left the window"
+    assert trips.answer_s(s)[1] == pytest.approx(0.045), "the short median: the last two answers, the lower"
+    assert trips.steady_s(s + STEADY_S) == {}

@@ -95,6 +95,24 @@ def test_a_milder_spell_against_its_own_past():
         assert found == [], at
 
 
+def test_a_milder_spell_from_the_steady_answers_is_said_by_one_poll():
+    """A collector that publishes the steady answer time (a median over the last few seconds, many answers) says a
+    milder spell in one poll: held canary and JMX rounds (collectors/routine_hold.py) leave it nothing to wait for.
+    The short median alone, quick at that poll, does not hide it; the steady time at its usual says nothing."""
+    view = SlowView({"c": 2.0})
+    usual = {1: 2.0, 2: 2.5, 3: 3.0}
+    for at in range(1_000, 60_000, 2_000):
+        _, found = view.judge(["c"], {"c": [1, 2, 3]}, {}, {}, answers={"c": (at, usual)}, steady={"c": usual})
+        assert found == []
+    _, found = view.judge(["c"], {"c": [1, 2, 3]}, {}, {}, answers={"c": (60_000, usual)},
+                          steady={"c": usual | {2: 45.0}})
+    assert [(f.broker, f.cause, f.severity) for f in found] == [(2, "cpu_starved", "warning")]
+    assert found[0].details["answer_steady_ms"] == 45.0 and found[0].details["peers_answer_steady_ms"] == 2.5
+    _, found = view.judge(["c"], {"c": [1, 2, 3]}, {}, {}, answers={"c": (62_000, usual | {2: 45.0})},
+                          steady={"c": usual})
+    assert found == [], "the steady time, not one quick or late pair of answers, says a milder spell"
+
+
 def test_a_canary_write_waiting_past_the_objective_says_clients_are_hurt():
     """The round's early record: a write to the slow broker's partition unanswered past the objective, while its peers'
     writes went through, makes its BROKER_SLOW critical at once; the same wait on a broker nothing else shows slow (a

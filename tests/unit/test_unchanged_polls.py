@@ -60,6 +60,23 @@ def test_a_poll_a_rule_may_find_something_on_has_no_digest(records, why):
     assert steady_digest(records) is None, why
 
 
+def _answering(answer: dict[int, float], steady: dict[int, float]) -> list[dict]:
+    return [b | {"answer_ms": answer[b["id"]], "answer_steady_ms": steady[b["id"]]} for b in BROKERS]
+
+
+def test_answer_times_stay_home_unless_a_broker_answers_late_or_mildly_late_against_its_peers():
+    """Round trips move at every poll: two polls at rest share a digest whatever they are. A broker answering
+    SLOW_MIN_S late, or whose steady answer time is mildly late against its peers' (schemas/latency.py), sends every
+    poll: the pipeline judges BROKER_SLOW on each. Everyone equally slower (a loaded host) is no one's spell."""
+    quick = poll(1, 10_000, brokers=_answering({1: 1.2, 2: 1.9, 3: 0.8}, {1: 1.0, 2: 2.1, 3: 0.9}))
+    other = poll(2, 12_000, brokers=_answering({1: 3.0, 2: 0.7, 3: 9.0}, {1: 1.4, 2: 1.6, 3: 4.0}))
+    assert steady_digest(quick) is not None and steady_digest(quick) == steady_digest(other)
+    assert steady_digest(poll(3, 14_000, brokers=_answering({1: 1.0, 2: 250.0, 3: 1.0}, {1: 1.0, 2: 2.0, 3: 1.0}))) is None
+    assert steady_digest(poll(4, 16_000, brokers=_answering({1: 1.0, 2: 3.0, 3: 1.0}, {1: 1.0, 2: 40.0, 3: 1.5}))) is None
+    loaded = poll(5, 18_000, brokers=_answering({1: 30.0, 2: 35.0, 3: 28.0}, {1: 30.0, 2: 40.0, 3: 25.0}))
+    assert steady_digest(loaded) == steady_digest(quick)
+
+
 def test_a_topic_record_with_an_assignment_or_not_summarized_has_no_digest():
     snapshot = poll(1, 10_000)
     snapshot[1]["topic_state"]["assignment"] = "snapshot"
