@@ -295,8 +295,11 @@ class Collector:
                     hurried: threading.Event | None = None, routine: Callable[[list[Any]], bool] | None = None) -> None:
         """Publish `poll()` every `interval` seconds until stopped; a failure is logged and the next runs. `hurried`,
         when set, runs the next one early (at most one a HURRIED_GAP_S), and the cadence goes on from it. `routine`:
-        whether a round's records may wait for the others (collectors/routine_hold.py)."""
+        whether a round's records may wait for the others (collectors/routine_hold.py): only when the round before
+        was routine too, so the first round after one that was not (a broker fast again, a write through again)
+        goes at once and ends what that one opened without waiting."""
         next_at = time.monotonic()
+        settled = False  # the round before was routine
         while not self._stop.is_set():
             started = time.monotonic()
             try:
@@ -304,7 +307,9 @@ class Collector:
                 if routine is None:
                     self.publisher.publish(records)
                 else:
-                    self.routine.offer(records, routine(records))
+                    now_routine = routine(records)
+                    self.routine.offer(records, now_routine and settled)
+                    settled = now_routine
                 setattr(self, counter, getattr(self, counter) + 1)
             except Exception:  # noqa: BLE001 - keep going
                 log.exception("%s failed", what)

@@ -4,7 +4,8 @@ costs the driver far more than its few rows: the canary and the JMX series toget
 rest of watching a quiet cluster (benchmarks/BENCHMARKS.md). A round in which nothing is late, failed or
 counted (`canary_routine`, `JmxRoutine`) is held and published with the next record that is not routine,
 or once the oldest held one has waited `routine_publish_s`. Anything else goes at once, and takes what is
-held with it, so a detector never reads a newer round before an older one.
+held with it, so a detector never reads a newer round before an older one; so does the first routine round
+after one that was not (collectors/daemon.py), which ends what that one opened.
 
 What "nothing" means stays below every floor BROKER_SLOW judges from (pipelines/detectors/slow.py): no
 write or own Produce time of SLOW_MIN_S, no scrape slower than that, and no broker of the cluster answering

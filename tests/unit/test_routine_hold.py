@@ -77,3 +77,29 @@ def test_no_hold_publishes_every_round_at_once():
     hold.offer(["a"], routine=True)
     hold.offer(["b"], routine=True)
     assert sent == [["a"], ["b"]]
+
+
+def test_a_round_waits_only_after_a_routine_round():
+    """The round loop (Collector._fixed_rate): the first round, and the first routine one after a round that was not
+    (a broker fast again: what the last round opened ends now), go at once; later routine ones are held."""
+    import threading
+    from types import SimpleNamespace
+
+    from collectors import daemon
+
+    collector = daemon.Collector.__new__(daemon.Collector)
+    collector._stop = threading.Event()
+    offered: list[tuple[str, bool]] = []
+    collector.routine = SimpleNamespace(offer=lambda records, routine: offered.append((records[0], routine)))
+    collector.rounds = 0
+    plan = iter(["ok", "ok", "ok", "late", "ok", "ok"])
+
+    def round_():
+        name = next(plan, None)
+        if name is None:
+            collector._stop.set()
+            return ["end"]
+        return [name]
+
+    collector._fixed_rate(0.0, round_, "rounds", "test", routine=lambda records: records[0] in ("ok", "end"))
+    assert offered[:6] == [("ok", False), ("ok", True), ("ok", True), ("late", False), ("ok", False), ("ok", True)]
