@@ -35,6 +35,9 @@ log = logging.getLogger(__name__)
 SLOW_POLL_INTERVALS = 2  # a poll longer than this many intervals is logged with its steps' times
 SLOW_POLL_SAID_EVERY_S = 60.0  # at most once a minute per cluster
 HURRIED_GAP_S = 1.0  # a hurried canary round starts at least this long after the last one began
+# a canary round at rest starts no closer than this before its cluster's next poll, nor while a poll runs
+# (`Collector._clear_of_poll`)
+POLL_GUARD_S = 0.25
 _ROOT = f"{os.path.dirname(os.path.dirname(os.path.abspath(__file__)))}{os.sep}"
 
 
@@ -100,6 +103,7 @@ class Collector:
         self.last_poll_s: dict[str, float] = {}
         self.last_poll_at: dict[str, float] = {}  # cluster -> time.time() the last poll ended
         self.poll_started_at: dict[str, float] = {}  # cluster -> time.time() the current or last poll began
+        self.next_poll_due: dict[str, float] = {}  # cluster -> time.monotonic() its next scheduled poll begins
         self.last_published: dict[str, tuple[int, float]] = {}  # cluster -> (poll id, time.time()) spooled
         self._poll_threads: dict[str, threading.Thread] = {}  # cluster -> its poll loop's thread
 
@@ -198,6 +202,7 @@ class Collector:
             next_at += next_slot(time.time(), interval) - time.time()
         slow_said_at = float("-inf")
         while not self._stop.is_set():
+            self.next_poll_due[src.cluster.name] = next_at
             wake.clear()
             # KRaft (and a ZooKeeper-mode cluster a KRaft controller took over): no watch on the
             # brokers' registrations, so a cheap check between polls
@@ -276,9 +281,26 @@ class Collector:
     def _canary_loop(self, canary: CanarySource) -> None:
         """Canary rounds on their own thread and cadence: a round waiting on a dead leader never
         delays a poll."""
+        name = canary.cluster.name
         self._fixed_rate(self.config.collector.canary_interval_s, canary.poll, "canary_rounds",
-                         f"canary round of cluster {canary.cluster.name}", canary.hurried,
-                         lambda records: all(canary_routine(r) for r in records) and self._prompt(canary.cluster.name))
+                         f"canary round of cluster {name}", canary.hurried,
+                         lambda records: all(canary_routine(r) for r in records) and self._prompt(name),
+                         before=lambda: self._clear_of_poll(name))
+
+    def _clear_of_poll(self, cluster: str) -> None:
+        """Wait until the cluster's poll is neither running nor due within POLL_GUARD_S (at most twice that: a
+        poll taking longer waits on something, and the round must not): a canary write caught mid-replication by
+        the poll's offsets round reads as a follower lagging, and such a poll and the next, which finds it caught
+        up, both go out instead of staying home (collectors/unchanged.py). With the default cadences (a poll every
+        2 s, a round every 5 s, both counted from the collector's start) one round in two began with a poll."""
+        deadline = time.monotonic() + 2 * POLL_GUARD_S
+        while not self._stop.is_set() and time.monotonic() < deadline:
+            started, ended = self.poll_started_at.get(cluster), self.last_poll_at.get(cluster)
+            due = self.next_poll_due.get(cluster)
+            running = started is not None and (ended is None or started > ended)
+            if not running and (due is None or not 0.0 <= due - time.monotonic() < POLL_GUARD_S):
+                return
+            self._stop.wait(0.02)
 
     def _scrape_loop(self, jmx: JmxSource) -> None:
         """JMX scrapes on their own thread and cadence: a slow exporter never delays a poll."""
@@ -292,15 +314,20 @@ class Collector:
         return times is None or answers_prompt(times.answers()[1])
 
     def _fixed_rate(self, interval: float, poll: Any, counter: str, what: str,
-                    hurried: threading.Event | None = None, routine: Callable[[list[Any]], bool] | None = None) -> None:
+                    hurried: threading.Event | None = None, routine: Callable[[list[Any]], bool] | None = None,
+                    before: Callable[[], None] | None = None) -> None:
         """Publish `poll()` every `interval` seconds until stopped; a failure is logged and the next runs. `hurried`,
         when set, runs the next one early (at most one a HURRIED_GAP_S), and the cadence goes on from it. `routine`:
         whether a round's records may wait for the others (collectors/routine_hold.py): only when the round before
         was routine too, so the first round after one that was not (a broker fast again, a write through again)
-        goes at once and ends what that one opened without waiting."""
+        goes at once and ends what that one opened without waiting. `before`: called before each round that was
+        not hurried (a hurried one measures a late broker now)."""
         next_at = time.monotonic()
         settled = False  # the round before was routine
+        rushed = False  # this round was hurried
         while not self._stop.is_set():
+            if before is not None and not rushed:
+                before()
             started = time.monotonic()
             try:
                 records = poll()
@@ -318,7 +345,8 @@ class Collector:
                 self._stop.wait(max(0.0, next_at - time.monotonic()))
                 continue
             hurried.clear()  # a round just ran: what it asked for before is measured
-            if hurried.wait(max(0.0, next_at - time.monotonic())) and not self._stop.is_set():
+            rushed = hurried.wait(max(0.0, next_at - time.monotonic())) and not self._stop.is_set()
+            if rushed:
                 next_at = max(time.monotonic(), started + HURRIED_GAP_S)
                 self._stop.wait(max(0.0, next_at - time.monotonic()))
 

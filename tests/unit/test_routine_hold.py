@@ -103,3 +103,40 @@ def test_a_round_waits_only_after_a_routine_round():
 
     collector._fixed_rate(0.0, round_, "rounds", "test", routine=lambda records: records[0] in ("ok", "end"))
     assert offered[:6] == [("ok", False), ("ok", True), ("ok", True), ("late", False), ("ok", False), ("ok", True)]
+
+
+def test_a_canary_round_at_rest_keeps_clear_of_the_poll():
+    """Collector._clear_of_poll: a round waits while its cluster's poll runs or is due within POLL_GUARD_S (its writes
+    caught mid-replication by the poll's offsets would read as a follower lagging), never more than twice the guard."""
+    import threading
+    import time
+
+    from collectors import daemon
+
+    collector = daemon.Collector.__new__(daemon.Collector)
+    collector._stop = threading.Event()
+    collector.poll_started_at, collector.last_poll_at, collector.next_poll_due = {}, {}, {}
+    t0 = time.monotonic()
+    collector._clear_of_poll("c")
+    assert time.monotonic() - t0 < 0.1, "nothing known of the poll: no wait"
+
+    collector.next_poll_due["c"] = time.monotonic() + 0.15
+    collector.poll_started_at["c"], collector.last_poll_at["c"] = time.time() - 5, time.time() - 4.9
+
+    def the_poll():
+        time.sleep(0.15)
+        collector.poll_started_at["c"] = time.time()
+        collector.next_poll_due["c"] = time.monotonic() + 2.0
+        time.sleep(0.1)
+        collector.last_poll_at["c"] = time.time()
+
+    t0 = time.monotonic()
+    threading.Thread(target=the_poll, daemon=True).start()
+    collector._clear_of_poll("c")
+    assert collector.last_poll_at["c"] > collector.poll_started_at["c"], "returned once the due poll had run and ended"
+    assert time.monotonic() - t0 >= 0.24
+
+    collector.poll_started_at["c"], collector.last_poll_at["c"] = time.time(), time.time() - 1  # a poll that hangs
+    t0 = time.monotonic()
+    collector._clear_of_poll("c")
+    assert 2 * daemon.POLL_GUARD_S - 0.01 <= time.monotonic() - t0 < 2.0, "a poll that hangs holds no round long"
