@@ -318,12 +318,9 @@ class Collector:
                     before: Callable[[], None] | None = None) -> None:
         """Publish `poll()` every `interval` seconds until stopped; a failure is logged and the next runs. `hurried`,
         when set, runs the next one early (at most one a HURRIED_GAP_S), and the cadence goes on from it. `routine`:
-        whether a round's records may wait for the others (collectors/routine_hold.py): only when the round before
-        was routine too, so the first round after one that was not (a broker fast again, a write through again)
-        goes at once and ends what that one opened without waiting. `before`: called before each round that was
-        not hurried (a hurried one measures a late broker now)."""
+        whether a round's records may wait for the others (collectors/routine_hold.py). `before`: called before each
+        round that was not hurried (a hurried one measures a late broker now)."""
         next_at = time.monotonic()
-        settled = False  # the round before was routine
         rushed = False  # this round was hurried
         while not self._stop.is_set():
             if before is not None and not rushed:
@@ -334,9 +331,7 @@ class Collector:
                 if routine is None:
                     self.publisher.publish(records)
                 else:
-                    now_routine = routine(records)
-                    self.routine.offer(records, now_routine and settled)
-                    settled = now_routine
+                    self.routine.offer(records, routine(records))
                 setattr(self, counter, getattr(self, counter) + 1)
             except Exception:  # noqa: BLE001 - keep going
                 log.exception("%s failed", what)

@@ -4,8 +4,8 @@ costs the driver far more than its few rows: the canary and the JMX series toget
 rest of watching a quiet cluster (benchmarks/BENCHMARKS.md). A round in which nothing is late, failed or
 counted (`canary_routine`, `JmxRoutine`) is held and published with the next record that is not routine,
 or once the oldest held one has waited `routine_publish_s`. Anything else goes at once, and takes what is
-held with it, so a detector never reads a newer round before an older one; so does the first routine round
-after one that was not (collectors/daemon.py), which ends what that one opened.
+held with it, so a detector never reads a newer round before an older one; and for `routine_publish_s` after
+it nothing of that cluster waits (`RoutineHold`).
 
 What "nothing" means stays below every floor BROKER_SLOW judges from (pipelines/detectors/slow.py): no
 write or own Produce time of SLOW_MIN_S, no scrape slower than that, and no broker of the cluster answering
@@ -14,6 +14,7 @@ answers at once (collectors/answer_times.py `steady_s`), and goes out while it l
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from typing import Any, Callable, Mapping, Sequence
@@ -68,7 +69,12 @@ class JmxRoutine:
 
 class RoutineHold:
     """Holds routine records for `publish`; `hold_s` 0 holds nothing. Thread-safe: the canary and JMX loops of
-    every cluster offer to one hold, so at rest all of them go out in one micro-batch."""
+    every cluster offer to one hold, so at rest all of them go out in one micro-batch.
+
+    A record that is not routine is news of its cluster, and for `hold_s` after it none of that cluster's records
+    wait: a detector that wants a second look (BROKER_SLOW wants two rounds in a row of most evidence,
+    pipelines/slow_view.py) gets it at the rounds' own cadence, and the first quiet round after a spell goes at
+    once to end what the spell opened."""
 
     def __init__(self, publish: Callable[[list[Any]], int], hold_s: float,
                  clock: Callable[[], float] = time.monotonic) -> None:
@@ -76,12 +82,18 @@ class RoutineHold:
         self._lock = threading.Lock()
         self._held: list[Any] = []
         self._since: float | None = None  # when the oldest held record was offered
+        self._news: dict[str, float] = {}  # cluster -> when a record of it that was not routine was last offered
         self.held_total = 0  # records that waited (counted once each)
 
     def offer(self, records: Sequence[Any], routine: bool) -> int:
         """Publish `records` now with what is held, or hold them; returns how many went out."""
         now = self._clock()
+        clusters = {r.get("cluster", "") for r in records if isinstance(r, Mapping)}
         with self._lock:
+            if not routine:
+                self._news.update((c, now) for c in clusters)
+            elif any(now - self._news.get(c, -math.inf) < self.hold_s for c in clusters):
+                routine = False
             if routine and self.hold_s > 0 and (self._since is None or now - self._since < self.hold_s):
                 if records:
                     self._since = now if self._since is None else self._since

@@ -49,6 +49,7 @@ def test_watch_triggered_polls_do_not_delay_the_schedule():
     c._zk = {"c1": Watches(wake)}
     c._stop = threading.Event()
     c.polls, c.last_poll_s, c.last_poll_at, c.poll_started_at, c.last_published = 0, {}, {}, {}, {}
+    c.next_poll_due = {}
     t = threading.Thread(target=c._loop, args=(src,), daemon=True)
     start = time.monotonic()
     t.start()
@@ -90,6 +91,7 @@ def test_without_watches_a_broker_change_polls_at_once():
     c.publisher = SimpleNamespace(publish=lambda records: None)
     c._wake, c._zk, c._stop = {"c1": wake}, {}, threading.Event()
     c.polls, c.last_poll_s, c.last_poll_at, c.poll_started_at, c.last_published = 0, {}, {}, {}, {}
+    c.next_poll_due = {}
     t = threading.Thread(target=c._loop, args=(src,), daemon=True)
     t.start()
     time.sleep(1.2)
@@ -110,6 +112,7 @@ def _run_without_watch_requests(src, seconds):
     c._wake, c._stop = {"c1": wake}, threading.Event()
     c._zk = {"c1": SimpleNamespace(take_poll_request=lambda: False)}
     c.polls, c.last_poll_s, c.last_poll_at, c.poll_started_at, c.last_published = 0, {}, {}, {}, {}
+    c.next_poll_due = {}
     t = threading.Thread(target=c._loop, args=(src,), daemon=True)
     t.start()
     time.sleep(seconds)
@@ -169,6 +172,7 @@ def test_a_share_of_a_split_cluster_polls_on_the_wall_clock_s_slots():
         c._wake, c._stop, c._in_step = {"c1": wake}, threading.Event(), True
         c._zk = {"c1": SimpleNamespace(take_poll_request=lambda: False)}
         c.polls, c.last_poll_s, c.last_poll_at, c.poll_started_at, c.last_published = 0, {}, {}, {}, {}
+        c.next_poll_due = {}
         threading.Thread(target=c._loop, args=(src,), daemon=True).start()
         shares.append((c, wake, src))
     time.sleep(2.6)

@@ -79,30 +79,22 @@ def test_no_hold_publishes_every_round_at_once():
     assert sent == [["a"], ["b"]]
 
 
-def test_a_round_waits_only_after_a_routine_round():
-    """The round loop (Collector._fixed_rate): the first round, and the first routine one after a round that was not
-    (a broker fast again: what the last round opened ends now), go at once; later routine ones are held."""
-    import threading
-    from types import SimpleNamespace
-
-    from collectors import daemon
-
-    collector = daemon.Collector.__new__(daemon.Collector)
-    collector._stop = threading.Event()
-    offered: list[tuple[str, bool]] = []
-    collector.routine = SimpleNamespace(offer=lambda records, routine: offered.append((records[0], routine)))
-    collector.rounds = 0
-    plan = iter(["ok", "ok", "ok", "late", "ok", "ok"])
-
-    def round_():
-        name = next(plan, None)
-        if name is None:
-            collector._stop.set()
-            return ["end"]
-        return [name]
-
-    collector._fixed_rate(0.0, round_, "rounds", "test", routine=lambda records: records[0] in ("ok", "end"))
-    assert offered[:6] == [("ok", False), ("ok", True), ("ok", True), ("late", False), ("ok", False), ("ok", True)]
+def test_after_news_of_a_cluster_nothing_of_it_waits_for_the_hold():
+    """A record that is not routine (a slow scrape, say) is news of its cluster: for hold_s after it that cluster's
+    routine rounds go at once (BROKER_SLOW's second look at the rounds' cadence; the first quiet round after a spell
+    ends it), while another cluster's still wait."""
+    sent, now = [], [0.0]
+    hold = RoutineHold(lambda records: sent.append([r["n"] for r in records]) or len(records), 10.0,
+                       clock=lambda: now[0])
+    assert hold.offer([{"cluster": "a", "n": "a@0"}], routine=True) == 0
+    hold.offer([{"cluster": "a", "n": "a-slow@1"}], routine=False)
+    assert sent == [["a@0", "a-slow@1"]]
+    now[0] = 5.0
+    assert hold.offer([{"cluster": "a", "n": "a@5"}], routine=True) == 1, "within hold_s of its news"
+    assert hold.offer([{"cluster": "b", "n": "b@5"}], routine=True) == 0, "another cluster's news is not b's"
+    now[0] = 11.5
+    assert hold.offer([{"cluster": "a", "n": "a@11.5"}], routine=True) == 0, "hold_s after the news: held again"
+    assert sent[-1] == ["a@5"]
 
 
 def test_a_canary_round_at_rest_keeps_clear_of_the_poll():
