@@ -11,7 +11,8 @@ request given up closes the connection under the next). What it says:
   asks (published as the cluster record's brokers' `answer_ms`; BROKER_SLOW compares it with its peers'). A
   short stall delays one answer of the few, a starved JVM all of them, and its first late answer, with the
   next one waiting as long, already says so; a paused broker's last answers were quick, and the one request
-  waiting is outvoted;
+  waiting is outvoted, until it has waited `STALLED_MIN_S` and `STALLED_FACTOR` times them: then nothing is
+  said (its last answers, one of them late by chance, are not how it answers now);
 - `contact`: when the broker was last heard from (its newest answer came back): a broker that answers is not
   silent (collectors/reachability.py Reachability.unreachable), however late. A paused one was last heard
   just before it stopped.
@@ -43,6 +44,11 @@ WINDOW_S = 30.0  # ... of those at most this old
 # quarter of what a prober every 0.25 s gets: a broker answering 100 ms late still gives that many)
 STEADY_S = 4.0
 STEADY_MIN = 4
+# a request in flight this long, and this many times the median, says the broker stopped answering (paused, or cut
+# off): its last answers, whatever they took, say nothing of how late it answers now, so no answer time is said. A
+# starved broker's answers all take seconds, the one waiting as long as the others.
+STALLED_MIN_S = 1.0
+STALLED_FACTOR = 10.0
 KEPT = 64  # answers kept per broker (STEADY_S of them at the quickest prober cadence a config allows, and more)
 
 
@@ -90,7 +96,11 @@ class RoundTrips:
             recent = [done - sent for sent, done in list(took)[-RECENT:] if now - done <= WINDOW_S]
             if recent:
                 waiting = self._waiting.get(b)
-                out[b] = statistics.median_low(recent + ([now - waiting] if waiting is not None else []))
+                wait = None if waiting is None else now - waiting
+                median = statistics.median_low(recent + ([wait] if wait is not None else []))
+                if wait is not None and wait >= STALLED_MIN_S and wait >= STALLED_FACTOR * median:
+                    continue  # its answers stopped: the median of its last ones is not how late it answers now
+                out[b] = median
         return out
 
     def steady_s(self, now: float) -> dict[int, float]:

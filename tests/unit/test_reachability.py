@@ -263,7 +263,8 @@ def test_a_short_stall_is_one_late_answer_of_a_few_a_starved_jvm_all_of_them():
 
 def test_the_request_waiting_counts_as_long_as_it_has_waited():
     """A starved broker's first late answer, with the next request waiting as long, already makes its answer time
-    late; a paused broker's last answers were quick, and its one request waiting is outvoted."""
+    late; a paused broker's last answers were quick, and its one request waiting is outvoted, until it has waited long
+    enough to say the broker stopped answering: then no answer time at all."""
     from collectors.answer_times import RoundTrips
 
     trips = RoundTrips()
@@ -273,7 +274,8 @@ def test_the_request_waiting_counts_as_long_as_it_has_waited():
     trips.answered(1, 10.25, 11.75)  # 1 starved: 1.5 s for that one
     trips.sent(1, 11.75)
     assert trips.answer_s(13.5)[1] == pytest.approx(1.5), "[0.001, 1.5, 1.75 waiting]"
-    assert trips.answer_s(13.5)[2] == pytest.approx(0.001), "2 paused: [0.001, 3.25 waiting]: the quick one first"
+    assert trips.answer_s(10.5)[2] == pytest.approx(0.001), "2 paused: [0.001, 0.25 waiting]: the quick one first"
+    assert 2 not in trips.answer_s(13.5), "[0.001, 3.25 waiting]: stopped answering"
     trips.given_up(2, 10.25)
     assert trips.answer_s(13.5)[2] == pytest.approx(0.001)
 
@@ -355,3 +357,21 @@ def test_the_steady_answer_time_is_a_median_of_the_last_seconds():
     assert trips.steady_s(s)[1] == pytest.approx(0.0525), "the old quick answers left the window"
     assert trips.answer_s(s)[1] == pytest.approx(0.045), "the short median: the last two answers, the lower"
     assert trips.steady_s(s + STEADY_S) == {}
+
+
+def test_a_broker_that_stopped_answering_has_no_answer_time():
+    """A paused broker's last answers say nothing of now once its request in flight has waited STALLED_MIN_S and
+    STALLED_FACTOR times them, even when one of them was late (57 ms before a SIGSTOP once read as a broker answering
+    markedly late, so slow, not stopped); a starved broker's wait is as long as its answers and it keeps its time."""
+    from collectors.answer_times import STALLED_MIN_S, RoundTrips
+
+    trips = RoundTrips()
+    trips.answered(1, 10.0, 10.002)
+    trips.answered(1, 10.25, 10.307)  # 57 ms
+    trips.sent(1, 10.6)
+    assert trips.answer_s(10.9)[1] == pytest.approx(0.057), "a request waiting 0.3 s is outvoted"
+    assert 1 not in trips.answer_s(10.6 + STALLED_MIN_S), "waiting 1 s, 17 times its answers: stopped"
+    trips.answered(2, 10.0, 13.0)
+    trips.answered(2, 13.25, 16.0)
+    trips.sent(2, 16.25)
+    assert trips.answer_s(20.0)[2] == pytest.approx(3.0), "starved: its request waits as long as its answers take"
