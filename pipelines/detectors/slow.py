@@ -122,11 +122,12 @@ class Evidence:
     def jmx_timed_out(self) -> bool:
         return self.jmx_error is not None and TIMED_OUT in self.jmx_error.lower()
 
-    def answers(self, peers_answer_ms: Sequence[float]) -> bool:
-        """It answers someone now: the canary's newest write to its partition acknowledged (none waiting since), or
-        the collector's probes, markedly later than its peers'. An answer time at its peers' pace says nothing here:
-        a paused broker's is its last answers', quick, while its newest request waits (collectors/answer_times.py)."""
-        return ((self.client_s is not None and self.client_waiting_s is None)
+    def answers(self, peers_answer_ms: Sequence[float], peers_client_s: Sequence[float] = ()) -> bool:
+        """It answers someone now, late: the canary's newest write to its partition acknowledged (none waiting since),
+        or the collector's probes, markedly later than its peers'. An answer at its peers' pace says nothing here: a
+        paused broker's last answers were quick, while its newest request waits (collectors/answer_times.py), and so
+        was a write it acknowledged just before it stopped."""
+        return ((self.client_waiting_s is None and _markedly(self.client_s, peers_client_s, MILD_MIN_S))
                 or _markedly(None if self.answer_ms is None else self.answer_ms / 1000,
                              [ms / 1000 for ms in peers_answer_ms], MILD_MIN_S))
 
@@ -322,7 +323,7 @@ def judge(evidence: Mapping[int, Evidence], objective_s: float,
         slow_answer = _markedly(None if e.answer_ms is None else e.answer_ms / 1000, [ms / 1000 for ms in peer_answer])
         # its JVM answers nothing in time while its peers' endpoints do, yet it acknowledges writes or answers the
         # collector, late: alive, starved (a paused or dead broker answers none: BROKER_DOWN's, not a slow one)
-        starved = e.jmx_timed_out and bool(answered) and e.answers(peer_answer)
+        starved = e.jmx_timed_out and bool(answered) and e.answers(peer_answer, peer_client)
         markedly = slow_client or slow_own or slow_jvm or slow_answer or starved
         peer_mild = [ms for p in peers if (ms := p.mild_ms()) is not None]
         mild = _mildly(e, peer_mild)

@@ -177,6 +177,13 @@ CASES = [
           3: Evidence(0.02, None, g(1, 2), scrape_ms=40.0, answer_ms=1.2, scrape_age_ms=6000.0)},
      [(2, CPU_STARVED, "warning")],
      "case 12 with an old scrape: probes still answered markedly late (60 ms against 1 ms) keep its pace"),
+    (40, {1: Evidence(0.035, TIMEOUT),
+          2: Evidence(0.0482, None, g(0, 2, remote=13), scrape_ms=86.6, answer_ms=2.2),
+          3: Evidence(None, None, g(0, 1, remote=19), scrape_ms=62.0, answer_ms=2.2),
+          4: Evidence(None, None, g(0, 2, remote=25), scrape_ms=45.7, answer_ms=2.5)},
+     [], "KRaft, a SIGSTOP: the canary's write acknowledged in 35 ms just before it, then its exporter timing out and "
+         "no answer to krm's probes since (collectors/answer_times.py): it paged critical, cpu_starved, a stopped "
+         "broker called slow. A quick acknowledgement says nothing of whether it answers now"),
     (11, {1: Evidence(0.3, None, g(150, 120)), 2: Evidence(0.35, None, g(160, 110)), 3: Evidence(0.28, None, g(140, 130))},
      [], "a busy cluster, every broker alike: slow together is load, not a slow broker"),
 ]
