@@ -16,7 +16,7 @@ so it compares what every broker answers now):
   histograms decay old samples by weight, and at a quiet broker's few requests a slow spell's tail holds the
   p99 long after it ended.
 - its JMX endpoint answering markedly later than its peers' (the same floor and factor), or timing out while its
-  peers answer and it still acknowledges writes or answers the collector: the agent runs in the broker's JVM and
+  peers answer and it still acknowledges writes or answers the collector, late: the agent runs in the broker's JVM and
   reads no disk, so a whole JVM starved of CPU (or stopped by long GC pauses) answers its own metrics late or not
   at all. A scrape is the latest for `jmx_interval_s`: once the probes answered since say the broker keeps its
   peers' pace, they say its pace now (a JVM just out of a starved spell answers the scrape after it late).
