@@ -238,7 +238,7 @@ def _clients_wait_on(e: Evidence, peers: Sequence[Evidence], objective_s: float)
 
 def cause_of(e: Evidence, peers_scrape_ms: Sequence[float] = (), peers_own_s: Sequence[float] = (),
              peers_answer_ms: Sequence[float] = (), peers_local_ms: Sequence[float] = (),
-             peers_remote_ms: Sequence[float] = (), peers_mild_ms: Sequence[float] = ()) -> str:
+             peers_remote_ms: Sequence[float] = (), peers_mild_ms: Sequence[float] | None = None) -> str:
     """The kind of slowness its evidence reads as (see the module's docstring). The exporter runs in the broker's
     JVM and reads no disk: its answer timing out, or coming markedly later than its peers', is the whole JVM
     short of CPU. Only then do the request phases decide (a starved JVM is slow in every phase, LocalTime too)."""
@@ -246,7 +246,8 @@ def cause_of(e: Evidence, peers_scrape_ms: Sequence[float] = (), peers_own_s: Se
                                     [ms / 1000 for ms in peers_scrape_ms], JVM_SLOW_MIN_S):
         return CPU_STARVED
     answers_late = _markedly(None if e.answer_ms is None else e.answer_ms / 1000,
-                             [ms / 1000 for ms in peers_answer_ms]) or _mildly(e, peers_mild_ms)
+                             [ms / 1000 for ms in peers_answer_ms]) or _mildly(
+        e, peers_answer_ms if peers_mild_ms is None else peers_mild_ms)
     if e.gauges is None and answers_late:
         return CPU_STARVED  # no JMX to say more: a broker late to the smallest question is short of CPU
     g = e.gauges or {}
