@@ -291,8 +291,7 @@ class Collector:
         """Wait until the cluster's poll is neither running nor due within POLL_GUARD_S (at most twice that: a
         poll taking longer waits on something, and the round must not): a canary write caught mid-replication by
         the poll's offsets round reads as a follower lagging, and such a poll and the next, which finds it caught
-        up, both go out instead of staying home (collectors/unchanged.py). With the default cadences (a poll every
-        2 s, a round every 5 s, both counted from the collector's start) one round in two began with a poll."""
+        up, both go out instead of staying home (collectors/unchanged.py)."""
         deadline = time.monotonic() + 2 * POLL_GUARD_S
         while not self._stop.is_set() and time.monotonic() < deadline:
             started, ended = self.poll_started_at.get(cluster), self.last_poll_at.get(cluster)

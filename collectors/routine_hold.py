@@ -88,7 +88,7 @@ class RoutineHold:
     def offer(self, records: Sequence[Any], routine: bool) -> int:
         """Publish `records` now with what is held, or hold them; returns how many went out."""
         now = self._clock()
-        clusters = {r.get("cluster", "") for r in records if isinstance(r, Mapping)}
+        clusters = {r["cluster"] for r in records}
         with self._lock:
             if not routine:
                 self._news.update((c, now) for c in clusters)

@@ -15,6 +15,11 @@ MILD_MIN_S = 0.02
 MILD_FACTOR = 5.0
 
 
+def mildly_above(ms: float, peers_median_ms: float) -> bool:
+    """An answer time (ms) at least MILD_MIN_S and MILD_FACTOR times its peers' median (ms): a milder spell's floor."""
+    return ms >= max(MILD_MIN_S * 1000, MILD_FACTOR * peers_median_ms)
+
+
 def mildly_late(steady_ms: Mapping[int, float]) -> set[int]:
     """The brokers whose steady answer time (collectors/answer_times.py `steady_s`, in ms) is at least MILD_MIN_S and
     MILD_FACTOR times their peers' median: a poll that says so goes out (collectors/unchanged.py), so the pipeline
@@ -22,6 +27,6 @@ def mildly_late(steady_ms: Mapping[int, float]) -> set[int]:
     out = set()
     for b, ms in steady_ms.items():
         peers = [p for q, p in steady_ms.items() if q != b]
-        if peers and ms >= max(MILD_MIN_S * 1000, MILD_FACTOR * statistics.median(peers)):
+        if peers and mildly_above(ms, statistics.median(peers)):
             out.add(b)
     return out

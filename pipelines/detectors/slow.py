@@ -64,7 +64,7 @@ from typing import Any, Callable, Collection, Mapping, Sequence
 from pipelines.detectors.details import Details
 from pipelines.detectors.exports import Alert, BROKER_PAGE, Series, console, incident_info
 from pipelines.detectors.rule import Escalation, Rule
-from schemas.latency import MILD_FACTOR, MILD_MIN_S, SLOW_MIN_S
+from schemas.latency import MILD_MIN_S, SLOW_MIN_S, mildly_above
 
 TYPE = "BROKER_SLOW"
 CPU_STARVED, SLOW_DISK, SLOW_REPLICATION, UNKNOWN = "cpu_starved", "slow_disk", "slow_replication", "unknown"
@@ -213,8 +213,7 @@ def _mildly(e: Evidence, peers_mild_ms: Sequence[float]) -> bool:
     said)."""
     median, ms = _median(peers_mild_ms), e.mild_ms()
     return (ms is not None and e.answer_past_ms is not None and median is not None
-            and ms / 1000 >= max(MILD_MIN_S, MILD_FACTOR * median / 1000)
-            and ms >= PAST_FACTOR * e.answer_past_ms)
+            and mildly_above(ms, median) and ms >= PAST_FACTOR * e.answer_past_ms)
 
 
 def _client_wait(e: Evidence) -> float | None:

@@ -52,30 +52,41 @@ def test_probes_answered_20_ms_late_make_every_round_news():
     assert not answers_prompt({1: 0.001, 2: 0.045})
 
 
+def _r(name: str, cluster: str = "a") -> dict:
+    return {"cluster": cluster, "n": name}
+
+
+def _hold(hold_s: float, now: list[float] | None = None) -> tuple[RoutineHold, list[list[str]]]:
+    sent: list[list[str]] = []
+    clock = now or [0.0]
+    hold = RoutineHold(lambda records: sent.append([r["n"] for r in records]) or len(records), hold_s,
+                       clock=lambda: clock[0])
+    return hold, sent
+
+
 def test_routine_rounds_go_out_together_and_news_takes_them_along():
-    sent, now = [], [0.0]
-    hold = RoutineHold(lambda records: sent.append(list(records)) or len(records), 10.0, clock=lambda: now[0])
-    assert hold.offer(["canary@0"], routine=True) == 0
+    now = [0.0]
+    hold, sent = _hold(10.0, now)
+    assert hold.offer([_r("canary@0")], routine=True) == 0
     now[0] = 5.0
-    hold.offer(["canary@5"], routine=True)
+    hold.offer([_r("canary@5")], routine=True)
     now[0] = 10.0
-    assert hold.offer(["canary@10", "jmx@10"], routine=True) == 4  # the oldest waited hold_s
+    assert hold.offer([_r("canary@10"), _r("jmx@10")], routine=True) == 4  # the oldest waited hold_s
     assert sent == [["canary@0", "canary@5", "canary@10", "jmx@10"]]
     now[0] = 15.0
-    hold.offer(["canary@15"], routine=True)
+    hold.offer([_r("canary@15")], routine=True)
     now[0] = 16.0
-    hold.offer(["early@16"], routine=False)  # news: at once, after what was held, in order
+    hold.offer([_r("early@16", "b")], routine=False)  # news (of b): at once, after what was held, in order
     assert sent[-1] == ["canary@15", "early@16"]
-    hold.offer(["canary@20"], routine=True)
+    hold.offer([_r("canary@20")], routine=True)
     assert hold.flush() == 1 and sent[-1] == ["canary@20"]
     assert hold.flush() == 0
 
 
 def test_no_hold_publishes_every_round_at_once():
-    sent = []
-    hold = RoutineHold(lambda records: sent.append(list(records)) or len(records), 0.0)
-    hold.offer(["a"], routine=True)
-    hold.offer(["b"], routine=True)
+    hold, sent = _hold(0.0)
+    hold.offer([_r("a")], routine=True)
+    hold.offer([_r("b")], routine=True)
     assert sent == [["a"], ["b"]]
 
 
@@ -83,9 +94,8 @@ def test_after_news_of_a_cluster_nothing_of_it_waits_for_the_hold():
     """A record that is not routine (a slow scrape, say) is news of its cluster: for hold_s after it that cluster's
     routine rounds go at once (BROKER_SLOW's second look at the rounds' cadence; the first quiet round after a spell
     ends it), while another cluster's still wait."""
-    sent, now = [], [0.0]
-    hold = RoutineHold(lambda records: sent.append([r["n"] for r in records]) or len(records), 10.0,
-                       clock=lambda: now[0])
+    now = [0.0]
+    hold, sent = _hold(10.0, now)
     assert hold.offer([{"cluster": "a", "n": "a@0"}], routine=True) == 0
     hold.offer([{"cluster": "a", "n": "a-slow@1"}], routine=False)
     assert sent == [["a@0", "a-slow@1"]]
