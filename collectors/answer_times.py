@@ -13,6 +13,8 @@ request given up closes the connection under the next). What it says:
   next one waiting as long, already says so; a paused broker's last answers were quick, and the one request
   waiting is outvoted, until it has waited `STALLED_MIN_S` and `STALLED_FACTOR` times them: then nothing is
   said (its last answers, one of them late by chance, are not how it answers now);
+- `steady_s`: a high quantile of its answers of the last few seconds, many of them (published as `answer_steady_ms`):
+  a milder spell, one a JVM held to a CPU quota has, delays only some answers, by tens of milliseconds;
 - `contact`: when the broker was last heard from (its newest answer came back): a broker that answers is not
   silent (collectors/reachability.py Reachability.unreachable), however late. A paused one was last heard
   just before it stopped.
@@ -25,6 +27,7 @@ request given up closes the connection under the next). What it says:
 from __future__ import annotations
 
 import logging
+import math
 import statistics
 import threading
 import time
@@ -40,16 +43,20 @@ log = logging.getLogger(__name__)
 
 RECENT = 2  # a broker's answer time: the median round trip of its last this many answers and the one waiting ...
 WINDOW_S = 30.0  # ... of those at most this old
-# its steady answer time: the median round trip of its answers of the last STEADY_S, when at least STEADY_MIN (a
-# quarter of what a prober every 0.25 s gets: a broker answering 100 ms late still gives that many)
-STEADY_S = 4.0
-STEADY_MIN = 4
+# its steady answer time: the STEADY_QUANTILE of its answers' round trips of the last STEADY_S, when at least
+# STEADY_MIN (a quarter of what a prober every 0.25 s gets: a broker answering 100 ms late still gives that many). A
+# quantile this high because a JVM held to a CPU quota (a cgroup's cfs quota, a throttled container) answers most
+# probes at once and only those that arrive after it spent its period's quota late, by the rest of the period: its
+# median keeps its peers' pace while a tenth or more of its answers wait (benchmarks/BENCHMARKS.md)
+STEADY_S = 8.0
+STEADY_MIN = 8
+STEADY_QUANTILE = 0.9
 # a request in flight this long, and this many times the median, says the broker stopped answering (paused, or cut
 # off): its last answers, whatever they took, say nothing of how late it answers now, so no answer time is said. A
 # starved broker's answers all take seconds, the one waiting as long as the others.
 STALLED_MIN_S = 1.0
 STALLED_FACTOR = 10.0
-KEPT = 64  # answers kept per broker (STEADY_S of them at the quickest prober cadence a config allows, and more)
+KEPT = 128  # answers kept per broker (STEADY_S of them at a prober every 0.0625 s)
 
 
 class RoundTrips:
@@ -104,15 +111,25 @@ class RoundTrips:
         return out
 
     def steady_s(self, now: float) -> dict[int, float]:
-        """broker -> the median of its answers' round trips of the last STEADY_S and the wait so far of its request
-        in flight, where it answered STEADY_MIN times in that window (else not said)."""
+        """broker -> the STEADY_QUANTILE (nearest rank) of its answers' round trips of the last STEADY_S and the wait
+        so far of its request in flight, where it answered STEADY_MIN times in that window and none of these stalled
+        (else not said). A stall, STALLED_MIN_S and STALLED_FACTOR times their median, is a broker that stopped
+        answering (paused) in the window, and the answers just after it its backlog: neither is its pace."""
         out = {}
         for b, took in self._took.items():
             recent = [done - sent for sent, done in took if now - done <= STEADY_S]
             if len(recent) >= STEADY_MIN:
                 waiting = self._waiting.get(b)
-                out[b] = statistics.median(recent + ([now - waiting] if waiting is not None else []))
+                trips = recent + ([now - waiting] if waiting is not None else [])
+                if max(trips) < max(STALLED_MIN_S, STALLED_FACTOR * statistics.median(trips)):
+                    out[b] = quantile(trips, STEADY_QUANTILE)
         return out
+
+
+def quantile(values: list[float], q: float) -> float:
+    """The nearest-rank `q` quantile of `values` (not empty): the smallest value at least a fraction q of them reach."""
+    ranked = sorted(values)
+    return ranked[max(0, math.ceil(q * len(ranked)) - 1)]
 
 
 class AnswerTimes:

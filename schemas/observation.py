@@ -125,8 +125,9 @@ BROKER = Struct((
     # v4, optional, added later: how late it answers the collector now: the median round trip of the
     # reachability probes it answered in the last few seconds (collectors/reachability.py); absent: none
     ("answer_ms", DOUBLE, False),
-    # v4, optional, added later: the median round trip of the probes it answered over the last few seconds
-    # (collectors/answer_times.py `steady_s`), when it answered enough of them; a milder slow spell is read from it
+    # v4, optional, added later: a high quantile (the 90th percentile) of the round trips of the probes it answered
+    # over the last few seconds (collectors/answer_times.py `steady_s`), when it answered enough of them and none
+    # stalled; a milder slow spell is read from it
     ("answer_steady_ms", DOUBLE, False),
 ))
 

@@ -24,14 +24,14 @@ so it compares what every broker answers now):
   their median round trip over the last seconds markedly above its peers'. A starved broker answers them seconds
   late where a paused one answers nothing (the collector then calls it unreachable: BROKER_DOWN's), so this is
   what tells a broker too slow for any client from a stopped one.
-- a milder spell of the same: its probes' median round trip over the last few seconds (`answer_steady_ms`, many
-  answers: one poll says it) at least `MILD_MIN_S` and `MILD_FACTOR` times its peers', and `PAST_FACTOR` times its own
-  recent past (a moving average over half an hour, pipelines/slow_view.py); from an older collector, which publishes
-  only the short median, two rounds in a row. A broker at a tenth of a core answers in tens of ms where its peers
-  answer in one or two: clients are not hurt yet, but an on-call wants to know. Its own past keeps a broker that was
-  always a little slower than its peers (older hardware, a far rack) from a standing warning. Only ever a warning:
-  answers tens of ms late cannot hold a client's write past the objective, so writes waiting that long through it wait
-  on something else (a follower cut off).
+- a milder spell of the same: its probes' round trips over the last few seconds at a high quantile
+  (`answer_steady_ms`, many answers: one poll says it) at least `MILD_MIN_S` and `MILD_FACTOR` times its peers', and
+  `PAST_FACTOR` times its own recent past (a moving average over half an hour, pipelines/slow_view.py); from an older
+  collector, which publishes only the short median, two rounds in a row. A broker at a tenth of a core answers some
+  probes tens of ms late where its peers answer in one or two: clients are not hurt yet, but an on-call wants to
+  know. Its own past keeps a broker that was always a little slower than its peers (older hardware, a far rack) from
+  a standing warning. Only ever a warning: answers tens of ms late cannot hold a client's write past the objective, so
+  writes waiting that long through it wait on something else (a follower cut off).
 
 The cause, read from the evidence: `cpu_starved` (its JVM answers nothing in time, or requests wait in its
 queue longer than they are served: RequestQueueTime above LocalTime, its handlers not idle), `slow_disk` (its
@@ -161,7 +161,7 @@ class SlowDetails(Details):
     answer_ms: float | None = None  # how late it answers the collector's probes (their median round trip)
     peers_answer_ms: float | None = None
     answer_past_ms: float | None = None  # its own answer time over its recent past (a moving average)
-    answer_steady_ms: float | None = None  # how late it answered krm's probes over the last few seconds (their median)
+    answer_steady_ms: float | None = None  # how late it answered krm's probes over the last few seconds (their 90th percentile)
     peers_answer_steady_ms: float | None = None
     client_failed: bool | None = None  # the canary's write to a partition it leads was not acknowledged in time
     client_waiting_s: float | None = None  # a canary write to a partition it leads, unanswered so far, has waited this
