@@ -13,6 +13,7 @@ from collectors.departures import Departures
 from collectors.reachability import Probes, Reachability
 from collectors.wire import MdBroker
 from foundation.config import ClusterConfig, CollectorConfig
+from schemas import latency
 from schemas.typed import Broker, ClusterState
 
 
@@ -35,6 +36,8 @@ class BrokerBook:
         self.contact: dict[int, float] = {}  # broker -> when it was last heard from (time.monotonic())
         self.answer_s: dict[int, float] = {}  # broker -> how late it answers now (the median round trip)
         self.steady_s: dict[int, float] = {}  # broker -> how late it answered over the last few seconds
+        self.usual_ms: dict[int, float] = {}  # broker -> its usual answer time before the last poll's moved it
+        self._usual: dict[int, latency.Usual] = {}
         self.departures = Departures()  # how each down broker went down (controlled shutdown or not)
         # broker -> (reachable, partitions it leads) as the last poll saw it: the collector's own /metrics
         # (collectors/stats.py) says it even while the observations path is down
@@ -48,8 +51,13 @@ class BrokerBook:
         self.live_last_ids = set(live)
 
     def listen(self) -> None:
-        """Read the answer-time prober's latest (starting it the first time)."""
+        """Read the answer-time prober's latest (starting it the first time), and move each broker's usual by them
+        as the pipeline does its own (pipelines/slow_view.py): a milder spell is said against it."""
         self.contact, self.answer_s, self.steady_s = self.answer_times.start().answers()
+        now = time.monotonic()
+        self.usual_ms = {b: u[0] for b, u in self._usual.items()}
+        for b, s in {**self.answer_s, **self.steady_s}.items():
+            self._usual[b] = latency.moved(self._usual.get(b), s * 1000, now)
 
     def unreachable(self, found: offsets.OffsetsRound) -> set[int]:
         """Registered brokers clients cannot use now (collectors/reachability.py)."""

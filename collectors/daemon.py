@@ -15,7 +15,7 @@ import sys
 import threading
 import time
 import traceback
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 from collectors import gc_pause, topic_share
 from collectors.admin import AdminSource
@@ -224,7 +224,7 @@ class Collector:
             try:
                 with gc_pause.paused():  # the records are freed by reference counting once spooled
                     records = src.poll()
-                    if not self._kept_home(src.cluster.name, records, interval):
+                    if not self._kept_home(src.cluster.name, records, interval, src.parts.brokers.usual_ms):
                         self.publisher.publish(records)
                         self._published(src.cluster.name, records)
             except Exception:  # noqa: BLE001 - keep polling; the failure is logged with its cause
@@ -263,7 +263,8 @@ class Collector:
                 if published else "published no poll of it yet")
         return f"the collector here {poll}, {sent}; {self.publisher.said(now)}"
 
-    def _kept_home(self, cluster: str, records: list[Observation], interval_s: float) -> bool:
+    def _kept_home(self, cluster: str, records: list[Observation], interval_s: float,
+                   usual_ms: Mapping[int, float] | None = None) -> bool:
         """A steady poll that found what the last published one did: not published (collectors/unchanged.py).
         A pipeline in this process is told at once; one apart reads how long a steady record holds in the
         record itself: until the next poll published, at most a resend and a poll later."""
@@ -271,7 +272,7 @@ class Collector:
         if self.publisher.in_outage or self._share_kept_out:
             return False
         holds_s = None if vouch is not None else Cadence(interval_s, self.unchanged.resend_s).steady_hold_s
-        repeats = self.unchanged.offer(cluster, records, time.monotonic(), holds_s)
+        repeats = self.unchanged.offer(cluster, records, time.monotonic(), holds_s, usual_ms)
         if repeats is None:
             return False
         if vouch is not None:

@@ -8,25 +8,26 @@ alone, from the poll: what changes with time passing alone (a held event's end, 
 vanished topic) the pipeline judges on its own clock (pipelines/clock.py). Steady: every partition left
 out as quiet (schemas/quiet.py), the KRaft quorum whole (schemas/quorum.py), no error, nothing denied, no
 failed log directory or one full within `URGENT_S` (schemas/disks.py), no broker answering late, not
-even mildly against its peers (schemas/latency.py). A poll still goes out at least every `resend_s` (the
-history's trace, /readyz); until then /metrics shows the last published poll's numbers (a log directory's
-bytes, say), up to `resend_s` old (docs/history.md). Pure.
+even mildly against its peers and its own usual (schemas/latency.py). A poll still goes out at least every
+`resend_s` (the history's trace, /readyz); until then /metrics shows the last published poll's numbers (a
+log directory's bytes, say), up to `resend_s` old (docs/history.md). Pure.
 """
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 from schemas import quorum
 from schemas.disks import URGENT_S
 from schemas.latency import SLOW_MIN_S, mildly_late
 from schemas.typed import Observation
 
-def steady_digest(records: Sequence[Observation]) -> tuple[Any, ...] | None:
+def steady_digest(records: Sequence[Observation], usual_ms: Mapping[int, float] | None = None) -> tuple[Any, ...] | None:
     """What two steady polls of one cluster must share to be the same poll; None when the poll is not
     steady (or not a full poll's records). A broker down or not answering is steady: the same finding
     again, its escalation the pipeline's clock's. The KRaft quorum's offsets and timestamps move at every
-    poll even when nothing happens: it counts by its voters' states."""
+    poll even when nothing happens: it counts by its voters' states. `usual_ms`: each broker's usual answer
+    time (collectors/broker_book.py), without which a broker answering mildly late against its peers is always news."""
     out: list[Any] = []
     cluster_records = 0
     for rec in records:
@@ -44,7 +45,7 @@ def steady_digest(records: Sequence[Observation]) -> tuple[Any, ...] | None:
             if any("answer_ms" in b or "answer_steady_ms" in b for b in brokers):
                 if any(b["answer_ms"] >= SLOW_MIN_S * 1000 for b in brokers if b.get("answer_ms") is not None):
                     return None  # a broker answering late: every poll goes out, BROKER_SLOW judges each
-                if mildly_late({b["id"]: ms for b in brokers if (ms := b.get("answer_steady_ms")) is not None}):
+                if mildly_late({b["id"]: ms for b in brokers if (ms := b.get("answer_steady_ms")) is not None}, usual_ms):
                     return None  # ... and so does one answering mildly late against its peers (a warning's)
                 brokers = [{k: v for k, v in b.items() if k not in ("answer_ms", "answer_steady_ms")} for b in brokers]
             q = cs.get("quorum")
@@ -80,12 +81,14 @@ class UnchangedPolls:
         self.kept_home = 0
         self._last: dict[str, tuple[tuple[Any, ...] | None, int, float]] = {}
 
-    def offer(self, cluster: str, records: Sequence[Observation], now: float, holds_s: float | None = None) -> int | None:
+    def offer(self, cluster: str, records: Sequence[Observation], now: float, holds_s: float | None = None,
+              usual_ms: Mapping[int, float] | None = None) -> int | None:
         """The id of the last published poll when `records` stay home: a steady poll equal to it, published
         less than `resend_s` ago; the caller vouches for that poll at this one's time. None: publish them
         (they are remembered as the last). `holds_s`: no pipeline in this process hears vouches, so a steady
-        poll published says itself how long the polls repeating it may stay home (its record's `holds_s`)."""
-        digest = steady_digest(records) if self.resend_s > 0 else None
+        poll published says itself how long the polls repeating it may stay home (its record's `holds_s`).
+        `usual_ms`: see `steady_digest`."""
+        digest = steady_digest(records, usual_ms) if self.resend_s > 0 else None
         last = self._last.get(cluster)
         head = next((r for r in records if r["kind"] == "cluster"), None)
         if (digest is not None and head is not None and last is not None and last[0] == digest

@@ -16,14 +16,12 @@ from pipelines.detectors.brokers import UNREACHABLE
 from pipelines.detectors.canary import CanarySample
 from pipelines.incidents import Finding, Incident, ScopePoll
 from pipelines.jmx_view import JmxSample
-from schemas.latency import SLOW_MIN_S
+from schemas.latency import SLOW_MIN_S, Usual, moved
 
 log = logging.getLogger(__name__)
 
 FRESH_MS = 30_000  # a canary round or a JMX scrape older than this says nothing of the broker now
 WARMUP_MS = 60_000  # a broker back from a stop is not judged this long: its JVM compiles, its logs load
-FLOOR_MS = 0.05  # a round trip is never taken as shorter than this (the logarithm of 0)
-PAST_TAU_MS = 30 * 60_000  # a broker's own recent past: its answer times' moving average over about half an hour
 
 
 def came_back(broker_down: Iterable[Incident]) -> dict[tuple[str, int], int]:
@@ -50,25 +48,17 @@ class SlowView:
         self.default_objective_s = default_objective_s
         self._rounds: dict[str, tuple[int, int]] = {}  # cluster -> (the last round judged, its time)
         self._seen: dict[str, set[int]] = {}  # cluster -> the brokers its last round judged slow
-        # (cluster, broker) -> (its answer times' moving average in ms, the poll time it was last moved at)
-        self._past: dict[tuple[str, int], tuple[float, int]] = {}
+        self._past: dict[tuple[str, int], Usual] = {}  # (cluster, broker) -> its usual answer time
 
     def _own_past(self, name: str, answered_at: int, answer_ms: Mapping[int, float]) -> dict[int, float]:
-        """Each broker's answer time over its recent past, before this poll's answers move it: an exponential moving
-        average with PAST_TAU_MS, of the logarithm (a geometric mean), so a spell of seconds-late answers barely
-        moves it while a lasting change becomes its new usual within the hour."""
+        """Each broker's usual answer time (schemas/latency.py `moved`), before this poll's answers move it: a lasting
+        change becomes its new usual within the hour."""
         past = {}
         for b, ms in answer_ms.items():
             held = self._past.get((name, b))
-            if held is None:
-                self._past[(name, b)] = (max(ms, FLOOR_MS), answered_at)
-                continue
-            avg, at = held
-            past[b] = avg
-            if answered_at > at:
-                weight = 1 - math.exp(-(answered_at - at) / PAST_TAU_MS)
-                moved = math.log(avg) + weight * (math.log(max(ms, FLOOR_MS)) - math.log(avg))
-                self._past[(name, b)] = (math.exp(moved), answered_at)
+            if held is not None:
+                past[b] = held[0]
+            self._past[(name, b)] = moved(held, ms, answered_at / 1000)
         return past
 
     def judge(self, clusters: Iterable[str], live: Mapping[str, Iterable[int]], jmx: Mapping[tuple[str, int], JmxSample],

@@ -1,5 +1,6 @@
 """What the collectors and the pipeline share about a broker answering late."""
 
+import math
 import statistics
 from typing import Mapping
 
@@ -13,6 +14,13 @@ SLOW_MIN_S = 0.2
 MILD_MIN_S = 0.02
 # ... and at this many times its peers' median
 MILD_FACTOR = 5.0
+# ... and at this many times its own usual: a geometric moving average of its answer times over about USUAL_TAU_S, so a
+# spell of late answers barely moves it and a broker always a little slower than its peers is not said
+PAST_FACTOR = 2.0
+USUAL_TAU_S = 30 * 60.0
+FLOOR_MS = 0.05  # an answer time is never taken as shorter than this (the logarithm of 0)
+
+Usual = tuple[float, float]  # a broker's usual answer time in ms, and when (seconds, any clock) it was last moved
 
 
 def mildly_above(ms: float, peers_median_ms: float) -> bool:
@@ -20,13 +28,28 @@ def mildly_above(ms: float, peers_median_ms: float) -> bool:
     return ms >= max(MILD_MIN_S * 1000, MILD_FACTOR * peers_median_ms)
 
 
-def mildly_late(steady_ms: Mapping[int, float]) -> set[int]:
-    """The brokers whose steady answer time (collectors/answer_times.py `steady_s`, in ms) is at least MILD_MIN_S and
-    MILD_FACTOR times their peers' median: a poll that says so goes out (collectors/unchanged.py), so the pipeline
-    judges each while the spell lasts. The pipeline also wants it twice its own usual, which it alone keeps."""
+def moved(usual: Usual | None, ms: float, at_s: float) -> Usual:
+    """`usual` moved by one answer time (ms) taken at `at_s`: the first one starts it; one no later than the last
+    leaves it."""
+    ms = max(ms, FLOOR_MS)
+    if usual is None:
+        return ms, at_s
+    avg, last = usual
+    if at_s <= last:
+        return usual
+    weight = 1 - math.exp(-(at_s - last) / USUAL_TAU_S)
+    return math.exp(math.log(avg) + weight * (math.log(ms) - math.log(avg))), at_s
+
+
+def mildly_late(steady_ms: Mapping[int, float], usual_ms: Mapping[int, float] | None = None) -> set[int]:
+    """The brokers whose steady answer time (collectors/answer_times.py `steady_s`, in ms) is at least MILD_MIN_S,
+    MILD_FACTOR times their peers' median and, where `usual_ms` is given, PAST_FACTOR times their usual (unknown: not
+    late): a poll that says so goes out (collectors/unchanged.py), so the pipeline judges each while the spell lasts;
+    a broker always that much slower than its peers keeps its polls home, as the pipeline would not say it."""
     out = set()
     for b, ms in steady_ms.items():
         peers = [p for q, p in steady_ms.items() if q != b]
-        if peers and mildly_above(ms, statistics.median(peers)):
+        if peers and mildly_above(ms, statistics.median(peers)) and (
+                usual_ms is None or ((usual := usual_ms.get(b)) is not None and ms >= PAST_FACTOR * usual)):
             out.add(b)
     return out

@@ -64,7 +64,7 @@ from typing import Any, Callable, Collection, Mapping, Sequence
 from pipelines.detectors.details import Details
 from pipelines.detectors.exports import Alert, BROKER_PAGE, Series, console, incident_info
 from pipelines.detectors.rule import Escalation, Rule
-from schemas.latency import MILD_MIN_S, SLOW_MIN_S, mildly_above
+from schemas.latency import MILD_MIN_S, PAST_FACTOR, SLOW_MIN_S, mildly_above
 
 TYPE = "BROKER_SLOW"
 CPU_STARVED, SLOW_DISK, SLOW_REPLICATION, UNKNOWN = "cpu_starved", "slow_disk", "slow_replication", "unknown"
@@ -77,9 +77,6 @@ SCOPE = "slow"
 # cluster/Partition.scala); the produce is answered only then
 ANSWERS_PER_WRITE = 3
 PEER_FACTOR = 3.0  # ... and at least this many times the median of its peers
-# a milder spell, only from the probes' answer times: above MILD_MIN_S, MILD_FACTOR times its peers' median
-# (schemas/latency.py) and this many times its own recent past
-PAST_FACTOR = 2.0
 TIMED_OUT = "timed out"  # in a JMX scrape's error: the endpoint accepted and did not answer in time
 # its exporter's answer this late (and PEER_FACTOR its peers') reads as a JVM short of CPU: above what one scrape on a
 # loaded host takes, below a starved JVM's (the measured cases in tests/unit/test_slow_rule.py)

@@ -225,3 +225,20 @@ def test_the_partitions_own_pages_naming_it_say_clients_are_hurt():
     assert asked == [1]
     assert [(f.broker, f.severity) for f in judge(evidence, 2.0, lambda: {3})] == [(2, "warning")]
     assert judge({b: Evidence(answer_ms=0.4) for b in (1, 2, 3)}, 2.0, lambda: 1 / 0) == []
+
+
+def test_a_brokers_usual_answer_time_moves_slowly():
+    """schemas/latency.py `moved`: the first answer starts it, an older one leaves it, a spell of seconds-late answers
+    over half a minute barely moves it, and an hour of them takes it most of the way (geometric)."""
+    from schemas.latency import moved
+
+    usual = moved(None, 2.0, 100.0)
+    assert usual == (2.0, 100.0)
+    assert moved(usual, 500.0, 99.0) == usual
+    for at in range(102, 132, 2):
+        usual = moved(usual, 20.0, float(at))
+    assert 2.0 < usual[0] < 2.2
+    for at in range(132, 3_800, 2):
+        usual = moved(usual, 20.0, float(at))
+    assert 14.0 < usual[0] < 20.0, "an hour: most of the way (tau is half an hour)"
+    assert moved(None, 0.0, 1.0)[0] > 0, "never the logarithm of 0"

@@ -77,6 +77,18 @@ def test_answer_times_stay_home_unless_a_broker_answers_late_or_mildly_late_agai
     assert steady_digest(loaded) == steady_digest(quick)
 
 
+def test_a_broker_always_mildly_slower_than_its_peers_keeps_its_polls_home():
+    """Against its own usual (collectors/broker_book.py) a broker whose steady answer time has always been mildly late
+    against its peers' (a slower host) is no spell: the pipeline would not say it, so its polls stay home; twice its
+    usual is a spell again, and a broker with no usual yet is not late (the pipeline says nothing milder either)."""
+    slower = poll(1, 10_000, brokers=_answering({1: 1.0, 2: 3.0, 3: 1.0}, {1: 1.0, 2: 40.0, 3: 1.5}))
+    quick = poll(2, 12_000, brokers=_answering({1: 1.2, 2: 1.9, 3: 0.8}, {1: 1.0, 2: 2.1, 3: 0.9}))
+    assert steady_digest(slower, {1: 1.0, 2: 35.0, 3: 1.2}) == steady_digest(quick)
+    assert steady_digest(slower, {1: 1.0, 3: 1.2}) == steady_digest(quick)
+    assert steady_digest(slower, {1: 1.0, 2: 15.0, 3: 1.2}) is None
+    assert steady_digest(slower) is None
+
+
 def test_a_topic_record_with_an_assignment_or_not_summarized_has_no_digest():
     snapshot = poll(1, 10_000)
     snapshot[1]["topic_state"]["assignment"] = "snapshot"
