@@ -15,9 +15,12 @@ MILD_MIN_S = 0.02
 # ... and at this many times its peers' median
 MILD_FACTOR = 5.0
 # ... and at this many times its own usual: a geometric moving average of its answer times over about USUAL_TAU_S, so a
-# spell of late answers barely moves it and a broker always a little slower than its peers is not said
+# spell of late answers barely moves it and a broker always a little slower than its peers is not said; answers
+# quicker than it move it over USUAL_DOWN_TAU_S, so a usual first taken while the broker was slow (a JVM warming up
+# after a start, a spell) is not kept for the hour
 PAST_FACTOR = 2.0
 USUAL_TAU_S = 30 * 60.0
+USUAL_DOWN_TAU_S = 2 * 60.0
 FLOOR_MS = 0.05  # an answer time is never taken as shorter than this (the logarithm of 0)
 
 Usual = tuple[float, float]  # a broker's usual answer time in ms, and when (seconds, any clock) it was last moved
@@ -37,7 +40,7 @@ def moved(usual: Usual | None, ms: float, at_s: float) -> Usual:
     avg, last = usual
     if at_s <= last:
         return usual
-    weight = 1 - math.exp(-(at_s - last) / USUAL_TAU_S)
+    weight = 1 - math.exp(-(at_s - last) / (USUAL_TAU_S if ms > avg else USUAL_DOWN_TAU_S))
     return math.exp(math.log(avg) + weight * (math.log(ms) - math.log(avg))), at_s
 
 

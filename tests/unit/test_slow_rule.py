@@ -229,7 +229,8 @@ def test_the_partitions_own_pages_naming_it_say_clients_are_hurt():
 
 def test_a_brokers_usual_answer_time_moves_slowly():
     """schemas/latency.py `moved`: the first answer starts it, an older one leaves it, a spell of seconds-late answers
-    over half a minute barely moves it, and an hour of them takes it most of the way (geometric)."""
+    over half a minute barely moves it, an hour of them takes it most of the way (geometric), and quicker answers
+    bring it down within minutes."""
     from schemas.latency import moved
 
     usual = moved(None, 2.0, 100.0)
@@ -241,4 +242,7 @@ def test_a_brokers_usual_answer_time_moves_slowly():
     for at in range(132, 3_800, 2):
         usual = moved(usual, 20.0, float(at))
     assert 14.0 < usual[0] < 20.0, "an hour: most of the way (tau is half an hour)"
+    for at in range(3_800, 4_400, 2):  # ten minutes at its old pace again
+        usual = moved(usual, 2.0, float(at))
+    assert 2.0 < usual[0] < 2.2, "quicker answers are its usual within minutes: a usual taken while slow is not kept"
     assert moved(None, 0.0, 1.0)[0] > 0, "never the logarithm of 0"

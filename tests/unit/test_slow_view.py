@@ -96,7 +96,7 @@ def test_a_milder_spell_against_its_own_past():
 
 
 def test_a_milder_spell_from_the_steady_answers_is_said_by_one_poll():
-    """A collector that publishes the steady answer time (a median over the last few seconds, many answers) says a
+    """A collector that publishes the steady answer time (a high quantile over the last few seconds, many answers) says a
     milder spell in one poll: held canary and JMX rounds (collectors/routine_hold.py) leave it nothing to wait for.
     The short median alone, quick at that poll, does not hide it; the steady time at its usual says nothing."""
     view = SlowView({"c": 2.0})
