@@ -283,9 +283,14 @@ def cause_of(e: Evidence, peers_scrape_ms: Sequence[float] = (), peers_own_s: Se
 def _pace_now(e: Evidence, peers_answer_ms: Sequence[float]) -> Evidence:
     """Its evidence without its JMX scrape's pace when the probes answered since say its JVM keeps its peers' pace:
     a JVM just out of a starved spell answers the scrape that follows late, and that scrape stays the latest for
-    `jmx_interval_s`."""
-    if (e.scrape_ms is None or e.scrape_age_ms is None or e.scrape_age_ms < SCRAPE_SUPERSEDED_MS
-            or e.answer_ms is None or not peers_answer_ms
+    `jmx_interval_s`. Nor while it answers the probes nothing at all and its peers answer them: paused, cut off or
+    gone (BROKER_DOWN's and its partitions' pages), whatever its last scrape took (one taken just after a pause, its
+    JVM serving the backlog, or while its network was cut), a slow broker still answers them, late."""
+    if e.scrape_ms is None or not peers_answer_ms:
+        return e
+    if e.answer_ms is None:
+        return replace(e, scrape_ms=None)
+    if (e.scrape_age_ms is None or e.scrape_age_ms < SCRAPE_SUPERSEDED_MS
             or _markedly(e.answer_ms / 1000, [ms / 1000 for ms in peers_answer_ms], MILD_MIN_S)):
         return e
     return replace(e, scrape_ms=None)

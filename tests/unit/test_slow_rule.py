@@ -184,6 +184,26 @@ CASES = [
      [], "KRaft, a SIGSTOP: the canary's write acknowledged in 35 ms just before it, then its exporter timing out and "
          "no answer to krm's probes since (collectors/answer_times.py): it paged critical, cpu_starved, a stopped "
          "broker called slow. A quick acknowledgement says nothing of whether it answers now"),
+    (41, {1: Evidence(0.0244, None, g(0, 2, remote=3), scrape_ms=68.8, answer_ms=10.3),
+          2: Evidence(0.0672, None, g(0, 2, remote=3), scrape_ms=45.3, answer_ms=10.3),
+          3: Evidence(0.0606, None, g(0, 2, remote=3), scrape_ms=157.4, answer_ms=10.3),
+          4: Evidence(None, None, g(0, 2, remote=3), scrape_ms=239.9)},
+     [], "measured (impact oracle, KRaft, broker 4's network cut): its last scrape took 240 ms against its peers' 69 "
+         "ms, and it answers krm's probes nothing since while its peers answer them: cut off, not slow. It paged "
+         "KafkaBrokerSlow, unknown, for a gray failure whose own pages name it"),
+    (42, {1: Evidence(None, None, g(0, 1, remote=15), scrape_ms=1110.1, client_waiting_s=2.0001, scrape_age_ms=1500.0),
+          2: Evidence(0.0061, None, g(0, 1, remote=14), scrape_ms=49.2, answer_ms=1.4, scrape_age_ms=1500.0),
+          3: Evidence(None, None, g(0, 1, remote=12), scrape_ms=54.0, answer_ms=1.4, scrape_age_ms=1500.0),
+          4: Evidence(None, None, g(0, 1, remote=16), scrape_ms=59.1, answer_ms=1.4, scrape_age_ms=1500.0)},
+     [], "measured (impact oracle, KRaft, broker 1 paused twice, two seconds apart): the scrape just after the first "
+         "pause took 1.1 s, its JVM serving the backlog, and it was still the latest when the second pause began. "
+         "With no answer to krm's probes since, it paged KafkaBrokerSlow, cpu_starved, for a stopped broker, and its "
+         "hold kept the next step's partition pages (a broker killed) unnamed"),
+    (43, {1: Evidence(None, None, g(0, 1, remote=15), scrape_ms=1110.1, client_waiting_s=2.0001),
+          2: Evidence(0.0061, None, g(0, 1, remote=14), scrape_ms=49.2),
+          3: Evidence(None, None, g(0, 1, remote=12), scrape_ms=54.0)},
+     [(1, CPU_STARVED, "critical")],
+     "case 42 from a collector without the prober (no broker's answer time known): the scrape is all there is"),
     (11, {1: Evidence(0.3, None, g(150, 120)), 2: Evidence(0.35, None, g(160, 110)), 3: Evidence(0.28, None, g(140, 130))},
      [], "a busy cluster, every broker alike: slow together is load, not a slow broker"),
 ]
