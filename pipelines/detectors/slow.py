@@ -26,7 +26,7 @@ so it compares what every broker answers now):
   what tells a broker too slow for any client from a stopped one.
 - a milder spell of the same: its probes' round trips over the last few seconds at a high quantile
   (`answer_steady_ms`, many answers: one poll says it) at least `MILD_MIN_S` and `MILD_FACTOR` times its peers', and
-  `PAST_FACTOR` times its own recent past (a moving average over half an hour, pipelines/slow_view.py); from an older
+  `PAST_FACTOR` times its own usual (schemas/latency.py `moved`: up over half an hour, down within minutes); from an older
   collector, which publishes only the short median, two rounds in a row. A broker at a tenth of a core answers some
   probes tens of ms late where its peers answer in one or two: clients are not hurt yet, but an on-call wants to
   know. Its own past keeps a broker that was always a little slower than its peers (older hardware, a far rack) from
