@@ -264,7 +264,7 @@ class Collector:
         return f"the collector here {poll}, {sent}; {self.publisher.said(now)}"
 
     def _kept_home(self, cluster: str, records: list[Observation], interval_s: float,
-                   usual_ms: Mapping[int, float] | None = None) -> bool:
+                   usual_ms: Mapping[int, float]) -> bool:
         """A steady poll that found what the last published one did: not published (collectors/unchanged.py).
         A pipeline in this process is told at once; one apart reads how long a steady record holds in the
         record itself: until the next poll published, at most a resend and a poll later."""

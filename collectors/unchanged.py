@@ -27,7 +27,7 @@ def steady_digest(records: Sequence[Observation], usual_ms: Mapping[int, float] 
     steady (or not a full poll's records). A broker down or not answering is steady: the same finding
     again, its escalation the pipeline's clock's. The KRaft quorum's offsets and timestamps move at every
     poll even when nothing happens: it counts by its voters' states. `usual_ms`: each broker's usual answer
-    time (collectors/broker_book.py), without which a broker answering mildly late against its peers is always news."""
+    time (collectors/broker_book.py); a broker without one is not mildly late (the pipeline would not say it)."""
     out: list[Any] = []
     cluster_records = 0
     for rec in records:
@@ -45,7 +45,8 @@ def steady_digest(records: Sequence[Observation], usual_ms: Mapping[int, float] 
             if any("answer_ms" in b or "answer_steady_ms" in b for b in brokers):
                 if any(b["answer_ms"] >= SLOW_MIN_S * 1000 for b in brokers if b.get("answer_ms") is not None):
                     return None  # a broker answering late: every poll goes out, BROKER_SLOW judges each
-                if mildly_late({b["id"]: ms for b in brokers if (ms := b.get("answer_steady_ms")) is not None}, usual_ms):
+                if mildly_late({b["id"]: ms for b in brokers if (ms := b.get("answer_steady_ms")) is not None},
+                               usual_ms or {}):
                     return None  # ... and so does one answering mildly late against its peers (a warning's)
                 brokers = [{k: v for k, v in b.items() if k not in ("answer_ms", "answer_steady_ms")} for b in brokers]
             q = cs.get("quorum")

@@ -44,15 +44,20 @@ def moved(usual: Usual | None, ms: float, at_s: float) -> Usual:
     return math.exp(math.log(avg) + weight * (math.log(ms) - math.log(avg))), at_s
 
 
-def mildly_late(steady_ms: Mapping[int, float], usual_ms: Mapping[int, float] | None = None) -> set[int]:
-    """The brokers whose steady answer time (collectors/answer_times.py `steady_s`, in ms) is at least MILD_MIN_S,
-    MILD_FACTOR times their peers' median and, where `usual_ms` is given, PAST_FACTOR times their usual (unknown: not
-    late): a poll that says so goes out (collectors/unchanged.py), so the pipeline judges each while the spell lasts;
-    a broker always that much slower than its peers keeps its polls home, as the pipeline would not say it."""
+def mild_spell(ms: float, peers_median_ms: float, usual_ms: float | None) -> bool:
+    """A milder spell of late answers (ms): `mildly_above` its peers' median and PAST_FACTOR times its own usual
+    (unknown: none said). The collector's poll check and BROKER_SLOW (pipelines/detectors/slow.py) both ask it."""
+    return usual_ms is not None and mildly_above(ms, peers_median_ms) and ms >= PAST_FACTOR * usual_ms
+
+
+def mildly_late(steady_ms: Mapping[int, float], usual_ms: Mapping[int, float]) -> set[int]:
+    """The brokers whose steady answer time (collectors/answer_times.py `steady_s`, in ms) is a `mild_spell` against
+    their peers' and their usual: a poll that says so goes out (collectors/unchanged.py), so the pipeline judges each
+    while the spell lasts; a broker always that much slower than its peers keeps its polls home, as the pipeline would
+    not say it."""
     out = set()
     for b, ms in steady_ms.items():
         peers = [p for q, p in steady_ms.items() if q != b]
-        if peers and mildly_above(ms, statistics.median(peers)) and (
-                usual_ms is None or ((usual := usual_ms.get(b)) is not None and ms >= PAST_FACTOR * usual)):
+        if peers and mild_spell(ms, statistics.median(peers), usual_ms.get(b)):
             out.add(b)
     return out

@@ -64,7 +64,7 @@ from typing import Any, Callable, Collection, Mapping, Sequence
 from pipelines.detectors.details import Details
 from pipelines.detectors.exports import Alert, BROKER_PAGE, Series, console, incident_info
 from pipelines.detectors.rule import Escalation, Rule
-from schemas.latency import MILD_MIN_S, PAST_FACTOR, SLOW_MIN_S, mildly_above
+from schemas.latency import MILD_MIN_S, SLOW_MIN_S, mild_spell
 
 TYPE = "BROKER_SLOW"
 CPU_STARVED, SLOW_DISK, SLOW_REPLICATION, UNKNOWN = "cpu_starved", "slow_disk", "slow_replication", "unknown"
@@ -205,12 +205,10 @@ def _markedly(value: float | None, peers: Sequence[float], floor_s: float = SLOW
 
 
 def _mildly(e: Evidence, peers_mild_ms: Sequence[float]) -> bool:
-    """A milder spell of late answers to the collector's probes (`Evidence.mild_ms`, its peers' the same): above
-    MILD_MIN_S, MILD_FACTOR times its peers' median and PAST_FACTOR times its own recent past (unknown past: not
-    said)."""
+    """A milder spell of late answers to the collector's probes (`Evidence.mild_ms`, its peers' the same), against its
+    peers' median and its own usual (schemas/latency.py `mild_spell`)."""
     median, ms = _median(peers_mild_ms), e.mild_ms()
-    return (ms is not None and e.answer_past_ms is not None and median is not None
-            and mildly_above(ms, median) and ms >= PAST_FACTOR * e.answer_past_ms)
+    return ms is not None and median is not None and mild_spell(ms, median, e.answer_past_ms)
 
 
 def _client_wait(e: Evidence) -> float | None:
